@@ -1,0 +1,203 @@
+//! The one table of annotation keywords. The parser, completion, hover, lint messages and the
+//! user docs all read it, so a keyword is added here and nowhere else.
+
+/// Where a keyword may stand.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum KeywordKind {
+    /// `FLAGS:`, `PARAMS:` ...
+    Section,
+    /// In `[...]` after the command name.
+    CommandOption,
+    /// In an argument: `short:c`, `type:input_file`.
+    ArgField,
+    /// A value of `type:`.
+    Type,
+    /// A value of `size:` (and the parameters of `list(...)`, `specific_size(...)`).
+    Size,
+    /// A value of `merge:`.
+    Merge,
+}
+
+/// What follows a keyword's colon.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ValueShape {
+    /// A bare keyword: `splittable`.
+    None,
+    /// A single character: `short:c`.
+    Char,
+    /// A word: `long:invert-match`.
+    Word,
+    /// A quoted string: `desc:"..."`.
+    String,
+    /// A number: `output_ratio:0.1`, `size:3`.
+    Number,
+    /// One of the keywords of a kind: `type:input_file`.
+    OneOf(KeywordKind),
+    /// A parenthesised character or characters: `list_separator:(,)`.
+    Separator,
+}
+
+#[derive(Debug)]
+pub struct Keyword {
+    pub name: &'static str,
+    pub kind: KeywordKind,
+    pub synonyms: &'static [&'static str],
+    pub value: ValueShape,
+    /// Marks what posh adds to the original POSH language.
+    pub extension: bool,
+    pub doc: &'static str,
+}
+
+macro_rules! kw {
+    ($kind:ident $name:literal $( / $syn:literal )* : $value:expr, $ext:literal, $doc:literal) => {
+        Keyword {
+            name: $name,
+            kind: KeywordKind::$kind,
+            synonyms: &[$($syn),*],
+            value: $value,
+            extension: $ext,
+            doc: $doc,
+        }
+    };
+}
+
+use ValueShape as V;
+
+pub static KEYWORDS: &[Keyword] = &[
+    kw!(Section "FLAGS": V::None, false, "Options without a value, such as `-v` or `--invert-match`."),
+    kw!(Section "OPTPARAMS": V::None, false, "Options with a value: `-f FILE`, `-n5`, `--lines=5`."),
+    kw!(Section "PARAMS": V::None, false, "Positional arguments, in order."),
+    kw!(Section "EXAMPLES": V::None, true, "Example invocations, one per line. Each must fit its entry; CI runs them under strace to prove the annotation true."),
+    kw!(CommandOption "needs_current_dir": V::None, false, "The command reads or writes under the working directory (`git status`), so it runs where the working directory lives."),
+    kw!(CommandOption "splittable_across_input": V::None, false, "The command can run on pieces of its standard input, and the pieces' outputs combine (see `merge`)."),
+    kw!(CommandOption "filters_input" / "reduces_input": V::None, false, "The output is much smaller than the input. The planner assumes half the input size, or `output_ratio` when given."),
+    kw!(CommandOption "long_arg_single_dash" / "long_args_single_dash": V::None, false, "Long options are written with one dash: `-format gif`, `-name '*.txt'`."),
+    kw!(CommandOption "merge": V::OneOf(KeywordKind::Merge), true, "How the outputs of split copies combine into the output of one run. Default: `concat`."),
+    kw!(CommandOption "output_ratio": V::Number, true, "Expected output bytes per input byte (a number above 0). Refines `filters_input` for the planner's byte predictions."),
+    kw!(ArgField "short": V::Char, false, "One-character option name: `short:c` matches `-c`, and bundles such as `-cvf`."),
+    kw!(ArgField "long": V::Word, false, "Long option name: `long:file` matches `--file VALUE` and `--file=VALUE` (or `-file` with `long_arg_single_dash`)."),
+    kw!(ArgField "desc": V::String, false, "A description of the argument, shown on hover."),
+    kw!(ArgField "type": V::OneOf(KeywordKind::Type), false, "What the value is: `input_file`, `output_file` or `str` (the default)."),
+    kw!(ArgField "size": V::OneOf(KeywordKind::Size), false, "How many values: `0`, `1`, a number, `list`, `list(list_separator:(,))` or `specific_size(size:N,list_separator:(X))`."),
+    kw!(ArgField "default_value": V::String, false, "The value the command uses when the argument is absent (`ls` lists `\".\"`)."),
+    kw!(ArgField "multiple": V::None, false, "The option may be given more than once (`-e P1 -e P2`)."),
+    kw!(ArgField "splittable": V::None, false, "The command may run on any subset of this argument's values, once per subset, and the outputs combine. At most one per entry."),
+    kw!(ArgField "attached": V::None, false, "The value is taken only when written in the same word (`pr -s:`); a bare `-s` takes none."),
+    kw!(ArgField "required": V::None, true, "The entry fits only invocations that give this option (`tar -c` and `tar -x` get separate entries)."),
+    kw!(ArgField "config": V::None, true, "A configuration input (`grep -f patterns`): every split copy reads it whole, and it is never split."),
+    kw!(Type "input_file": V::None, false, "A file (or directory) the command reads."),
+    kw!(Type "output_file": V::None, false, "A file (or directory) the command writes."),
+    kw!(Type "str": V::None, false, "A plain string: not a file."),
+    kw!(Size "list": V::None, false, "Any number of values, as separate words (or, with `list_separator`, in one word)."),
+    kw!(Size "specific_size": V::None, false, "Exactly `size` values separated by `list_separator`: `specific_size(size:2,list_separator:(,))`."),
+    kw!(Size "list_separator": V::Separator, false, "The character between values in one word, in parentheses: `(,)`; `( )` means separate words."),
+    kw!(Merge "concat": V::None, true, "Concatenate the copies' outputs in input order (what `cat`, `grep` and `tr` need)."),
+    kw!(Merge "rerun": V::None, true, "Run the same command again over the concatenated outputs (`head`, `tail`, `uniq`)."),
+    kw!(Merge "sum": V::None, true, "Add the copies' numbers column by column (`wc`)."),
+    kw!(Merge "sort_merge": V::None, true, "Merge sorted outputs with `sort -m` and the invocation's own ordering options."),
+    kw!(Merge "uniq_count": V::None, true, "Merge `uniq -c` outputs, adding the counts of a line that straddles a seam."),
+];
+
+/// Looks a keyword up by name or synonym within one kind.
+pub fn lookup(kind: KeywordKind, name: &str) -> Option<&'static Keyword> {
+    KEYWORDS
+        .iter()
+        .find(|k| k.kind == kind && (k.name == name || k.synonyms.contains(&name)))
+}
+
+pub fn of_kind(kind: KeywordKind) -> impl Iterator<Item = &'static Keyword> {
+    KEYWORDS.iter().filter(move |k| k.kind == kind)
+}
+
+/// The keyword of `kind` closest to a misspelt `name`, if it is close enough to suggest.
+pub fn suggest(kind: KeywordKind, name: &str) -> Option<&'static str> {
+    let name = name.to_ascii_lowercase();
+    of_kind(kind)
+        .flat_map(|k| {
+            std::iter::once(k.name)
+                .chain(k.synonyms.iter().copied())
+                .map(move |n| (k.name, n))
+        })
+        .map(|(canonical, spelling)| {
+            (
+                edit_distance(&name, &spelling.to_ascii_lowercase()),
+                canonical,
+            )
+        })
+        .filter(|&(d, _)| d <= 2 || (d <= 3 && name.len() > 8))
+        .min_by_key(|&(d, _)| d)
+        .map(|(_, canonical)| canonical)
+}
+
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut prev: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut cur = vec![i + 1];
+        for (j, &cb) in b.iter().enumerate() {
+            let cost = usize::from(ca != cb);
+            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
+        }
+        prev = cur;
+    }
+    prev[b.len()]
+}
+
+/// The keyword reference in Markdown, generated from the table for docs/annotation-language.md.
+pub fn reference_markdown() -> String {
+    let mut out = String::new();
+    for (kind, title) in [
+        (KeywordKind::Section, "Sections"),
+        (KeywordKind::CommandOption, "Command options"),
+        (KeywordKind::ArgField, "Argument fields"),
+        (KeywordKind::Type, "Types"),
+        (KeywordKind::Size, "Sizes"),
+        (KeywordKind::Merge, "Merge steps"),
+    ] {
+        out.push_str(&format!(
+            "### {title}\n\n| keyword | meaning |\n|---|---|\n"
+        ));
+        for k in of_kind(kind) {
+            let mut name = format!("`{}`", k.name);
+            for s in k.synonyms {
+                name.push_str(&format!(" (or `{s}`)"));
+            }
+            if k.extension {
+                name.push_str(" *(posh)*");
+            }
+            out.push_str(&format!("| {name} | {} |\n", k.doc));
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn suggests_near_misses() {
+        assert_eq!(
+            suggest(KeywordKind::ArgField, "splitable"),
+            Some("splittable")
+        );
+        assert_eq!(
+            suggest(KeywordKind::CommandOption, "reduce_input"),
+            Some("filters_input")
+        );
+        assert_eq!(suggest(KeywordKind::Type, "inputfile"), Some("input_file"));
+        assert_eq!(suggest(KeywordKind::ArgField, "zzzzzz"), None);
+    }
+
+    #[test]
+    fn lookup_accepts_synonyms() {
+        assert_eq!(
+            lookup(KeywordKind::CommandOption, "reduces_input")
+                .unwrap()
+                .name,
+            "filters_input"
+        );
+        assert!(lookup(KeywordKind::ArgField, "FLAGS").is_none());
+    }
+}

@@ -1,0 +1,409 @@
+//! Interprets the raw entries of the syntax through the keyword table into the model, reporting
+//! unknown keywords (with a fix when one is a typo away), bad values and duplicates.
+
+use crate::annotation::keywords::{self, KeywordKind, ValueShape};
+use crate::annotation::model::{ArgSpec, ArgType, CommandEntry, CommandOptions, MergeKind, Size};
+use crate::annotation::syntax::{RawEntry, RawField, RawItem, RawValue, RawValueKind};
+use crate::diagnostic::{Code, Diagnostic, Fix, TextEdit};
+use crate::text::Span;
+
+/// Lowers one entry. `None` when the entry has no name; other errors are reported in `diags` and
+/// the caller decides whether the entry loads.
+pub fn lower_entry(raw: &RawEntry, diags: &mut Vec<Diagnostic>) -> Option<CommandEntry> {
+    let (first, _) = raw.name.first()?;
+    let name_span = raw
+        .name
+        .first()
+        .expect("checked")
+        .1
+        .cover(raw.name.last().expect("checked").1);
+    let mut entry = CommandEntry {
+        name: raw.name.iter().map(|(w, _)| w.clone()).collect(),
+        name_span,
+        span: raw.span,
+        options: lower_options(&raw.options, diags),
+        flags: Vec::new(),
+        optparams: Vec::new(),
+        params: Vec::new(),
+        examples: Vec::new(),
+    };
+    debug_assert!(!first.is_empty());
+    for section in &raw.sections {
+        match section.name.as_str() {
+            "FLAGS" => entry.flags.extend(
+                section
+                    .items
+                    .iter()
+                    .map(|i| lower_arg(i, Kind::Flag, diags)),
+            ),
+            "OPTPARAMS" => entry.optparams.extend(
+                section
+                    .items
+                    .iter()
+                    .map(|i| lower_arg(i, Kind::OptParam, diags)),
+            ),
+            "PARAMS" => entry.params.extend(
+                section
+                    .items
+                    .iter()
+                    .map(|i| lower_arg(i, Kind::Param, diags)),
+            ),
+            "EXAMPLES" => entry.examples.extend(section.examples.iter().cloned()),
+            other => diags.push(Diagnostic::new(
+                Code::UnknownSection,
+                section.name_span,
+                format!("unknown section `{other}`: expected FLAGS, OPTPARAMS, PARAMS or EXAMPLES"),
+            )),
+        }
+    }
+    Some(entry)
+}
+
+fn unknown_keyword(kind: KeywordKind, code: Code, field: &RawField, what: &str) -> Diagnostic {
+    let mut diag = Diagnostic::new(
+        code,
+        field.key_span,
+        format!("unknown {what} `{}`", field.key),
+    );
+    if let Some(suggestion) = keywords::suggest(kind, &field.key) {
+        diag.message
+            .push_str(&format!(": did you mean `{suggestion}`?"));
+        diag = diag.with_fix(Fix {
+            title: format!("Replace with `{suggestion}`"),
+            edits: vec![TextEdit {
+                span: field.key_span,
+                new_text: suggestion.to_string(),
+            }],
+        });
+    }
+    diag
+}
+
+fn lower_options(fields: &[RawField], diags: &mut Vec<Diagnostic>) -> CommandOptions {
+    let mut options = CommandOptions::default();
+    let mut seen: Vec<&str> = Vec::new();
+    for field in fields {
+        let Some(keyword) = keywords::lookup(KeywordKind::CommandOption, &field.key) else {
+            diags.push(unknown_keyword(
+                KeywordKind::CommandOption,
+                Code::UnknownCommandOption,
+                field,
+                "command option",
+            ));
+            continue;
+        };
+        if seen.contains(&keyword.name) {
+            diags.push(Diagnostic::new(
+                Code::Duplicate,
+                field.span,
+                format!("`{}` is given twice", keyword.name),
+            ));
+            continue;
+        }
+        seen.push(keyword.name);
+        if !check_value_shape(field, keyword.value, diags) {
+            continue;
+        }
+        match keyword.name {
+            "needs_current_dir" => options.needs_current_dir = true,
+            "splittable_across_input" => options.splittable_across_input = true,
+            "filters_input" => options.filters_input = true,
+            "long_arg_single_dash" => options.long_arg_single_dash = true,
+            "merge" => {
+                let word = word_value(field).unwrap_or_default();
+                match MergeKind::from_keyword(word) {
+                    Some(kind) => options.merge = Some(kind),
+                    None => diags.push(invalid_keyword_value(
+                        field,
+                        KeywordKind::Merge,
+                        "merge step",
+                    )),
+                }
+            }
+            "output_ratio" => options.output_ratio = number_value(field, diags),
+            other => unreachable!("command option `{other}` has no meaning in lower_options"),
+        }
+    }
+    options
+}
+
+/// Which section an argument stands in; it decides the defaults.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Flag,
+    OptParam,
+    Param,
+}
+
+fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec {
+    let mut spec = ArgSpec {
+        short: None,
+        long: None,
+        desc: None,
+        ty: ArgType::Str,
+        size: if kind == Kind::Flag {
+            Size::Count(0)
+        } else {
+            Size::Count(1)
+        },
+        default_value: None,
+        multiple: false,
+        splittable: false,
+        attached: false,
+        required: false,
+        config: false,
+        span: item.span,
+    };
+    let mut seen: Vec<&str> = Vec::new();
+    let mut explicit_type = None;
+    let mut explicit_size = None;
+    for field in &item.fields {
+        let Some(keyword) = keywords::lookup(KeywordKind::ArgField, &field.key) else {
+            diags.push(unknown_keyword(
+                KeywordKind::ArgField,
+                Code::UnknownField,
+                field,
+                "field",
+            ));
+            continue;
+        };
+        if seen.contains(&keyword.name) {
+            diags.push(Diagnostic::new(
+                Code::Duplicate,
+                field.span,
+                format!("`{}` is given twice", keyword.name),
+            ));
+            continue;
+        }
+        seen.push(keyword.name);
+        if !check_value_shape(field, keyword.value, diags) {
+            continue;
+        }
+        match keyword.name {
+            "short" => {
+                let text = text_value(field).unwrap_or_default();
+                let mut chars = text.chars();
+                match (chars.next(), chars.next()) {
+                    (Some(c), None) => spec.short = Some(c),
+                    _ => diags.push(Diagnostic::new(
+                        Code::BadShortName,
+                        value_span(field),
+                        format!("`short` takes one character, not `{text}`; use `long:{text}` for a long name"),
+                    )),
+                }
+            }
+            "long" => spec.long = text_value(field).map(|t| t.trim_start_matches('-').to_string()),
+            "desc" => spec.desc = text_value(field).map(str::to_string),
+            "default_value" => spec.default_value = text_value(field).map(str::to_string),
+            "type" => {
+                let word = word_value(field).unwrap_or_default();
+                match ArgType::from_keyword(word) {
+                    Some(ty) => {
+                        spec.ty = ty;
+                        explicit_type = Some(field.span);
+                    }
+                    None => diags.push(invalid_keyword_value(field, KeywordKind::Type, "type")),
+                }
+            }
+            "size" => {
+                if let Some(size) = lower_size(field, diags) {
+                    spec.size = size;
+                    explicit_size = Some(field.span);
+                }
+            }
+            "multiple" => spec.multiple = true,
+            "splittable" => spec.splittable = true,
+            "attached" => spec.attached = true,
+            "required" => spec.required = true,
+            "config" => spec.config = true,
+            other => unreachable!("field `{other}` has no meaning in lower_arg"),
+        }
+    }
+    match kind {
+        Kind::Flag => {
+            if let Some(span) = explicit_type.filter(|_| spec.ty != ArgType::Str) {
+                diags.push(Diagnostic::new(
+                    Code::Conflict,
+                    span,
+                    "a flag takes no value, so it has no `type`; move it to OPTPARAMS",
+                ));
+            }
+            if let Some(span) = explicit_size.filter(|_| spec.size != Size::Count(0)) {
+                diags.push(Diagnostic::new(
+                    Code::Conflict,
+                    span,
+                    "a flag takes no value: its size is 0; move it to OPTPARAMS",
+                ));
+            }
+        }
+        Kind::OptParam | Kind::Param => {
+            if let Some(span) = explicit_size.filter(|_| spec.size == Size::Count(0)) {
+                let section = if kind == Kind::Param {
+                    "PARAMS"
+                } else {
+                    "OPTPARAMS"
+                };
+                diags.push(Diagnostic::new(
+                    Code::Conflict,
+                    span,
+                    format!(
+                        "`size:0` does not belong in {section}: an option without a value is a FLAG"
+                    ),
+                ));
+            }
+        }
+    }
+    spec
+}
+
+fn lower_size(field: &RawField, diags: &mut Vec<Diagnostic>) -> Option<Size> {
+    let value = field.value.as_ref().expect("checked by check_value_shape");
+    let bad = |diags: &mut Vec<Diagnostic>, message: String| {
+        diags.push(Diagnostic::new(Code::InvalidValue, value.span, message));
+        None
+    };
+    match &value.kind {
+        RawValueKind::Word(w) if w == "list" => Some(Size::List { separator: None }),
+        RawValueKind::Word(w) => match w.parse::<u32>() {
+            Ok(n) => Some(Size::Count(n)),
+            Err(_) => bad(
+                diags,
+                format!(
+                    "`{w}` is not a size: expected 0, 1, a number, `list`, `list(...)` or `specific_size(...)`"
+                ),
+            ),
+        },
+        RawValueKind::Call { name, args } if name == "list" || name == "specific_size" => {
+            let mut separator = None;
+            let mut count = None;
+            for arg in args {
+                match (arg.key.as_str(), arg.value.as_ref().map(|v| &v.kind)) {
+                    ("list_separator", Some(RawValueKind::Paren(sep))) => {
+                        separator = Some(sep.clone())
+                    }
+                    ("size", Some(RawValueKind::Word(n))) if name == "specific_size" => {
+                        match n.parse::<u32>() {
+                            Ok(n) => count = Some(n),
+                            Err(_) => return bad(diags, format!("`{n}` is not a number")),
+                        }
+                    }
+                    _ => {
+                        let expected = if name == "list" {
+                            "`list_separator:(X)`"
+                        } else {
+                            "`size:N` and `list_separator:(X)`"
+                        };
+                        return bad(
+                            diags,
+                            format!(
+                                "`{}` does not belong in `{name}(...)`: expected {expected}",
+                                arg.key
+                            ),
+                        );
+                    }
+                }
+            }
+            // A space between values is how separate words are written in the original files.
+            let separator = separator.filter(|s| s != " ");
+            if name == "list" {
+                Some(Size::List { separator })
+            } else {
+                match count {
+                    Some(count) => Some(Size::Specific { count, separator }),
+                    None => bad(diags, "`specific_size(...)` needs `size:N`".to_string()),
+                }
+            }
+        }
+        RawValueKind::Call { name, .. } => bad(
+            diags,
+            format!("`{name}(...)` is not a size: expected `list(...)` or `specific_size(...)`"),
+        ),
+        RawValueKind::Str(s) | RawValueKind::Paren(s) => bad(diags, format!("`{s}` is not a size")),
+    }
+}
+
+/// Checks that a field's value has the form its keyword takes; reports and returns false if not.
+fn check_value_shape(field: &RawField, shape: ValueShape, diags: &mut Vec<Diagnostic>) -> bool {
+    let message = match (shape, field.value.as_ref().map(|v| &v.kind)) {
+        (ValueShape::None, None) => return true,
+        (ValueShape::None, Some(_)) => format!("`{}` takes no value", field.key),
+        (_, None) => format!("`{}` needs a value: `{}:...`", field.key, field.key),
+        (
+            ValueShape::Char | ValueShape::Word | ValueShape::String,
+            Some(RawValueKind::Word(_) | RawValueKind::Str(_)),
+        ) => return true,
+        (ValueShape::Number, Some(RawValueKind::Word(_))) => return true,
+        (
+            ValueShape::OneOf(KeywordKind::Size),
+            Some(RawValueKind::Word(_) | RawValueKind::Call { .. }),
+        ) => return true,
+        (ValueShape::OneOf(_), Some(RawValueKind::Word(_))) => return true,
+        (ValueShape::Separator, Some(RawValueKind::Paren(_))) => return true,
+        _ => format!("`{}` cannot take this value", field.key),
+    };
+    let span = field.value.as_ref().map_or(field.span, |v| v.span);
+    diags.push(Diagnostic::new(Code::InvalidValue, span, message));
+    false
+}
+
+fn invalid_keyword_value(field: &RawField, kind: KeywordKind, what: &str) -> Diagnostic {
+    let word = word_value(field).unwrap_or_default();
+    let span = value_span(field);
+    let choices: Vec<String> = keywords::of_kind(kind)
+        .map(|k| format!("`{}`", k.name))
+        .collect();
+    let mut diag = Diagnostic::new(
+        Code::InvalidValue,
+        span,
+        format!("`{word}` is not a {what}: expected {}", choices.join(", ")),
+    );
+    if let Some(suggestion) = keywords::suggest(kind, word) {
+        diag = diag.with_fix(Fix {
+            title: format!("Replace with `{suggestion}`"),
+            edits: vec![TextEdit {
+                span,
+                new_text: suggestion.to_string(),
+            }],
+        });
+    }
+    diag
+}
+
+fn value_span(field: &RawField) -> Span {
+    field.value.as_ref().map_or(field.span, |v| v.span)
+}
+
+fn word_value(field: &RawField) -> Option<&str> {
+    match &field.value.as_ref()?.kind {
+        RawValueKind::Word(w) => Some(w),
+        _ => None,
+    }
+}
+
+fn text_value(field: &RawField) -> Option<&str> {
+    match &field.value.as_ref()?.kind {
+        RawValueKind::Word(w) | RawValueKind::Str(w) => Some(w),
+        _ => None,
+    }
+}
+
+fn number_value(field: &RawField, diags: &mut Vec<Diagnostic>) -> Option<f64> {
+    let RawValue {
+        kind: RawValueKind::Word(text),
+        span,
+    } = field.value.as_ref()?
+    else {
+        return None;
+    };
+    match text.parse::<f64>() {
+        Ok(n) if n.is_finite() => Some(n),
+        _ => {
+            diags.push(Diagnostic::new(
+                Code::InvalidValue,
+                *span,
+                format!("`{text}` is not a number"),
+            ));
+            None
+        }
+    }
+}

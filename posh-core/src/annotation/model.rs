@@ -1,0 +1,265 @@
+//! The annotation model: what the parser produces, the formatter prints and the matcher reads.
+
+use crate::text::Span;
+
+/// One entry: a model of one form of a command's command line.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct CommandEntry {
+    /// The command name; more than one word for `git status`.
+    pub name: Vec<String>,
+    pub name_span: Span,
+    /// The whole entry, from the name to its last line.
+    pub span: Span,
+    pub options: CommandOptions,
+    pub flags: Vec<ArgSpec>,
+    pub optparams: Vec<ArgSpec>,
+    pub params: Vec<ArgSpec>,
+    pub examples: Vec<Example>,
+}
+
+impl CommandEntry {
+    pub fn display_name(&self) -> String {
+        self.name.join(" ")
+    }
+
+    pub fn section(&self, section: Section) -> &[ArgSpec] {
+        match section {
+            Section::Flags => &self.flags,
+            Section::OptParams => &self.optparams,
+            Section::Params => &self.params,
+        }
+    }
+
+    /// Every argument with the section it belongs to and its index there.
+    pub fn args(&self) -> impl Iterator<Item = (ArgRef, &ArgSpec)> {
+        [Section::Flags, Section::OptParams, Section::Params]
+            .into_iter()
+            .flat_map(move |section| {
+                self.section(section)
+                    .iter()
+                    .enumerate()
+                    .map(move |(index, spec)| (ArgRef { section, index }, spec))
+            })
+    }
+
+    pub fn arg(&self, arg: ArgRef) -> &ArgSpec {
+        &self.section(arg.section)[arg.index]
+    }
+
+    pub fn splittable_arg(&self) -> Option<ArgRef> {
+        self.args()
+            .find(|(_, spec)| spec.splittable)
+            .map(|(r, _)| r)
+    }
+
+    /// The entry with every span set to zero, for comparing models parsed from different text.
+    pub fn without_spans(&self) -> CommandEntry {
+        let strip = |specs: &[ArgSpec]| {
+            specs
+                .iter()
+                .map(|s| ArgSpec {
+                    span: Span::default(),
+                    ..s.clone()
+                })
+                .collect()
+        };
+        CommandEntry {
+            name_span: Span::default(),
+            span: Span::default(),
+            flags: strip(&self.flags),
+            optparams: strip(&self.optparams),
+            params: strip(&self.params),
+            examples: self
+                .examples
+                .iter()
+                .map(|e| Example {
+                    text: e.text.clone(),
+                    span: Span::default(),
+                })
+                .collect(),
+            ..self.clone()
+        }
+    }
+}
+
+/// The three argument sections (`EXAMPLES` holds no arguments).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub enum Section {
+    Flags,
+    OptParams,
+    Params,
+}
+
+impl Section {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            Section::Flags => "FLAGS",
+            Section::OptParams => "OPTPARAMS",
+            Section::Params => "PARAMS",
+        }
+    }
+}
+
+/// Names one argument of an entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+pub struct ArgRef {
+    pub section: Section,
+    pub index: usize,
+}
+
+#[derive(Clone, Debug, Default, PartialEq, serde::Serialize)]
+pub struct CommandOptions {
+    pub needs_current_dir: bool,
+    pub splittable_across_input: bool,
+    pub filters_input: bool,
+    pub long_arg_single_dash: bool,
+    pub merge: Option<MergeKind>,
+    pub output_ratio: Option<f64>,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum MergeKind {
+    Concat,
+    Rerun,
+    Sum,
+    SortMerge,
+    UniqCount,
+}
+
+impl MergeKind {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            MergeKind::Concat => "concat",
+            MergeKind::Rerun => "rerun",
+            MergeKind::Sum => "sum",
+            MergeKind::SortMerge => "sort_merge",
+            MergeKind::UniqCount => "uniq_count",
+        }
+    }
+
+    pub fn from_keyword(word: &str) -> Option<MergeKind> {
+        [
+            MergeKind::Concat,
+            MergeKind::Rerun,
+            MergeKind::Sum,
+            MergeKind::SortMerge,
+            MergeKind::UniqCount,
+        ]
+        .into_iter()
+        .find(|m| m.keyword() == word)
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct ArgSpec {
+    pub short: Option<char>,
+    pub long: Option<String>,
+    pub desc: Option<String>,
+    pub ty: ArgType,
+    pub size: Size,
+    pub default_value: Option<String>,
+    pub multiple: bool,
+    pub splittable: bool,
+    pub attached: bool,
+    pub required: bool,
+    pub config: bool,
+    pub span: Span,
+}
+
+impl ArgSpec {
+    /// How the option is written on a command line, for messages: `-f/--file`.
+    pub fn display_name(&self, single_dash_long: bool) -> String {
+        let dash = if single_dash_long { "-" } else { "--" };
+        match (self.short, &self.long) {
+            (Some(s), Some(l)) => format!("-{s}/{dash}{l}"),
+            (Some(s), None) => format!("-{s}"),
+            (None, Some(l)) => format!("{dash}{l}"),
+            (None, None) => "positional".to_string(),
+        }
+    }
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, serde::Serialize)]
+pub enum ArgType {
+    InputFile,
+    OutputFile,
+    #[default]
+    Str,
+}
+
+impl ArgType {
+    pub fn keyword(self) -> &'static str {
+        match self {
+            ArgType::InputFile => "input_file",
+            ArgType::OutputFile => "output_file",
+            ArgType::Str => "str",
+        }
+    }
+
+    pub fn from_keyword(word: &str) -> Option<ArgType> {
+        match word {
+            "input_file" => Some(ArgType::InputFile),
+            "output_file" => Some(ArgType::OutputFile),
+            "str" => Some(ArgType::Str),
+            _ => None,
+        }
+    }
+
+    pub fn is_file(self) -> bool {
+        self != ArgType::Str
+    }
+}
+
+/// How many values an argument takes. A list separated by a space is the same as separate words,
+/// so the parser stores it as `separator: None`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Size {
+    /// Exactly this many words (`0` for flags).
+    Count(u32),
+    /// Any number of values: separate words, or one word split at `separator`.
+    List { separator: Option<String> },
+    /// Exactly `count` values: separate words, or one word split at `separator`.
+    Specific {
+        count: u32,
+        separator: Option<String>,
+    },
+}
+
+impl Default for Size {
+    fn default() -> Size {
+        Size::Count(1)
+    }
+}
+
+impl Size {
+    pub fn is_list(&self) -> bool {
+        matches!(self, Size::List { .. })
+    }
+
+    /// True when the number of words the argument takes is not fixed.
+    pub fn is_variable(&self) -> bool {
+        matches!(self, Size::List { separator: None })
+    }
+
+    pub fn separator(&self) -> Option<&str> {
+        match self {
+            Size::List { separator } | Size::Specific { separator, .. } => separator.as_deref(),
+            Size::Count(_) => None,
+        }
+    }
+
+    /// Can hold more than one value: what `splittable` needs.
+    pub fn holds_many(&self) -> bool {
+        match self {
+            Size::Count(n) | Size::Specific { count: n, .. } => *n > 1,
+            Size::List { .. } => true,
+        }
+    }
+}
+
+/// An example invocation, as written after `- ` in `EXAMPLES`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Example {
+    pub text: String,
+    pub span: Span,
+}

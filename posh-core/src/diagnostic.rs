@@ -1,0 +1,168 @@
+//! Diagnostics with stable codes. Each code's doc text is also its hover text and its entry in
+//! the user docs (`posh-lsp check --explain CODE` prints it).
+
+use crate::text::Span;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+pub enum Severity {
+    Error,
+    Warning,
+}
+
+impl Severity {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// A replacement of the text in `span` by `new_text`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct TextEdit {
+    pub span: Span,
+    pub new_text: String,
+}
+
+/// An edit that resolves a diagnostic, offered as a quick fix.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Fix {
+    pub title: String,
+    pub edits: Vec<TextEdit>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Diagnostic {
+    pub code: Code,
+    pub severity: Severity,
+    pub message: String,
+    pub span: Span,
+    pub fix: Option<Fix>,
+}
+
+impl Diagnostic {
+    pub fn new(code: Code, span: Span, message: impl Into<String>) -> Diagnostic {
+        Diagnostic {
+            code,
+            severity: code.severity(),
+            message: message.into(),
+            span,
+            fix: None,
+        }
+    }
+
+    pub fn with_fix(mut self, fix: Fix) -> Diagnostic {
+        self.fix = Some(fix);
+        self
+    }
+}
+
+macro_rules! codes {
+    ($( $(#[doc = $doc:literal])* $variant:ident = $code:literal, $name:literal, $severity:ident; )*) => {
+        /// Stable diagnostic codes. Never renumber; retire a code instead of reusing it.
+        #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, serde::Serialize)]
+        pub enum Code { $($variant,)* }
+
+        impl Code {
+            pub const ALL: &'static [Code] = &[$(Code::$variant,)*];
+
+            /// The stable code, such as `A106`.
+            pub fn as_str(self) -> &'static str {
+                match self { $(Code::$variant => $code,)* }
+            }
+
+            /// A short kebab-case name, such as `second-splittable`.
+            pub fn name(self) -> &'static str {
+                match self { $(Code::$variant => $name,)* }
+            }
+
+            pub fn severity(self) -> Severity {
+                match self { $(Code::$variant => Severity::$severity,)* }
+            }
+
+            /// The documentation of the code: what it means and how to fix it.
+            pub fn doc(self) -> &'static str {
+                match self { $(Code::$variant => concat!($($doc, "\n",)*),)* }
+            }
+
+            pub fn from_code(code: &str) -> Option<Code> {
+                Code::ALL.iter().copied().find(|c| c.as_str().eq_ignore_ascii_case(code))
+            }
+        }
+    };
+}
+
+codes! {
+    /// The parser met text it cannot read here: a stray character, a missing comma, colon or
+    /// bracket. The entry is not loaded; the rest of the file is.
+    Syntax = "A001", "syntax", Error;
+    /// A string (`"..."`) or a bracket (`[`, `(`) is not closed on its line.
+    Unclosed = "A002", "unclosed", Error;
+    /// An entry header needs a colon after the command name and its options: `cat: PARAMS:[...]`.
+    MissingColon = "A003", "missing-colon", Error;
+    /// A block-layout line (`- ...`) stands before any entry or section that could own it.
+    OrphanLine = "A004", "orphan-line", Error;
+    /// Only `FLAGS`, `OPTPARAMS`, `PARAMS` and `EXAMPLES` are sections.
+    UnknownSection = "A005", "unknown-section", Error;
+    /// A command option in `[...]` after the name is not one posh knows; see the keyword table.
+    UnknownCommandOption = "A101", "unknown-command-option", Error;
+    /// An argument field (`short`, `long`, `type`, `size`, ...) is not one posh knows.
+    UnknownField = "A102", "unknown-field", Error;
+    /// A keyword has a value it cannot take (`type:file`, `size:lots`, a missing value).
+    InvalidValue = "A103", "invalid-value", Error;
+    /// The same field or command option is given twice in one place.
+    Duplicate = "A104", "duplicate", Error;
+    /// Two settings contradict each other (`type` on a flag, `size:0` on an option with a value).
+    Conflict = "A105", "conflict", Error;
+    /// At most one argument of an entry may be `splittable`: posh splits a command across one
+    /// list of files.
+    SecondSplittable = "A106", "second-splittable", Error;
+    /// A `splittable` argument must hold a list of values (`size:list`): there is nothing to
+    /// split in a single value.
+    SplittableSingle = "A107", "splittable-single", Error;
+    /// `attached` (the value is taken only in the same word, like `pr -s:`) makes sense only for
+    /// `type:str` values.
+    AttachedNonString = "A108", "attached-non-string", Error;
+    /// An option in `FLAGS` or `OPTPARAMS` needs a `short` or a `long` name, or no word could
+    /// ever match it.
+    NamelessOption = "A109", "nameless-option", Error;
+    /// Positional arguments (`PARAMS`) have no names: `short` and `long` do not apply.
+    NamedPositional = "A110", "named-positional", Error;
+    /// Two options of one entry share a short or a long name; the second could never match.
+    DuplicateName = "A111", "duplicate-name", Error;
+    /// `short` takes exactly one character.
+    BadShortName = "A112", "bad-short-name", Error;
+    /// Two positionals hold a variable number of words; posh could not tell where one ends.
+    AmbiguousPositionals = "A113", "ambiguous-positionals", Error;
+    /// `config` marks an input file that every split copy reads whole; it applies only to
+    /// `type:input_file` and never to the `splittable` argument.
+    BadConfigInput = "A114", "bad-config-input", Error;
+    /// `output_ratio` is the expected output bytes per input byte: a number above zero. With
+    /// `filters_input` it should not exceed 1.
+    BadOutputRatio = "A115", "bad-output-ratio", Error;
+    /// An earlier entry for the same command fits every invocation this entry fits, so this
+    /// entry can never win. Reorder the entries, or add a `required` option to the earlier one.
+    UnreachableEntry = "A201", "unreachable-entry", Warning;
+    /// An example invocation does not fit its own entry (or an earlier entry takes it). Fix the
+    /// example or the entry: examples are how the library is checked against real behaviour.
+    ExampleMismatch = "A202", "example-mismatch", Warning;
+    /// A `merge` step is set but nothing can split the command (neither
+    /// `splittable_across_input` nor a `splittable` argument), so it is never used.
+    UnusedMerge = "A203", "unused-merge", Warning;
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn codes_are_unique_and_documented() {
+        let mut seen = std::collections::HashSet::new();
+        for code in Code::ALL {
+            assert!(seen.insert(code.as_str()), "{} twice", code.as_str());
+            assert!(!code.doc().trim().is_empty());
+            assert_eq!(Code::from_code(code.as_str()), Some(*code));
+        }
+    }
+}

@@ -1,0 +1,14 @@
+//! posh-core: the analysis core of posh.
+//!
+//! Data flows through the modules in this order (see ARCHITECTURE.md):
+//! annotation text --[`annotation`]--> command models --[`matcher`]--> typed invocations.
+//! The crate does no I/O: callers hand it text, and (later) file sizes through a trait.
+
+pub mod annotation;
+pub mod diagnostic;
+pub mod library;
+pub mod matcher;
+pub mod text;
+
+pub use diagnostic::{Code, Diagnostic, Fix, Severity, TextEdit};
+pub use text::{LineIndex, Span};

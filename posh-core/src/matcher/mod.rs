@@ -1,0 +1,812 @@
+//! Fits an invocation (argv words) to an annotation entry under POSIX/GNU conventions, classifies
+//! every word, and rebuilds argv exactly, or with the splittable argument narrowed to a subset.
+//!
+//! Invariant: the words of argv are never re-spelt. A rebuilt argv holds the original words in
+//! the original order, less the dropped values of the splittable argument; only a word that packs
+//! several values (`a.txt,b.txt`) is re-joined from its kept values.
+
+use std::fmt;
+use std::ops::Range;
+
+use crate::annotation::model::{ArgRef, ArgSpec, ArgType, CommandEntry, Section, Size};
+
+/// What one part of a word is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Role {
+    /// The command name, or a word of a multi-word name (`git status`).
+    CommandName,
+    Flag(ArgRef),
+    /// The name of an option that takes a value (`-f`, `--file`).
+    OptionName(ArgRef),
+    /// A value of an option or a positional.
+    Value(ArgRef, ArgType),
+    /// `--`.
+    EndOfOptions,
+    /// `=` between a long option and its value, or a list separator inside a word.
+    Punctuation,
+}
+
+/// A byte range of a word and its role.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct WordPart {
+    pub range: Range<usize>,
+    pub role: Role,
+}
+
+/// One value: a file name or a string, located in argv.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ArgValue {
+    pub arg: ArgRef,
+    pub ty: ArgType,
+    pub word: usize,
+    pub range: Range<usize>,
+    /// Which occurrence of the argument this value belongs to (an option given twice has two).
+    pub occurrence: usize,
+}
+
+/// An argument absent from argv whose annotation gives a `default_value`.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct DefaultValue {
+    pub arg: ArgRef,
+    pub ty: ArgType,
+    pub value: String,
+}
+
+/// The words that one occurrence of an argument spans: what must go if all its values go.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Occurrence {
+    pub arg: ArgRef,
+    pub words: Vec<usize>,
+    /// The option's name shares its word with other flags (`-cvf`): the occurrence cannot be
+    /// dropped without rewriting that word.
+    pub bundled: bool,
+}
+
+/// An invocation fitted to an entry.
+#[derive(Clone, Debug, serde::Serialize)]
+pub struct Invocation<'a> {
+    #[serde(skip)]
+    pub entry: &'a CommandEntry,
+    /// The entry's index among the candidates the matcher was given.
+    pub entry_index: usize,
+    pub argv: Vec<String>,
+    /// One per argv word.
+    pub words: Vec<Vec<WordPart>>,
+    pub values: Vec<ArgValue>,
+    pub occurrences: Vec<Occurrence>,
+    pub defaults: Vec<DefaultValue>,
+}
+
+/// Why an entry does not fit an invocation.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Mismatch {
+    /// argv is shorter than the multi-word name, or a name word differs.
+    Subcommand {
+        expected: String,
+    },
+    UnknownOption {
+        word: usize,
+        option: String,
+    },
+    FlagWithValue {
+        word: usize,
+        option: String,
+    },
+    MissingValue {
+        word: usize,
+        option: String,
+    },
+    RepeatedOption {
+        word: usize,
+        option: String,
+    },
+    MissingRequired {
+        option: String,
+    },
+    WrongValueCount {
+        word: usize,
+        expected: u32,
+        found: usize,
+    },
+    TooFewPositionals {
+        expected: usize,
+        found: usize,
+    },
+    TooManyPositionals {
+        expected: usize,
+        found: usize,
+    },
+}
+
+impl fmt::Display for Mismatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Mismatch::Subcommand { expected } => write!(f, "it is not `{expected}`"),
+            Mismatch::UnknownOption { option, .. } => {
+                write!(f, "the annotation does not know the option `{option}`")
+            }
+            Mismatch::FlagWithValue { option, .. } => write!(f, "`{option}` takes no value"),
+            Mismatch::MissingValue { option, .. } => write!(f, "`{option}` needs a value"),
+            Mismatch::RepeatedOption { option, .. } => {
+                write!(f, "`{option}` is given more than once")
+            }
+            Mismatch::MissingRequired { option } => write!(f, "this form needs `{option}`"),
+            Mismatch::WrongValueCount {
+                expected, found, ..
+            } => write!(f, "expected {expected} values in one word, found {found}"),
+            Mismatch::TooFewPositionals { expected, found } => write!(
+                f,
+                "expected at least {expected} positional arguments, found {found}"
+            ),
+            Mismatch::TooManyPositionals { expected, found } => write!(
+                f,
+                "expected at most {expected} positional arguments, found {found}"
+            ),
+        }
+    }
+}
+
+/// Why no entry fits.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum NoMatch {
+    /// The library has no entry for the command.
+    NoAnnotation { command: String },
+    /// Entries exist; each failed for the reason given (with its index among the candidates).
+    NoEntryFits {
+        command: String,
+        attempts: Vec<(usize, Mismatch)>,
+    },
+    /// argv is empty.
+    Empty,
+}
+
+impl fmt::Display for NoMatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            NoMatch::NoAnnotation { command } => write!(f, "no annotation for `{command}`"),
+            NoMatch::NoEntryFits { command, attempts } => {
+                write!(f, "no annotation entry of `{command}` fits")?;
+                if let Some((_, why)) = attempts.last() {
+                    write!(f, ": {why}")?;
+                }
+                Ok(())
+            }
+            NoMatch::Empty => write!(f, "empty command"),
+        }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum RebuildError {
+    #[error("the entry has no splittable argument")]
+    NotSplittable,
+    #[error("an empty subset would leave the command reading its standard input instead")]
+    EmptySubset,
+    #[error("value index {index} is out of range: the splittable argument has {len} values")]
+    OutOfRange { index: usize, len: usize },
+    #[error("`{word}` bundles the splittable option with other flags; it cannot be dropped alone")]
+    Bundled { word: String },
+}
+
+/// The command name an argv word stands for: `/usr/bin/grep` is `grep`.
+pub fn command_name(word: &str) -> &str {
+    word.rsplit('/').next().unwrap_or(word)
+}
+
+/// Tries `candidates` in order and returns the first entry that fits, as entries of one command
+/// are tried in an annotation library.
+pub fn match_entries<'a>(
+    candidates: &[&'a CommandEntry],
+    argv: &[String],
+) -> Result<Invocation<'a>, NoMatch> {
+    let Some(first) = argv.first() else {
+        return Err(NoMatch::Empty);
+    };
+    let command = command_name(first).to_string();
+    if candidates.is_empty() {
+        return Err(NoMatch::NoAnnotation { command });
+    }
+    let mut attempts = Vec::new();
+    for (index, entry) in candidates.iter().enumerate() {
+        match fit(entry, argv) {
+            Ok(mut invocation) => {
+                invocation.entry_index = index;
+                return Ok(invocation);
+            }
+            Err(why) => attempts.push((index, why)),
+        }
+    }
+    Err(NoMatch::NoEntryFits { command, attempts })
+}
+
+/// Fits argv to one entry.
+pub fn fit<'a>(entry: &'a CommandEntry, argv: &[String]) -> Result<Invocation<'a>, Mismatch> {
+    Fitter::new(entry, argv)?.run()
+}
+
+struct Fitter<'a, 'w> {
+    entry: &'a CommandEntry,
+    argv: &'w [String],
+    words: Vec<Vec<WordPart>>,
+    values: Vec<ArgValue>,
+    occurrences: Vec<Occurrence>,
+    positionals: Vec<usize>,
+    next: usize,
+}
+
+impl<'a, 'w> Fitter<'a, 'w> {
+    fn new(entry: &'a CommandEntry, argv: &'w [String]) -> Result<Self, Mismatch> {
+        let expected = || Mismatch::Subcommand {
+            expected: entry.display_name(),
+        };
+        if argv.first().map(|w| command_name(w)) != entry.name.first().map(String::as_str) {
+            return Err(expected());
+        }
+        for (i, name) in entry.name.iter().enumerate().skip(1) {
+            if argv.get(i) != Some(name) {
+                return Err(expected());
+            }
+        }
+        let mut words = vec![Vec::new(); argv.len()];
+        for (i, word) in words.iter_mut().enumerate().take(entry.name.len()) {
+            word.push(WordPart {
+                range: 0..argv[i].len(),
+                role: Role::CommandName,
+            });
+        }
+        Ok(Fitter {
+            entry,
+            argv,
+            words,
+            values: Vec::new(),
+            occurrences: Vec::new(),
+            positionals: Vec::new(),
+            next: entry.name.len(),
+        })
+    }
+
+    fn run(mut self) -> Result<Invocation<'a>, Mismatch> {
+        let mut options_ended = false;
+        while self.next < self.argv.len() {
+            let index = self.next;
+            self.next += 1;
+            let word = &self.argv[index];
+            if options_ended || word == "-" || !word.starts_with('-') {
+                self.positionals.push(index);
+            } else if word == "--" {
+                self.words[index].push(WordPart {
+                    range: 0..2,
+                    role: Role::EndOfOptions,
+                });
+                options_ended = true;
+            } else if let Some(long) = word.strip_prefix("--") {
+                self.long_option(index, long, 2)?;
+            } else if self.entry.options.long_arg_single_dash
+                && self.find_long(long_name(&word[1..])).is_some()
+            {
+                self.long_option(index, &word[1..], 1)?;
+            } else {
+                self.short_options(index)?;
+            }
+        }
+        self.check_counts()?;
+        self.assign_positionals()?;
+        let defaults = self.defaults();
+        self.values.sort_by_key(|v| (v.word, v.range.start));
+        Ok(Invocation {
+            entry: self.entry,
+            entry_index: 0,
+            argv: self.argv.to_vec(),
+            words: self.words,
+            values: self.values,
+            occurrences: self.occurrences,
+            defaults,
+        })
+    }
+
+    fn find_long(&self, name: &str) -> Option<(ArgRef, &'a ArgSpec)> {
+        let entry = self.entry;
+        entry
+            .args()
+            .find(|(r, spec)| r.section != Section::Params && spec.long.as_deref() == Some(name))
+    }
+
+    fn find_short(&self, c: char) -> Option<(ArgRef, &'a ArgSpec)> {
+        let entry = self.entry;
+        entry
+            .args()
+            .find(|(r, spec)| r.section != Section::Params && spec.short == Some(c))
+    }
+
+    /// `--name`, `--name=value`, `--name value` (`-name` with `long_arg_single_dash`).
+    fn long_option(&mut self, index: usize, body: &str, dashes: usize) -> Result<(), Mismatch> {
+        let word = &self.argv[index];
+        let name = long_name(body);
+        let Some((arg, spec)) = self.find_long(name) else {
+            return Err(Mismatch::UnknownOption {
+                word: index,
+                option: format!("{}{name}", &word[..dashes]),
+            });
+        };
+        let name_end = dashes + name.len();
+        let inline = (name_end < word.len()).then(|| name_end + 1..word.len());
+        if arg.section == Section::Flags {
+            if inline.is_some() {
+                return Err(Mismatch::FlagWithValue {
+                    word: index,
+                    option: word[..name_end].to_string(),
+                });
+            }
+            self.words[index].push(WordPart {
+                range: 0..word.len(),
+                role: Role::Flag(arg),
+            });
+            return Ok(());
+        }
+        self.words[index].push(WordPart {
+            range: 0..name_end,
+            role: Role::OptionName(arg),
+        });
+        if inline.is_some() {
+            self.words[index].push(WordPart {
+                range: name_end..name_end + 1,
+                role: Role::Punctuation,
+            });
+        }
+        self.option_values(index, arg, spec, inline, false, &word[..name_end])
+    }
+
+    /// `-abc`, `-n5`, `-n 5`, `-cvf out.tar`.
+    fn short_options(&mut self, index: usize) -> Result<(), Mismatch> {
+        let word = &self.argv[index];
+        let mut chars = word.char_indices().skip(1).peekable();
+        let bundled = word.chars().count() > 2;
+        while let Some((at, c)) = chars.next() {
+            let end = at + c.len_utf8();
+            let Some((arg, spec)) = self.find_short(c) else {
+                return Err(Mismatch::UnknownOption {
+                    word: index,
+                    option: format!("-{c}"),
+                });
+            };
+            if arg.section == Section::Flags {
+                self.words[index].push(WordPart {
+                    range: at..end,
+                    role: Role::Flag(arg),
+                });
+                continue;
+            }
+            self.words[index].push(WordPart {
+                range: at..end,
+                role: Role::OptionName(arg),
+            });
+            let inline = chars.peek().is_some().then(|| end..word.len());
+            let bundled = bundled && at > 1;
+            return self.option_values(index, arg, spec, inline, bundled, &format!("-{c}"));
+        }
+        Ok(())
+    }
+
+    fn option_values(
+        &mut self,
+        index: usize,
+        arg: ArgRef,
+        spec: &ArgSpec,
+        inline: Option<Range<usize>>,
+        bundled: bool,
+        option: &str,
+    ) -> Result<(), Mismatch> {
+        let occurrence = self.occurrences.len();
+        let mut words = vec![index];
+        match (&spec.size, inline) {
+            (_, None) if spec.attached => {}
+            (Size::Count(n), Some(_))
+            | (
+                Size::Specific {
+                    count: n,
+                    separator: None,
+                },
+                Some(_),
+            ) if *n > 1 => {
+                return Err(Mismatch::MissingValue {
+                    word: index,
+                    option: option.to_string(),
+                });
+            }
+            (Size::Count(n), None)
+            | (
+                Size::Specific {
+                    count: n,
+                    separator: None,
+                },
+                None,
+            ) if *n > 1 => {
+                for _ in 0..*n {
+                    let value_word = self.take_value_word(index, option)?;
+                    self.push_value(
+                        arg,
+                        spec.ty,
+                        value_word,
+                        0..self.argv[value_word].len(),
+                        occurrence,
+                    );
+                    words.push(value_word);
+                }
+            }
+            (size, inline) => {
+                let (value_word, range) = match inline {
+                    Some(range) => (index, range),
+                    None => {
+                        let value_word = self.take_value_word(index, option)?;
+                        words.push(value_word);
+                        (value_word, 0..self.argv[value_word].len())
+                    }
+                };
+                self.split_values(arg, spec.ty, size, value_word, range, occurrence)?;
+            }
+        }
+        self.occurrences.push(Occurrence {
+            arg,
+            words,
+            bundled,
+        });
+        Ok(())
+    }
+
+    fn take_value_word(&mut self, index: usize, option: &str) -> Result<usize, Mismatch> {
+        if self.next >= self.argv.len() {
+            return Err(Mismatch::MissingValue {
+                word: index,
+                option: option.to_string(),
+            });
+        }
+        self.next += 1;
+        Ok(self.next - 1)
+    }
+
+    /// Records the values in `range` of a word, split at the size's separator if it has one.
+    fn split_values(
+        &mut self,
+        arg: ArgRef,
+        ty: ArgType,
+        size: &Size,
+        word: usize,
+        range: Range<usize>,
+        occurrence: usize,
+    ) -> Result<(), Mismatch> {
+        let Some(separator) = size.separator() else {
+            self.push_value(arg, ty, word, range, occurrence);
+            return Ok(());
+        };
+        let text = &self.argv[word][range.clone()];
+        let mut start = range.start;
+        let mut items = Vec::new();
+        for piece in text.split(separator) {
+            items.push(start..start + piece.len());
+            start += piece.len() + separator.len();
+        }
+        if let Size::Specific { count, .. } = size {
+            if items.len() != *count as usize {
+                return Err(Mismatch::WrongValueCount {
+                    word,
+                    expected: *count,
+                    found: items.len(),
+                });
+            }
+        }
+        for (i, item) in items.into_iter().enumerate() {
+            if i > 0 {
+                self.words[word].push(WordPart {
+                    range: item.start - separator.len()..item.start,
+                    role: Role::Punctuation,
+                });
+            }
+            self.push_value(arg, ty, word, item, occurrence);
+        }
+        Ok(())
+    }
+
+    fn push_value(
+        &mut self,
+        arg: ArgRef,
+        ty: ArgType,
+        word: usize,
+        range: Range<usize>,
+        occurrence: usize,
+    ) {
+        self.words[word].push(WordPart {
+            range: range.clone(),
+            role: Role::Value(arg, ty),
+        });
+        self.values.push(ArgValue {
+            arg,
+            ty,
+            word,
+            range,
+            occurrence,
+        });
+    }
+
+    fn check_counts(&self) -> Result<(), Mismatch> {
+        for (arg, spec) in self
+            .entry
+            .args()
+            .filter(|(r, _)| r.section != Section::Params)
+        {
+            let mut occurrences = self.occurrences.iter().filter(|o| o.arg == arg);
+            let flag_uses = || {
+                self.words
+                    .iter()
+                    .flatten()
+                    .filter(|p| p.role == Role::Flag(arg))
+                    .count()
+            };
+            let given = if arg.section == Section::Flags {
+                flag_uses()
+            } else {
+                occurrences.clone().count()
+            };
+            let name = spec.display_name(self.entry.options.long_arg_single_dash);
+            if spec.required && given == 0 {
+                return Err(Mismatch::MissingRequired { option: name });
+            }
+            // Repeating a flag changes no file access, so only options with values must opt in.
+            if arg.section == Section::OptParams && given > 1 && !spec.multiple {
+                let word = occurrences.nth(1).map_or(0, |o| o.words[0]);
+                return Err(Mismatch::RepeatedOption { word, option: name });
+            }
+        }
+        Ok(())
+    }
+
+    /// Deals the positional words out to `PARAMS` in order; the one variable-length list takes
+    /// what the fixed ones leave.
+    fn assign_positionals(&mut self) -> Result<(), Mismatch> {
+        let entry = self.entry;
+        let words_of = |spec: &ArgSpec| match spec.size {
+            Size::Count(n) => Some(n as usize),
+            Size::Specific {
+                count,
+                separator: None,
+            } => Some(count as usize),
+            Size::List { separator: None } => None,
+            Size::List { separator: Some(_) }
+            | Size::Specific {
+                separator: Some(_), ..
+            } => Some(1),
+        };
+        let fixed: usize = entry.params.iter().filter_map(words_of).sum();
+        let has_list = entry.params.iter().any(|s| words_of(s).is_none());
+        let found = self.positionals.len();
+        if found < fixed {
+            return Err(Mismatch::TooFewPositionals {
+                expected: fixed,
+                found,
+            });
+        }
+        if !has_list && found > fixed {
+            return Err(Mismatch::TooManyPositionals {
+                expected: fixed,
+                found,
+            });
+        }
+        let positionals = std::mem::take(&mut self.positionals);
+        let mut next = positionals.iter().copied();
+        for (index, spec) in entry.params.iter().enumerate() {
+            let arg = ArgRef {
+                section: Section::Params,
+                index,
+            };
+            let count = words_of(spec).unwrap_or(found - fixed);
+            for _ in 0..count {
+                let word = next.next().expect("counted above");
+                let occurrence = self.occurrences.len();
+                self.split_values(
+                    arg,
+                    spec.ty,
+                    &spec.size,
+                    word,
+                    0..self.argv[word].len(),
+                    occurrence,
+                )?;
+                self.occurrences.push(Occurrence {
+                    arg,
+                    words: vec![word],
+                    bundled: false,
+                });
+            }
+        }
+        Ok(())
+    }
+
+    fn defaults(&self) -> Vec<DefaultValue> {
+        self.entry
+            .args()
+            .filter(|(arg, _)| !self.occurrences.iter().any(|o| o.arg == *arg))
+            .filter_map(|(arg, spec)| {
+                spec.default_value.as_ref().map(|v| DefaultValue {
+                    arg,
+                    ty: spec.ty,
+                    value: v.clone(),
+                })
+            })
+            .collect()
+    }
+}
+
+/// `name=value` → `name`.
+fn long_name(body: &str) -> &str {
+    body.split_once('=').map_or(body, |(name, _)| name)
+}
+
+impl Invocation<'_> {
+    pub fn value_text(&self, value: &ArgValue) -> &str {
+        &self.argv[value.word][value.range.clone()]
+    }
+
+    /// Values of one type, defaults included, in argv order.
+    pub fn files_of(&self, ty: ArgType) -> Vec<String> {
+        let given = self
+            .values
+            .iter()
+            .filter(|v| v.ty == ty)
+            .map(|v| self.value_text(v).to_string());
+        let defaults = self
+            .defaults
+            .iter()
+            .filter(|d| d.ty == ty)
+            .map(|d| d.value.clone());
+        given.chain(defaults).collect()
+    }
+
+    pub fn input_files(&self) -> Vec<String> {
+        self.files_of(ArgType::InputFile)
+    }
+
+    pub fn output_files(&self) -> Vec<String> {
+        self.files_of(ArgType::OutputFile)
+    }
+
+    /// The values of the splittable argument, in argv order.
+    pub fn splittable_values(&self) -> Vec<&ArgValue> {
+        match self.entry.splittable_arg() {
+            Some(arg) => self.values.iter().filter(|v| v.arg == arg).collect(),
+            None => Vec::new(),
+        }
+    }
+
+    /// argv with the splittable argument narrowed to the values at `keep` (indices into
+    /// [`Self::splittable_values`]); every other word stays as it was, in its place.
+    pub fn argv_with_subset(&self, keep: &[usize]) -> Result<Vec<String>, RebuildError> {
+        let arg = self
+            .entry
+            .splittable_arg()
+            .ok_or(RebuildError::NotSplittable)?;
+        let split = self.splittable_values();
+        if let Some(&index) = keep.iter().find(|&&i| i >= split.len()) {
+            return Err(RebuildError::OutOfRange {
+                index,
+                len: split.len(),
+            });
+        }
+        if keep.is_empty() {
+            return Err(RebuildError::EmptySubset);
+        }
+        let kept = |v: &ArgValue| {
+            split
+                .iter()
+                .position(|s| *s == v)
+                .is_some_and(|i| keep.contains(&i))
+        };
+        let mut dropped = vec![false; self.argv.len()];
+        let mut rewritten: Vec<Option<String>> = vec![None; self.argv.len()];
+        for (occurrence_index, occurrence) in self
+            .occurrences
+            .iter()
+            .enumerate()
+            .filter(|(_, o)| o.arg == arg)
+        {
+            let values: Vec<&ArgValue> = self
+                .values
+                .iter()
+                .filter(|v| v.occurrence == occurrence_index)
+                .collect();
+            let kept_values: Vec<&ArgValue> = values.iter().copied().filter(|v| kept(v)).collect();
+            if kept_values.len() == values.len() {
+                continue;
+            }
+            if kept_values.is_empty() {
+                if occurrence.bundled {
+                    return Err(RebuildError::Bundled {
+                        word: self.argv[occurrence.words[0]].clone(),
+                    });
+                }
+                for &w in &occurrence.words {
+                    dropped[w] = true;
+                }
+                continue;
+            }
+            // Some values of a word that packs several (`-k a,b,c`): re-join the kept ones.
+            let separator = self.entry.arg(arg).size.separator().unwrap_or(" ");
+            let word = values[0].word;
+            let text = &self.argv[word];
+            let first = values[0].range.start;
+            let last = values[values.len() - 1].range.end;
+            let joined: Vec<&str> = kept_values.iter().map(|v| &text[v.range.clone()]).collect();
+            rewritten[word] = Some(format!(
+                "{}{}{}",
+                &text[..first],
+                joined.join(separator),
+                &text[last..]
+            ));
+        }
+        Ok((0..self.argv.len())
+            .filter(|&i| !dropped[i])
+            .map(|i| rewritten[i].clone().unwrap_or_else(|| self.argv[i].clone()))
+            .collect())
+    }
+
+    /// The classification as one line per word, for snapshots and debugging:
+    /// `-cvf  -c:flag(c) v:flag(v) f:option(f)`.
+    pub fn describe(&self) -> String {
+        let mut out = String::new();
+        for (i, word) in self.argv.iter().enumerate() {
+            out.push_str(&format!("{word:?}"));
+            for part in &self.words[i] {
+                let text = &word[part.range.clone()];
+                let role = match part.role {
+                    Role::CommandName => "command".to_string(),
+                    Role::Flag(arg) => format!(
+                        "flag {}",
+                        self.entry
+                            .arg(arg)
+                            .display_name(self.entry.options.long_arg_single_dash)
+                    ),
+                    Role::OptionName(arg) => format!(
+                        "option {}",
+                        self.entry
+                            .arg(arg)
+                            .display_name(self.entry.options.long_arg_single_dash)
+                    ),
+                    Role::Value(arg, ty) => {
+                        let spec = self.entry.arg(arg);
+                        let mut role = format!(
+                            "{} of {}",
+                            ty.keyword(),
+                            spec.display_name(self.entry.options.long_arg_single_dash)
+                        );
+                        if arg.section == Section::Params {
+                            role = format!("{} (PARAMS #{})", ty.keyword(), arg.index);
+                        }
+                        if spec.splittable {
+                            role.push_str(", splittable");
+                        }
+                        if spec.config {
+                            role.push_str(", config");
+                        }
+                        role
+                    }
+                    Role::EndOfOptions => "end of options".to_string(),
+                    Role::Punctuation => continue,
+                };
+                if part.range == (0..word.len()) {
+                    out.push_str(&format!(": {role}"));
+                } else {
+                    out.push_str(&format!("  {text:?}: {role}"));
+                }
+            }
+            out.push('\n');
+        }
+        for default in &self.defaults {
+            out.push_str(&format!(
+                "(default {:?}: {})\n",
+                default.value,
+                default.ty.keyword()
+            ));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,1 @@
+//! The shipped annotation library loads whole and every entry is checked.

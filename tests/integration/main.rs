@@ -1,0 +1,3 @@
+//! The cross-crate test binary (one binary, after ripgrep: fast to link, one place to look).
+
+mod annotations;
