@@ -1,3 +1,4 @@
 //! The cross-crate test binary (one binary, after ripgrep: fast to link, one place to look).
 
 mod annotations;
+mod trace;
