@@ -81,9 +81,10 @@ macro_rules! codes {
                 match self { $(Code::$variant => Severity::$severity,)* }
             }
 
-            /// The documentation of the code: what it means and how to fix it.
-            pub fn doc(self) -> &'static str {
-                match self { $(Code::$variant => concat!($($doc, "\n",)*),)* }
+            /// The documentation of the code, one paragraph: what it means and how to fix it.
+            pub fn doc(self) -> String {
+                let lines: &[&str] = match self { $(Code::$variant => &[$($doc,)*],)* };
+                lines.iter().map(|l| l.trim()).collect::<Vec<_>>().join(" ")
             }
 
             pub fn from_code(code: &str) -> Option<Code> {

@@ -49,7 +49,7 @@ fn main() -> ExitCode {
                     code.as_str(),
                     code.name(),
                     code.severity().as_str(),
-                    code.doc().trim_end()
+                    code.doc()
                 );
                 ExitCode::SUCCESS
             }

@@ -82,19 +82,19 @@ pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
         ));
     }
     let options = &entry.options;
-    if let Some(ratio) = options.output_ratio {
-        if ratio <= 0.0 || (options.filters_input && ratio > 1.0) {
-            let why = if ratio <= 0.0 {
-                "must be above 0"
-            } else {
-                "contradicts `filters_input` (above 1 means the output grows)"
-            };
-            diags.push(Diagnostic::new(
-                Code::BadOutputRatio,
-                entry.name_span,
-                format!("`output_ratio:{ratio}` {why}"),
-            ));
-        }
+    if let Some(ratio) = options.output_ratio
+        && (ratio <= 0.0 || (options.filters_input && ratio > 1.0))
+    {
+        let why = if ratio <= 0.0 {
+            "must be above 0"
+        } else {
+            "contradicts `filters_input` (above 1 means the output grows)"
+        };
+        diags.push(Diagnostic::new(
+            Code::BadOutputRatio,
+            entry.name_span,
+            format!("`output_ratio:{ratio}` {why}"),
+        ));
     }
     if options.merge.is_some()
         && !options.splittable_across_input

@@ -380,7 +380,7 @@ impl<'a, 'w> Fitter<'a, 'w> {
                 range: at..end,
                 role: Role::OptionName(arg),
             });
-            let inline = chars.peek().is_some().then(|| end..word.len());
+            let inline = chars.peek().is_some().then_some(end..word.len());
             let bundled = bundled && at > 1;
             return self.option_values(index, arg, spec, inline, bundled, &format!("-{c}"));
         }
@@ -485,14 +485,14 @@ impl<'a, 'w> Fitter<'a, 'w> {
             items.push(start..start + piece.len());
             start += piece.len() + separator.len();
         }
-        if let Size::Specific { count, .. } = size {
-            if items.len() != *count as usize {
-                return Err(Mismatch::WrongValueCount {
-                    word,
-                    expected: *count,
-                    found: items.len(),
-                });
-            }
+        if let Size::Specific { count, .. } = size
+            && items.len() != *count as usize
+        {
+            return Err(Mismatch::WrongValueCount {
+                word,
+                expected: *count,
+                found: items.len(),
+            });
         }
         for (i, item) in items.into_iter().enumerate() {
             if i > 0 {
