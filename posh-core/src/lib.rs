@@ -5,9 +5,12 @@
 //! The crate does no I/O: callers hand it text, and (later) file sizes through a trait.
 
 pub mod annotation;
+pub mod config;
 pub mod diagnostic;
+pub mod fs;
 pub mod library;
 pub mod matcher;
+pub mod shell;
 pub mod text;
 
 pub use diagnostic::{Code, Diagnostic, Fix, Severity, TextEdit};

@@ -130,7 +130,10 @@ fn paper_invocations_against_the_library() {
     ] {
         out.push_str(&format!("$ {line}\n"));
         match library.match_argv(&words(line)) {
-            Ok(invocation) => out.push_str(&invocation.describe()),
+            Ok(invocation) => {
+                let entry = annotation::format::format_entry(invocation.entry);
+                out.push_str(&format!("entry {}\n{}", entry.lines().next().unwrap_or_default(), invocation.describe()));
+            }
             Err(why) => out.push_str(&format!("{why}\n")),
         }
         out.push('\n');

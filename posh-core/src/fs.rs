@@ -1,0 +1,101 @@
+//! The file system as posh-core sees it: a trait the caller supplies (the runtime stats local
+//! files, a proxy its export, the language server a cached view, tests a map), so posh-core itself
+//! does no I/O.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    File,
+    Directory,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FileMeta {
+    pub kind: FileKind,
+    /// Bytes for a file; for a directory, the bytes of everything below it when the
+    /// implementation knows them cheaply, else 0.
+    pub size: u64,
+}
+
+pub trait FileSystem {
+    /// `None` when the path does not exist or cannot be read.
+    fn metadata(&self, path: &Path) -> Option<FileMeta>;
+    /// The names in a directory, sorted; empty when it is not a readable directory.
+    fn read_dir(&self, path: &Path) -> Vec<String>;
+    fn read_to_string(&self, path: &Path) -> Option<String>;
+}
+
+/// An in-memory file system for tests and for what-if planning.
+#[derive(Clone, Debug, Default)]
+pub struct MemoryFileSystem {
+    files: BTreeMap<PathBuf, (u64, Option<String>)>,
+}
+
+impl MemoryFileSystem {
+    pub fn new() -> MemoryFileSystem {
+        MemoryFileSystem::default()
+    }
+
+    /// Adds a file of `size` bytes (its parents exist implicitly).
+    pub fn add_file(&mut self, path: impl Into<PathBuf>, size: u64) -> &mut Self {
+        self.files.insert(path.into(), (size, None));
+        self
+    }
+
+    /// Adds a file with text content.
+    pub fn add_text(&mut self, path: impl Into<PathBuf>, text: &str) -> &mut Self {
+        self.files.insert(path.into(), (text.len() as u64, Some(text.to_string())));
+        self
+    }
+
+    fn is_dir(&self, path: &Path) -> bool {
+        self.files.keys().any(|f| f.starts_with(path) && f != path)
+    }
+}
+
+impl FileSystem for MemoryFileSystem {
+    fn metadata(&self, path: &Path) -> Option<FileMeta> {
+        if let Some((size, _)) = self.files.get(path) {
+            return Some(FileMeta { kind: FileKind::File, size: *size });
+        }
+        self.is_dir(path).then(|| FileMeta {
+            kind: FileKind::Directory,
+            size: self.files.iter().filter(|(f, _)| f.starts_with(path)).map(|(_, (s, _))| s).sum(),
+        })
+    }
+
+    fn read_dir(&self, path: &Path) -> Vec<String> {
+        let mut names: Vec<String> = self
+            .files
+            .keys()
+            .filter_map(|f| f.strip_prefix(path).ok())
+            .filter_map(|rest| rest.components().next())
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        names.dedup();
+        names
+    }
+
+    fn read_to_string(&self, path: &Path) -> Option<String> {
+        self.files.get(path).and_then(|(_, text)| text.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn memory_file_system_has_implicit_directories() {
+        let mut fs = MemoryFileSystem::new();
+        fs.add_file("/mnt/logs/a.log", 10).add_file("/mnt/logs/b.log", 5).add_text("/home/u/posh.toml", "x");
+        assert_eq!(fs.metadata(Path::new("/mnt/logs")), Some(FileMeta { kind: FileKind::Directory, size: 15 }));
+        assert_eq!(fs.metadata(Path::new("/mnt/logs/a.log")), Some(FileMeta { kind: FileKind::File, size: 10 }));
+        assert_eq!(fs.metadata(Path::new("/mnt/nothing")), None);
+        assert_eq!(fs.read_dir(Path::new("/mnt")), ["logs"]);
+        assert_eq!(fs.read_dir(Path::new("/mnt/logs")), ["a.log", "b.log"]);
+        assert_eq!(fs.read_to_string(Path::new("/home/u/posh.toml")).as_deref(), Some("x"));
+    }
+}

@@ -1,0 +1,132 @@
+//! The shell model: every pipeline of a script with its commands' words, redirections and exact
+//! byte spans. Produced by `shell::parse`; read by the planner.
+
+use crate::text::Span;
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Script {
+    /// Every pipeline, in source order (by span start), including those nested in functions,
+    /// loops, conditionals, subshells, command and process substitutions. A lone simple command
+    /// is a pipeline of one.
+    pub pipelines: Vec<Pipeline>,
+    /// Parse errors. When bash would reject the script, there is at least one, and `pipelines`
+    /// holds what could be recovered (possibly nothing).
+    pub errors: Vec<ShellError>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ShellError {
+    pub span: Span,
+    pub message: String,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Pipeline {
+    /// From the first word of the first command to the end of the last command's last
+    /// redirection target.
+    pub span: Span,
+    pub commands: Vec<Command>,
+    /// `! cmd | cmd`
+    pub negated: bool,
+    /// `cmd &`
+    pub background: bool,
+    /// The constructs it stands in, outermost first.
+    pub context: Vec<Context>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum Context {
+    Function(String),
+    /// `for`, `while`, `until`, arithmetic for.
+    Loop,
+    /// `if`, `case`.
+    Conditional,
+    /// The right side of `&&` or `||`, or its left side when a right side follows.
+    AndOr,
+    Subshell,
+    BraceGroup,
+    CommandSubstitution,
+    ProcessSubstitution,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Command {
+    pub span: Span,
+    pub kind: CommandKind,
+    /// `VAR=x` before the command name.
+    pub assignments: Vec<Word>,
+    /// The command name and its arguments; empty for a compound command.
+    pub words: Vec<Word>,
+    pub redirects: Vec<Redirect>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum CommandKind {
+    Simple,
+    /// A compound command used as a pipeline element (`while ...; done | sort`,
+    /// `{ ...; } | cat`, `( ... ) | cat`): the planner keeps it with bash. Its inner pipelines are
+    /// listed in `Script::pipelines` on their own.
+    Compound,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Word {
+    pub span: Span,
+    /// The word as written (quotes included).
+    pub raw: String,
+    /// The word's value after quote removal, when it has no expansion at all (no `$`, no
+    /// backquote, no unquoted glob character, no brace expansion, no tilde, no process
+    /// substitution); `None` when only the shell can tell its value.
+    pub literal: Option<String>,
+    /// An unquoted `*`, `?` or `[` that would make the shell expand the word as a glob.
+    pub glob: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Redirect {
+    /// The explicit file descriptor (`2>`), `None` for the operator's default.
+    pub fd: Option<u32>,
+    pub op: RedirectOp,
+    pub target: RedirectTarget,
+    /// Derived from the target's word (brush gives redirects no span): the operator through the
+    /// target when it can be found, else the target.
+    pub span: Span,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum RedirectOp {
+    /// `<`
+    Read,
+    /// `>`
+    Write,
+    /// `>|`
+    Clobber,
+    /// `>>`
+    Append,
+    /// `<>`
+    ReadWrite,
+    /// `&>` (stdout and stderr to a file)
+    WriteBoth,
+    /// `&>>`
+    AppendBoth,
+    /// `>&N`, `2>&1`
+    DuplicateOutput,
+    /// `<&N`
+    DuplicateInput,
+    /// `<<<`
+    HereString,
+    /// `<<`, `<<-`
+    HereDoc,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum RedirectTarget {
+    File(Word),
+    Fd(u32),
+    /// `>&-`
+    Close,
+    /// A here-string's word.
+    Text(Word),
+    /// A here-document's body; `expands` is false when the delimiter was quoted.
+    HereDoc { body: String, expands: bool },
+}
