@@ -1,6 +1,113 @@
 //! The shell model: scripts parsed with brush-parser into pipelines with words, redirections
 //! and byte spans (brush counts characters; everything here is bytes).
+//!
+//! [`parse`] lists every pipeline of a script in source order, including those inside functions,
+//! loops, conditionals, `&&`/`||` lists, subshells, brace groups, and command and process
+//! substitutions (whose text brush hands over raw: it is parsed again and its spans mapped back
+//! to the script). A pipeline made only of a compound command (a bare `while ...; done`, an
+//! `if`, a `[[ ]]` test) is listed only when it has redirections; its inner pipelines are always
+//! listed. Function definitions are not pipelines; their bodies' pipelines are.
 
 pub mod model;
+mod parse;
+mod words;
+
+#[cfg(test)]
+mod tests;
 
 pub use model::*;
+
+use crate::text::Span;
+
+/// Parses a script. Never fails: on a syntax error the script has at least one error and the
+/// pipelines of the longest prefix of whole lines that parses.
+pub fn parse(source: &str) -> Script {
+    let mut walker = parse::Walker::new(source);
+    if let Err(failure) = walker.parse_text(source.to_string(), None, &[], 0) {
+        let error_at = failure.error.span.start;
+        walker.push_error(failure.error);
+        recover_prefix(&mut walker, source, error_at);
+    }
+    walker.finish()
+}
+
+/// Like [`parse`], but when the script does not parse (typically while it is being typed), also
+/// tries it with a closer appended (`done`, `fi`, a quote, `)`, `}`, `esac`) and returns the
+/// pipelines of the first that parses, keeping the original errors.
+pub fn parse_tolerant(source: &str) -> Script {
+    let script = parse(source);
+    if script.errors.is_empty() {
+        return script;
+    }
+    for closer in [
+        "\ndone",
+        "\nfi",
+        "'",
+        "\"",
+        ")",
+        "\n}",
+        "\nesac",
+        "`",
+        "\ndone\n}",
+        "\nfi\n}",
+    ] {
+        let mut text = source.to_string();
+        text.push_str(closer);
+        let mut walker = parse::Walker::new(&text);
+        if walker.parse_text(text.clone(), None, &[], 0).is_ok() {
+            let mut fixed = walker.finish();
+            // Spans past the real text (the appended closer) are clamped back into it.
+            let clamp = |span: &mut Span| {
+                span.start = span.start.min(source.len());
+                span.end = span.end.min(source.len());
+            };
+            for pipeline in &mut fixed.pipelines {
+                clamp(&mut pipeline.span);
+                for command in &mut pipeline.commands {
+                    clamp(&mut command.span);
+                    for word in command
+                        .words
+                        .iter_mut()
+                        .chain(command.assignments.iter_mut())
+                    {
+                        clamp(&mut word.span);
+                        word.raw = source[word.span.range()].to_string();
+                    }
+                    for redirect in &mut command.redirects {
+                        clamp(&mut redirect.span);
+                    }
+                }
+            }
+            return Script {
+                pipelines: fixed.pipelines,
+                errors: script.errors,
+            };
+        }
+    }
+    script
+}
+
+/// After a failed parse: walks the longest prefix of whole lines before the error that parses.
+fn recover_prefix(walker: &mut parse::Walker<'_>, source: &str, error_at: usize) {
+    let line_starts: Vec<usize> = std::iter::once(0)
+        .chain(source.match_indices('\n').map(|(i, _)| i + 1))
+        .filter(|&start| start <= error_at)
+        .collect();
+    // The error's own line first, then further back in growing steps (a bounded number of tries).
+    let mut back = 0usize;
+    let mut step = 1usize;
+    while back < line_starts.len() {
+        let cut = line_starts[line_starts.len() - 1 - back];
+        if cut == 0 {
+            return;
+        }
+        if walker
+            .parse_text(source[..cut].to_string(), None, &[], 0)
+            .is_ok()
+        {
+            return;
+        }
+        back += step;
+        step *= 2;
+    }
+}

@@ -128,5 +128,8 @@ pub enum RedirectTarget {
     /// A here-string's word.
     Text(Word),
     /// A here-document's body; `expands` is false when the delimiter was quoted.
-    HereDoc { body: String, expands: bool },
+    HereDoc {
+        body: String,
+        expands: bool,
+    },
 }
