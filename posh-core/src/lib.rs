@@ -10,6 +10,7 @@ pub mod diagnostic;
 pub mod fs;
 pub mod library;
 pub mod matcher;
+pub mod planner;
 pub mod shell;
 pub mod text;
 

@@ -90,6 +90,14 @@ impl Library {
         names
     }
 
+    /// The file an entry of this library came from.
+    pub fn source_of(&self, entry: &CommandEntry) -> Option<&str> {
+        self.entries
+            .iter()
+            .find(|e| std::ptr::eq(&e.entry, entry))
+            .map(|e| e.source.as_str())
+    }
+
     /// The entries that could fit argv, in the order they are tried.
     pub fn candidates(&self, command: &str) -> Vec<&CommandEntry> {
         let name = matcher::command_name(command);

@@ -132,7 +132,11 @@ fn paper_invocations_against_the_library() {
         match library.match_argv(&words(line)) {
             Ok(invocation) => {
                 let entry = annotation::format::format_entry(invocation.entry);
-                out.push_str(&format!("entry {}\n{}", entry.lines().next().unwrap_or_default(), invocation.describe()));
+                out.push_str(&format!(
+                    "entry {}\n{}",
+                    entry.lines().next().unwrap_or_default(),
+                    invocation.describe()
+                ));
             }
             Err(why) => out.push_str(&format!("{why}\n")),
         }

@@ -286,7 +286,7 @@ pub enum ConfigErrorKind {
 
 /// An error in a configuration file, located in it.
 ///
-/// Displayed as `path:line:col: key `mount[2].proxy`: message`, or without the key part when
+/// Displayed as ``path:line:col: key `mount[2].proxy`: message``, or without the key part when
 /// the error is not about one key, or as `path: message` when it is about the file as a whole.
 #[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
 #[error("{}", render_error(self))]

@@ -1,0 +1,775 @@
+//! From a shell pipeline to its DAG: commands fitted to annotations, redirections followed
+//! through a file-descriptor table as bash applies them, file inputs and outputs resolved and
+//! sized, splits made, and bytes predicted on every edge. Placement comes after (`place`).
+
+use std::collections::HashMap;
+use std::path::{Component, Path, PathBuf};
+
+use crate::annotation::{ArgType, MergeKind};
+use crate::matcher::{Invocation, NoMatch};
+use crate::planner::PlanContext;
+use crate::planner::expand::{Expanded, expand_word};
+use crate::planner::model::{Edge, Location, Node, NodeId, NodeKind, PipelinePlan, Stream, Why};
+use crate::shell::{self, CommandKind, RedirectOp, RedirectTarget};
+
+/// Where a command's standard input comes from, after its redirections.
+#[derive(Clone, Debug, PartialEq)]
+enum Input {
+    Pipe,
+    Stdin,
+    File(String),
+    Text(u64),
+}
+
+/// Where an output descriptor goes, after redirections.
+#[derive(Clone, Debug, PartialEq)]
+enum Output {
+    Pipe,
+    Stdout,
+    Stderr,
+    File { path: String, append: bool },
+    Discard,
+}
+
+/// A file a command reads or writes by name, resolved.
+#[derive(Clone, Debug)]
+struct FileUse {
+    path: String,
+    location: Location,
+    size: u64,
+    config: bool,
+    /// Index among the invocation's splittable values, for the splittable argument's files.
+    split_value: Option<usize>,
+}
+
+/// What the planner learned about one command of a pipeline.
+struct Facts<'l> {
+    index: usize,
+    span: crate::text::Span,
+    argv: Vec<String>,
+    /// `Some` when the command must run in bash at the client.
+    shell_reason: Option<Why>,
+    /// Where a rule other than splitting puts the command (`needs_current_dir`).
+    pin: Option<(Location, Why)>,
+    invocation: Option<Invocation<'l>>,
+    annotation: Option<String>,
+    stdin: Input,
+    stdout: Output,
+    stderr: Output,
+    inputs: Vec<FileUse>,
+    outputs: Vec<FileUse>,
+    /// An input argument is `-`: the command reads its standard input among its files.
+    dash_input: bool,
+}
+
+impl Facts<'_> {
+    fn ratio(&self) -> f64 {
+        let Some(invocation) = &self.invocation else {
+            return 1.0;
+        };
+        let options = &invocation.entry.options;
+        options
+            .output_ratio
+            .unwrap_or(if options.filters_input { 0.5 } else { 1.0 })
+    }
+
+    fn merge_kind(&self) -> MergeKind {
+        self.invocation
+            .as_ref()
+            .and_then(|i| i.entry.options.merge)
+            .unwrap_or(MergeKind::Concat)
+    }
+
+    fn splittable_across_input(&self) -> bool {
+        self.invocation
+            .as_ref()
+            .is_some_and(|i| i.entry.options.splittable_across_input)
+    }
+
+    fn needs_current_dir(&self) -> bool {
+        self.invocation
+            .as_ref()
+            .is_some_and(|i| i.entry.options.needs_current_dir)
+    }
+
+    /// Contiguous runs of the splittable argument's files by location, in argv order.
+    fn split_runs(&self) -> Vec<(Location, Vec<usize>)> {
+        let mut runs: Vec<(Location, Vec<usize>)> = Vec::new();
+        for (i, file) in self
+            .inputs
+            .iter()
+            .enumerate()
+            .filter(|(_, f)| f.split_value.is_some())
+        {
+            match runs.last_mut() {
+                Some((location, members)) if *location == file.location => members.push(i),
+                _ => runs.push((file.location.clone(), vec![i])),
+            }
+        }
+        runs
+    }
+}
+
+/// A pipeline's DAG before placement, with which nodes are pinned where they stand.
+pub(crate) struct Built {
+    pub plan: PipelinePlan,
+    pub pinned: Vec<bool>,
+}
+
+pub(crate) fn build_pipeline(
+    ctx: &PlanContext<'_>,
+    pipeline: &shell::Pipeline,
+    functions: &[String],
+) -> Built {
+    let count = pipeline.commands.len();
+    let facts: Vec<Facts<'_>> = pipeline
+        .commands
+        .iter()
+        .enumerate()
+        .map(|(i, c)| analyse(ctx, c, i, count, functions))
+        .collect();
+    let mut graph = Graph {
+        ctx,
+        nodes: Vec::new(),
+        edges: Vec::new(),
+        pinned: Vec::new(),
+        pipe: Vec::new(),
+        special: HashMap::new(),
+        files: HashMap::new(),
+    };
+    let mut i = 0;
+    while i < facts.len() {
+        match split_segment(ctx, &facts, i) {
+            Some(end) => {
+                graph.add_split(&facts[i..=end]);
+                i = end + 1;
+            }
+            None => {
+                graph.add_command(&facts[i]);
+                i += 1;
+            }
+        }
+    }
+    let plan = PipelinePlan {
+        span: pipeline.span,
+        nodes: graph.nodes,
+        edges: graph.edges,
+        bash_bytes: 0,
+        posh_bytes: 0,
+    };
+    Built {
+        plan,
+        pinned: graph.pinned,
+    }
+}
+
+/// When command `start` splits across its files, the last command of the segment that runs as
+/// one copy per part: following commands join while they are splittable across their input,
+/// read only the pipe and combine by concatenation.
+fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Option<usize> {
+    let first = &facts[start];
+    let runs = first.split_runs();
+    let copies: usize = runs
+        .iter()
+        .map(|(_, members)| members.len().min(ctx.options.copies_per_mount.max(1)))
+        .sum();
+    if first.shell_reason.is_some() || copies < 2 || first.needs_current_dir() || first.dash_input {
+        return None;
+    }
+    let mut end = start;
+    while end + 1 < facts.len() {
+        let (current, next) = (&facts[end], &facts[end + 1]);
+        let joins = current.merge_kind() == MergeKind::Concat
+            && current.stdout == Output::Pipe
+            && next.shell_reason.is_none()
+            && next.splittable_across_input()
+            && !next.needs_current_dir()
+            && next.stdin == Input::Pipe
+            && next.inputs.iter().all(|f| f.config)
+            && next.outputs.is_empty();
+        if !joins {
+            break;
+        }
+        end += 1;
+    }
+    Some(end)
+}
+
+fn analyse<'l>(
+    ctx: &PlanContext<'l>,
+    command: &shell::Command,
+    index: usize,
+    count: usize,
+    functions: &[String],
+) -> Facts<'l> {
+    let mut facts = Facts {
+        index,
+        span: command.span,
+        argv: Vec::new(),
+        shell_reason: None,
+        pin: None,
+        invocation: None,
+        annotation: None,
+        stdin: if index == 0 {
+            Input::Stdin
+        } else {
+            Input::Pipe
+        },
+        stdout: if index + 1 == count {
+            Output::Stdout
+        } else {
+            Output::Pipe
+        },
+        stderr: Output::Stderr,
+        inputs: Vec::new(),
+        outputs: Vec::new(),
+        dash_input: false,
+    };
+    if command.kind == CommandKind::Compound {
+        facts.shell_reason = Some(Why::RunsInShell);
+        facts.argv = vec![span_text_placeholder(command)];
+    }
+    for word in &command.words {
+        match expand_word(word, ctx.fs, &ctx.cwd) {
+            Expanded::Words(words) => facts.argv.extend(words),
+            Expanded::Unknown(raw) => {
+                facts
+                    .shell_reason
+                    .get_or_insert(Why::DependsOnShell(raw.clone()));
+                facts.argv.push(raw);
+            }
+        }
+    }
+    apply_redirects(ctx, command, &mut facts);
+    if facts.shell_reason.is_some() {
+        return facts;
+    }
+    let Some(name) = facts.argv.first() else {
+        facts.shell_reason = Some(Why::RunsInShell);
+        return facts;
+    };
+    if functions.iter().any(|f| f == name) || SHELL_BUILTINS.contains(&name.as_str()) {
+        facts.shell_reason = Some(Why::RunsInShell);
+        return facts;
+    }
+    match ctx.library.match_argv(&facts.argv) {
+        Ok(invocation) => {
+            let header = crate::annotation::format::format_entry(invocation.entry);
+            let header = header
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .trim_end_matches(':')
+                .to_string();
+            facts.annotation = Some(match ctx.library.source_of(invocation.entry) {
+                Some(source) => format!("{header} ({source})"),
+                None => header,
+            });
+            let split: Vec<usize> = invocation
+                .splittable_values()
+                .iter()
+                .map(|v| v.word * 10_000 + v.range.start)
+                .collect();
+            for value in &invocation.values {
+                let text = invocation.value_text(value).to_string();
+                let split_value = split
+                    .iter()
+                    .position(|&k| k == value.word * 10_000 + value.range.start);
+                let spec = invocation.entry.arg(value.arg);
+                match value.ty {
+                    ArgType::InputFile if text == "-" => facts.dash_input = true,
+                    ArgType::InputFile => {
+                        facts
+                            .inputs
+                            .push(ctx.file_use(&text, spec.config, split_value))
+                    }
+                    ArgType::OutputFile if text == "-" => {}
+                    ArgType::OutputFile => facts.outputs.push(ctx.file_use(&text, false, None)),
+                    ArgType::Str => {}
+                }
+            }
+            for default in &invocation.defaults {
+                match default.ty {
+                    ArgType::InputFile => {
+                        facts.inputs.push(ctx.file_use(&default.value, false, None))
+                    }
+                    ArgType::OutputFile => {
+                        facts
+                            .outputs
+                            .push(ctx.file_use(&default.value, false, None))
+                    }
+                    ArgType::Str => {}
+                }
+            }
+            if invocation.entry.options.needs_current_dir {
+                // It works on the whole working directory (git stats every file), so that is
+                // what bash would drag across, and where it must run.
+                let cwd = ctx.file_use(".", false, None);
+                facts.pin = Some((cwd.location.clone(), Why::CurrentDirectory));
+                facts.inputs.push(cwd);
+            }
+            facts.invocation = Some(invocation);
+        }
+        Err(NoMatch::NoAnnotation { .. } | NoMatch::Empty) => {
+            facts.shell_reason = Some(Why::NoAnnotation)
+        }
+        Err(why) => facts.shell_reason = Some(Why::NoEntryFits(why.to_string())),
+    }
+    facts
+}
+
+fn span_text_placeholder(command: &shell::Command) -> String {
+    format!(
+        "(compound command at bytes {}..{})",
+        command.span.start, command.span.end
+    )
+}
+
+/// Follows the redirections in order, as bash applies them, through a descriptor table.
+fn apply_redirects(ctx: &PlanContext<'_>, command: &shell::Command, facts: &mut Facts<'_>) {
+    let mut out = [facts.stdout.clone(), facts.stderr.clone()];
+    for redirect in &command.redirects {
+        let file_word = match &redirect.target {
+            RedirectTarget::File(word) => match expand_word(word, ctx.fs, &ctx.cwd) {
+                Expanded::Words(w) if w.len() == 1 => Some(w[0].clone()),
+                _ => {
+                    facts
+                        .shell_reason
+                        .get_or_insert(Why::DependsOnShell(word.raw.clone()));
+                    continue;
+                }
+            },
+            _ => None,
+        };
+        let output_for = |path: &str, append: bool| match path {
+            "/dev/null" => Output::Discard,
+            "/dev/stdout" => Output::Stdout,
+            "/dev/stderr" => Output::Stderr,
+            _ => Output::File {
+                path: path.to_string(),
+                append,
+            },
+        };
+        let fd = redirect.fd.map(|fd| fd as usize);
+        match (redirect.op, file_word, &redirect.target) {
+            (RedirectOp::Read | RedirectOp::ReadWrite, Some(path), _) if fd.unwrap_or(0) == 0 => {
+                facts.stdin = if path == "/dev/null" {
+                    Input::Text(0)
+                } else {
+                    Input::File(path)
+                };
+            }
+            (RedirectOp::Write | RedirectOp::Clobber | RedirectOp::Append, Some(path), _) => {
+                let target = fd.unwrap_or(1);
+                if (1..=2).contains(&target) {
+                    out[target - 1] = output_for(&path, redirect.op == RedirectOp::Append);
+                }
+            }
+            (RedirectOp::WriteBoth | RedirectOp::AppendBoth, Some(path), _) => {
+                let target = output_for(&path, redirect.op == RedirectOp::AppendBoth);
+                out = [target.clone(), target];
+            }
+            (RedirectOp::DuplicateOutput, _, RedirectTarget::Fd(source)) => {
+                let target = fd.unwrap_or(1);
+                if (1..=2).contains(&target) && (1..=2).contains(&(*source as usize)) {
+                    out[target - 1] = out[*source as usize - 1].clone();
+                }
+            }
+            (
+                RedirectOp::DuplicateOutput | RedirectOp::DuplicateInput,
+                _,
+                RedirectTarget::Close,
+            ) => {
+                if let Some(target @ 1..=2) = fd.or(Some(1)) {
+                    out[target - 1] = Output::Discard;
+                }
+            }
+            (RedirectOp::HereString, _, RedirectTarget::Text(word)) => {
+                facts.stdin = Input::Text(
+                    word.literal.as_ref().map_or(word.raw.len(), String::len) as u64 + 1,
+                );
+            }
+            (RedirectOp::HereDoc, _, RedirectTarget::HereDoc { body, .. }) => {
+                facts.stdin = Input::Text(body.len() as u64)
+            }
+            // Descriptors above 2 and exotic forms do not change where the data goes.
+            _ => {}
+        }
+    }
+    [facts.stdout, facts.stderr] = out;
+}
+
+/// Bash builtins and keywords-as-commands: they run inside bash, so they stay with it.
+const SHELL_BUILTINS: &[&str] = &[
+    ".",
+    ":",
+    "[",
+    "[[",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "cd",
+    "command",
+    "compgen",
+    "complete",
+    "compopt",
+    "continue",
+    "declare",
+    "dirs",
+    "disown",
+    "echo",
+    "enable",
+    "eval",
+    "exec",
+    "exit",
+    "export",
+    "false",
+    "fc",
+    "fg",
+    "getopts",
+    "hash",
+    "help",
+    "history",
+    "jobs",
+    "kill",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "printf",
+    "pushd",
+    "pwd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "suspend",
+    "test",
+    "times",
+    "trap",
+    "true",
+    "type",
+    "typeset",
+    "ulimit",
+    "umask",
+    "unalias",
+    "unset",
+    "wait",
+];
+
+impl PlanContext<'_> {
+    fn absolute(&self, path: &str) -> PathBuf {
+        normalize(&self.cwd.join(path))
+    }
+
+    pub(crate) fn location_of(&self, path: &Path) -> Location {
+        match self.config.mount_for(path) {
+            Some(mount) => Location::Mount(mount.name.clone()),
+            None => Location::Client,
+        }
+    }
+
+    fn file_use(&self, path: &str, config: bool, split_value: Option<usize>) -> FileUse {
+        let absolute = self.absolute(path);
+        FileUse {
+            path: path.to_string(),
+            location: self.location_of(&absolute),
+            size: self.fs.metadata(&absolute).map_or(0, |m| m.size),
+            config,
+            split_value,
+        }
+    }
+}
+
+pub(crate) fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for part in path.components() {
+        match part {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                out.pop();
+            }
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+struct Graph<'c> {
+    ctx: &'c PlanContext<'c>,
+    nodes: Vec<Node>,
+    edges: Vec<Edge>,
+    pinned: Vec<bool>,
+    /// Producers whose output goes down the pipe to the next command: (node, stream, bytes).
+    pipe: Vec<(NodeId, Stream, u64)>,
+    /// The pipeline's standard streams, made on first use.
+    special: HashMap<&'static str, NodeId>,
+    /// Read and write nodes by path, so a file used twice is one node.
+    files: HashMap<(bool, String), NodeId>,
+}
+
+impl Graph<'_> {
+    fn node(&mut self, kind: NodeKind, location: Location, why: Why, pinned: bool) -> NodeId {
+        let id = self.nodes.len();
+        self.nodes.push(Node {
+            id,
+            kind,
+            location,
+            why,
+        });
+        self.pinned.push(pinned);
+        id
+    }
+
+    fn edge(&mut self, from: NodeId, to: NodeId, stream: Stream, bytes: u64) {
+        self.edges.push(Edge {
+            from,
+            to,
+            stream,
+            bytes,
+            crosses: false,
+        });
+    }
+
+    fn special(&mut self, name: &'static str, kind: NodeKind) -> NodeId {
+        if let Some(&id) = self.special.get(name) {
+            return id;
+        }
+        let id = self.node(kind, Location::Client, Why::DataLocation, true);
+        self.special.insert(name, id);
+        id
+    }
+
+    fn read_file(&mut self, file: &FileUse) -> NodeId {
+        if let Some(&id) = self.files.get(&(false, file.path.clone())) {
+            return id;
+        }
+        let kind = NodeKind::ReadFile {
+            path: file.path.clone(),
+            size: file.size,
+        };
+        let id = self.node(kind, file.location.clone(), Why::DataLocation, true);
+        self.files.insert((false, file.path.clone()), id);
+        id
+    }
+
+    fn write_file(&mut self, path: &str, append: bool) -> NodeId {
+        if let Some(&id) = self.files.get(&(true, path.to_string())) {
+            return id;
+        }
+        let location = self.ctx.file_use(path, false, None).location;
+        let id = self.node(
+            NodeKind::WriteFile {
+                path: path.to_string(),
+                append,
+            },
+            location,
+            Why::DataLocation,
+            true,
+        );
+        self.files.insert((true, path.to_string()), id);
+        id
+    }
+
+    /// Wires a command's standard input; returns its bytes.
+    fn connect_stdin(&mut self, to: NodeId, input: &Input) -> u64 {
+        match input {
+            Input::Pipe => {
+                let mut total = 0;
+                for (from, stream, bytes) in std::mem::take(&mut self.pipe) {
+                    self.edge(from, to, stream, bytes);
+                    total += bytes;
+                }
+                total
+            }
+            Input::Stdin => {
+                let stdin = self.special("stdin", NodeKind::Stdin);
+                self.edge(stdin, to, Stream::Stdout, 0);
+                0
+            }
+            Input::File(path) => {
+                let file = self.ctx.file_use(path, false, None);
+                let from = self.read_file(&file);
+                self.edge(from, to, Stream::File, file.size);
+                file.size
+            }
+            Input::Text(bytes) => {
+                let text = self.node(
+                    NodeKind::Text { bytes: *bytes },
+                    Location::Client,
+                    Why::DataLocation,
+                    true,
+                );
+                self.edge(text, to, Stream::Stdout, *bytes);
+                *bytes
+            }
+        }
+    }
+
+    fn connect_output(&mut self, from: NodeId, stream: Stream, output: &Output, bytes: u64) {
+        let to = match output {
+            Output::Pipe => {
+                self.pipe.push((from, stream, bytes));
+                return;
+            }
+            Output::Discard => return,
+            Output::Stdout => self.special("stdout", NodeKind::Stdout),
+            Output::Stderr => self.special("stderr", NodeKind::Stderr),
+            Output::File { path, append } => self.write_file(path, *append),
+        };
+        self.edge(from, to, stream, bytes);
+    }
+
+    fn add_command(&mut self, facts: &Facts<'_>) {
+        let (id, bytes) = self.add_copy(facts, None, None);
+        self.connect_output(id, Stream::Stdout, &facts.stdout, bytes);
+        self.connect_output(id, Stream::Stderr, &facts.stderr, 0);
+    }
+
+    /// A node for `facts`, or for one copy of it: `copy` is (index, count, where it runs) and
+    /// `split` says which of its inputs the copy reads (a first command's share of the
+    /// splittable files) or how many bytes it gets from the copy before it. Returns the node and
+    /// its predicted output bytes.
+    fn add_copy(
+        &mut self,
+        facts: &Facts<'_>,
+        copy: Option<(usize, usize, Location)>,
+        split: Option<Share<'_>>,
+    ) -> (NodeId, u64) {
+        let (location, why, pinned) = match (&facts.shell_reason, &facts.pin, &copy) {
+            (Some(why), _, _) => (Location::Client, why.clone(), true),
+            (None, Some((location, why)), _) => (location.clone(), why.clone(), true),
+            (None, None, Some((_, _, location))) => (location.clone(), Why::Split, true),
+            (None, None, None) => (Location::Client, Why::Cheapest, false),
+        };
+        let argv = match (&split, &facts.invocation) {
+            (Some(Share::Files(keep)), Some(invocation)) => {
+                let values: Vec<usize> = keep
+                    .iter()
+                    .filter_map(|&i| facts.inputs[i].split_value)
+                    .collect();
+                invocation
+                    .argv_with_subset(&values)
+                    .unwrap_or_else(|_| facts.argv.clone())
+            }
+            _ => facts.argv.clone(),
+        };
+        let kind = NodeKind::Command {
+            command: facts.index,
+            argv,
+            span: facts.span,
+            copy: copy.as_ref().map(|(i, n, _)| (*i, *n)),
+            annotation: facts.annotation.clone(),
+        };
+        let id = self.node(kind, location, why, pinned);
+        let mut bytes_in = match split {
+            None => self.connect_stdin(id, &facts.stdin),
+            Some(Share::Piped(bytes)) => bytes,
+            Some(Share::Files(_)) => 0,
+        };
+        for (i, file) in facts.inputs.iter().enumerate() {
+            let used = match split {
+                Some(Share::Files(keep)) => file.split_value.is_none() || keep.contains(&i),
+                _ => true,
+            };
+            if used {
+                let from = self.read_file(file);
+                self.edge(from, id, Stream::File, file.size);
+                bytes_in += file.size;
+            }
+        }
+        let bytes_out = (bytes_in as f64 * facts.ratio()).round() as u64;
+        for file in &facts.outputs {
+            let to = self.write_file(&file.path, false);
+            self.edge(id, to, Stream::File, bytes_out);
+        }
+        // A command that names output files writes its output there (sort -o, tar -cf,
+        // mogrify -path), except tee, whose whole point is to write both; the annotation
+        // language cannot tell the two apart yet.
+        let to_stdout = if facts.outputs.is_empty()
+            || facts
+                .argv
+                .first()
+                .is_some_and(|n| crate::matcher::command_name(n) == "tee")
+        {
+            bytes_out
+        } else {
+            0
+        };
+        (id, to_stdout)
+    }
+
+    fn add_split(&mut self, segment: &[Facts<'_>]) {
+        let first = &segment[0];
+        let last = segment.last().expect("a segment has a command");
+        let factor = self.ctx.options.copies_per_mount.max(1);
+        let mut parts: Vec<(Location, Vec<usize>)> = Vec::new();
+        for (location, members) in first.split_runs() {
+            let per = members.len().div_ceil(members.len().min(factor));
+            parts.extend(members.chunks(per).map(|c| (location.clone(), c.to_vec())));
+        }
+        let count = parts.len();
+        let mut outputs = Vec::new();
+        for (k, (location, members)) in parts.iter().enumerate() {
+            let (mut id, mut bytes) = self.add_copy(
+                first,
+                Some((k, count, location.clone())),
+                Some(Share::Files(members)),
+            );
+            if k == 0 && first.stdin == Input::Pipe {
+                // The command reads its files, not the pipe; the pipe is still connected to it.
+                self.connect_stdin(id, &Input::Pipe);
+            }
+            self.connect_output(id, Stream::Stderr, &first.stderr, 0);
+            for facts in &segment[1..] {
+                let (next, next_bytes) = self.add_copy(
+                    facts,
+                    Some((k, count, location.clone())),
+                    Some(Share::Piped(bytes)),
+                );
+                self.edge(id, next, Stream::Stdout, bytes);
+                self.connect_output(next, Stream::Stderr, &facts.stderr, 0);
+                (id, bytes) = (next, next_bytes);
+            }
+            outputs.push((id, bytes));
+        }
+        let kind = last.merge_kind();
+        let merge = self.node(
+            NodeKind::Merge {
+                kind,
+                command: last.index,
+            },
+            Location::Client,
+            Why::Cheapest,
+            false,
+        );
+        let total: u64 = outputs.iter().map(|(_, b)| b).sum();
+        for (id, bytes) in outputs {
+            self.edge(id, merge, Stream::Stdout, bytes);
+        }
+        let merged = match kind {
+            // One line of totals per copy, added up into one.
+            MergeKind::Sum => total / count as u64,
+            MergeKind::Rerun => (total as f64 * last.ratio()).round() as u64,
+            MergeKind::Concat | MergeKind::SortMerge | MergeKind::UniqCount => total,
+        };
+        self.connect_output(merge, Stream::Stdout, &last.stdout, merged);
+    }
+}
+
+/// What one copy of a split command reads.
+#[derive(Clone, Copy)]
+enum Share<'a> {
+    /// The first command's copy: these of its inputs (indices into `Facts::inputs`).
+    Files(&'a [usize]),
+    /// A later command's copy: this many bytes down the pipe from the copy before it.
+    Piped(u64),
+}

@@ -1,0 +1,193 @@
+//! The plan: per pipeline, a DAG of read, write, command and merge nodes, each placed on the
+//! client or a mount's proxy, with predicted bytes on every edge. This is what `--explain` prints
+//! (its JSON is this structure), what the language server shows and what the runtime executes.
+
+use crate::annotation::MergeKind;
+use crate::text::Span;
+
+/// Where a node runs.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(tag = "kind", content = "mount", rename_all = "snake_case")]
+pub enum Location {
+    Client,
+    /// The proxy of the mount with this name.
+    Mount(String),
+}
+
+impl Location {
+    /// `@client`, `@logs`.
+    pub fn label(&self) -> String {
+        match self {
+            Location::Client => "@client".to_string(),
+            Location::Mount(name) => format!("@{name}"),
+        }
+    }
+}
+
+pub type NodeId = usize;
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Plan {
+    pub pipelines: Vec<PipelinePlan>,
+    pub strategy: Strategy,
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Strategy {
+    /// The paper's algorithm: pin by data location, cut each source-to-sink path at its cheapest
+    /// edge, conflicts and multi-mount commands to the client.
+    Greedy,
+    /// Minimises predicted transfer time over the whole DAG (exact for posh's tree-shaped DAGs).
+    CostBased,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct PipelinePlan {
+    /// The pipeline in the script.
+    pub span: Span,
+    pub nodes: Vec<Node>,
+    pub edges: Vec<Edge>,
+    /// Bytes that would cross the network if everything ran at the client (as under bash).
+    pub bash_bytes: u64,
+    /// Bytes predicted to cross the network under this plan.
+    pub posh_bytes: u64,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Node {
+    pub id: NodeId,
+    pub kind: NodeKind,
+    pub location: Location,
+    pub why: Why,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum NodeKind {
+    /// A command of the pipeline (or one copy of it, when split).
+    Command {
+        /// Index of the command in the pipeline.
+        command: usize,
+        /// The words as the planner sees them (expanded where it could).
+        argv: Vec<String>,
+        span: Span,
+        /// `Some((i, n))` for the i-th of n copies.
+        copy: Option<(usize, usize)>,
+        /// The annotation entry that fits, as `name[options]` with its source file.
+        annotation: Option<String>,
+    },
+    /// A file the pipeline reads (an input argument or a `<` redirect).
+    ReadFile {
+        path: String,
+        size: u64,
+    },
+    /// A file the pipeline writes (an output argument or a `>`/`>>` redirect).
+    WriteFile {
+        path: String,
+        append: bool,
+    },
+    /// Combines the outputs of split copies, in input order.
+    Merge {
+        kind: MergeKind,
+        command: usize,
+    },
+    /// The pipeline's standard input, as the script provides it.
+    Stdin,
+    /// The script's standard output or error: whatever bash would write them to.
+    Stdout,
+    Stderr,
+    /// A here-document or here-string fed to a command.
+    Text {
+        bytes: u64,
+    },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Stream {
+    Stdout,
+    Stderr,
+    /// A file's content, read or written by name.
+    File,
+}
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct Edge {
+    pub from: NodeId,
+    pub to: NodeId,
+    pub stream: Stream,
+    /// Predicted bytes on this edge.
+    pub bytes: u64,
+    /// The two ends run on different machines.
+    pub crosses: bool,
+}
+
+/// Why a node runs where it runs.
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+#[serde(tag = "reason", content = "detail", rename_all = "snake_case")]
+pub enum Why {
+    /// Files, the script's streams: they are where they are.
+    DataLocation,
+    /// No annotation for the command.
+    NoAnnotation,
+    /// Annotations exist, none fits this invocation.
+    NoEntryFits(String),
+    /// A word only the shell can tell (`$f`, `$(...)`).
+    DependsOnShell(String),
+    /// A builtin, a function of the script or a compound command: it runs in bash.
+    RunsInShell,
+    /// Its files lie on several mounts and it cannot be split (the paper's rule).
+    SeveralMounts,
+    /// `needs_current_dir`: it runs where the working directory lives.
+    CurrentDirectory,
+    /// One copy of a command split across its files or its input.
+    Split,
+    /// The greedy cut put it on this side of the cheapest edge.
+    GreedyCut,
+    /// Greedy placement gave conflicting sides; conflicts go to the client.
+    GreedyConflict,
+    /// The cost-based placement found this the cheapest.
+    Cheapest,
+}
+
+impl Why {
+    pub fn explain(&self) -> String {
+        match self {
+            Why::DataLocation => "where the data is".to_string(),
+            Why::NoAnnotation => {
+                "no annotation for this command, so it runs at the client".to_string()
+            }
+            Why::NoEntryFits(why) => format!("{why}, so it runs at the client"),
+            Why::DependsOnShell(word) => {
+                format!("`{word}` is only known when the script runs, so it runs at the client")
+            }
+            Why::RunsInShell => {
+                "runs inside bash (builtin, function or compound command)".to_string()
+            }
+            Why::SeveralMounts => "reads files on several mounts and cannot be split".to_string(),
+            Why::CurrentDirectory => "needs the working directory".to_string(),
+            Why::Split => "one copy per mount of its data".to_string(),
+            Why::GreedyCut => "on this side of the path's cheapest edge".to_string(),
+            Why::GreedyConflict => "paths disagree, so it runs at the client".to_string(),
+            Why::Cheapest => "the cheapest place for the data it moves".to_string(),
+        }
+    }
+}
+
+impl PipelinePlan {
+    pub fn node(&self, id: NodeId) -> &Node {
+        &self.nodes[id]
+    }
+
+    pub fn crossing_edges(&self) -> impl Iterator<Item = &Edge> {
+        self.edges.iter().filter(|e| e.crosses)
+    }
+
+    /// Command nodes of the pipeline's `index`-th command (several when split).
+    pub fn copies_of(&self, index: usize) -> impl Iterator<Item = &Node> {
+        self.nodes.iter().filter(
+            move |n| matches!(n.kind, NodeKind::Command { command, .. } if command == index),
+        )
+    }
+}

@@ -1,0 +1,251 @@
+//! Placement: every node not pinned by its data (files, the script's streams) or by a rule
+//! (builtins, unknown words, no annotation, split copies) gets a location.
+//!
+//! - `Greedy` is the paper's algorithm: along each path between two pinned nodes, cut at the
+//!   edge with the fewest predicted bytes; nodes before the cut run with the first pinned node,
+//!   after it with the second; a node two paths disagree on runs at the client, and so does a
+//!   command that reads files on several mounts.
+//! - `CostBased` minimises the predicted transfer time (bytes over the link's bandwidth, plus its
+//!   round trip) over the whole DAG. Free nodes form trees (every command sends its output to
+//!   one place), so dynamic programming over the trees finds the optimum exactly.
+
+use std::collections::{BTreeSet, HashMap};
+
+use crate::planner::PlanContext;
+use crate::planner::graph::Built;
+use crate::planner::model::{Location, NodeId, NodeKind, Strategy, Why};
+
+pub(crate) fn place(ctx: &PlanContext<'_>, built: &mut Built) {
+    match ctx.options.strategy {
+        Strategy::Greedy => greedy(built),
+        Strategy::CostBased => cost_based(ctx, built),
+    }
+    let plan = &mut built.plan;
+    for edge in &mut plan.edges {
+        edge.crosses = plan.nodes[edge.from].location != plan.nodes[edge.to].location;
+    }
+    plan.posh_bytes = plan
+        .edges
+        .iter()
+        .filter(|e| e.crosses)
+        .map(|e| e.bytes)
+        .sum();
+    // Under bash every command runs at the client, so every byte of a remote file crosses.
+    plan.bash_bytes = plan
+        .nodes
+        .iter()
+        .filter(|n| n.location != Location::Client)
+        .map(|n| match n.kind {
+            NodeKind::ReadFile { size, .. } => size,
+            NodeKind::WriteFile { .. } => plan
+                .edges
+                .iter()
+                .filter(|e| e.to == n.id)
+                .map(|e| e.bytes)
+                .max()
+                .unwrap_or(0),
+            _ => 0,
+        })
+        .sum();
+}
+
+fn free_nodes(built: &Built) -> Vec<NodeId> {
+    (0..built.plan.nodes.len())
+        .filter(|&n| !built.pinned[n])
+        .collect()
+}
+
+/// Seconds to move `bytes` between two locations.
+fn transfer_cost(ctx: &PlanContext<'_>, a: &Location, b: &Location, bytes: u64) -> f64 {
+    if a == b {
+        return 0.0;
+    }
+    let link = |l: &Location| match l {
+        Location::Client => &ctx.config.client,
+        Location::Mount(name) => ctx
+            .config
+            .mount_named(name)
+            .map_or(&ctx.config.client, |m| &m.link),
+    };
+    let (x, y) = (link(a), link(b));
+    let bandwidth = x
+        .bandwidth_bytes_per_sec
+        .min(y.bandwidth_bytes_per_sec)
+        .max(1.0);
+    bytes as f64 / bandwidth + x.rtt.max(y.rtt).as_secs_f64()
+}
+
+fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
+    let plan = &built.plan;
+    let mut candidates: Vec<Location> = vec![Location::Client];
+    for node in &plan.nodes {
+        if !candidates.contains(&node.location) {
+            candidates.push(node.location.clone());
+        }
+    }
+    let free = free_nodes(built);
+    let is_free = |n: NodeId| !built.pinned[n];
+    // Bytes between free nodes, and each free node's single free successor.
+    let mut free_edges: HashMap<(NodeId, NodeId), u64> = HashMap::new();
+    for e in plan
+        .edges
+        .iter()
+        .filter(|e| is_free(e.from) && is_free(e.to))
+    {
+        *free_edges.entry((e.from, e.to)).or_default() += e.bytes;
+    }
+    let mut successor: HashMap<NodeId, NodeId> = HashMap::new();
+    let mut to_client = Vec::new();
+    for &(from, to) in free_edges.keys() {
+        if successor.insert(from, to).is_some_and(|other| other != to) {
+            // Two free successors break the tree shape; it only arises with the shell's own
+            // plumbing, which runs at the client anyway.
+            to_client.push(from);
+        }
+    }
+    let local = |n: NodeId, at: &Location| -> f64 {
+        plan.edges
+            .iter()
+            .filter(|e| (e.from == n && !is_free(e.to)) || (e.to == n && !is_free(e.from)))
+            .map(|e| {
+                let other = if e.from == n { e.to } else { e.from };
+                transfer_cost(ctx, at, &plan.nodes[other].location, e.bytes)
+            })
+            .sum()
+    };
+    // Children before parents: construction order is topological.
+    let mut best: HashMap<NodeId, Vec<f64>> = HashMap::new();
+    let mut choice: HashMap<(NodeId, usize), Vec<(NodeId, usize)>> = HashMap::new();
+    for &n in &free {
+        let mut costs = Vec::with_capacity(candidates.len());
+        for (li, at) in candidates.iter().enumerate() {
+            if to_client.contains(&n) && *at != Location::Client {
+                costs.push(f64::INFINITY);
+                continue;
+            }
+            let mut cost = local(n, at);
+            let mut picks = Vec::new();
+            for (&(child, _), &bytes) in free_edges
+                .iter()
+                .filter(|((c, p), _)| *p == n && successor.get(c) == Some(&n))
+            {
+                let child_costs = &best[&child];
+                let (pick, child_cost) = candidates
+                    .iter()
+                    .enumerate()
+                    .map(|(ci, from)| (ci, child_costs[ci] + transfer_cost(ctx, from, at, bytes)))
+                    .fold(
+                        (0, f64::INFINITY),
+                        |acc, x| if x.1 < acc.1 { x } else { acc },
+                    );
+                cost += child_cost;
+                picks.push((child, pick));
+            }
+            costs.push(cost);
+            choice.insert((n, li), picks);
+        }
+        best.insert(n, costs);
+    }
+    let mut assigned: HashMap<NodeId, usize> = HashMap::new();
+    let mut stack: Vec<(NodeId, usize)> = Vec::new();
+    for &root in free
+        .iter()
+        .filter(|n| successor.get(n).is_none_or(|s| !free.contains(s)) || to_client.contains(n))
+    {
+        if assigned.contains_key(&root) {
+            continue;
+        }
+        let costs = &best[&root];
+        let pick =
+            (0..candidates.len()).fold(0, |acc, i| if costs[i] < costs[acc] { i } else { acc });
+        stack.push((root, pick));
+    }
+    while let Some((n, li)) = stack.pop() {
+        if assigned.insert(n, li).is_some() {
+            continue;
+        }
+        stack.extend(choice.get(&(n, li)).into_iter().flatten().copied());
+    }
+    for &n in &free {
+        let li = assigned.get(&n).copied().unwrap_or(0);
+        built.plan.nodes[n].location = candidates[li].clone();
+        built.plan.nodes[n].why = Why::Cheapest;
+    }
+}
+
+fn greedy(built: &mut Built) {
+    let plan = &built.plan;
+    let pinned = &built.pinned;
+    // The paper sends a command that reads files on several mounts to the client.
+    let mut several_mounts = Vec::new();
+    for n in free_nodes(built) {
+        let mounts: BTreeSet<&Location> = plan
+            .edges
+            .iter()
+            .filter(|e| e.to == n && matches!(plan.nodes[e.from].kind, NodeKind::ReadFile { .. }))
+            .map(|e| &plan.nodes[e.from].location)
+            .filter(|l| **l != Location::Client)
+            .collect();
+        if mounts.len() > 1 {
+            several_mounts.push(n);
+        }
+    }
+    let is_fixed = |n: NodeId| pinned[n] || several_mounts.contains(&n);
+    let location_of = |n: NodeId| {
+        if several_mounts.contains(&n) {
+            Location::Client
+        } else {
+            plan.nodes[n].location.clone()
+        }
+    };
+    let mut suggestions: HashMap<NodeId, BTreeSet<Location>> = HashMap::new();
+    // Every path from a fixed node through free nodes to the next fixed node.
+    let mut stack: Vec<Vec<(NodeId, u64)>> = (0..plan.nodes.len())
+        .filter(|&n| is_fixed(n))
+        .map(|n| vec![(n, 0)])
+        .collect();
+    while let Some(path) = stack.pop() {
+        let (last, _) = *path.last().expect("paths are never empty");
+        for e in plan.edges.iter().filter(|e| e.from == last) {
+            let mut next = path.clone();
+            next.push((e.to, e.bytes));
+            if !is_fixed(e.to) {
+                stack.push(next);
+                continue;
+            }
+            if next.len() < 3 {
+                continue;
+            }
+            // Cut at the cheapest edge; on a tie, the later one keeps more work by the data.
+            let cut =
+                (1..next.len()).fold(1, |acc, i| if next[i].1 <= next[acc].1 { i } else { acc });
+            let (source, sink) = (location_of(next[0].0), location_of(e.to));
+            for (i, &(node, _)) in next.iter().enumerate().take(next.len() - 1).skip(1) {
+                let side = if i < cut {
+                    source.clone()
+                } else {
+                    sink.clone()
+                };
+                suggestions.entry(node).or_default().insert(side);
+            }
+        }
+    }
+    for n in free_nodes(built) {
+        let node = &mut built.plan.nodes[n];
+        if several_mounts.contains(&n) {
+            node.location = Location::Client;
+            node.why = Why::SeveralMounts;
+            continue;
+        }
+        match suggestions.get(&n) {
+            Some(sides) if sides.len() == 1 => {
+                node.location = sides.iter().next().expect("one side").clone();
+                node.why = Why::GreedyCut;
+            }
+            _ => {
+                node.location = Location::Client;
+                node.why = Why::GreedyConflict;
+            }
+        }
+    }
+}

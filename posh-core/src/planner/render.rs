@@ -1,0 +1,376 @@
+//! Plans for people: the pipeline with placements written into it
+//! (`[@logs]cat a.log |[3 KB] [@client]sort`), the `--explain` text, Graphviz DOT, and the
+//! JSON document (`ExplainDocument`, serialised by the caller).
+
+use std::collections::BTreeMap;
+
+use crate::planner::model::{Location, Node, NodeKind, PipelinePlan, Plan, Strategy, Stream};
+use crate::text::LineIndex;
+
+/// `532 B`, `3.1 KB`, `12 MB`, `1.5 GB` (decimal units, as links are measured).
+pub fn format_bytes(bytes: u64) -> String {
+    const UNITS: [&str; 5] = ["KB", "MB", "GB", "TB", "PB"];
+    if bytes < 1000 {
+        return format!("{bytes} B");
+    }
+    let mut value = bytes as f64;
+    let mut unit = "B";
+    for u in UNITS {
+        if value < 1000.0 {
+            break;
+        }
+        value /= 1000.0;
+        unit = u;
+    }
+    if value < 10.0 {
+        format!("{value:.1} {unit}")
+    } else {
+        format!("{value:.0} {unit}")
+    }
+}
+
+/// `[@a, @b ×2]`: where the copies of one command run.
+fn placement_tag(copies: &[&Node]) -> String {
+    let mut groups: Vec<(String, usize)> = Vec::new();
+    for node in copies {
+        match groups.last_mut() {
+            Some((label, n)) if *label == node.location.label() => *n += 1,
+            _ => groups.push((node.location.label(), 1)),
+        }
+    }
+    let parts: Vec<String> = groups
+        .into_iter()
+        .map(|(l, n)| if n > 1 { format!("{l} ×{n}") } else { l })
+        .collect();
+    parts.join(", ")
+}
+
+/// The pipeline's source with each command's placement before it, the bytes that cross the
+/// network after each `|` that moves any, and what reaches the script's output at the end.
+pub fn render_inline(source: &str, plan: &PipelinePlan) -> String {
+    let mut inserts: Vec<(usize, String)> = Vec::new();
+    let mut previous_end: Option<usize> = None;
+    let commands: BTreeMap<usize, Vec<&Node>> =
+        plan.nodes.iter().fold(BTreeMap::new(), |mut map, n| {
+            if let NodeKind::Command { command, .. } = n.kind {
+                map.entry(command).or_insert_with(Vec::new).push(n);
+            }
+            map
+        });
+    for (&index, copies) in &commands {
+        let NodeKind::Command { span, .. } = copies[0].kind else {
+            continue;
+        };
+        let ids: Vec<usize> = copies.iter().map(|n| n.id).collect();
+        let crossing = |filter: &dyn Fn(&crate::planner::model::Edge) -> bool| -> u64 {
+            plan.edges
+                .iter()
+                .filter(|e| e.crosses && filter(e))
+                .map(|e| e.bytes)
+                .sum()
+        };
+        let is_file = |id: usize| {
+            matches!(
+                plan.nodes[id].kind,
+                NodeKind::ReadFile { .. } | NodeKind::WriteFile { .. }
+            )
+        };
+        let read = crossing(&|e| ids.contains(&e.to) && is_file(e.from));
+        let written = crossing(&|e| ids.contains(&e.from) && is_file(e.to));
+        let mut tag = placement_tag(copies);
+        if read > 0 {
+            tag.push_str(&format!(" ⇐{}", format_bytes(read)));
+        }
+        if written > 0 {
+            tag.push_str(&format!(" ⇒{}", format_bytes(written)));
+        }
+        // The pipe into this command: direct edges from the previous command, or via a merge.
+        if let Some(end) = previous_end {
+            let merge = plan.nodes.iter().find(
+                |n| matches!(n.kind, NodeKind::Merge { command, .. } if command + 1 == index),
+            );
+            let from_previous = |id: usize| matches!(plan.nodes[id].kind, NodeKind::Command { command, .. } if command + 1 == index);
+            let mut bytes = crossing(&|e| {
+                ids.contains(&e.to)
+                    && (from_previous(e.from) || merge.is_some_and(|m| m.id == e.from))
+            });
+            if let Some(m) = merge {
+                bytes += crossing(&|e| e.to == m.id);
+            }
+            let mut label = Vec::new();
+            if bytes > 0 {
+                label.push(format_bytes(bytes));
+            }
+            if let Some(Node {
+                kind: NodeKind::Merge { kind, .. },
+                location,
+                ..
+            }) = merge
+            {
+                label.push(format!("{} {}", kind.keyword(), location.label()));
+            }
+            if let Some(bar) = source[end..span.start]
+                .rfind('|')
+                .filter(|_| !label.is_empty())
+            {
+                inserts.push((end + bar + 1, format!("[{}]", label.join(", "))));
+            }
+        }
+        inserts.push((span.start, format!("[{tag}]")));
+        previous_end = Some(span.end);
+    }
+    let to_terminal: u64 = plan
+        .edges
+        .iter()
+        .filter(|e| {
+            e.crosses && matches!(plan.nodes[e.to].kind, NodeKind::Stdout | NodeKind::Stderr)
+        })
+        .map(|e| e.bytes)
+        .sum();
+    let merged_last = plan.nodes.iter().find(
+        |n| matches!(n.kind, NodeKind::Merge { command, .. } if command + 1 == commands.len()),
+    );
+    let mut tail = String::new();
+    if let Some(Node {
+        kind: NodeKind::Merge { kind, .. },
+        location,
+        ..
+    }) = merged_last
+    {
+        tail.push_str(&format!(" [{} {}]", kind.keyword(), location.label()));
+    }
+    if to_terminal > 0 {
+        tail.push_str(&format!(" [⇒ output {}]", format_bytes(to_terminal)));
+    }
+    let mut out = String::new();
+    let mut at = plan.span.start;
+    inserts.sort_by_key(|(offset, _)| *offset);
+    for (offset, text) in inserts {
+        out.push_str(&source[at..offset]);
+        out.push_str(&text);
+        at = offset;
+    }
+    out.push_str(&source[at..plan.span.end]);
+    out.push_str(&tail);
+    out
+}
+
+fn node_label(node: &Node) -> String {
+    match &node.kind {
+        NodeKind::Command { argv, copy, .. } => {
+            let mut label = argv.join(" ");
+            if let Some((i, n)) = copy {
+                label.push_str(&format!(" (copy {}/{n})", i + 1));
+            }
+            label
+        }
+        NodeKind::ReadFile { path, size } => format!("read {path} ({})", format_bytes(*size)),
+        NodeKind::WriteFile { path, append } => {
+            format!("{} {path}", if *append { "append to" } else { "write" })
+        }
+        NodeKind::Merge { kind, .. } => format!("merge ({})", kind.keyword()),
+        NodeKind::Stdin => "standard input".to_string(),
+        NodeKind::Stdout => "standard output".to_string(),
+        NodeKind::Stderr => "standard error".to_string(),
+        NodeKind::Text { bytes } => format!("here-document ({})", format_bytes(*bytes)),
+    }
+}
+
+/// The `--explain` text for a whole script.
+pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
+    let lines = LineIndex::new(source);
+    let mut out = String::new();
+    let (mut bash, mut posh) = (0, 0);
+    for pipeline in &plan.pipelines {
+        let (line, _) = lines.line_col(source, pipeline.span.start);
+        out.push_str(&format!(
+            "{path}:{line}: {}\n",
+            render_inline(source, pipeline)
+        ));
+        for node in pipeline
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::Command { .. } | NodeKind::Merge { .. }))
+        {
+            out.push_str(&format!(
+                "  {} {}: {}\n",
+                node.location.label(),
+                node_label(node),
+                node.why.explain()
+            ));
+            if let NodeKind::Command {
+                annotation: Some(annotation),
+                copy: None | Some((0, _)),
+                ..
+            } = &node.kind
+            {
+                out.push_str(&format!("      annotation: {annotation}\n"));
+            }
+        }
+        for edge in pipeline
+            .crossing_edges()
+            .filter(|e| e.bytes > 0 || e.stream != Stream::Stderr)
+        {
+            let (from, to) = (pipeline.node(edge.from), pipeline.node(edge.to));
+            out.push_str(&format!(
+                "  crosses {} → {}: {} ({} → {})\n",
+                from.location.label(),
+                to.location.label(),
+                format_bytes(edge.bytes),
+                node_label(from),
+                node_label(to)
+            ));
+        }
+        out.push_str(&format!(
+            "  bash would move {}, posh moves {}\n\n",
+            format_bytes(pipeline.bash_bytes),
+            format_bytes(pipeline.posh_bytes)
+        ));
+        bash += pipeline.bash_bytes;
+        posh += pipeline.posh_bytes;
+    }
+    let strategy = match plan.strategy {
+        Strategy::Greedy => "greedy (the paper's)",
+        Strategy::CostBased => "cost-based",
+    };
+    out.push_str(&format!(
+        "{} pipeline(s), {strategy} placement: bash would move {}, posh moves {}\n",
+        plan.pipelines.len(),
+        format_bytes(bash),
+        format_bytes(posh)
+    ));
+    out
+}
+
+fn dot_escape(text: &str) -> String {
+    text.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// Graphviz: one cluster per pipeline, inside it one per machine; edges that cross the network
+/// are red and labelled with their predicted bytes.
+pub fn render_dot(path: &str, source: &str, plan: &Plan) -> String {
+    let lines = LineIndex::new(source);
+    let mut out = String::from(
+        "digraph posh {\n  rankdir=LR;\n  compound=true;\n  node [shape=box, fontname=\"monospace\", fontsize=10];\n  edge [fontname=\"sans-serif\", fontsize=9];\n",
+    );
+    for (p, pipeline) in plan.pipelines.iter().enumerate() {
+        let (line, _) = lines.line_col(source, pipeline.span.start);
+        out.push_str(&format!(
+            "  subgraph cluster_p{p} {{\n    label=\"{}:{line}  bash {} / posh {}\";\n    style=rounded;\n",
+            dot_escape(path),
+            format_bytes(pipeline.bash_bytes),
+            format_bytes(pipeline.posh_bytes)
+        ));
+        let mut by_location: BTreeMap<&Location, Vec<&Node>> = BTreeMap::new();
+        for node in &pipeline.nodes {
+            by_location.entry(&node.location).or_default().push(node);
+        }
+        for (l, (location, nodes)) in by_location.into_iter().enumerate() {
+            let (fill, title) = match location {
+                Location::Client => ("#eef3ff", "client".to_string()),
+                Location::Mount(name) => ("#eaf7ea", format!("proxy @{name}")),
+            };
+            out.push_str(&format!("    subgraph cluster_p{p}_l{l} {{\n      label=\"{title}\";\n      style=filled;\n      fillcolor=\"{fill}\";\n"));
+            for node in nodes {
+                let shape = match node.kind {
+                    NodeKind::Command { .. } => "box",
+                    NodeKind::Merge { .. } => "invtrapezium",
+                    _ => "note",
+                };
+                out.push_str(&format!(
+                    "      p{p}n{} [label=\"{}\", shape={shape}];\n",
+                    node.id,
+                    dot_escape(&node_label(node))
+                ));
+            }
+            out.push_str("    }\n");
+        }
+        for edge in &pipeline.edges {
+            // stderr is not predicted: drawn quietly, so the data's path stands out.
+            let style = match (edge.stream, edge.crosses) {
+                (Stream::Stderr, _) => ", style=dashed, color=gray70",
+                (_, true) => ", color=red, fontcolor=red, penwidth=2",
+                (_, false) => "",
+            };
+            let label = if edge.bytes > 0 {
+                format_bytes(edge.bytes)
+            } else {
+                String::new()
+            };
+            out.push_str(&format!(
+                "    p{p}n{} -> p{p}n{} [label=\"{label}\"{style}];\n",
+                edge.from, edge.to
+            ));
+        }
+        out.push_str("  }\n");
+    }
+    out.push_str("}\n");
+    out
+}
+
+/// The JSON of `--explain --format json`. `version` changes whenever a field changes meaning or
+/// goes away; new fields may appear without a change. See docs/explain.md.
+#[derive(Debug, serde::Serialize)]
+pub struct ExplainDocument<'a> {
+    pub version: u32,
+    pub script: &'a str,
+    pub strategy: Strategy,
+    pub pipelines: Vec<ExplainPipeline<'a>>,
+    pub bash_bytes: u64,
+    pub posh_bytes: u64,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct ExplainPipeline<'a> {
+    /// 1-based line and column (in characters) of the pipeline's start.
+    pub line: usize,
+    pub column: usize,
+    pub source: &'a str,
+    /// The pipeline with placements written into it, as in the text form.
+    pub rendered: String,
+    #[serde(flatten)]
+    pub plan: &'a PipelinePlan,
+}
+
+pub const EXPLAIN_JSON_VERSION: u32 = 1;
+
+impl<'a> ExplainDocument<'a> {
+    pub fn new(script: &'a str, source: &'a str, plan: &'a Plan) -> ExplainDocument<'a> {
+        let lines = LineIndex::new(source);
+        ExplainDocument {
+            version: EXPLAIN_JSON_VERSION,
+            script,
+            strategy: plan.strategy,
+            pipelines: plan
+                .pipelines
+                .iter()
+                .map(|p| {
+                    let (line, column) = lines.line_col(source, p.span.start);
+                    ExplainPipeline {
+                        line,
+                        column,
+                        source: &source[p.span.range()],
+                        rendered: render_inline(source, p),
+                        plan: p,
+                    }
+                })
+                .collect(),
+            bash_bytes: plan.pipelines.iter().map(|p| p.bash_bytes).sum(),
+            posh_bytes: plan.pipelines.iter().map(|p| p.posh_bytes).sum(),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::format_bytes;
+
+    #[test]
+    fn bytes_read_like_a_person_writes_them() {
+        assert_eq!(format_bytes(0), "0 B");
+        assert_eq!(format_bytes(999), "999 B");
+        assert_eq!(format_bytes(3_100), "3.1 KB");
+        assert_eq!(format_bytes(12_400_000), "12 MB");
+        assert_eq!(format_bytes(1_500_000_000), "1.5 GB");
+    }
+}

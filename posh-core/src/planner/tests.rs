@@ -1,0 +1,281 @@
+//! Planner tests: each case is a posh.toml, a file system and a script; the snapshot is the
+//! script with placements and predicted bytes written into it, so it reads like the script.
+
+use std::path::Path;
+
+use super::render::{render_inline, render_text};
+use super::*;
+use crate::fs::MemoryFileSystem;
+
+const MB: u64 = 1_000_000;
+
+/// Five mounts, each a proxy on a 20 ms / 600 Mbit/s link (the paper's WAN).
+const CONFIG: &str = r#"
+[client]
+bandwidth = "600Mbit"
+rtt = "20ms"
+
+[[mount]]
+path = "/mnt/logs"
+proxy = "10.0.0.1:4433"
+
+[[mount]]
+path = "/mnt/a"
+proxy = "10.0.0.2:4433"
+
+[[mount]]
+path = "/mnt/b"
+proxy = "10.0.0.3:4433"
+
+[[mount]]
+path = "/mnt/images"
+proxy = "embedded"
+
+[[mount]]
+path = "/mnt/repo"
+proxy = "10.0.0.4:4433"
+bandwidth = "10Gbit"
+rtt = "0.5ms"
+"#;
+
+fn file_system() -> MemoryFileSystem {
+    let mut fs = MemoryFileSystem::new();
+    for i in 0..4 {
+        fs.add_file(format!("/mnt/logs/ray{i}.log"), 500 * MB);
+    }
+    fs.add_file("/mnt/logs/scan-1.gz", 300 * MB)
+        .add_file("/mnt/logs/scan-2.gz", 300 * MB);
+    fs.add_file("/mnt/a/x.log", 800 * MB)
+        .add_file("/mnt/b/y.log", 600 * MB);
+    fs.add_file("/mnt/a/big.txt", 900 * MB)
+        .add_file("/mnt/b/small.txt", 20 * MB);
+    for i in 0..3 {
+        fs.add_file(format!("/mnt/images/p{i}.jpg"), 4 * MB);
+    }
+    fs.add_file("/mnt/repo/.git/index", 2 * MB)
+        .add_file("/mnt/repo/src/main.c", 40_000);
+    fs.add_file("/home/user/notes.txt", 10_000);
+    fs
+}
+
+fn plan_with(
+    config: &str,
+    fs: &MemoryFileSystem,
+    cwd: &str,
+    script: &str,
+    options: PlanOptions,
+) -> (Plan, String) {
+    let config = Config::parse(config, Path::new("posh.toml")).expect("the test config parses");
+    let library = Library::builtin();
+    let ctx = PlanContext {
+        library: &library,
+        config: &config,
+        fs,
+        cwd: cwd.into(),
+        options,
+    };
+    let parsed = crate::shell::parse(script);
+    assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
+    (plan_script(&ctx, &parsed), script.to_string())
+}
+
+/// One line per pipeline: the script with placements, then the totals.
+fn check_with(cwd: &str, script: &str, options: PlanOptions) -> String {
+    let (plan, source) = plan_with(CONFIG, &file_system(), cwd, script, options);
+    plan.pipelines
+        .iter()
+        .map(|p| {
+            format!(
+                "{}\n    bash moves {}, posh moves {}\n",
+                render_inline(&source, p),
+                render::format_bytes(p.bash_bytes),
+                render::format_bytes(p.posh_bytes)
+            )
+        })
+        .collect()
+}
+
+fn check(script: &str) -> String {
+    check_with("/home/user", script, PlanOptions::default())
+}
+
+#[test]
+fn ray_tracing_log_analysis() {
+    insta::assert_snapshot!(check(
+        "cat /mnt/logs/ray*.log | grep 'rays traced' | cut -d ' ' -f 4 | sort -n | uniq -c | sort -rn | head -n 5 > /home/user/top.txt\n"
+    ));
+}
+
+#[test]
+fn thumbnail_generation() {
+    insta::assert_snapshot!(check(
+        "mogrify -format gif -path /mnt/images/thumbs/ -thumbnail 100x100 /mnt/images/*.jpg\n"
+    ));
+}
+
+#[test]
+fn port_scan_analysis() {
+    insta::assert_snapshot!(check(
+        "zcat /mnt/logs/scan-*.gz | grep -v '^#' | cut -f 3 | sort | uniq -c | sort -rn | head -n 20\n"
+    ));
+}
+
+#[test]
+fn distributed_log_analysis_across_five_mounts() {
+    let mut config = String::new();
+    let mut fs = MemoryFileSystem::new();
+    for m in 0..5 {
+        config.push_str(&format!(
+            "[[mount]]\npath = \"/mnt/m{m}\"\nproxy = \"10.0.1.{m}:4433\"\n"
+        ));
+        for f in 0..2 {
+            fs.add_file(format!("/mnt/m{m}/log{f}.csv"), 200 * MB);
+        }
+    }
+    let script = "cat /mnt/m0/*.csv /mnt/m1/*.csv /mnt/m2/*.csv /mnt/m3/*.csv /mnt/m4/*.csv | grep '1.2.3.4' | sort\n";
+    let (plan, source) = plan_with(&config, &fs, "/", script, PlanOptions::default());
+    insta::assert_snapshot!(render_text("logs.sh", &source, &plan));
+}
+
+#[test]
+fn git_workflow_runs_with_the_working_directory() {
+    insta::assert_snapshot!(check_with(
+        "/mnt/repo",
+        "git status\ngit add src/main.c\ngit commit -m 'fix the bug'\ngit log -n 3 | cat\n",
+        PlanOptions::default()
+    ));
+}
+
+#[test]
+fn comm_across_two_mounts_ships_the_smaller_input() {
+    let script = "comm -12 /mnt/a/big.txt /mnt/b/small.txt > /home/user/common.txt\n";
+    let cost_based = check(script);
+    let greedy = check_with(
+        "/home/user",
+        script,
+        PlanOptions {
+            strategy: Strategy::Greedy,
+            ..PlanOptions::default()
+        },
+    );
+    insta::assert_snapshot!(format!(
+        "cost-based:\n{cost_based}\ngreedy (the paper):\n{greedy}"
+    ));
+}
+
+#[test]
+fn figure_2_splits_cat_and_grep_per_mount() {
+    let (plan, source) = plan_with(
+        CONFIG,
+        &file_system(),
+        "/home/user",
+        "cat /mnt/a/x.log /mnt/b/y.log | grep foo | tee local.txt\n",
+        PlanOptions::default(),
+    );
+    let pipeline = &plan.pipelines[0];
+    let where_runs = |index| {
+        pipeline
+            .copies_of(index)
+            .map(|n| n.location.clone())
+            .collect::<Vec<_>>()
+    };
+    let mounts = vec![Location::Mount("a".into()), Location::Mount("b".into())];
+    assert_eq!(where_runs(0), mounts, "cat is split per mount");
+    assert_eq!(where_runs(1), mounts, "grep follows its input");
+    assert_eq!(
+        where_runs(2),
+        vec![Location::Client],
+        "tee writes a local file"
+    );
+    // Only grep's output crosses the network.
+    for edge in pipeline
+        .crossing_edges()
+        .filter(|e| e.stream != Stream::Stderr)
+    {
+        let from = &pipeline.node(edge.from).kind;
+        assert!(
+            matches!(from, NodeKind::Command { command: 1, .. }),
+            "{from:?} crosses"
+        );
+    }
+    insta::assert_snapshot!(render_text("fig2.sh", &source, &plan));
+}
+
+#[test]
+fn commands_without_annotation_or_fitting_no_entry_run_at_the_client() {
+    let (plan, source) = plan_with(
+        CONFIG,
+        &file_system(),
+        "/home/user",
+        "my-tool /mnt/logs/ray0.log | wc -l\nhead -5 /mnt/logs/ray1.log\nf() { grep x \"$1\"; }\nf /mnt/logs/ray2.log | sort\nfor l in /mnt/logs/*.log; do grep -c error \"$l\"; done\n",
+        PlanOptions::default(),
+    );
+    insta::assert_snapshot!(render_text("client.sh", &source, &plan));
+}
+
+#[test]
+fn redirections_decide_where_data_goes() {
+    insta::assert_snapshot!(check(
+        "grep -c x < /mnt/logs/ray0.log 2>/dev/null\ngrep x /mnt/logs/ray1.log > /mnt/logs/out.txt 2>&1\nsort /mnt/a/x.log >> /mnt/b/sorted.txt\ncut -f1 <<< 'a b' | sort\n"
+    ));
+}
+
+#[test]
+fn splitting_factor_makes_copies_per_mount() {
+    insta::assert_snapshot!(check_with(
+        "/home/user",
+        "cat /mnt/logs/ray*.log | grep -c error\n",
+        PlanOptions {
+            copies_per_mount: 2,
+            ..PlanOptions::default()
+        }
+    ));
+}
+
+#[test]
+fn nothing_is_remote_without_mounts() {
+    let (plan, _) = plan_with(
+        "",
+        &file_system(),
+        "/home/user",
+        "cat /mnt/logs/ray0.log | grep x | sort\n",
+        PlanOptions::default(),
+    );
+    let pipeline = &plan.pipelines[0];
+    assert!(
+        pipeline
+            .nodes
+            .iter()
+            .all(|n| n.location == Location::Client)
+    );
+    assert_eq!((pipeline.bash_bytes, pipeline.posh_bytes), (0, 0));
+}
+
+#[test]
+fn cost_based_never_moves_more_than_greedy() {
+    for script in [
+        "cat /mnt/logs/ray*.log | grep 'rays traced' | sort | uniq -c\n",
+        "comm -12 /mnt/a/big.txt /mnt/b/small.txt\n",
+        "cat /mnt/a/x.log /mnt/b/y.log | grep foo | tee local.txt\n",
+        "sort /mnt/a/x.log >> /mnt/b/sorted.txt\n",
+        "grep x /home/user/notes.txt | sort > /mnt/logs/out.txt\n",
+    ] {
+        let bytes = |strategy| {
+            let (plan, _) = plan_with(
+                CONFIG,
+                &file_system(),
+                "/home/user",
+                script,
+                PlanOptions {
+                    strategy,
+                    ..PlanOptions::default()
+                },
+            );
+            plan.pipelines.iter().map(|p| p.posh_bytes).sum::<u64>()
+        };
+        assert!(
+            bytes(Strategy::CostBased) <= bytes(Strategy::Greedy),
+            "{script}"
+        );
+    }
+}
