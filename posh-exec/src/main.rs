@@ -1,14 +1,20 @@
 //! posh-exec: runs a bash script, placing pipelines next to their data.
 //!
-//! With no mount configured nothing is remote, and posh-exec must behave exactly like bash: that
-//! is what this binary does today, by handing the script to bash itself (exec, so signals, exit
-//! status, stdin and the environment are bash's own). Planning and offload build on this.
+//! `--explain` prints the plan: where each command would run and the bytes each edge would
+//! move. Running a script hands it to bash itself (exec, so signals, exit status, stdin and the
+//! environment are bash's own): the right behaviour when nothing is remote, and, until the
+//! runtime executes plans, whatever the configuration says.
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
 
+use anyhow::{Context as _, Result};
 use clap::Parser;
+use posh_core::planner::{PlanOptions, Strategy};
+
+mod explain;
+mod os_fs;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -17,6 +23,21 @@ use clap::Parser;
     about = "Run a bash script, placing pipelines next to their data"
 )]
 struct Cli {
+    /// Print the plan (placement and predicted bytes per pipeline) instead of running.
+    #[arg(long)]
+    explain: bool,
+    /// The form of `--explain`: text, json (see docs/explain.md) or dot (Graphviz).
+    #[arg(long, value_enum, default_value = "text", requires = "explain")]
+    format: explain::Format,
+    /// Placement: cost-based (default) or greedy (the paper's algorithm).
+    #[arg(long, value_enum, default_value = "cost-based")]
+    placement: Placement,
+    /// At most this many copies of a split command per mount.
+    #[arg(long, default_value_t = 1, value_name = "N")]
+    copies_per_mount: usize,
+    /// The configuration file (else $POSH_CONFIG, the nearest posh.toml, ~/.config/posh/posh.toml).
+    #[arg(long, value_name = "FILE")]
+    config: Option<PathBuf>,
     /// Extra annotation files, checked and loaded after the shipped library.
     #[arg(long = "annotations", value_name = "FILE")]
     annotations: Vec<PathBuf>,
@@ -33,20 +54,29 @@ struct Cli {
     args: Vec<String>,
 }
 
+#[derive(Clone, Copy, Debug, clap::ValueEnum)]
+enum Placement {
+    CostBased,
+    Greedy,
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    match run(cli) {
+        Ok(code) => ExitCode::from(code),
+        Err(error) => {
+            eprintln!("posh-exec: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn run(cli: Cli) -> Result<u8> {
     let mut library = posh_core::library::Library::builtin();
+    let mut annotation_errors = false;
     for path in &cli.annotations {
-        let text = match std::fs::read_to_string(path) {
-            Ok(text) => text,
-            Err(e) => {
-                eprintln!(
-                    "posh-exec: {}: cannot read annotation file: {e}",
-                    path.display()
-                );
-                return ExitCode::from(2);
-            }
-        };
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("{}: cannot read annotation file", path.display()))?;
         let diagnostics = library.add_source(&path.display().to_string(), &text);
         let index = posh_core::LineIndex::new(&text);
         for d in &diagnostics {
@@ -58,24 +88,41 @@ fn main() -> ExitCode {
                 d.code.as_str(),
                 d.message
             );
+            annotation_errors |= d.severity == posh_core::Severity::Error;
         }
+    }
+    let config = explain::load_config(cli.config.as_deref())?;
+    if cli.explain {
+        let (name, source) = match (&cli.command, cli.args.first()) {
+            (Some(commands), _) => ("-c".to_string(), commands.clone()),
+            (None, Some(script)) => {
+                let source = std::fs::read_to_string(script)
+                    .with_context(|| format!("{script}: cannot read the script"))?;
+                (script.clone(), source)
+            }
+            (None, None) => {
+                anyhow::bail!("no script given (usage: posh-exec --explain SCRIPT, or -c COMMANDS)")
+            }
+        };
+        let strategy = match cli.placement {
+            Placement::CostBased => Strategy::CostBased,
+            Placement::Greedy => Strategy::Greedy,
+        };
+        let options = PlanOptions {
+            strategy,
+            copies_per_mount: cli.copies_per_mount,
+        };
+        let code = explain::run(&name, &source, &library, &config, options, cli.format)?;
+        return Ok(if annotation_errors { code.max(1) } else { code });
     }
     let mut bash = Command::new("bash");
-    match (&cli.command, cli.args.split_first()) {
-        (Some(commands), _) => {
-            bash.arg("-c").arg(commands).args(&cli.args);
-        }
-        (None, Some(_)) => {
-            bash.args(&cli.args);
-        }
-        (None, None) => {
-            eprintln!(
-                "posh-exec: no script given (usage: posh-exec SCRIPT [ARGS...] or posh-exec -c COMMANDS)"
-            );
-            return ExitCode::from(2);
-        }
-    }
+    match (&cli.command, cli.args.is_empty()) {
+        (Some(commands), _) => bash.arg("-c").arg(commands).args(&cli.args),
+        (None, false) => bash.args(&cli.args),
+        (None, true) => anyhow::bail!(
+            "no script given (usage: posh-exec SCRIPT [ARGS...] or posh-exec -c COMMANDS)"
+        ),
+    };
     let error = bash.exec();
-    eprintln!("posh-exec: cannot start bash: {error}");
-    ExitCode::from(127)
+    Err(error).context("cannot start bash")
 }

@@ -1,0 +1,68 @@
+//! `posh-exec --explain`: the plan of a script, without running it.
+
+use std::path::Path;
+
+use anyhow::{Context as _, Result};
+use posh_core::config::Config;
+use posh_core::library::Library;
+use posh_core::planner::{self, PlanContext, PlanOptions, render};
+
+use crate::os_fs::OsFileSystem;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    Text,
+    Json,
+    Dot,
+}
+
+/// Prints the plan; returns the exit status (2 when the script has a syntax error, as bash).
+pub fn run(
+    name: &str,
+    source: &str,
+    library: &Library,
+    config: &Config,
+    options: PlanOptions,
+    format: Format,
+) -> Result<u8> {
+    let script = posh_core::shell::parse(source);
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let ctx = PlanContext {
+        library,
+        config,
+        fs: &OsFileSystem,
+        cwd,
+        options,
+    };
+    let plan = planner::plan_script(&ctx, &script);
+    let lines = posh_core::LineIndex::new(source);
+    for error in &script.errors {
+        let (line, col) = lines.line_col(source, error.span.start);
+        eprintln!("{name}:{line}:{col}: syntax error: {}", error.message);
+    }
+    let out = match format {
+        Format::Text => render::render_text(name, source, &plan),
+        Format::Json => {
+            serde_json::to_string_pretty(&render::ExplainDocument::new(name, source, &plan))? + "\n"
+        }
+        Format::Dot => render::render_dot(name, source, &plan),
+    };
+    print!("{out}");
+    Ok(if script.errors.is_empty() { 0 } else { 2 })
+}
+
+/// The configuration: `--config`, `$POSH_CONFIG`, the nearest `posh.toml`, the user's.
+pub fn load_config(explicit: Option<&Path>) -> Result<Config> {
+    let cwd = std::env::current_dir().context("cannot read the working directory")?;
+    let env = std::env::var_os("POSH_CONFIG").map(std::path::PathBuf::from);
+    let user = std::env::var_os("XDG_CONFIG_HOME")
+        .map(std::path::PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config")));
+    Ok(posh_core::config::load(
+        &OsFileSystem,
+        explicit,
+        env.as_deref(),
+        &cwd,
+        user.as_deref(),
+    )?)
+}

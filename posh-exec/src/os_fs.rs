@@ -1,0 +1,67 @@
+//! The real file system behind posh-core's `FileSystem` trait.
+
+use std::path::Path;
+
+use posh_core::fs::{FileKind, FileMeta, FileSystem};
+
+/// How many entries a directory's size walk visits before it settles for what it has seen: a
+/// plan must come back in milliseconds, even for a home directory.
+const WALK_LIMIT: usize = 20_000;
+
+#[derive(Debug, Default)]
+pub struct OsFileSystem;
+
+impl FileSystem for OsFileSystem {
+    fn metadata(&self, path: &Path) -> Option<FileMeta> {
+        let meta = std::fs::metadata(path).ok()?;
+        if meta.is_dir() {
+            let mut budget = WALK_LIMIT;
+            Some(FileMeta {
+                kind: FileKind::Directory,
+                size: directory_size(path, &mut budget),
+            })
+        } else {
+            Some(FileMeta {
+                kind: FileKind::File,
+                size: meta.len(),
+            })
+        }
+    }
+
+    fn read_dir(&self, path: &Path) -> Vec<String> {
+        let mut names: Vec<String> = std::fs::read_dir(path)
+            .map(|entries| {
+                entries
+                    .filter_map(|e| e.ok())
+                    .map(|e| e.file_name().to_string_lossy().into_owned())
+                    .collect()
+            })
+            .unwrap_or_default();
+        names.sort();
+        names
+    }
+
+    fn read_to_string(&self, path: &Path) -> Option<String> {
+        std::fs::read_to_string(path).ok()
+    }
+}
+
+fn directory_size(path: &Path, budget: &mut usize) -> u64 {
+    let Ok(entries) = std::fs::read_dir(path) else {
+        return 0;
+    };
+    let mut total = 0;
+    for entry in entries.filter_map(|e| e.ok()) {
+        if *budget == 0 {
+            break;
+        }
+        *budget -= 1;
+        // symlink_metadata: a link is not followed, so a cycle cannot trap the walk.
+        match entry.path().symlink_metadata() {
+            Ok(meta) if meta.is_dir() => total += directory_size(&entry.path(), budget),
+            Ok(meta) => total += meta.len(),
+            Err(_) => {}
+        }
+    }
+    total
+}
