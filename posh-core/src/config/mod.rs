@@ -533,6 +533,18 @@ impl<'a> Parser<'a> {
         Ok(normalize_path(Path::new(text)))
     }
 
+    /// A mount's client path: absolute, or relative to the configuration file's directory (so
+    /// a project can carry its own posh.toml).
+    fn client_path(&self, key: &str, value: &Value<'_>) -> Result<PathBuf, ConfigError> {
+        let text = self.string(key, value)?;
+        match self.origin.parent().filter(|dir| dir.is_absolute()) {
+            Some(dir) if !text.is_empty() && Path::new(text).is_relative() => {
+                Ok(normalize_path(&dir.join(text)))
+            }
+            _ => self.absolute_path(key, value),
+        }
+    }
+
     fn bandwidth(&self, key: &str, value: &Value<'_>) -> Result<f64, ConfigError> {
         let parsed = match value.get_ref() {
             DeValue::String(text) => parse_bandwidth(text),
@@ -604,7 +616,7 @@ impl<'a> Parser<'a> {
         for (key, key_span, value) in in_file_order(table) {
             let dotted = format!("{prefix}.{key}");
             match key {
-                "path" => path = Some((self.absolute_path(&dotted, value)?, value)),
+                "path" => path = Some((self.client_path(&dotted, value)?, value)),
                 "proxy" => {
                     let text = self.string(&dotted, value)?;
                     let address = ProxyAddress::parse(text)

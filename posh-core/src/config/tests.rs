@@ -136,10 +136,6 @@ fn invalid_values() {
     let with = |key_values: &str| format!("[[mount]]\npath = \"/mnt/logs\"\n{key_values}\n");
     insta::assert_snapshot!(render_errors(&[
         (
-            "relative path",
-            "[[mount]]\npath = \"mnt/logs\"\nproxy = \"embedded\"\n"
-        ),
-        (
             "empty path",
             "[[mount]]\npath = \"\"\nproxy = \"embedded\"\n"
         ),
@@ -611,8 +607,10 @@ fn unreadable_files_are_errors() {
 #[test]
 fn load_parses_what_discover_finds() {
     let mut fs = MemoryFileSystem::new();
-    fs.add_text("/w/posh.toml", MOUNT)
-        .add_text("/bad/posh.toml", "[[mount]]\npath = \"x\"\n");
+    fs.add_text("/w/posh.toml", MOUNT).add_text(
+        "/bad/posh.toml",
+        "[[mount]]\npath = \"/x\"\nproxy = \"nowhere\"\n",
+    );
     let config = load(&fs, None, None, Path::new("/w/a"), None).unwrap();
     assert_eq!(config.origin, Some(PathBuf::from("/w/posh.toml")));
     assert_eq!(config.mounts.len(), 1);
@@ -624,7 +622,7 @@ fn load_parses_what_discover_finds() {
         load(&fs, None, None, Path::new("/bad"), None)
             .unwrap_err()
             .to_string(),
-        "/bad/posh.toml:2:8: key `mount[1].path`: expected an absolute path, found \"x\""
+        "/bad/posh.toml:3:9: key `mount[1].proxy`: missing port in \"nowhere\"; expected \"host:port\" or \"embedded\""
     );
 }
 
@@ -682,4 +680,23 @@ fn documentation_examples() {
         }
     }
     assert!(checked >= 3, "only {checked} toml blocks in the docs");
+}
+
+#[test]
+fn relative_mount_paths_are_relative_to_the_config_file() {
+    let config = Config::parse(
+        "[[mount]]\npath = \"data/../logs\"\nproxy = \"embedded\"\n",
+        Path::new("/srv/project/posh.toml"),
+    )
+    .unwrap();
+    assert_eq!(config.mounts[0].path, Path::new("/srv/project/logs"));
+    assert_eq!(config.mounts[0].export, Path::new("/srv/project/logs"));
+    // Without a file's directory to anchor it, a relative path is still an error.
+    assert!(
+        Config::parse(
+            "[[mount]]\npath = \"logs\"\nproxy = \"embedded\"\n",
+            Path::new("posh.toml")
+        )
+        .is_err()
+    );
 }
