@@ -72,7 +72,14 @@ fn transfer_cost(ctx: &PlanContext<'_>, a: &Location, b: &Location, bytes: u64) 
         .bandwidth_bytes_per_sec
         .min(y.bandwidth_bytes_per_sec)
         .max(1.0);
-    bytes as f64 / bandwidth + x.rtt.max(y.rtt).as_secs_f64()
+    // A stream predicted to carry nothing (unread stdin, stderr) is set up with the others and
+    // costs no round trip of its own.
+    let latency = if bytes > 0 {
+        x.rtt.max(y.rtt).as_secs_f64()
+    } else {
+        0.0
+    };
+    bytes as f64 / bandwidth + latency
 }
 
 fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
