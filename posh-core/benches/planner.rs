@@ -24,7 +24,8 @@ path = "/mnt/b"
 proxy = "10.0.0.3:4433"
 "#;
 
-const PIPELINE: &str = "cat /mnt/logs/*.log | grep 'rays traced' | cut -d ' ' -f 4 | sort -n | uniq -c | sort -rn | head -n 5 > top.txt\n";
+const PIPELINE: &str =
+    "cat /mnt/logs/*.log | grep 'rays traced' | cut -d ' ' -f 4 | sort -n | uniq -c | sort -rn | head -n 5 > top.txt\n";
 
 /// A script of about `lines` lines in the shapes real scripts have: pipelines, loops,
 /// functions, conditionals, substitutions.
@@ -71,9 +72,7 @@ fn bench(c: &mut Criterion) {
     };
 
     let one = posh_core::shell::parse(PIPELINE);
-    c.bench_function("plan one pipeline", |b| {
-        b.iter(|| plan_script(&ctx, black_box(&one)))
-    });
+    c.bench_function("plan one pipeline", |b| b.iter(|| plan_script(&ctx, black_box(&one))));
 
     let source = script(5_000);
     let parsed = posh_core::shell::parse(&source);
@@ -81,9 +80,7 @@ fn bench(c: &mut Criterion) {
     let pipelines = parsed.pipelines.len();
     let mut group = c.benchmark_group(format!("5,000-line script ({pipelines} pipelines)"));
     group.sample_size(10);
-    group.bench_function("parse", |b| {
-        b.iter(|| posh_core::shell::parse(black_box(&source)))
-    });
+    group.bench_function("parse", |b| b.iter(|| posh_core::shell::parse(black_box(&source))));
     group.bench_function("plan", |b| b.iter(|| plan_script(&ctx, black_box(&parsed))));
     group.finish();
 }

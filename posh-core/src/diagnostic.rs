@@ -43,13 +43,7 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     pub fn new(code: Code, span: Span, message: impl Into<String>) -> Diagnostic {
-        Diagnostic {
-            code,
-            severity: code.severity(),
-            message: message.into(),
-            span,
-            fix: None,
-        }
+        Diagnostic { code, severity: code.severity(), message: message.into(), span, fix: None }
     }
 
     pub fn with_fix(mut self, fix: Fix) -> Diagnostic {

@@ -46,8 +46,7 @@ impl MemoryFileSystem {
 
     /// Adds a file with text content.
     pub fn add_text(&mut self, path: impl Into<PathBuf>, text: &str) -> &mut Self {
-        self.files
-            .insert(path.into(), (text.len() as u64, Some(text.to_string())));
+        self.files.insert(path.into(), (text.len() as u64, Some(text.to_string())));
         self
     }
 
@@ -59,19 +58,11 @@ impl MemoryFileSystem {
 impl FileSystem for MemoryFileSystem {
     fn metadata(&self, path: &Path) -> Option<FileMeta> {
         if let Some((size, _)) = self.files.get(path) {
-            return Some(FileMeta {
-                kind: FileKind::File,
-                size: *size,
-            });
+            return Some(FileMeta { kind: FileKind::File, size: *size });
         }
         self.is_dir(path).then(|| FileMeta {
             kind: FileKind::Directory,
-            size: self
-                .files
-                .iter()
-                .filter(|(f, _)| f.starts_with(path))
-                .map(|(_, (s, _))| s)
-                .sum(),
+            size: self.files.iter().filter(|(f, _)| f.starts_with(path)).map(|(_, (s, _))| s).sum(),
         })
     }
 
@@ -99,29 +90,12 @@ mod tests {
     #[test]
     fn memory_file_system_has_implicit_directories() {
         let mut fs = MemoryFileSystem::new();
-        fs.add_file("/mnt/logs/a.log", 10)
-            .add_file("/mnt/logs/b.log", 5)
-            .add_text("/home/u/posh.toml", "x");
-        assert_eq!(
-            fs.metadata(Path::new("/mnt/logs")),
-            Some(FileMeta {
-                kind: FileKind::Directory,
-                size: 15
-            })
-        );
-        assert_eq!(
-            fs.metadata(Path::new("/mnt/logs/a.log")),
-            Some(FileMeta {
-                kind: FileKind::File,
-                size: 10
-            })
-        );
+        fs.add_file("/mnt/logs/a.log", 10).add_file("/mnt/logs/b.log", 5).add_text("/home/u/posh.toml", "x");
+        assert_eq!(fs.metadata(Path::new("/mnt/logs")), Some(FileMeta { kind: FileKind::Directory, size: 15 }));
+        assert_eq!(fs.metadata(Path::new("/mnt/logs/a.log")), Some(FileMeta { kind: FileKind::File, size: 10 }));
         assert_eq!(fs.metadata(Path::new("/mnt/nothing")), None);
         assert_eq!(fs.read_dir(Path::new("/mnt")), ["logs"]);
         assert_eq!(fs.read_dir(Path::new("/mnt/logs")), ["a.log", "b.log"]);
-        assert_eq!(
-            fs.read_to_string(Path::new("/home/u/posh.toml")).as_deref(),
-            Some("x")
-        );
+        assert_eq!(fs.read_to_string(Path::new("/home/u/posh.toml")).as_deref(), Some("x"));
     }
 }

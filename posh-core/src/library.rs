@@ -49,13 +49,9 @@ impl Library {
     pub fn add_source(&mut self, name: &str, text: &str) -> Vec<Diagnostic> {
         let parsed = annotation::parse(text);
         let replaced: Vec<&Vec<String>> = parsed.entries.iter().map(|e| &e.name).collect();
+        self.entries.retain(|existing| !replaced.contains(&&existing.entry.name));
         self.entries
-            .retain(|existing| !replaced.contains(&&existing.entry.name));
-        self.entries
-            .extend(parsed.entries.iter().map(|entry| LibraryEntry {
-                entry: entry.clone(),
-                source: name.to_string(),
-            }));
+            .extend(parsed.entries.iter().map(|entry| LibraryEntry { entry: entry.clone(), source: name.to_string() }));
         self.reindex();
         parsed.diagnostics
     }
@@ -63,10 +59,7 @@ impl Library {
     fn reindex(&mut self) {
         self.by_command.clear();
         for (i, e) in self.entries.iter().enumerate() {
-            self.by_command
-                .entry(e.entry.name[0].clone())
-                .or_default()
-                .push(i);
+            self.by_command.entry(e.entry.name[0].clone()).or_default().push(i);
         }
         // A multi-word name (`git status`) is more specific than the bare command: try it first.
         for indices in self.by_command.values_mut() {
@@ -80,11 +73,7 @@ impl Library {
 
     /// Distinct command names (`git status` counts apart from `git add`).
     pub fn command_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self
-            .entries
-            .iter()
-            .map(|e| e.entry.display_name())
-            .collect();
+        let mut names: Vec<String> = self.entries.iter().map(|e| e.entry.display_name()).collect();
         names.sort();
         names.dedup();
         names
@@ -92,18 +81,15 @@ impl Library {
 
     /// The file an entry of this library came from.
     pub fn source_of(&self, entry: &CommandEntry) -> Option<&str> {
-        self.entries
-            .iter()
-            .find(|e| std::ptr::eq(&e.entry, entry))
-            .map(|e| e.source.as_str())
+        self.entries.iter().find(|e| std::ptr::eq(&e.entry, entry)).map(|e| e.source.as_str())
     }
 
     /// The entries that could fit argv, in the order they are tried.
     pub fn candidates(&self, command: &str) -> Vec<&CommandEntry> {
         let name = matcher::command_name(command);
-        self.by_command.get(name).map_or_else(Vec::new, |indices| {
-            indices.iter().map(|&i| &self.entries[i].entry).collect()
-        })
+        self.by_command
+            .get(name)
+            .map_or_else(Vec::new, |indices| indices.iter().map(|&i| &self.entries[i].entry).collect())
     }
 
     /// Fits argv to the first entry of its command that accepts it.

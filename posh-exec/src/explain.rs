@@ -27,24 +27,18 @@ pub fn run(
 ) -> Result<u8> {
     let script = posh_core::shell::parse(source);
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let ctx = PlanContext {
-        library,
-        config,
-        fs: &OsFileSystem,
-        cwd,
-        options,
-    };
+    let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd, options };
     let plan = planner::plan_script(&ctx, &script);
     let lines = posh_core::LineIndex::new(source);
     for error in &script.errors {
         let (line, col) = lines.line_col(source, error.span.start);
-        eprintln!("{name}:{line}:{col}: syntax error: {}", error.message);
+        let message = &error.message;
+        let prefix = if message.starts_with("syntax error") { "" } else { "syntax error: " };
+        eprintln!("{name}:{line}:{col}: {prefix}{message}");
     }
     let out = match format {
         Format::Text => render::render_text(name, source, &plan),
-        Format::Json => {
-            serde_json::to_string_pretty(&render::ExplainDocument::new(name, source, &plan))? + "\n"
-        }
+        Format::Json => serde_json::to_string_pretty(&render::ExplainDocument::new(name, source, &plan))? + "\n",
         Format::Dot => render::render_dot(name, source, &plan),
     };
     print!("{out}");
@@ -58,11 +52,5 @@ pub fn load_config(explicit: Option<&Path>) -> Result<Config> {
     let user = std::env::var_os("XDG_CONFIG_HOME")
         .map(std::path::PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config")));
-    Ok(posh_core::config::load(
-        &OsFileSystem,
-        explicit,
-        env.as_deref(),
-        &cwd,
-        user.as_deref(),
-    )?)
+    Ok(posh_core::config::load(&OsFileSystem, explicit, env.as_deref(), &cwd, user.as_deref())?)
 }

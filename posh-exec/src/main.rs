@@ -2,8 +2,8 @@
 //!
 //! `--explain` prints the plan: where each command would run and the bytes each edge would
 //! move. Running a script hands it to bash itself (exec, so signals, exit status, stdin and the
-//! environment are bash's own): the right behaviour when nothing is remote, and, until the
-//! runtime executes plans, whatever the configuration says.
+//! environment are bash's own): the right behaviour when nothing is remote. The configuration is
+//! read either way, so a broken posh.toml is reported before anything runs.
 
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
@@ -17,11 +17,7 @@ mod explain;
 mod os_fs;
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "posh-exec",
-    version,
-    about = "Run a bash script, placing pipelines next to their data"
-)]
+#[command(name = "posh-exec", version, about = "Run a bash script, placing pipelines next to their data")]
 struct Cli {
     /// Print the plan (placement and predicted bytes per pipeline) instead of running.
     #[arg(long)]
@@ -46,11 +42,7 @@ struct Cli {
     command: Option<String>,
     /// The script (or, with -c, `$0`), then its arguments. Everything after the script belongs
     /// to it, `-h` and `--version` included.
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "SCRIPT [ARGS]"
-    )]
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "SCRIPT [ARGS]")]
     args: Vec<String>,
 }
 
@@ -81,13 +73,7 @@ fn run(cli: Cli) -> Result<u8> {
         let index = posh_core::LineIndex::new(&text);
         for d in &diagnostics {
             let (line, col) = index.line_col(&text, d.span.start);
-            eprintln!(
-                "{}:{line}:{col}: {}[{}]: {}",
-                path.display(),
-                d.severity.as_str(),
-                d.code.as_str(),
-                d.message
-            );
+            eprintln!("{}:{line}:{col}: {}[{}]: {}", path.display(), d.severity.as_str(), d.code.as_str(), d.message);
             annotation_errors |= d.severity == posh_core::Severity::Error;
         }
     }
@@ -96,8 +82,8 @@ fn run(cli: Cli) -> Result<u8> {
         let (name, source) = match (&cli.command, cli.args.first()) {
             (Some(commands), _) => ("-c".to_string(), commands.clone()),
             (None, Some(script)) => {
-                let source = std::fs::read_to_string(script)
-                    .with_context(|| format!("{script}: cannot read the script"))?;
+                let source =
+                    std::fs::read_to_string(script).with_context(|| format!("{script}: cannot read the script"))?;
                 (script.clone(), source)
             }
             (None, None) => {
@@ -108,10 +94,7 @@ fn run(cli: Cli) -> Result<u8> {
             Placement::CostBased => Strategy::CostBased,
             Placement::Greedy => Strategy::Greedy,
         };
-        let options = PlanOptions {
-            strategy,
-            copies_per_mount: cli.copies_per_mount,
-        };
+        let options = PlanOptions { strategy, copies_per_mount: cli.copies_per_mount };
         let code = explain::run(&name, &source, &library, &config, options, cli.format)?;
         return Ok(if annotation_errors { code.max(1) } else { code });
     }
@@ -119,9 +102,7 @@ fn run(cli: Cli) -> Result<u8> {
     match (&cli.command, cli.args.is_empty()) {
         (Some(commands), _) => bash.arg("-c").arg(commands).args(&cli.args),
         (None, false) => bash.args(&cli.args),
-        (None, true) => anyhow::bail!(
-            "no script given (usage: posh-exec SCRIPT [ARGS...] or posh-exec -c COMMANDS)"
-        ),
+        (None, true) => anyhow::bail!("no script given (usage: posh-exec SCRIPT [ARGS...] or posh-exec -c COMMANDS)"),
     };
     let error = bash.exec();
     Err(error).context("cannot start bash")

@@ -16,25 +16,16 @@ impl FileSystem for OsFileSystem {
         let meta = std::fs::metadata(path).ok()?;
         if meta.is_dir() {
             let mut budget = WALK_LIMIT;
-            Some(FileMeta {
-                kind: FileKind::Directory,
-                size: directory_size(path, &mut budget),
-            })
+            Some(FileMeta { kind: FileKind::Directory, size: directory_size(path, &mut budget) })
         } else {
-            Some(FileMeta {
-                kind: FileKind::File,
-                size: meta.len(),
-            })
+            Some(FileMeta { kind: FileKind::File, size: meta.len() })
         }
     }
 
     fn read_dir(&self, path: &Path) -> Vec<String> {
         let mut names: Vec<String> = std::fs::read_dir(path)
             .map(|entries| {
-                entries
-                    .filter_map(|e| e.ok())
-                    .map(|e| e.file_name().to_string_lossy().into_owned())
-                    .collect()
+                entries.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect()
             })
             .unwrap_or_default();
         names.sort();

@@ -33,15 +33,8 @@ pub fn run(paths: &[PathBuf], deny_warnings: bool) -> ExitCode {
             }
         }
     }
-    eprintln!(
-        "checked {} file(s): {errors} error(s), {warnings} warning(s)",
-        files.len()
-    );
-    if unreadable || errors > 0 || (deny_warnings && warnings > 0) {
-        ExitCode::FAILURE
-    } else {
-        ExitCode::SUCCESS
-    }
+    eprintln!("checked {} file(s): {errors} error(s), {warnings} warning(s)", files.len());
+    if unreadable || errors > 0 || (deny_warnings && warnings > 0) { ExitCode::FAILURE } else { ExitCode::SUCCESS }
 }
 
 /// `path:line:col: error[A106]: message`, then the fix as a help line if there is one.
@@ -67,9 +60,7 @@ fn collect(path: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
         files.push(path.to_path_buf());
         return Ok(());
     }
-    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?
-        .map(|e| e.map(|e| e.path()))
-        .collect::<Result<_, _>>()?;
+    let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
     entries.sort();
     for entry in entries {
         if entry.is_dir() {

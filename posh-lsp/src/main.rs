@@ -9,11 +9,7 @@ use clap::{Parser, Subcommand};
 mod check;
 
 #[derive(Parser, Debug)]
-#[command(
-    name = "posh-lsp",
-    version,
-    about = "posh's language server and linter"
-)]
+#[command(name = "posh-lsp", version, about = "posh's language server and linter")]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -38,19 +34,10 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Check {
-            paths,
-            deny_warnings,
-        } => check::run(&paths, deny_warnings),
+        Command::Check { paths, deny_warnings } => check::run(&paths, deny_warnings),
         Command::Explain { code } => match posh_core::Code::from_code(&code) {
             Some(code) => {
-                println!(
-                    "{} ({}, {})\n\n{}",
-                    code.as_str(),
-                    code.name(),
-                    code.severity().as_str(),
-                    code.doc()
-                );
+                println!("{} ({}, {})\n\n{}", code.as_str(), code.name(), code.severity().as_str(), code.doc());
                 ExitCode::SUCCESS
             }
             None => {

@@ -4,11 +4,7 @@ use std::path::Path;
 use std::process::{Command, Output};
 
 fn posh_lsp(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_posh-lsp"))
-        .args(args)
-        .current_dir(cwd)
-        .output()
-        .expect("posh-lsp runs")
+    Command::new(env!("CARGO_BIN_EXE_posh-lsp")).args(args).current_dir(cwd).output().expect("posh-lsp runs")
 }
 
 fn write(dir: &Path, name: &str, text: &str) {
@@ -20,21 +16,13 @@ fn write(dir: &Path, name: &str, text: &str) {
 #[test]
 fn reports_like_a_compiler_and_fails_on_errors() {
     let dir = tempfile::tempdir().expect("tempdir");
-    write(
-        dir.path(),
-        "good.posh",
-        "cat: PARAMS:[(type:input_file,size:list,splittable)]\n",
-    );
+    write(dir.path(), "good.posh", "cat: PARAMS:[(type:input_file,size:list,splittable)]\n");
     write(
         dir.path(),
         "lib/bad.posh",
         "# two mistakes\ncat: PARAMS:[(type:input_file,splitable)]\ngrep PARAMS:[(type:str)]\nwc[merge:sum]: PARAMS:[(type:input_file,size:list)]\n",
     );
-    write(
-        dir.path(),
-        "lib/notes.txt",
-        "not an annotation file: skipped when a directory is searched\n",
-    );
+    write(dir.path(), "lib/notes.txt", "not an annotation file: skipped when a directory is searched\n");
     let out = posh_lsp(&["check", "good.posh", "lib"], dir.path());
     assert_eq!(out.status.code(), Some(1));
     insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout), @r"
@@ -43,41 +31,22 @@ fn reports_like_a_compiler_and_fails_on_errors() {
     lib/bad.posh:3:6: error[A003]: expected `:` after the command name
     lib/bad.posh:4:1: warning[A203]: `merge` is set but the entry can never be split: add `splittable_across_input` or a `splittable` argument
     ");
-    assert_eq!(
-        String::from_utf8_lossy(&out.stderr),
-        "checked 2 file(s): 2 error(s), 1 warning(s)\n"
-    );
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "checked 2 file(s): 2 error(s), 1 warning(s)\n");
 }
 
 #[test]
 fn clean_files_pass_and_warnings_fail_only_when_denied() {
     let dir = tempfile::tempdir().expect("tempdir");
-    write(
-        dir.path(),
-        "w.posh",
-        "wc[merge:sum]: PARAMS:[(type:input_file,size:list)]\n",
-    );
-    assert_eq!(
-        posh_lsp(&["check", "w.posh"], dir.path()).status.code(),
-        Some(0)
-    );
-    assert_eq!(
-        posh_lsp(&["check", "--deny-warnings", "w.posh"], dir.path())
-            .status
-            .code(),
-        Some(1)
-    );
+    write(dir.path(), "w.posh", "wc[merge:sum]: PARAMS:[(type:input_file,size:list)]\n");
+    assert_eq!(posh_lsp(&["check", "w.posh"], dir.path()).status.code(), Some(0));
+    assert_eq!(posh_lsp(&["check", "--deny-warnings", "w.posh"], dir.path()).status.code(), Some(1));
 }
 
 #[test]
 fn the_shipped_library_is_clean() {
     let annotations = concat!(env!("CARGO_MANIFEST_DIR"), "/../annotations");
     let out = posh_lsp(&["check", "--deny-warnings", annotations], Path::new("."));
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stdout)
-    );
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stdout));
 }
 
 #[test]
@@ -93,12 +62,6 @@ fn explain_prints_a_code_s_documentation() {
     let out = posh_lsp(&["explain", "a106"], Path::new("."));
     assert!(out.status.success());
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(
-        text.starts_with("A106 (second-splittable, error)\n\nAt most one argument"),
-        "{text}"
-    );
-    assert_eq!(
-        posh_lsp(&["explain", "Z999"], Path::new(".")).status.code(),
-        Some(2)
-    );
+    assert!(text.starts_with("A106 (second-splittable, error)\n\nAt most one argument"), "{text}");
+    assert_eq!(posh_lsp(&["explain", "Z999"], Path::new(".")).status.code(), Some(2));
 }

@@ -31,11 +31,7 @@ fn library_loads_without_diagnostics() {
 fn library_covers_the_commands_of_data_pipelines() {
     let library = Library::builtin();
     let names = library.command_names();
-    assert!(
-        names.len() >= 60,
-        "only {} commands: {names:?}",
-        names.len()
-    );
+    assert!(names.len() >= 60, "only {} commands: {names:?}", names.len());
     for needed in [
         "cat",
         "tac",
@@ -70,20 +66,14 @@ fn library_covers_the_commands_of_data_pipelines() {
         "mogrify",
         "ffmpeg",
     ] {
-        assert!(
-            names.iter().any(|n| n == needed),
-            "no annotation for `{needed}`"
-        );
+        assert!(names.iter().any(|n| n == needed), "no annotation for `{needed}`");
     }
     let without_example: Vec<String> = library
         .entries()
         .filter(|e| e.entry.examples.is_empty())
         .map(|e| format!("{} ({})", e.entry.display_name(), e.source))
         .collect();
-    assert!(
-        without_example.is_empty(),
-        "entries without an example: {without_example:?}"
-    );
+    assert!(without_example.is_empty(), "entries without an example: {without_example:?}");
 }
 
 #[test]
@@ -91,28 +81,13 @@ fn user_files_override_and_extend_the_library() {
     let mut library = Library::builtin();
     let grep_entries = library.candidates("grep").len();
     assert!(grep_entries > 0);
-    let diagnostics = library.add_source(
-        "mine.posh",
-        "grep: PARAMS:[(type:str,size:1)]\nmytool: PARAMS:[(type:input_file,size:list)]\n",
-    );
+    let diagnostics = library
+        .add_source("mine.posh", "grep: PARAMS:[(type:str,size:1)]\nmytool: PARAMS:[(type:input_file,size:list)]\n");
     assert!(diagnostics.is_empty());
-    assert_eq!(
-        library.candidates("grep").len(),
-        1,
-        "a user file that names grep replaces the shipped entries"
-    );
+    assert_eq!(library.candidates("grep").len(), 1, "a user file that names grep replaces the shipped entries");
     assert!(library.match_argv(&words("grep -v x a.txt")).is_err());
-    assert_eq!(
-        library
-            .match_argv(&words("/opt/bin/mytool a b"))
-            .unwrap()
-            .input_files(),
-        ["a", "b"]
-    );
-    assert!(
-        !library.candidates("cat").is_empty(),
-        "commands the user file does not name stay"
-    );
+    assert_eq!(library.match_argv(&words("/opt/bin/mytool a b")).unwrap().input_files(), ["a", "b"]);
+    assert!(!library.candidates("cat").is_empty(), "commands the user file does not name stay");
 }
 
 #[test]
@@ -132,11 +107,7 @@ fn paper_invocations_against_the_library() {
         match library.match_argv(&words(line)) {
             Ok(invocation) => {
                 let entry = annotation::format::format_entry(invocation.entry);
-                out.push_str(&format!(
-                    "entry {}\n{}",
-                    entry.lines().next().unwrap_or_default(),
-                    invocation.describe()
-                ));
+                out.push_str(&format!("entry {}\n{}", entry.lines().next().unwrap_or_default(), invocation.describe()));
             }
             Err(why) => out.push_str(&format!("{why}\n")),
         }
@@ -159,10 +130,8 @@ struct Violation {
 #[test]
 fn examples_touch_only_the_files_their_annotation_predicts() {
     let library = Library::builtin();
-    let cases: Vec<(&LibraryEntry, &str)> = library
-        .entries()
-        .flat_map(|e| e.entry.examples.iter().map(move |x| (e, x.text.as_str())))
-        .collect();
+    let cases: Vec<(&LibraryEntry, &str)> =
+        library.entries().flat_map(|e| e.entry.examples.iter().map(move |x| (e, x.text.as_str()))).collect();
     assert!(!cases.is_empty());
     // Two workers: the machines have two cores, and most of the time goes to strace.
     let (left, right) = cases.split_at(cases.len() / 2);
@@ -178,15 +147,10 @@ fn examples_touch_only_the_files_their_annotation_predicts() {
                 })
             })
             .collect();
-        workers
-            .into_iter()
-            .flat_map(|w| w.join().expect("a worker panicked"))
-            .collect()
+        workers.into_iter().flat_map(|w| w.join().expect("a worker panicked")).collect()
     });
-    let report: Vec<String> = violations
-        .iter()
-        .map(|v| format!("annotations/{}: `{}`: {}", v.source, v.example, v.message))
-        .collect();
+    let report: Vec<String> =
+        violations.iter().map(|v| format!("annotations/{}: `{}`: {}", v.source, v.example, v.message)).collect();
     assert!(
         report.is_empty(),
         "{} of {} examples disagree with their annotations:\n{}",
@@ -197,27 +161,17 @@ fn examples_touch_only_the_files_their_annotation_predicts() {
 }
 
 fn check_example(library: &Library, entry: &LibraryEntry, example: &str) -> Vec<Violation> {
-    let violation = |message: String| Violation {
-        example: example.to_string(),
-        source: entry.source.clone(),
-        message,
-    };
+    let violation = |message: String| Violation { example: example.to_string(), source: entry.source.clone(), message };
     let argv = words(example);
     let invocation = match library.match_argv(&argv) {
         Ok(invocation) if std::ptr::eq(invocation.entry, &entry.entry) => invocation,
         Ok(other) => {
-            return vec![violation(format!(
-                "another entry of `{}` takes the example",
-                other.entry.display_name()
-            ))];
+            return vec![violation(format!("another entry of `{}` takes the example", other.entry.display_name()))];
         }
         Err(why) => return vec![violation(why.to_string())],
     };
     let scratch = tempfile::tempdir().expect("a temporary directory");
-    let root = scratch
-        .path()
-        .canonicalize()
-        .expect("the temporary directory exists");
+    let root = scratch.path().canonicalize().expect("the temporary directory exists");
     let (cwd, home) = (root.join("work"), root.join("home"));
     for dir in [&cwd, &home] {
         std::fs::create_dir(dir).expect("creating test directories");
@@ -239,9 +193,7 @@ fn check_example(library: &Library, entry: &LibraryEntry, example: &str) -> Vec<
         std::fs::write(root.join("stdin.txt"), trace::FIXTURE_TEXT)
     };
     if let Err(e) = setup() {
-        return vec![violation(format!(
-            "could not make the example's files: {e}"
-        ))];
+        return vec![violation(format!("could not make the example's files: {e}"))];
     }
     let env = [
         ("PATH", "/usr/bin:/bin:/usr/sbin:/sbin"),
@@ -258,11 +210,7 @@ fn check_example(library: &Library, entry: &LibraryEntry, example: &str) -> Vec<
     // which proves nothing about the files a successful one touches.
     if !matches!(traced.status.code(), Some(0 | 1)) {
         let stderr = String::from_utf8_lossy(&traced.stderr);
-        return vec![violation(format!(
-            "the example failed ({}): {}",
-            traced.status,
-            stderr.trim()
-        ))];
+        return vec![violation(format!("the example failed ({}): {}", traced.status, stderr.trim()))];
     }
     let predicted = Predicted::new(&invocation, &cwd);
     traced
@@ -290,45 +238,27 @@ struct Predicted {
 
 impl Predicted {
     fn new(invocation: &posh_core::matcher::Invocation<'_>, cwd: &Path) -> Predicted {
-        let absolute = |words: Vec<String>| {
-            words
-                .iter()
-                .filter(|w| *w != "-")
-                .map(|w| normalize(&cwd.join(w)))
-                .collect()
-        };
+        let absolute =
+            |words: Vec<String>| words.iter().filter(|w| *w != "-").map(|w| normalize(&cwd.join(w))).collect();
         Predicted {
             inputs: absolute(invocation.input_files()),
             outputs: absolute(invocation.output_files()),
-            anywhere_under: invocation
-                .entry
-                .options
-                .needs_current_dir
-                .then(|| cwd.to_path_buf()),
+            anywhere_under: invocation.entry.options.needs_current_dir.then(|| cwd.to_path_buf()),
             cwd: cwd.to_path_buf(),
         }
     }
 
     fn allows(&self, access: &FileAccess) -> bool {
         let within = |roots: &[PathBuf]| roots.iter().any(|root| access.path.starts_with(root));
-        if self
-            .anywhere_under
-            .as_ref()
-            .is_some_and(|cwd| access.path.starts_with(cwd))
-        {
+        if self.anywhere_under.as_ref().is_some_and(|cwd| access.path.starts_with(cwd)) {
             return true;
         }
         // Opening a directory on the way to a predicted file (gzip holds its directory open to
         // use openat safely; xargs opens `/`) resolves a path, it reads no file's data.
-        let ancestor = |roots: &[PathBuf]| {
-            roots
-                .iter()
-                .any(|root| root.starts_with(&access.path) && *root != access.path)
-        };
+        let ancestor =
+            |roots: &[PathBuf]| roots.iter().any(|root| root.starts_with(&access.path) && *root != access.path);
         if access.mode == AccessMode::Read
-            && (ancestor(&self.inputs)
-                || ancestor(&self.outputs)
-                || ancestor(std::slice::from_ref(&self.cwd)))
+            && (ancestor(&self.inputs) || ancestor(&self.outputs) || ancestor(std::slice::from_ref(&self.cwd)))
         {
             return true;
         }

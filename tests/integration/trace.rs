@@ -170,12 +170,7 @@ impl Trace {
 /// process's `PATH` unless `env` sets one), and reports every file it
 /// touched.  Fails if strace is missing, if strace could not start the
 /// command, or if the command ran longer than [`TRACE_TIMEOUT`].
-pub(crate) fn trace(
-    argv: &[String],
-    cwd: &Path,
-    stdin: &Path,
-    env: &[(String, String)],
-) -> io::Result<Trace> {
+pub(crate) fn trace(argv: &[String], cwd: &Path, stdin: &Path, env: &[(String, String)]) -> io::Result<Trace> {
     trace_with_timeout(argv, cwd, stdin, env, TRACE_TIMEOUT)
 }
 
@@ -188,10 +183,7 @@ pub(crate) fn trace_with_timeout(
     timeout: Duration,
 ) -> io::Result<Trace> {
     if argv.is_empty() {
-        return Err(io::Error::new(
-            io::ErrorKind::InvalidInput,
-            "trace: empty command",
-        ));
+        return Err(io::Error::new(io::ErrorKind::InvalidInput, "trace: empty command"));
     }
     let path_var = env
         .iter()
@@ -206,40 +198,28 @@ pub(crate) fn trace_with_timeout(
              needs it: apt-get install strace",
         )
     })?;
-    let cwd = cwd
-        .canonicalize()
-        .map_err(|e| io::Error::new(e.kind(), format!("trace: working directory {cwd:?}: {e}")))?;
-    let stdin_file = File::open(stdin)
-        .map_err(|e| io::Error::new(e.kind(), format!("trace: stdin {stdin:?}: {e}")))?;
+    let cwd =
+        cwd.canonicalize().map_err(|e| io::Error::new(e.kind(), format!("trace: working directory {cwd:?}: {e}")))?;
+    let stdin_file = File::open(stdin).map_err(|e| io::Error::new(e.kind(), format!("trace: stdin {stdin:?}: {e}")))?;
     let log_dir = tempfile::tempdir()?;
     let log_path = log_dir.path().join("strace.log");
 
     let mut cmd = Command::new(&strace);
-    cmd.args([
-        "-f",
-        "-y",
-        "-qq",
-        "-e",
-        "signal=none",
-        "--seccomp-bpf",
-        "-o",
-    ])
-    .arg(&log_path)
-    .arg("-e")
-    .arg(format!("trace={TRACED}"))
-    .arg("--")
-    .args(argv)
-    .current_dir(&cwd)
-    .env_clear()
-    .envs(env.iter().map(|(k, v)| (k, v)))
-    .env("PATH", &path_var)
-    .stdin(stdin_file)
-    .stdout(Stdio::piped())
-    .stderr(Stdio::piped())
-    .process_group(0);
-    let mut child = cmd
-        .spawn()
-        .map_err(|e| io::Error::new(e.kind(), format!("trace: cannot run {strace:?}: {e}")))?;
+    cmd.args(["-f", "-y", "-qq", "-e", "signal=none", "--seccomp-bpf", "-o"])
+        .arg(&log_path)
+        .arg("-e")
+        .arg(format!("trace={TRACED}"))
+        .arg("--")
+        .args(argv)
+        .current_dir(&cwd)
+        .env_clear()
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .env("PATH", &path_var)
+        .stdin(stdin_file)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .process_group(0);
+    let mut child = cmd.spawn().map_err(|e| io::Error::new(e.kind(), format!("trace: cannot run {strace:?}: {e}")))?;
     let out = reader(child.stdout.take());
     let err = reader(child.stderr.take());
 
@@ -249,10 +229,7 @@ pub(crate) fn trace_with_timeout(
             kill_group(&mut child);
             return Err(io::Error::new(
                 io::ErrorKind::TimedOut,
-                format!(
-                    "trace: {argv:?} still ran after {} s; its process group was killed",
-                    timeout.as_secs_f64()
-                ),
+                format!("trace: {argv:?} still ran after {} s; its process group was killed", timeout.as_secs_f64()),
             ));
         }
     };
@@ -261,28 +238,18 @@ pub(crate) fn trace_with_timeout(
     let log = fs::read(&log_path).unwrap_or_default();
     let log = String::from_utf8_lossy(&log);
     let records = parse_log(&log);
-    if !records
-        .iter()
-        .any(|r| r.name == "execve" && r.result.is_some_and(|n| n >= 0))
-    {
+    if !records.iter().any(|r| r.name == "execve" && r.result.is_some_and(|n| n >= 0)) {
         return Err(io::Error::other(format!(
             "trace: strace could not start {argv:?} (exit {status}): {}",
             String::from_utf8_lossy(&stderr).trim()
         )));
     }
     let accesses = accesses(&records, &cwd);
-    Ok(Trace {
-        status,
-        stdout,
-        stderr,
-        accesses,
-    })
+    Ok(Trace { status, stdout, stderr, accesses })
 }
 
 fn find_in_path(name: &str, path_var: &OsStr) -> Option<PathBuf> {
-    std::env::split_paths(path_var)
-        .map(|dir| dir.join(name))
-        .find(|p| p.is_file())
+    std::env::split_paths(path_var).map(|dir| dir.join(name)).find(|p| p.is_file())
 }
 
 fn reader<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<io::Result<Vec<u8>>> {
@@ -296,9 +263,7 @@ fn reader<R: Read + Send + 'static>(pipe: Option<R>) -> JoinHandle<io::Result<Ve
 }
 
 fn join_reader(handle: JoinHandle<io::Result<Vec<u8>>>) -> io::Result<Vec<u8>> {
-    handle
-        .join()
-        .map_err(|_| io::Error::other("trace: output reader panicked"))?
+    handle.join().map_err(|_| io::Error::other("trace: output reader panicked"))?
 }
 
 /// Waits for `child` until `deadline`; `None` when it is still running.
@@ -478,17 +443,9 @@ fn parse_call(pid: u32, text: &str) -> Option<Record> {
     }
     let (args, after) = split_args(&text[open + 1..])?;
     let ret = after.trim_start().strip_prefix('=')?.trim_start();
-    let digits = ret
-        .char_indices()
-        .find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && c == '-')))
-        .map_or(ret.len(), |(i, _)| i);
-    Some(Record {
-        pid,
-        name: name.to_owned(),
-        args,
-        result: ret[..digits].parse().ok(),
-        raw: format!("{pid}  {text}"),
-    })
+    let digits =
+        ret.char_indices().find(|&(i, c)| !(c.is_ascii_digit() || (i == 0 && c == '-'))).map_or(ret.len(), |(i, _)| i);
+    Some(Record { pid, name: name.to_owned(), args, result: ret[..digits].parse().ok(), raw: format!("{pid}  {text}") })
 }
 
 /// Splits the text after `name(` into top-level arguments and the text
@@ -621,14 +578,8 @@ fn dir_arg(arg: &str) -> Dir {
         None => (arg, None),
     };
     // Only a path is a usable directory, not `socket:[123]` and the like.
-    let path = decoration
-        .filter(|d| d.starts_with('/'))
-        .map(|d| bytes_to_path(unescape(d)));
-    if head.trim() == "AT_FDCWD" {
-        Dir::Cwd(path)
-    } else {
-        Dir::Fd(path)
-    }
+    let path = decoration.filter(|d| d.starts_with('/')).map(|d| bytes_to_path(unescape(d)));
+    if head.trim() == "AT_FDCWD" { Dir::Cwd(path) } else { Dir::Fd(path) }
 }
 
 /// Removes `.` and `..` and repeated slashes without touching the disk.
@@ -649,12 +600,9 @@ fn normalize(p: &Path) -> PathBuf {
 
 /// Whether open flags such as `O_WRONLY|O_CREAT|O_TRUNC` write.
 fn open_writes(flags: &str) -> bool {
-    flags.split(['|', ' ', ',', '{', '}', '=']).any(|f| {
-        matches!(
-            f.trim(),
-            "O_WRONLY" | "O_RDWR" | "O_CREAT" | "O_TRUNC" | "O_APPEND" | "O_TMPFILE"
-        )
-    })
+    flags
+        .split(['|', ' ', ',', '{', '}', '='])
+        .any(|f| matches!(f.trim(), "O_WRONLY" | "O_RDWR" | "O_CREAT" | "O_TRUNC" | "O_APPEND" | "O_TMPFILE"))
 }
 
 /// Follows each process's working directory through the records.
@@ -670,9 +618,7 @@ impl Cwds {
     fn of(&mut self, pid: u32) -> &PathBuf {
         let inherited = &mut self.inherited;
         let initial = &self.initial;
-        self.known
-            .entry(pid)
-            .or_insert_with(|| inherited.remove(&pid).unwrap_or_else(|| initial.clone()))
+        self.known.entry(pid).or_insert_with(|| inherited.remove(&pid).unwrap_or_else(|| initial.clone()))
     }
 
     /// The base for a path given with directory argument `dir`.
@@ -703,11 +649,7 @@ impl Cwds {
 /// Turns records into file accesses, following working directories.
 fn accesses(records: &[Record], initial_cwd: &Path) -> Vec<FileAccess> {
     // Which child each successful fork/clone record made.
-    let mut cwds = Cwds {
-        initial: initial_cwd.to_path_buf(),
-        known: HashMap::new(),
-        inherited: HashMap::new(),
-    };
+    let mut cwds = Cwds { initial: initial_cwd.to_path_buf(), known: HashMap::new(), inherited: HashMap::new() };
     let mut out = Vec::new();
     for r in records {
         let Some(result) = r.result.filter(|&n| n >= 0) else {
@@ -737,19 +679,11 @@ fn accesses(records: &[Record], initial_cwd: &Path) -> Vec<FileAccess> {
                 }
             }
             "open" => {
-                let mode = if open_writes(arg(1)) {
-                    AccessMode::Write
-                } else {
-                    AccessMode::Read
-                };
+                let mode = if open_writes(arg(1)) { AccessMode::Write } else { AccessMode::Read };
                 touched.push((cwd_dir(), string_arg(arg(0)), mode));
             }
             "openat" | "openat2" => {
-                let mode = if open_writes(arg(2)) {
-                    AccessMode::Write
-                } else {
-                    AccessMode::Read
-                };
+                let mode = if open_writes(arg(2)) { AccessMode::Write } else { AccessMode::Read };
                 touched.push((dir_arg(arg(0)), string_arg(arg(1)), mode));
             }
             "creat" | "truncate" | "mkdir" | "mknod" => {
@@ -769,11 +703,7 @@ fn accesses(records: &[Record], initial_cwd: &Path) -> Vec<FileAccess> {
                 touched.push((cwd_dir(), string_arg(arg(1)), AccessMode::Write));
             }
             "renameat" | "renameat2" => {
-                let source = if arg(4).contains("RENAME_EXCHANGE") {
-                    AccessMode::Write
-                } else {
-                    AccessMode::Delete
-                };
+                let source = if arg(4).contains("RENAME_EXCHANGE") { AccessMode::Write } else { AccessMode::Delete };
                 touched.push((dir_arg(arg(0)), string_arg(arg(1)), source));
                 touched.push((dir_arg(arg(2)), string_arg(arg(3)), AccessMode::Write));
             }
@@ -796,12 +726,7 @@ fn accesses(records: &[Record], initial_cwd: &Path) -> Vec<FileAccess> {
         for (dir, path, mode) in touched {
             let Some(path) = path else { continue };
             let path = cwds.resolve(pid, dir, &path);
-            out.push(FileAccess {
-                path,
-                mode,
-                syscall: r.name.clone(),
-                raw: r.raw.clone(),
-            });
+            out.push(FileAccess { path, mode, syscall: r.name.clone(), raw: r.raw.clone() });
         }
     }
     out
@@ -825,10 +750,7 @@ const FIXTURE_JSON: &str = "{\"name\":\"a\",\"n\":1,\"tags\":[\"x\"]}\n\
 /// directories are created; an existing file is replaced.
 pub(crate) fn make_input_fixture(path: &Path) -> io::Result<()> {
     let path = std::path::absolute(path)?;
-    let name = path
-        .file_name()
-        .map(|n| n.to_string_lossy().to_lowercase())
-        .unwrap_or_default();
+    let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
     if ends_with_slash(&path) || name.is_empty() {
         fs::create_dir_all(&path)?;
         return write_pair(&path);
@@ -856,19 +778,11 @@ pub(crate) fn make_input_fixture(path: &Path) -> io::Result<()> {
     } else if [".jpg", ".jpeg", ".png", ".gif"].iter().any(|e| ext(e)) {
         let mut cmd = Command::new("convert");
         cmd.args(["-size", "8x8", "xc:red"]).arg(&path);
-        run_tool(
-            cmd,
-            "convert (ImageMagick: apt-get install imagemagick)",
-            &path,
-        )
+        run_tool(cmd, "convert (ImageMagick: apt-get install imagemagick)", &path)
     } else if [".wav", ".mp3", ".flac", ".ogg"].iter().any(|e| ext(e)) {
         ffmpeg(&path, "sine=duration=1", &[])
     } else if [".mp4", ".mkv", ".webm"].iter().any(|e| ext(e)) {
-        ffmpeg(
-            &path,
-            "testsrc=duration=1:size=32x32",
-            &["-pix_fmt", "yuv420p"],
-        )
+        ffmpeg(&path, "testsrc=duration=1:size=32x32", &["-pix_fmt", "yuv420p"])
     } else if ext(".csv") {
         fs::write(&path, FIXTURE_CSV)
     } else if ext(".tsv") {
@@ -921,9 +835,7 @@ pub(crate) fn init_git_repo(dir: &Path) -> io::Result<()> {
     write_pair(dir)?;
     git(&["add", "a.txt", "b.txt"])?;
     git(&["commit", "-q", "-m", "initial"])?;
-    let mut a = fs::OpenOptions::new()
-        .append(true)
-        .open(dir.join("a.txt"))?;
+    let mut a = fs::OpenOptions::new().append(true).open(dir.join("a.txt"))?;
     a.write_all(b"date 4\n")?;
     fs::write(dir.join("c.txt"), FIXTURE_TEXT)
 }
@@ -942,10 +854,7 @@ fn write_pair(dir: &Path) -> io::Result<()> {
 fn run_tool(mut cmd: Command, tool: &str, target: &Path) -> io::Result<()> {
     let output = cmd.stdin(Stdio::null()).output().map_err(|e| {
         if e.kind() == io::ErrorKind::NotFound {
-            io::Error::new(
-                e.kind(),
-                format!("fixture {target:?} needs {tool}, which is not installed"),
-            )
+            io::Error::new(e.kind(), format!("fixture {target:?} needs {tool}, which is not installed"))
         } else {
             io::Error::new(e.kind(), format!("fixture {target:?}: running {tool}: {e}"))
         }
@@ -964,17 +873,9 @@ fn run_tool(mut cmd: Command, tool: &str, target: &Path) -> io::Result<()> {
 /// Writes the fixture text compressed by `tool -c` to `path`.
 fn compress(tool: &str, path: &Path) -> io::Result<()> {
     let out = File::create(path)?;
-    let mut child = Command::new(tool)
-        .arg("-c")
-        .stdin(Stdio::piped())
-        .stdout(out)
-        .stderr(Stdio::piped())
-        .spawn()
-        .map_err(|e| {
-            io::Error::new(
-                e.kind(),
-                format!("fixture {path:?} needs {tool}, which could not run: {e}"),
-            )
+    let mut child =
+        Command::new(tool).arg("-c").stdin(Stdio::piped()).stdout(out).stderr(Stdio::piped()).spawn().map_err(|e| {
+            io::Error::new(e.kind(), format!("fixture {path:?} needs {tool}, which could not run: {e}"))
         })?;
     if let Some(mut stdin) = child.stdin.take() {
         stdin.write_all(FIXTURE_TEXT.as_bytes())?;
@@ -1002,11 +903,7 @@ fn staged_input() -> io::Result<tempfile::TempDir> {
 fn make_tar(path: &Path, flags: &str) -> io::Result<()> {
     let stage = staged_input()?;
     let mut cmd = Command::new("tar");
-    cmd.arg(flags)
-        .arg(path)
-        .arg("-C")
-        .arg(stage.path())
-        .arg("input");
+    cmd.arg(flags).arg(path).arg("-C").arg(stage.path()).arg("input");
     run_tool(cmd, "tar", path)
 }
 
@@ -1018,28 +915,15 @@ fn make_zip(path: &Path) -> io::Result<()> {
         _ => {}
     }
     let mut cmd = Command::new("zip");
-    cmd.args(["-q", "-r"])
-        .arg(path)
-        .arg("input")
-        .current_dir(stage.path());
+    cmd.args(["-q", "-r"]).arg(path).arg("input").current_dir(stage.path());
     run_tool(cmd, "zip (apt-get install zip)", path)
 }
 
 fn ffmpeg(path: &Path, source: &str, extra: &[&str]) -> io::Result<()> {
     let mut cmd = Command::new("ffmpeg");
-    cmd.args([
-        "-nostdin",
-        "-hide_banner",
-        "-loglevel",
-        "error",
-        "-y",
-        "-f",
-        "lavfi",
-        "-i",
-        source,
-    ])
-    .args(extra)
-    .arg(path);
+    cmd.args(["-nostdin", "-hide_banner", "-loglevel", "error", "-y", "-f", "lavfi", "-i", source])
+        .args(extra)
+        .arg(path);
     run_tool(cmd, "ffmpeg (apt-get install ffmpeg)", path)
 }
 
@@ -1062,18 +946,12 @@ mod tests {
     fn run(argv: &[&str], cwd: &Path) -> Trace {
         let env = [("LC_ALL".to_owned(), "C".to_owned())];
         let t = trace(&s(argv), cwd, Path::new("/dev/null"), &env).expect("trace");
-        assert!(
-            t.status.success(),
-            "{argv:?} failed: {}",
-            String::from_utf8_lossy(&t.stderr)
-        );
+        assert!(t.status.success(), "{argv:?} failed: {}", String::from_utf8_lossy(&t.stderr));
         t
     }
 
     fn user(t: &Trace) -> Vec<(PathBuf, AccessMode)> {
-        t.user_accesses()
-            .map(|a| (a.path.clone(), a.mode))
-            .collect()
+        t.user_accesses().map(|a| (a.path.clone(), a.mode)).collect()
     }
 
     fn has(t: &Trace, path: &Path, mode: AccessMode) -> bool {
@@ -1103,15 +981,9 @@ mod tests {
         let (_d, root) = scratch();
         fs::create_dir(root.join("sub")).expect("mkdir");
         fs::write(root.join("sub/a.txt"), "x\n").expect("write");
-        let t = run(
-            &["sh", "-c", "cd sub && cat a.txt && (cat ../a.txt)"],
-            &root,
-        );
+        let t = run(&["sh", "-c", "cd sub && cat a.txt && (cat ../a.txt)"], &root);
         let u = user(&t);
-        assert!(
-            u.contains(&(root.join("sub/a.txt"), AccessMode::Read)),
-            "{u:?}"
-        );
+        assert!(u.contains(&(root.join("sub/a.txt"), AccessMode::Read)), "{u:?}");
         assert!(u.contains(&(root.join("a.txt"), AccessMode::Read)), "{u:?}");
         assert_eq!(u.len(), 2, "{u:?}");
     }
@@ -1132,20 +1004,10 @@ mod tests {
     fn failed_opens_are_ignored() {
         let (_d, root) = scratch();
         let env = [];
-        let t = trace(
-            &s(&["cat", "missing.txt"]),
-            &root,
-            Path::new("/dev/null"),
-            &env,
-        )
-        .expect("trace");
+        let t = trace(&s(&["cat", "missing.txt"]), &root, Path::new("/dev/null"), &env).expect("trace");
         assert!(!t.status.success());
         assert!(!t.stderr.is_empty());
-        assert!(
-            t.accesses.iter().all(|a| !a.path.ends_with("missing.txt")),
-            "{:?}",
-            t.accesses
-        );
+        assert!(t.accesses.iter().all(|a| !a.path.ends_with("missing.txt")), "{:?}", t.accesses);
     }
 
     #[test]
@@ -1161,10 +1023,7 @@ mod tests {
         let t = run(&["sh", "-c", "cp caf*.txt copy.txt"], &root);
         let u = user(&t);
         assert!(u.contains(&(root.join(&bytes), AccessMode::Read)), "{u:?}");
-        assert!(
-            u.contains(&(root.join("copy.txt"), AccessMode::Write)),
-            "{u:?}"
-        );
+        assert!(u.contains(&(root.join("copy.txt"), AccessMode::Write)), "{u:?}");
     }
 
     #[test]
@@ -1173,19 +1032,9 @@ mod tests {
         fs::write(root.join("in.txt"), "b\na\n").expect("write");
         let t = run(&["sort", "-o", "out.txt", "in.txt"], &root);
         let u = user(&t);
-        assert!(
-            u.contains(&(root.join("in.txt"), AccessMode::Read)),
-            "{u:?}"
-        );
-        assert!(
-            u.contains(&(root.join("out.txt"), AccessMode::Write)),
-            "{u:?}"
-        );
-        assert!(
-            u.iter()
-                .all(|(p, _)| p == &root.join("in.txt") || p == &root.join("out.txt")),
-            "{u:?}"
-        );
+        assert!(u.contains(&(root.join("in.txt"), AccessMode::Read)), "{u:?}");
+        assert!(u.contains(&(root.join("out.txt"), AccessMode::Write)), "{u:?}");
+        assert!(u.iter().all(|(p, _)| p == &root.join("in.txt") || p == &root.join("out.txt")), "{u:?}");
     }
 
     #[test]
@@ -1194,11 +1043,7 @@ mod tests {
         let t = run(&["mv", "a.txt", "b.txt"], &root);
         assert!(has(&t, &root.join("a.txt"), AccessMode::Delete), "{t:?}");
         assert!(has(&t, &root.join("b.txt"), AccessMode::Write), "{t:?}");
-        let r = t
-            .accesses
-            .iter()
-            .find(|a| a.mode == AccessMode::Delete)
-            .expect("delete");
+        let r = t.accesses.iter().find(|a| a.mode == AccessMode::Delete).expect("delete");
         assert!(r.syscall.starts_with("rename"), "{}", r.syscall);
     }
 
@@ -1207,14 +1052,7 @@ mod tests {
         let (_d, root) = scratch();
         fs::create_dir(root.join("d")).expect("mkdir");
         fs::write(root.join("d/x"), "x").expect("write");
-        let t = run(
-            &[
-                "sh",
-                "-c",
-                "ln a.txt hard && ln -s a.txt soft && rm -r d && ls",
-            ],
-            &root,
-        );
+        let t = run(&["sh", "-c", "ln a.txt hard && ln -s a.txt soft && rm -r d && ls"], &root);
         assert!(has(&t, &root.join("hard"), AccessMode::Write), "{t:?}");
         assert!(has(&t, &root.join("a.txt"), AccessMode::Read), "{t:?}");
         assert!(has(&t, &root.join("soft"), AccessMode::Write), "{t:?}");
@@ -1260,26 +1098,13 @@ os.rmdir('e')\n";
     fn pipelines_and_background_jobs() {
         let (_d, root) = scratch();
         fs::create_dir(root.join("sub")).expect("mkdir");
-        let t = run(
-            &[
-                "sh",
-                "-c",
-                "(cd sub; cat ../a.txt > o1 &) ; cat a.txt | (cd sub && cat > o2); wait",
-            ],
-            &root,
-        );
+        let t = run(&["sh", "-c", "(cd sub; cat ../a.txt > o1 &) ; cat a.txt | (cd sub && cat > o2); wait"], &root);
         let u = user(&t);
-        assert!(
-            u.contains(&(root.join("sub/o2"), AccessMode::Write)),
-            "{u:?}"
-        );
+        assert!(u.contains(&(root.join("sub/o2"), AccessMode::Write)), "{u:?}");
         assert!(u.contains(&(root.join("a.txt"), AccessMode::Read)), "{u:?}");
         // The background job may still be running when sh exits, but strace
         // -f waits for it.
-        assert!(
-            u.contains(&(root.join("sub/o1"), AccessMode::Write)),
-            "{u:?}"
-        );
+        assert!(u.contains(&(root.join("sub/o1"), AccessMode::Write)), "{u:?}");
     }
 
     #[test]
@@ -1303,11 +1128,7 @@ os.rmdir('e')\n";
         assert!(u.contains(&(root.join("top"), AccessMode::Write)), "{u:?}");
         let stray: Vec<_> = u
             .iter()
-            .filter(|(p, _)| {
-                !(p == &root.join("a.txt")
-                    || p == &root.join("top")
-                    || p.starts_with(root.join("sub")))
-            })
+            .filter(|(p, _)| !(p == &root.join("a.txt") || p == &root.join("top") || p.starts_with(root.join("sub"))))
             .collect();
         assert!(stray.is_empty(), "{stray:?}");
     }
@@ -1316,13 +1137,8 @@ os.rmdir('e')\n";
     fn stdin_env_and_path() {
         let (_d, root) = scratch();
         let env = [("GREETING".to_owned(), "hi there".to_owned())];
-        let t = trace(
-            &s(&["sh", "-c", "echo \"$GREETING\"; env | sort; cat"]),
-            &root,
-            &root.join("a.txt"),
-            &env,
-        )
-        .expect("trace");
+        let t = trace(&s(&["sh", "-c", "echo \"$GREETING\"; env | sort; cat"]), &root, &root.join("a.txt"), &env)
+            .expect("trace");
         let out = String::from_utf8_lossy(&t.stdout);
         assert!(out.starts_with("hi there\n"), "{out}");
         assert!(out.contains("PATH="), "{out}");
@@ -1335,26 +1151,14 @@ os.rmdir('e')\n";
     #[test]
     fn exit_status_is_the_commands() {
         let (_d, root) = scratch();
-        let t = trace(
-            &s(&["sh", "-c", "exit 3"]),
-            &root,
-            Path::new("/dev/null"),
-            &[],
-        )
-        .expect("trace");
+        let t = trace(&s(&["sh", "-c", "exit 3"]), &root, Path::new("/dev/null"), &[]).expect("trace");
         assert_eq!(t.status.code(), Some(3));
     }
 
     #[test]
     fn unknown_command_is_an_error() {
         let (_d, root) = scratch();
-        let e = trace(
-            &s(&["no-such-command-posh"]),
-            &root,
-            Path::new("/dev/null"),
-            &[],
-        )
-        .expect_err("must fail");
+        let e = trace(&s(&["no-such-command-posh"]), &root, Path::new("/dev/null"), &[]).expect_err("must fail");
         assert!(e.to_string().contains("could not start"), "{e}");
         let e = trace(&[], &root, Path::new("/dev/null"), &[]).expect_err("empty");
         assert_eq!(e.kind(), io::ErrorKind::InvalidInput);
@@ -1364,8 +1168,7 @@ os.rmdir('e')\n";
     fn missing_strace_is_a_clear_error() {
         let (_d, root) = scratch();
         let env = [("PATH".to_owned(), root.display().to_string())];
-        let e = trace(&s(&["true"]), &root, Path::new("/dev/null"), &env)
-            .expect_err("no strace on this PATH");
+        let e = trace(&s(&["true"]), &root, Path::new("/dev/null"), &env).expect_err("no strace on this PATH");
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
         assert!(e.to_string().contains("strace is not installed"), "{e}");
     }
@@ -1412,10 +1215,8 @@ os.rmdir('e')\n";
         assert_eq!(records[2].result, Some(-1));
         assert_eq!(records[9].result, None);
         assert_eq!(records[7].args.len(), 5);
-        let got: Vec<(PathBuf, AccessMode)> = accesses(&records, Path::new("/w"))
-            .into_iter()
-            .map(|a| (a.path, a.mode))
-            .collect();
+        let got: Vec<(PathBuf, AccessMode)> =
+            accesses(&records, Path::new("/w")).into_iter().map(|a| (a.path, a.mode)).collect();
         let p = |s: &str| PathBuf::from(s);
         let odd = bytes_to_path(b"/w/a b\"c\xc3\xa9.txt".to_vec());
         assert_eq!(
@@ -1494,16 +1295,8 @@ os.rmdir('e')\n";
     }
 
     fn check(tool: &str, args: &[&str], file: &Path) {
-        let out = Command::new(tool)
-            .args(args)
-            .arg(file)
-            .output()
-            .expect(tool);
-        assert!(
-            out.status.success(),
-            "{tool} {args:?} {file:?}: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let out = Command::new(tool).args(args).arg(file).output().expect(tool);
+        assert!(out.status.success(), "{tool} {args:?} {file:?}: {}", String::from_utf8_lossy(&out.stderr));
     }
 
     fn head(p: &Path, n: usize) -> Vec<u8> {
@@ -1556,16 +1349,11 @@ os.rmdir('e')\n";
         }
         for w in ["a.tar", "a.tar.gz", "a.tgz", "a.tar.bz2", "a.tar.xz"] {
             let p = make(w);
-            let out = Command::new("tar")
-                .arg("-tf")
-                .arg(&p)
-                .output()
-                .expect("tar");
+            let out = Command::new("tar").arg("-tf").arg(&p).output().expect("tar");
             assert!(out.status.success(), "{w}");
             let list = String::from_utf8_lossy(&out.stdout);
             assert!(
-                list.lines().any(|l| l == "input/a.txt")
-                    && list.lines().any(|l| l == "input/b.txt"),
+                list.lines().any(|l| l == "input/a.txt") && list.lines().any(|l| l == "input/b.txt"),
                 "{w}: {list}"
             );
         }
@@ -1603,22 +1391,15 @@ os.rmdir('e')\n";
         assert_eq!(head(&make("v.mkv"), 4), b"\x1a\x45\xdf\xa3");
         assert_eq!(head(&make("v.webm"), 4), b"\x1a\x45\xdf\xa3");
         for w in ["s.wav", "s.mp3", "v.mp4"] {
-            check(
-                "ffprobe",
-                &["-v", "error", "-show_entries", "format=duration"],
-                &root.join(w),
-            );
+            check("ffprobe", &["-v", "error", "-show_entries", "format=duration"], &root.join(w));
         }
     }
 
     #[test]
     fn missing_tool_is_named() {
-        let e = run_tool(
-            Command::new("no-such-tool-posh"),
-            "no-such-tool-posh (apt-get install it)",
-            Path::new("x.png"),
-        )
-        .expect_err("missing");
+        let e =
+            run_tool(Command::new("no-such-tool-posh"), "no-such-tool-posh (apt-get install it)", Path::new("x.png"))
+                .expect_err("missing");
         assert_eq!(e.kind(), io::ErrorKind::NotFound);
         assert!(e.to_string().contains("no-such-tool-posh"), "{e}");
         let e = run_tool(Command::new("false"), "false", Path::new("x")).expect_err("fails");
@@ -1640,27 +1421,16 @@ os.rmdir('e')\n";
         let (_d, root) = scratch();
         let repo = root.join("repo");
         init_git_repo(&repo).expect("git repo");
-        let out = Command::new("git")
-            .args(["status", "--porcelain"])
-            .current_dir(&repo)
-            .output()
-            .expect("git status");
+        let out = Command::new("git").args(["status", "--porcelain"]).current_dir(&repo).output().expect("git status");
         let status = String::from_utf8_lossy(&out.stdout);
         assert!(status.contains(" M a.txt"), "{status}");
         assert!(status.contains("?? c.txt"), "{status}");
         assert!(!status.contains("b.txt"), "{status}");
-        let out = Command::new("git")
-            .args(["log", "--format=%an %s"])
-            .current_dir(&repo)
-            .output()
-            .expect("git log");
+        let out = Command::new("git").args(["log", "--format=%an %s"]).current_dir(&repo).output().expect("git log");
         assert_eq!(String::from_utf8_lossy(&out.stdout), "Posh Test initial\n");
         // Traced git status touches only the repository and system files.
         let t = run(&["git", "status", "--short"], &repo);
-        let stray: Vec<_> = t
-            .user_accesses()
-            .filter(|a| !a.path.starts_with(&repo))
-            .collect();
+        let stray: Vec<_> = t.user_accesses().filter(|a| !a.path.starts_with(&repo)).collect();
         assert!(stray.is_empty(), "{stray:#?}");
     }
 }

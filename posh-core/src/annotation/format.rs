@@ -58,11 +58,7 @@ fn format_arg(spec: &ArgSpec, section: Section) -> String {
     if spec.ty != ArgType::Str {
         fields.push(format!("type:{}", spec.ty.keyword()));
     }
-    let default_size = if section == Section::Flags {
-        Size::Count(0)
-    } else {
-        Size::Count(1)
-    };
+    let default_size = if section == Section::Flags { Size::Count(0) } else { Size::Count(1) };
     if spec.size != default_size {
         fields.push(format!("size:{}", format_size(&spec.size)));
     }
@@ -90,14 +86,9 @@ fn format_size(size: &Size) -> String {
     match size {
         Size::Count(n) => n.to_string(),
         Size::List { separator: None } => "list".to_string(),
-        Size::List {
-            separator: Some(sep),
-        } => format!("list(list_separator:({sep}))"),
+        Size::List { separator: Some(sep) } => format!("list(list_separator:({sep}))"),
         Size::Specific { count, separator } => {
-            format!(
-                "specific_size(size:{count},list_separator:({}))",
-                separator.as_deref().unwrap_or(" ")
-            )
+            format!("specific_size(size:{count},list_separator:({}))", separator.as_deref().unwrap_or(" "))
         }
     }
 }
@@ -111,16 +102,10 @@ pub fn format_source(source: &str, parsed: &ParsedFile) -> String {
         let SyntaxElement::Node(node) = child else {
             continue;
         };
-        if node.kind != SyntaxKind::Entry
-            || node.tokens().iter().any(|t| t.kind == SyntaxKind::Comment)
-        {
+        if node.kind != SyntaxKind::Entry || node.tokens().iter().any(|t| t.kind == SyntaxKind::Comment) {
             continue;
         }
-        let Some(entry) = parsed
-            .entries
-            .iter()
-            .find(|e| e.span.start == node.span.start)
-        else {
+        let Some(entry) = parsed.entries.iter().find(|e| e.span.start == node.span.start) else {
             continue;
         };
         out.push_str(&source[copied_to..node.span.start]);

@@ -100,9 +100,7 @@ pub static KEYWORDS: &[Keyword] = &[
 
 /// Looks a keyword up by name or synonym within one kind.
 pub fn lookup(kind: KeywordKind, name: &str) -> Option<&'static Keyword> {
-    KEYWORDS
-        .iter()
-        .find(|k| k.kind == kind && (k.name == name || k.synonyms.contains(&name)))
+    KEYWORDS.iter().find(|k| k.kind == kind && (k.name == name || k.synonyms.contains(&name)))
 }
 
 pub fn of_kind(kind: KeywordKind) -> impl Iterator<Item = &'static Keyword> {
@@ -113,17 +111,8 @@ pub fn of_kind(kind: KeywordKind) -> impl Iterator<Item = &'static Keyword> {
 pub fn suggest(kind: KeywordKind, name: &str) -> Option<&'static str> {
     let name = name.to_ascii_lowercase();
     of_kind(kind)
-        .flat_map(|k| {
-            std::iter::once(k.name)
-                .chain(k.synonyms.iter().copied())
-                .map(move |n| (k.name, n))
-        })
-        .map(|(canonical, spelling)| {
-            (
-                edit_distance(&name, &spelling.to_ascii_lowercase()),
-                canonical,
-            )
-        })
+        .flat_map(|k| std::iter::once(k.name).chain(k.synonyms.iter().copied()).map(move |n| (k.name, n)))
+        .map(|(canonical, spelling)| (edit_distance(&name, &spelling.to_ascii_lowercase()), canonical))
         .filter(|&(d, _)| d <= 2 || (d <= 3 && name.len() > 8))
         .min_by_key(|&(d, _)| d)
         .map(|(_, canonical)| canonical)
@@ -154,9 +143,7 @@ pub fn reference_markdown() -> String {
         (KeywordKind::Size, "Sizes"),
         (KeywordKind::Merge, "Merge steps"),
     ] {
-        out.push_str(&format!(
-            "### {title}\n\n| keyword | meaning |\n|---|---|\n"
-        ));
+        out.push_str(&format!("### {title}\n\n| keyword | meaning |\n|---|---|\n"));
         for k in of_kind(kind) {
             let mut name = format!("`{}`", k.name);
             for s in k.synonyms {
@@ -178,26 +165,15 @@ mod tests {
 
     #[test]
     fn suggests_near_misses() {
-        assert_eq!(
-            suggest(KeywordKind::ArgField, "splitable"),
-            Some("splittable")
-        );
-        assert_eq!(
-            suggest(KeywordKind::CommandOption, "reduce_input"),
-            Some("filters_input")
-        );
+        assert_eq!(suggest(KeywordKind::ArgField, "splitable"), Some("splittable"));
+        assert_eq!(suggest(KeywordKind::CommandOption, "reduce_input"), Some("filters_input"));
         assert_eq!(suggest(KeywordKind::Type, "inputfile"), Some("input_file"));
         assert_eq!(suggest(KeywordKind::ArgField, "zzzzzz"), None);
     }
 
     #[test]
     fn lookup_accepts_synonyms() {
-        assert_eq!(
-            lookup(KeywordKind::CommandOption, "reduces_input")
-                .unwrap()
-                .name,
-            "filters_input"
-        );
+        assert_eq!(lookup(KeywordKind::CommandOption, "reduces_input").unwrap().name, "filters_input");
         assert!(lookup(KeywordKind::ArgField, "FLAGS").is_none());
     }
 }

@@ -11,12 +11,7 @@ use crate::text::Span;
 /// the caller decides whether the entry loads.
 pub fn lower_entry(raw: &RawEntry, diags: &mut Vec<Diagnostic>) -> Option<CommandEntry> {
     let (first, _) = raw.name.first()?;
-    let name_span = raw
-        .name
-        .first()
-        .expect("checked")
-        .1
-        .cover(raw.name.last().expect("checked").1);
+    let name_span = raw.name.first().expect("checked").1.cover(raw.name.last().expect("checked").1);
     let mut entry = CommandEntry {
         name: raw.name.iter().map(|(w, _)| w.clone()).collect(),
         name_span,
@@ -30,24 +25,9 @@ pub fn lower_entry(raw: &RawEntry, diags: &mut Vec<Diagnostic>) -> Option<Comman
     debug_assert!(!first.is_empty());
     for section in &raw.sections {
         match section.name.as_str() {
-            "FLAGS" => entry.flags.extend(
-                section
-                    .items
-                    .iter()
-                    .map(|i| lower_arg(i, Kind::Flag, diags)),
-            ),
-            "OPTPARAMS" => entry.optparams.extend(
-                section
-                    .items
-                    .iter()
-                    .map(|i| lower_arg(i, Kind::OptParam, diags)),
-            ),
-            "PARAMS" => entry.params.extend(
-                section
-                    .items
-                    .iter()
-                    .map(|i| lower_arg(i, Kind::Param, diags)),
-            ),
+            "FLAGS" => entry.flags.extend(section.items.iter().map(|i| lower_arg(i, Kind::Flag, diags))),
+            "OPTPARAMS" => entry.optparams.extend(section.items.iter().map(|i| lower_arg(i, Kind::OptParam, diags))),
+            "PARAMS" => entry.params.extend(section.items.iter().map(|i| lower_arg(i, Kind::Param, diags))),
             "EXAMPLES" => entry.examples.extend(section.examples.iter().cloned()),
             other => diags.push(Diagnostic::new(
                 Code::UnknownSection,
@@ -60,20 +40,12 @@ pub fn lower_entry(raw: &RawEntry, diags: &mut Vec<Diagnostic>) -> Option<Comman
 }
 
 fn unknown_keyword(kind: KeywordKind, code: Code, field: &RawField, what: &str) -> Diagnostic {
-    let mut diag = Diagnostic::new(
-        code,
-        field.key_span,
-        format!("unknown {what} `{}`", field.key),
-    );
+    let mut diag = Diagnostic::new(code, field.key_span, format!("unknown {what} `{}`", field.key));
     if let Some(suggestion) = keywords::suggest(kind, &field.key) {
-        diag.message
-            .push_str(&format!(": did you mean `{suggestion}`?"));
+        diag.message.push_str(&format!(": did you mean `{suggestion}`?"));
         diag = diag.with_fix(Fix {
             title: format!("Replace with `{suggestion}`"),
-            edits: vec![TextEdit {
-                span: field.key_span,
-                new_text: suggestion.to_string(),
-            }],
+            edits: vec![TextEdit { span: field.key_span, new_text: suggestion.to_string() }],
         });
     }
     diag
@@ -93,11 +65,7 @@ fn lower_options(fields: &[RawField], diags: &mut Vec<Diagnostic>) -> CommandOpt
             continue;
         };
         if seen.contains(&keyword.name) {
-            diags.push(Diagnostic::new(
-                Code::Duplicate,
-                field.span,
-                format!("`{}` is given twice", keyword.name),
-            ));
+            diags.push(Diagnostic::new(Code::Duplicate, field.span, format!("`{}` is given twice", keyword.name)));
             continue;
         }
         seen.push(keyword.name);
@@ -113,11 +81,7 @@ fn lower_options(fields: &[RawField], diags: &mut Vec<Diagnostic>) -> CommandOpt
                 let word = word_value(field).unwrap_or_default();
                 match MergeKind::from_keyword(word) {
                     Some(kind) => options.merge = Some(kind),
-                    None => diags.push(invalid_keyword_value(
-                        field,
-                        KeywordKind::Merge,
-                        "merge step",
-                    )),
+                    None => diags.push(invalid_keyword_value(field, KeywordKind::Merge, "merge step")),
                 }
             }
             "output_ratio" => options.output_ratio = number_value(field, diags),
@@ -141,11 +105,7 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
         long: None,
         desc: None,
         ty: ArgType::Str,
-        size: if kind == Kind::Flag {
-            Size::Count(0)
-        } else {
-            Size::Count(1)
-        },
+        size: if kind == Kind::Flag { Size::Count(0) } else { Size::Count(1) },
         default_value: None,
         multiple: false,
         splittable: false,
@@ -159,20 +119,11 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
     let mut explicit_size = None;
     for field in &item.fields {
         let Some(keyword) = keywords::lookup(KeywordKind::ArgField, &field.key) else {
-            diags.push(unknown_keyword(
-                KeywordKind::ArgField,
-                Code::UnknownField,
-                field,
-                "field",
-            ));
+            diags.push(unknown_keyword(KeywordKind::ArgField, Code::UnknownField, field, "field"));
             continue;
         };
         if seen.contains(&keyword.name) {
-            diags.push(Diagnostic::new(
-                Code::Duplicate,
-                field.span,
-                format!("`{}` is given twice", keyword.name),
-            ));
+            diags.push(Diagnostic::new(Code::Duplicate, field.span, format!("`{}` is given twice", keyword.name)));
             continue;
         }
         seen.push(keyword.name);
@@ -238,17 +189,11 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
         }
         Kind::OptParam | Kind::Param => {
             if let Some(span) = explicit_size.filter(|_| spec.size == Size::Count(0)) {
-                let section = if kind == Kind::Param {
-                    "PARAMS"
-                } else {
-                    "OPTPARAMS"
-                };
+                let section = if kind == Kind::Param { "PARAMS" } else { "OPTPARAMS" };
                 diags.push(Diagnostic::new(
                     Code::Conflict,
                     span,
-                    format!(
-                        "`size:0` does not belong in {section}: an option without a value is a FLAG"
-                    ),
+                    format!("`size:0` does not belong in {section}: an option without a value is a FLAG"),
                 ));
             }
         }
@@ -268,9 +213,7 @@ fn lower_size(field: &RawField, diags: &mut Vec<Diagnostic>) -> Option<Size> {
             Ok(n) => Some(Size::Count(n)),
             Err(_) => bad(
                 diags,
-                format!(
-                    "`{w}` is not a size: expected 0, 1, a number, `list`, `list(...)` or `specific_size(...)`"
-                ),
+                format!("`{w}` is not a size: expected 0, 1, a number, `list`, `list(...)` or `specific_size(...)`"),
             ),
         },
         RawValueKind::Call { name, args } if name == "list" || name == "specific_size" => {
@@ -278,27 +221,17 @@ fn lower_size(field: &RawField, diags: &mut Vec<Diagnostic>) -> Option<Size> {
             let mut count = None;
             for arg in args {
                 match (arg.key.as_str(), arg.value.as_ref().map(|v| &v.kind)) {
-                    ("list_separator", Some(RawValueKind::Paren(sep))) => {
-                        separator = Some(sep.clone())
-                    }
-                    ("size", Some(RawValueKind::Word(n))) if name == "specific_size" => {
-                        match n.parse::<u32>() {
-                            Ok(n) => count = Some(n),
-                            Err(_) => return bad(diags, format!("`{n}` is not a number")),
-                        }
-                    }
+                    ("list_separator", Some(RawValueKind::Paren(sep))) => separator = Some(sep.clone()),
+                    ("size", Some(RawValueKind::Word(n))) if name == "specific_size" => match n.parse::<u32>() {
+                        Ok(n) => count = Some(n),
+                        Err(_) => return bad(diags, format!("`{n}` is not a number")),
+                    },
                     _ => {
-                        let expected = if name == "list" {
-                            "`list_separator:(X)`"
-                        } else {
-                            "`size:N` and `list_separator:(X)`"
-                        };
+                        let expected =
+                            if name == "list" { "`list_separator:(X)`" } else { "`size:N` and `list_separator:(X)`" };
                         return bad(
                             diags,
-                            format!(
-                                "`{}` does not belong in `{name}(...)`: expected {expected}",
-                                arg.key
-                            ),
+                            format!("`{}` does not belong in `{name}(...)`: expected {expected}", arg.key),
                         );
                     }
                 }
@@ -314,10 +247,9 @@ fn lower_size(field: &RawField, diags: &mut Vec<Diagnostic>) -> Option<Size> {
                 }
             }
         }
-        RawValueKind::Call { name, .. } => bad(
-            diags,
-            format!("`{name}(...)` is not a size: expected `list(...)` or `specific_size(...)`"),
-        ),
+        RawValueKind::Call { name, .. } => {
+            bad(diags, format!("`{name}(...)` is not a size: expected `list(...)` or `specific_size(...)`"))
+        }
         RawValueKind::Str(s) | RawValueKind::Paren(s) => bad(diags, format!("`{s}` is not a size")),
     }
 }
@@ -333,10 +265,7 @@ fn check_value_shape(field: &RawField, shape: ValueShape, diags: &mut Vec<Diagno
             Some(RawValueKind::Word(_) | RawValueKind::Str(_)),
         ) => return true,
         (ValueShape::Number, Some(RawValueKind::Word(_))) => return true,
-        (
-            ValueShape::OneOf(KeywordKind::Size),
-            Some(RawValueKind::Word(_) | RawValueKind::Call { .. }),
-        ) => return true,
+        (ValueShape::OneOf(KeywordKind::Size), Some(RawValueKind::Word(_) | RawValueKind::Call { .. })) => return true,
         (ValueShape::OneOf(_), Some(RawValueKind::Word(_))) => return true,
         (ValueShape::Separator, Some(RawValueKind::Paren(_))) => return true,
         _ => format!("`{}` cannot take this value", field.key),
@@ -349,21 +278,13 @@ fn check_value_shape(field: &RawField, shape: ValueShape, diags: &mut Vec<Diagno
 fn invalid_keyword_value(field: &RawField, kind: KeywordKind, what: &str) -> Diagnostic {
     let word = word_value(field).unwrap_or_default();
     let span = value_span(field);
-    let choices: Vec<String> = keywords::of_kind(kind)
-        .map(|k| format!("`{}`", k.name))
-        .collect();
-    let mut diag = Diagnostic::new(
-        Code::InvalidValue,
-        span,
-        format!("`{word}` is not a {what}: expected {}", choices.join(", ")),
-    );
+    let choices: Vec<String> = keywords::of_kind(kind).map(|k| format!("`{}`", k.name)).collect();
+    let mut diag =
+        Diagnostic::new(Code::InvalidValue, span, format!("`{word}` is not a {what}: expected {}", choices.join(", ")));
     if let Some(suggestion) = keywords::suggest(kind, word) {
         diag = diag.with_fix(Fix {
             title: format!("Replace with `{suggestion}`"),
-            edits: vec![TextEdit {
-                span,
-                new_text: suggestion.to_string(),
-            }],
+            edits: vec![TextEdit { span, new_text: suggestion.to_string() }],
         });
     }
     diag
@@ -388,21 +309,13 @@ fn text_value(field: &RawField) -> Option<&str> {
 }
 
 fn number_value(field: &RawField, diags: &mut Vec<Diagnostic>) -> Option<f64> {
-    let RawValue {
-        kind: RawValueKind::Word(text),
-        span,
-    } = field.value.as_ref()?
-    else {
+    let RawValue { kind: RawValueKind::Word(text), span } = field.value.as_ref()? else {
         return None;
     };
     match text.parse::<f64>() {
         Ok(n) if n.is_finite() => Some(n),
         _ => {
-            diags.push(Diagnostic::new(
-                Code::InvalidValue,
-                *span,
-                format!("`{text}` is not a number"),
-            ));
+            diags.push(Diagnostic::new(Code::InvalidValue, *span, format!("`{text}` is not a number")));
             None
         }
     }

@@ -9,9 +9,7 @@ pub mod syntax;
 mod validate;
 
 use crate::diagnostic::{Diagnostic, Severity};
-pub use model::{
-    ArgRef, ArgSpec, ArgType, CommandEntry, CommandOptions, Example, MergeKind, Section, Size,
-};
+pub use model::{ArgRef, ArgSpec, ArgType, CommandEntry, CommandOptions, Example, MergeKind, Section, Size};
 
 /// A parsed annotation file: the lossless tree, the entries that loaded, and every diagnostic.
 #[derive(Debug)]
@@ -26,9 +24,7 @@ pub struct ParsedFile {
 
 impl ParsedFile {
     pub fn has_errors(&self) -> bool {
-        self.diagnostics
-            .iter()
-            .any(|d| d.severity == Severity::Error)
+        self.diagnostics.iter().any(|d| d.severity == Severity::Error)
     }
 }
 
@@ -53,17 +49,9 @@ pub fn parse(source: &str) -> ParsedFile {
             entries.push(entry);
         }
     }
-    validate::check_entries(
-        &entries,
-        &crate::text::LineIndex::new(source),
-        &mut diagnostics,
-    );
+    validate::check_entries(&entries, &crate::text::LineIndex::new(source), &mut diagnostics);
     diagnostics.sort_by_key(|d| (d.span.start, d.span.end, d.code));
-    ParsedFile {
-        tree: syntax.tree,
-        entries,
-        diagnostics,
-    }
+    ParsedFile { tree: syntax.tree, entries, diagnostics }
 }
 
 #[cfg(test)]

@@ -32,14 +32,9 @@ impl CommandEntry {
 
     /// Every argument with the section it belongs to and its index there.
     pub fn args(&self) -> impl Iterator<Item = (ArgRef, &ArgSpec)> {
-        [Section::Flags, Section::OptParams, Section::Params]
-            .into_iter()
-            .flat_map(move |section| {
-                self.section(section)
-                    .iter()
-                    .enumerate()
-                    .map(move |(index, spec)| (ArgRef { section, index }, spec))
-            })
+        [Section::Flags, Section::OptParams, Section::Params].into_iter().flat_map(move |section| {
+            self.section(section).iter().enumerate().map(move |(index, spec)| (ArgRef { section, index }, spec))
+        })
     }
 
     pub fn arg(&self, arg: ArgRef) -> &ArgSpec {
@@ -47,36 +42,19 @@ impl CommandEntry {
     }
 
     pub fn splittable_arg(&self) -> Option<ArgRef> {
-        self.args()
-            .find(|(_, spec)| spec.splittable)
-            .map(|(r, _)| r)
+        self.args().find(|(_, spec)| spec.splittable).map(|(r, _)| r)
     }
 
     /// The entry with every span set to zero, for comparing models parsed from different text.
     pub fn without_spans(&self) -> CommandEntry {
-        let strip = |specs: &[ArgSpec]| {
-            specs
-                .iter()
-                .map(|s| ArgSpec {
-                    span: Span::default(),
-                    ..s.clone()
-                })
-                .collect()
-        };
+        let strip = |specs: &[ArgSpec]| specs.iter().map(|s| ArgSpec { span: Span::default(), ..s.clone() }).collect();
         CommandEntry {
             name_span: Span::default(),
             span: Span::default(),
             flags: strip(&self.flags),
             optparams: strip(&self.optparams),
             params: strip(&self.params),
-            examples: self
-                .examples
-                .iter()
-                .map(|e| Example {
-                    text: e.text.clone(),
-                    span: Span::default(),
-                })
-                .collect(),
+            examples: self.examples.iter().map(|e| Example { text: e.text.clone(), span: Span::default() }).collect(),
             ..self.clone()
         }
     }
@@ -118,6 +96,7 @@ pub struct CommandOptions {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
 pub enum MergeKind {
     Concat,
     Rerun,
@@ -138,15 +117,9 @@ impl MergeKind {
     }
 
     pub fn from_keyword(word: &str) -> Option<MergeKind> {
-        [
-            MergeKind::Concat,
-            MergeKind::Rerun,
-            MergeKind::Sum,
-            MergeKind::SortMerge,
-            MergeKind::UniqCount,
-        ]
-        .into_iter()
-        .find(|m| m.keyword() == word)
+        [MergeKind::Concat, MergeKind::Rerun, MergeKind::Sum, MergeKind::SortMerge, MergeKind::UniqCount]
+            .into_iter()
+            .find(|m| m.keyword() == word)
     }
 }
 
@@ -219,10 +192,7 @@ pub enum Size {
     /// Any number of values: separate words, or one word split at `separator`.
     List { separator: Option<String> },
     /// Exactly `count` values: separate words, or one word split at `separator`.
-    Specific {
-        count: u32,
-        separator: Option<String>,
-    },
+    Specific { count: u32, separator: Option<String> },
 }
 
 impl Default for Size {

@@ -45,10 +45,7 @@ pub enum SyntaxKind {
 
 impl SyntaxKind {
     pub fn is_trivia(self) -> bool {
-        matches!(
-            self,
-            SyntaxKind::Whitespace | SyntaxKind::Newline | SyntaxKind::Comment
-        )
+        matches!(self, SyntaxKind::Whitespace | SyntaxKind::Newline | SyntaxKind::Comment)
     }
 }
 
@@ -197,25 +194,16 @@ impl TreeBuilder {
 
     fn token(&mut self, token: Token) {
         let top = self.stack.last_mut().expect("a node is open");
-        top.1.push(SyntaxElement::Token(SyntaxToken {
-            kind: token.kind,
-            span: token.span,
-        }));
+        top.1.push(SyntaxElement::Token(SyntaxToken { kind: token.kind, span: token.span }));
     }
 
     fn finish(&mut self, empty_at: usize) {
         let (kind, children) = self.stack.pop().expect("a node is open");
         let span = span_of(&children).unwrap_or(Span::empty(empty_at));
-        let node = SyntaxNode {
-            kind,
-            span,
-            children,
-        };
+        let node = SyntaxNode { kind, span, children };
         match self.stack.last_mut() {
             Some(parent) => parent.1.push(SyntaxElement::Node(node)),
-            None => self
-                .stack
-                .push((SyntaxKind::File, vec![SyntaxElement::Node(node)])),
+            None => self.stack.push((SyntaxKind::File, vec![SyntaxElement::Node(node)])),
         }
     }
 }
@@ -242,24 +230,13 @@ fn is_word_char(c: char) -> bool {
 fn lex_line(source: &str, start: usize, end: usize) -> Vec<Token> {
     let mut tokens: Vec<Token> = Vec::new();
     let mut pos = start;
-    let push = |tokens: &mut Vec<Token>, kind, a, b| {
-        tokens.push(Token {
-            kind,
-            span: Span::new(a, b),
-        })
-    };
+    let push = |tokens: &mut Vec<Token>, kind, a, b| tokens.push(Token { kind, span: Span::new(a, b) });
     while pos < end {
         let rest = &source[pos..end];
         let c = rest.chars().next().expect("pos < end");
-        let last_significant = tokens
-            .iter()
-            .rev()
-            .find(|t| t.kind != SyntaxKind::Whitespace)
-            .map(|t| t.kind);
+        let last_significant = tokens.iter().rev().find(|t| t.kind != SyntaxKind::Whitespace).map(|t| t.kind);
         if c.is_whitespace() {
-            let len = rest
-                .find(|c: char| !c.is_whitespace())
-                .unwrap_or(rest.len());
+            let len = rest.find(|c: char| !c.is_whitespace()).unwrap_or(rest.len());
             push(&mut tokens, SyntaxKind::Whitespace, pos, pos + len);
             pos += len;
         } else if c == '#' {
@@ -322,35 +299,20 @@ fn lex_example_line(source: &str, start: usize, end: usize) -> Vec<Token> {
     let dash = start + line.find('-').expect("block lines start with a dash");
     let mut tokens = Vec::new();
     if dash > start {
-        tokens.push(Token {
-            kind: SyntaxKind::Whitespace,
-            span: Span::new(start, dash),
-        });
+        tokens.push(Token { kind: SyntaxKind::Whitespace, span: Span::new(start, dash) });
     }
-    tokens.push(Token {
-        kind: SyntaxKind::Dash,
-        span: Span::new(dash, dash + 1),
-    });
+    tokens.push(Token { kind: SyntaxKind::Dash, span: Span::new(dash, dash + 1) });
     let after = &source[dash + 1..end];
     let text_start = dash + 1 + (after.len() - after.trim_start().len());
     let text_end = dash + 1 + after.trim_end().len();
     if text_start > dash + 1 {
-        tokens.push(Token {
-            kind: SyntaxKind::Whitespace,
-            span: Span::new(dash + 1, text_start),
-        });
+        tokens.push(Token { kind: SyntaxKind::Whitespace, span: Span::new(dash + 1, text_start) });
     }
     if text_end > text_start {
-        tokens.push(Token {
-            kind: SyntaxKind::RawText,
-            span: Span::new(text_start, text_end),
-        });
+        tokens.push(Token { kind: SyntaxKind::RawText, span: Span::new(text_start, text_end) });
     }
     if end > text_end.max(text_start) {
-        tokens.push(Token {
-            kind: SyntaxKind::Whitespace,
-            span: Span::new(text_end.max(text_start), end),
-        });
+        tokens.push(Token { kind: SyntaxKind::Whitespace, span: Span::new(text_end.max(text_start), end) });
     }
     tokens
 }
@@ -365,9 +327,7 @@ fn classify_line(content: &str) -> LineKind {
     let trimmed = content.trim_start();
     if trimmed.is_empty() || trimmed.starts_with('#') {
         LineKind::Trivia
-    } else if trimmed.starts_with('-')
-        && trimmed[1..].chars().next().is_none_or(char::is_whitespace)
-    {
+    } else if trimmed.starts_with('-') && trimmed[1..].chars().next().is_none_or(char::is_whitespace) {
         LineKind::Block
     } else {
         LineKind::Header
@@ -392,9 +352,7 @@ impl<'s> Parser<'s> {
     fn new(source: &'s str) -> Parser<'s> {
         Parser {
             source,
-            builder: TreeBuilder {
-                stack: vec![(SyntaxKind::File, Vec::new())],
-            },
+            builder: TreeBuilder { stack: vec![(SyntaxKind::File, Vec::new())] },
             entries: Vec::new(),
             diagnostics: Vec::new(),
             entry: None,
@@ -406,14 +364,8 @@ impl<'s> Parser<'s> {
     fn run(mut self) -> ParsedSyntax {
         let mut start = 0;
         while start < self.source.len() {
-            let end = self.source[start..]
-                .find('\n')
-                .map_or(self.source.len(), |i| start + i + 1);
-            let content_end = if self.source[..end].ends_with('\n') {
-                end - 1
-            } else {
-                end
-            };
+            let end = self.source[start..].find('\n').map_or(self.source.len(), |i| start + i + 1);
+            let content_end = if self.source[..end].ends_with('\n') { end - 1 } else { end };
             let content = &self.source[start..content_end];
             self.line_failed = false;
             match classify_line(content) {
@@ -435,43 +387,25 @@ impl<'s> Parser<'s> {
                 }
             }
             if content_end < end && !matches!(classify_line(content), LineKind::Trivia) {
-                self.builder.token(Token {
-                    kind: SyntaxKind::Newline,
-                    span: Span::new(content_end, end),
-                });
+                self.builder.token(Token { kind: SyntaxKind::Newline, span: Span::new(content_end, end) });
             }
             start = end;
         }
         self.close_entry();
         self.flush_trivia();
         let (_, children) = self.builder.stack.pop().expect("the file node");
-        let tree = SyntaxNode {
-            kind: SyntaxKind::File,
-            span: Span::new(0, self.source.len()),
-            children,
-        };
-        ParsedSyntax {
-            tree,
-            entries: self.entries,
-            diagnostics: self.diagnostics,
-        }
+        let tree = SyntaxNode { kind: SyntaxKind::File, span: Span::new(0, self.source.len()), children };
+        ParsedSyntax { tree, entries: self.entries, diagnostics: self.diagnostics }
     }
 
     fn flush_trivia(&mut self) {
         for (start, end) in std::mem::take(&mut self.pending_trivia) {
-            let content_end = if self.source[..end].ends_with('\n') {
-                end - 1
-            } else {
-                end
-            };
+            let content_end = if self.source[..end].ends_with('\n') { end - 1 } else { end };
             for token in lex_line(self.source, start, content_end) {
                 self.builder.token(token);
             }
             if content_end < end {
-                self.builder.token(Token {
-                    kind: SyntaxKind::Newline,
-                    span: Span::new(content_end, end),
-                });
+                self.builder.token(Token { kind: SyntaxKind::Newline, span: Span::new(content_end, end) });
             }
         }
     }
@@ -500,10 +434,7 @@ impl<'s> Parser<'s> {
     }
 
     fn orphan_line(&mut self, start: usize, end: usize) {
-        let span = Span::new(
-            start + (self.source[start..end].len() - self.source[start..end].trim_start().len()),
-            end,
-        );
+        let span = Span::new(start + (self.source[start..end].len() - self.source[start..end].trim_start().len()), end);
         self.error(
             Code::OrphanLine,
             span,
@@ -526,11 +457,7 @@ impl<'s> Parser<'s> {
             broken: false,
         });
         let tokens = lex_line(self.source, start, end);
-        let mut line = LineCursor {
-            tokens,
-            pos: 0,
-            end,
-        };
+        let mut line = LineCursor { tokens, pos: 0, end };
         self.header(&mut line);
         while !self.line_failed && line.peek() == Some(SyntaxKind::Word) {
             self.inline_section(&mut line);
@@ -546,9 +473,7 @@ impl<'s> Parser<'s> {
             let token = line.nth_significant(0).expect("peeked");
             let word = token.span.text(self.source);
             // `cat PARAMS:[...]`: the colon after the name is missing, not part of the name.
-            if SECTION_WORDS.contains(&word)
-                && line.nth_significant(1).map(|t| t.kind) == Some(SyntaxKind::Colon)
-            {
+            if SECTION_WORDS.contains(&word) && line.nth_significant(1).map(|t| t.kind) == Some(SyntaxKind::Colon) {
                 break;
             }
             self.bump(line);
@@ -557,11 +482,7 @@ impl<'s> Parser<'s> {
         self.builder.finish(line.offset());
         if name.is_empty() {
             let span = line.current_span();
-            self.error(
-                Code::Syntax,
-                span,
-                "expected a command name at the start of the entry",
-            );
+            self.error(Code::Syntax, span, "expected a command name at the start of the entry");
         }
         if let Some(entry) = &mut self.entry {
             entry.name = name;
@@ -584,11 +505,7 @@ impl<'s> Parser<'s> {
             self.bump(line);
         } else {
             let span = line.current_span();
-            self.error(
-                Code::MissingColon,
-                span,
-                "expected `:` after the command name",
-            );
+            self.error(Code::MissingColon, span, "expected `:` after the command name");
         }
         self.builder.finish(line.offset());
     }
@@ -598,32 +515,18 @@ impl<'s> Parser<'s> {
     fn unclosed(&mut self, line: &LineCursor, open: Span, closer: &str, why: &str) {
         if line.peek() == Some(SyntaxKind::Comma) {
             let span = line.current_span();
-            self.error(
-                Code::Syntax,
-                span,
-                "expected a field such as `type:str` before this `,`",
-            );
+            self.error(Code::Syntax, span, "expected a field such as `type:str` before this `,`");
             return;
         }
-        let structural = matches!(
-            line.peek(),
-            None | Some(SyntaxKind::LBracket | SyntaxKind::Colon | SyntaxKind::RBracket)
-        );
+        let structural =
+            matches!(line.peek(), None | Some(SyntaxKind::LBracket | SyntaxKind::Colon | SyntaxKind::RBracket));
         if structural {
             let bracket = open.text(self.source).to_string();
-            self.error(
-                Code::Unclosed,
-                open,
-                format!("this `{bracket}` is not closed: {why}"),
-            );
+            self.error(Code::Unclosed, open, format!("this `{bracket}` is not closed: {why}"));
         } else {
             let span = line.current_span();
             let text = span.text(self.source).to_string();
-            self.error(
-                Code::Syntax,
-                span,
-                format!("unexpected `{text}`: expected `,` or {closer}"),
-            );
+            self.error(Code::Syntax, span, format!("unexpected `{text}`: expected `,` or {closer}"));
         }
     }
 
@@ -632,21 +535,12 @@ impl<'s> Parser<'s> {
         self.builder.start(SyntaxKind::InlineSection);
         let name_span = self.bump(line);
         let name = name_span.text(self.source).to_string();
-        let mut section = RawSection {
-            name,
-            name_span,
-            items: Vec::new(),
-            examples: Vec::new(),
-        };
+        let mut section = RawSection { name, name_span, items: Vec::new(), examples: Vec::new() };
         if line.peek() == Some(SyntaxKind::Colon) {
             self.bump(line);
         } else {
             let span = line.current_span();
-            self.error(
-                Code::Syntax,
-                span,
-                format!("expected `:` after the section name `{}`", section.name),
-            );
+            self.error(Code::Syntax, span, format!("expected `:` after the section name `{}`", section.name));
         }
         if line.peek() == Some(SyntaxKind::LBracket) {
             let open = self.bump(line);
@@ -667,10 +561,7 @@ impl<'s> Parser<'s> {
                             paren
                         };
                         self.builder.finish(line.offset());
-                        section.items.push(RawItem {
-                            fields,
-                            span: paren.cover(close),
-                        });
+                        section.items.push(RawItem { fields, span: paren.cover(close) });
                         match line.peek() {
                             Some(SyntaxKind::Comma) => {
                                 self.bump(line);
@@ -680,11 +571,7 @@ impl<'s> Parser<'s> {
                         }
                     }
                     None => {
-                        self.error(
-                            Code::Unclosed,
-                            open,
-                            "this `[` is not closed: a section ends with `]`",
-                        );
+                        self.error(Code::Unclosed, open, "this `[` is not closed: a section ends with `]`");
                         break;
                     }
                     Some(_) => self.unexpected(line, "expected `(` to start an argument, or `]`"),
@@ -692,11 +579,7 @@ impl<'s> Parser<'s> {
             }
         } else {
             let span = line.current_span();
-            self.error(
-                Code::Syntax,
-                span,
-                "expected `[` to open the section's arguments",
-            );
+            self.error(Code::Syntax, span, "expected `[` to open the section's arguments");
         }
         self.builder.finish(line.offset());
         if let Some(entry) = &mut self.entry {
@@ -740,12 +623,7 @@ impl<'s> Parser<'s> {
             }
         }
         self.builder.finish(line.offset());
-        RawField {
-            key: key_span.text(self.source).to_string(),
-            key_span,
-            value,
-            span,
-        }
+        RawField { key: key_span.text(self.source).to_string(), key_span, value, span }
     }
 
     fn value(&mut self, line: &mut LineCursor, colon: Span) -> Option<RawValue> {
@@ -754,20 +632,10 @@ impl<'s> Parser<'s> {
             Some(SyntaxKind::String) => {
                 let span = self.bump(line);
                 let text = span.text(self.source);
-                if text.len() < 2
-                    || !text.ends_with('"')
-                    || text.ends_with("\\\"") && !text.ends_with("\\\\\"")
-                {
-                    self.error(
-                        Code::Unclosed,
-                        span,
-                        "this string is not closed: add a `\"`",
-                    );
+                if text.len() < 2 || !text.ends_with('"') || text.ends_with("\\\"") && !text.ends_with("\\\\\"") {
+                    self.error(Code::Unclosed, span, "this string is not closed: add a `\"`");
                 }
-                Some(RawValue {
-                    kind: RawValueKind::Str(unescape(text)),
-                    span,
-                })
+                Some(RawValue { kind: RawValueKind::Str(unescape(text)), span })
             }
             Some(SyntaxKind::Word) => {
                 let span = self.bump(line);
@@ -781,15 +649,9 @@ impl<'s> Parser<'s> {
                         self.unclosed(line, open, "`)`", "the parameters of a size end with `)`");
                         open
                     };
-                    Some(RawValue {
-                        kind: RawValueKind::Call { name, args },
-                        span: span.cover(close),
-                    })
+                    Some(RawValue { kind: RawValueKind::Call { name, args }, span: span.cover(close) })
                 } else {
-                    Some(RawValue {
-                        kind: RawValueKind::Word(name),
-                        span,
-                    })
+                    Some(RawValue { kind: RawValueKind::Word(name), span })
                 }
             }
             Some(SyntaxKind::LParen) => {
@@ -803,16 +665,9 @@ impl<'s> Parser<'s> {
                 if line.peek_raw() == Some(SyntaxKind::RParen) {
                     end = self.bump_raw(line);
                 } else {
-                    self.error(
-                        Code::Unclosed,
-                        open,
-                        "this `(` is not closed: a separator is written `(,)`",
-                    );
+                    self.error(Code::Unclosed, open, "this `(` is not closed: a separator is written `(,)`");
                 }
-                Some(RawValue {
-                    kind: RawValueKind::Paren(raw),
-                    span: open.cover(end),
-                })
+                Some(RawValue { kind: RawValueKind::Paren(raw), span: open.cover(end) })
             }
             _ => {
                 self.error(Code::Syntax, colon, "expected a value after `:`");
@@ -829,16 +684,8 @@ impl<'s> Parser<'s> {
         let is_section_header = significant.len() == 3
             && significant[1].kind == SyntaxKind::Word
             && significant[2].kind == SyntaxKind::Colon
-            && significant[1]
-                .span
-                .text(self.source)
-                .chars()
-                .all(|c| c.is_ascii_uppercase() || c == '_');
-        let in_examples = self
-            .entry
-            .as_ref()
-            .and_then(|e| e.sections.last())
-            .is_some_and(|s| s.name == "EXAMPLES");
+            && significant[1].span.text(self.source).chars().all(|c| c.is_ascii_uppercase() || c == '_');
+        let in_examples = self.entry.as_ref().and_then(|e| e.sections.last()).is_some_and(|s| s.name == "EXAMPLES");
         if is_section_header {
             let name_span = significant[1].span;
             let name = name_span.text(self.source).to_string();
@@ -847,44 +694,23 @@ impl<'s> Parser<'s> {
                 self.builder.token(token);
             }
             self.builder.finish(start);
-            let entry = self
-                .entry
-                .as_mut()
-                .expect("block lines are parsed inside an entry");
-            entry.sections.push(RawSection {
-                name,
-                name_span,
-                items: Vec::new(),
-                examples: Vec::new(),
-            });
+            let entry = self.entry.as_mut().expect("block lines are parsed inside an entry");
+            entry.sections.push(RawSection { name, name_span, items: Vec::new(), examples: Vec::new() });
         } else if in_examples {
             let tokens = lex_example_line(self.source, start, end);
             self.builder.start(SyntaxKind::Example);
-            let raw = tokens
-                .iter()
-                .find(|t| t.kind == SyntaxKind::RawText)
-                .map(|t| t.span);
+            let raw = tokens.iter().find(|t| t.kind == SyntaxKind::RawText).map(|t| t.span);
             for token in tokens {
                 self.builder.token(token);
             }
             self.builder.finish(start);
-            let entry = self
-                .entry
-                .as_mut()
-                .expect("block lines are parsed inside an entry");
+            let entry = self.entry.as_mut().expect("block lines are parsed inside an entry");
             if let (Some(span), Some(section)) = (raw, entry.sections.last_mut()) {
-                section.examples.push(Example {
-                    text: span.text(self.source).to_string(),
-                    span,
-                });
+                section.examples.push(Example { text: span.text(self.source).to_string(), span });
             }
         } else {
             self.builder.start(SyntaxKind::Item);
-            let mut line = LineCursor {
-                tokens,
-                pos: 0,
-                end,
-            };
+            let mut line = LineCursor { tokens, pos: 0, end };
             let dash = self.bump(&mut line);
             let fields = self.fields(&mut line, None);
             if line.peek().is_some() {
@@ -894,16 +720,9 @@ impl<'s> Parser<'s> {
             self.builder.finish(start);
             let span = Span::new(dash.start, item_end.max(dash.end));
             if self.entry.as_ref().is_some_and(|e| e.sections.is_empty()) {
-                self.error(
-                    Code::OrphanLine,
-                    span,
-                    "an argument line needs a section above it, such as `- PARAMS:`",
-                );
+                self.error(Code::OrphanLine, span, "an argument line needs a section above it, such as `- PARAMS:`");
             }
-            let entry = self
-                .entry
-                .as_mut()
-                .expect("block lines are parsed inside an entry");
+            let entry = self.entry.as_mut().expect("block lines are parsed inside an entry");
             if let Some(section) = entry.sections.last_mut() {
                 section.items.push(RawItem { fields, span });
             }
@@ -917,11 +736,7 @@ impl<'s> Parser<'s> {
     fn unexpected(&mut self, line: &mut LineCursor, message: &str) {
         let span = line.current_span();
         let text = span.text(self.source).to_string();
-        self.error(
-            Code::Syntax,
-            span,
-            format!("unexpected `{text}`: {message}"),
-        );
+        self.error(Code::Syntax, span, format!("unexpected `{text}`: {message}"));
         self.builder.start(SyntaxKind::Error);
         self.bump(line);
         self.builder.finish(span.start);
@@ -933,11 +748,7 @@ impl<'s> Parser<'s> {
         if line.peek().is_some() {
             let span = line.current_span();
             let text = span.text(self.source).to_string();
-            self.error(
-                Code::Syntax,
-                span,
-                format!("unexpected `{text}`: expected the end of the line"),
-            );
+            self.error(Code::Syntax, span, format!("unexpected `{text}`: expected the end of the line"));
             self.builder.start(SyntaxKind::Error);
             while line.peek().is_some() {
                 self.bump(line);
@@ -975,11 +786,7 @@ struct LineCursor {
 
 impl LineCursor {
     fn nth_significant(&self, n: usize) -> Option<Token> {
-        self.tokens[self.pos..]
-            .iter()
-            .filter(|t| !t.kind.is_trivia())
-            .nth(n)
-            .copied()
+        self.tokens[self.pos..].iter().filter(|t| !t.kind.is_trivia()).nth(n).copied()
     }
 
     fn peek(&self) -> Option<SyntaxKind> {
@@ -997,8 +804,7 @@ impl LineCursor {
     }
 
     fn current_span(&self) -> Span {
-        self.nth_significant(0)
-            .map_or(Span::empty(self.end), |t| t.span)
+        self.nth_significant(0).map_or(Span::empty(self.end), |t| t.span)
     }
 
     fn offset(&self) -> usize {
@@ -1048,12 +854,7 @@ mod tests {
 
     fn reassemble(source: &str) -> String {
         let parsed = parse(source);
-        parsed
-            .tree
-            .tokens()
-            .iter()
-            .map(|t| t.span.text(source))
-            .collect()
+        parsed.tree.tokens().iter().map(|t| t.span.text(source)).collect()
     }
 
     #[test]
@@ -1075,18 +876,9 @@ mod tests {
     fn separators_are_raw() {
         let parsed = parse("c: PARAMS:[(size:list(list_separator:(,)))]");
         let field = &parsed.entries[0].sections[0].items[0].fields[0];
-        let Some(RawValue {
-            kind: RawValueKind::Call { name, args },
-            ..
-        }) = &field.value
-        else {
-            panic!("{field:?}")
-        };
+        let Some(RawValue { kind: RawValueKind::Call { name, args }, .. }) = &field.value else { panic!("{field:?}") };
         assert_eq!(name, "list");
-        assert_eq!(
-            args[0].value.as_ref().unwrap().kind,
-            RawValueKind::Paren(",".into())
-        );
+        assert_eq!(args[0].value.as_ref().unwrap().kind, RawValueKind::Paren(",".into()));
         assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
     }
 

@@ -14,17 +14,10 @@ fn render_diagnostics(source: &str) -> String {
     for (number, line) in source.lines().enumerate() {
         out.push_str(line);
         out.push('\n');
-        for d in parsed
-            .diagnostics
-            .iter()
-            .filter(|d| index.line_of(d.span.start) == number)
-        {
+        for d in parsed.diagnostics.iter().filter(|d| index.line_of(d.span.start) == number) {
             let (_, col) = index.line_col(source, d.span.start);
-            let width = source[d.span.range()]
-                .chars()
-                .count()
-                .max(1)
-                .min(line.chars().count().saturating_sub(col - 1).max(1));
+            let width =
+                source[d.span.range()].chars().count().max(1).min(line.chars().count().saturating_sub(col - 1).max(1));
             out.push_str(&format!(
                 "{}{} {}[{}]: {}",
                 " ".repeat(col - 1),
@@ -41,53 +34,25 @@ fn render_diagnostics(source: &str) -> String {
     }
     out.push_str(&format!(
         "-- loaded: {}\n",
-        parsed
-            .entries
-            .iter()
-            .map(|e| e.display_name())
-            .collect::<Vec<_>>()
-            .join(", ")
+        parsed.entries.iter().map(|e| e.display_name()).collect::<Vec<_>>().join(", ")
     ));
     out
 }
 
 fn check_lossless(source: &str) {
     let parsed = parse(source);
-    let text: String = parsed
-        .tree
-        .tokens()
-        .iter()
-        .map(|t| t.span.text(source))
-        .collect();
+    let text: String = parsed.tree.tokens().iter().map(|t| t.span.text(source)).collect();
     assert_eq!(text, source, "the tree must give back the text");
 }
 
 /// parse -> format -> parse gives the same model, and the formatted text is clean.
 fn check_round_trip(source: &str) {
     let first = parse(source);
-    let formatted: String = first
-        .entries
-        .iter()
-        .map(format_entry)
-        .collect::<Vec<_>>()
-        .join("\n");
+    let formatted: String = first.entries.iter().map(format_entry).collect::<Vec<_>>().join("\n");
     let second = parse(&formatted);
-    assert!(
-        second.diagnostics.is_empty(),
-        "formatted text has diagnostics: {:?}\n{formatted}",
-        second.diagnostics
-    );
-    let strip = |entries: &[CommandEntry]| {
-        entries
-            .iter()
-            .map(CommandEntry::without_spans)
-            .collect::<Vec<_>>()
-    };
-    assert_eq!(
-        strip(&first.entries),
-        strip(&second.entries),
-        "formatted:\n{formatted}"
-    );
+    assert!(second.diagnostics.is_empty(), "formatted text has diagnostics: {:?}\n{formatted}", second.diagnostics);
+    let strip = |entries: &[CommandEntry]| entries.iter().map(CommandEntry::without_spans).collect::<Vec<_>>();
+    assert_eq!(strip(&first.entries), strip(&second.entries), "formatted:\n{formatted}");
 }
 
 const PAPER_BLOCK: &str = "\
@@ -102,12 +67,8 @@ tar[filters_input]:
 ";
 
 fn compat_file() -> String {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../../shared/compat/posh-original.posh"
-    );
-    std::fs::read_to_string(path)
-        .expect("../shared/compat/posh-original.posh sits beside the repository")
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../../shared/compat/posh-original.posh");
+    std::fs::read_to_string(path).expect("../shared/compat/posh-original.posh sits beside the repository")
 }
 
 #[test]
@@ -137,23 +98,9 @@ fn original_posh_file_loads_unchanged() {
     let source = compat_file();
     check_lossless(&source);
     let parsed = parse(&source);
-    assert!(
-        parsed.diagnostics.is_empty(),
-        "{}",
-        render_diagnostics(&source)
-    );
-    assert_eq!(
-        parsed.entries.len(),
-        source.lines().filter(|l| !l.trim().is_empty()).count()
-    );
-    insta::assert_snapshot!(
-        parsed
-            .entries
-            .iter()
-            .map(format_entry)
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    assert!(parsed.diagnostics.is_empty(), "{}", render_diagnostics(&source));
+    assert_eq!(parsed.entries.len(), source.lines().filter(|l| !l.trim().is_empty()).count());
+    insta::assert_snapshot!(parsed.entries.iter().map(format_entry).collect::<Vec<_>>().join("\n"));
     check_round_trip(&source);
 }
 
@@ -176,11 +123,7 @@ uniq:
 ";
     check_lossless(source);
     let parsed = parse(source);
-    let errors = parsed
-        .diagnostics
-        .iter()
-        .filter(|d| d.severity == crate::Severity::Error)
-        .count();
+    let errors = parsed.diagnostics.iter().filter(|d| d.severity == crate::Severity::Error).count();
     assert_eq!(errors, 5, "{}", render_diagnostics(source));
     insta::assert_snapshot!(render_diagnostics(source));
 }
@@ -264,12 +207,7 @@ fn unknown_keywords_offer_a_fix() {
     let parsed = parse("cat: PARAMS:[(type:input_file,splitable,size:list)]");
     let fix = parsed.diagnostics[0].fix.as_ref().expect("a fix");
     assert_eq!(fix.edits[0].new_text, "splittable");
-    assert_eq!(
-        fix.edits[0]
-            .span
-            .text("cat: PARAMS:[(type:input_file,splitable,size:list)]"),
-        "splitable"
-    );
+    assert_eq!(fix.edits[0].span.text("cat: PARAMS:[(type:input_file,splitable,size:list)]"), "splitable");
 }
 
 #[test]
@@ -293,20 +231,9 @@ grep[splittable_across_input, filters_input]:
   - grep -f pats.txt a.txt
 ";
     let parsed = parse(source);
-    assert!(
-        parsed.diagnostics.is_empty(),
-        "{}",
-        render_diagnostics(source)
-    );
+    assert!(parsed.diagnostics.is_empty(), "{}", render_diagnostics(source));
     check_round_trip(source);
-    insta::assert_snapshot!(
-        parsed
-            .entries
-            .iter()
-            .map(format_entry)
-            .collect::<Vec<_>>()
-            .join("\n")
-    );
+    insta::assert_snapshot!(parsed.entries.iter().map(format_entry).collect::<Vec<_>>().join("\n"));
 }
 
 #[test]
@@ -321,11 +248,7 @@ fn the_shipped_library_is_clean_and_round_trips() {
     for (name, text) in crate::library::builtin_sources() {
         check_lossless(text);
         let parsed = parse(text);
-        assert!(
-            parsed.diagnostics.is_empty(),
-            "{name}:\n{}",
-            render_diagnostics(text)
-        );
+        assert!(parsed.diagnostics.is_empty(), "{name}:\n{}", render_diagnostics(text));
         check_round_trip(text);
     }
 }
@@ -334,22 +257,16 @@ fn the_shipped_library_is_clean_and_round_trips() {
 /// Run with `UPDATE_DOCS=1` to rewrite it.
 #[test]
 fn keyword_table_feeds_the_docs() {
-    let path = concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../docs/annotation-language.md"
-    );
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/../docs/annotation-language.md");
     let docs = std::fs::read_to_string(path).expect("docs/annotation-language.md exists");
-    let (start, end) = (
-        "<!-- keywords:start (generated from posh-core/src/annotation/keywords.rs) -->\n",
-        "<!-- keywords:end -->",
-    );
+    let (start, end) =
+        ("<!-- keywords:start (generated from posh-core/src/annotation/keywords.rs) -->\n", "<!-- keywords:end -->");
     let from = docs.find(start).expect("start marker") + start.len();
     let to = docs.find(end).expect("end marker");
     let reference = super::keywords::reference_markdown();
     if docs[from..to] != reference {
         if std::env::var_os("UPDATE_DOCS").is_some() {
-            std::fs::write(path, format!("{}{reference}{}", &docs[..from], &docs[to..]))
-                .expect("docs are writable");
+            std::fs::write(path, format!("{}{reference}{}", &docs[..from], &docs[to..])).expect("docs are writable");
         }
         panic!(
             "docs/annotation-language.md is out of date with the keyword table: run `UPDATE_DOCS=1 cargo test -p posh-core`"
@@ -360,12 +277,9 @@ fn keyword_table_feeds_the_docs() {
 #[test]
 fn every_syntax_kind_of_a_file_is_reachable() {
     // Tokens tile arbitrary garbage too.
-    for source in [
-        "\u{1F600}: PARAMS:[(\u{e9})]\n",
-        ":::\n[[[\n)))\n",
-        "- \n-\n  -x\n",
-        "a\r\n- FLAGS:\r\n  - short:v\r\n",
-    ] {
+    for source in
+        ["\u{1F600}: PARAMS:[(\u{e9})]\n", ":::\n[[[\n)))\n", "- \n-\n  -x\n", "a\r\n- FLAGS:\r\n  - short:v\r\n"]
+    {
         check_lossless(source);
         let _ = syntax::parse(source);
     }

@@ -16,8 +16,7 @@ pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
                 push(
                     Code::SecondSplittable,
                     spec.span,
-                    "a second `splittable` argument: an entry splits across one argument only"
-                        .into(),
+                    "a second `splittable` argument: an entry splits across one argument only".into(),
                 );
             }
             splittable_seen = true;
@@ -33,20 +32,14 @@ pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
             push(
                 Code::AttachedNonString,
                 spec.span,
-                format!(
-                    "`attached` applies to `type:str` values, not `{}`",
-                    spec.ty.keyword()
-                ),
+                format!("`attached` applies to `type:str` values, not `{}`", spec.ty.keyword()),
             );
         }
         if is_option && spec.short.is_none() && spec.long.is_none() {
             push(
                 Code::NamelessOption,
                 spec.span,
-                format!(
-                    "an option in {} needs `short` or `long`",
-                    arg.section.keyword()
-                ),
+                format!("an option in {} needs `short` or `long`", arg.section.keyword()),
             );
         }
         if !is_option && (spec.short.is_some() || spec.long.is_some()) {
@@ -60,20 +53,19 @@ pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
             push(
                 Code::Conflict,
                 spec.span,
-                "`required` applies to options; a positional's `size` says whether it is required"
-                    .into(),
+                "`required` applies to options; a positional's `size` says whether it is required".into(),
             );
         }
         if spec.config && (spec.ty != ArgType::InputFile || spec.splittable) {
-            push(Code::BadConfigInput, spec.span, "`config` marks a whole input file read by every copy: `type:input_file`, never `splittable`".into());
+            push(
+                Code::BadConfigInput,
+                spec.span,
+                "`config` marks a whole input file read by every copy: `type:input_file`, never `splittable`".into(),
+            );
         }
     }
     check_duplicate_names(entry, diags);
-    let variable: Vec<_> = entry
-        .params
-        .iter()
-        .filter(|s| s.size.is_variable())
-        .collect();
+    let variable: Vec<_> = entry.params.iter().filter(|s| s.size.is_variable()).collect();
     if let Some(second) = variable.get(1) {
         diags.push(Diagnostic::new(
             Code::AmbiguousPositionals,
@@ -90,16 +82,9 @@ pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
         } else {
             "contradicts `filters_input` (above 1 means the output grows)"
         };
-        diags.push(Diagnostic::new(
-            Code::BadOutputRatio,
-            entry.name_span,
-            format!("`output_ratio:{ratio}` {why}"),
-        ));
+        diags.push(Diagnostic::new(Code::BadOutputRatio, entry.name_span, format!("`output_ratio:{ratio}` {why}")));
     }
-    if options.merge.is_some()
-        && !options.splittable_across_input
-        && entry.splittable_arg().is_none()
-    {
+    if options.merge.is_some() && !options.splittable_across_input && entry.splittable_arg().is_none() {
         diags.push(Diagnostic::new(
             Code::UnusedMerge,
             entry.name_span,
@@ -109,11 +94,7 @@ pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
 }
 
 fn check_duplicate_names(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
-    let options: Vec<_> = entry
-        .args()
-        .filter(|(r, _)| r.section != Section::Params)
-        .map(|(_, s)| s)
-        .collect();
+    let options: Vec<_> = entry.args().filter(|(r, _)| r.section != Section::Params).map(|(_, s)| s).collect();
     for (i, spec) in options.iter().enumerate() {
         for earlier in &options[..i] {
             let short = spec.short.is_some() && spec.short == earlier.short;
@@ -138,28 +119,22 @@ fn check_duplicate_names(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
 pub fn check_entries(entries: &[CommandEntry], lines: &LineIndex, diags: &mut Vec<Diagnostic>) {
     let line_of = |e: &CommandEntry| lines.line_of(e.span.start) + 1;
     for (i, entry) in entries.iter().enumerate() {
-        let earlier: Vec<&CommandEntry> = entries[..i]
-            .iter()
-            .filter(|e| e.name == entry.name)
-            .collect();
+        let earlier: Vec<&CommandEntry> = entries[..i].iter().filter(|e| e.name == entry.name).collect();
         if let Some(shadow) = earlier.iter().find(|e| shadows(e, entry)) {
             diags.push(Diagnostic::new(
                 Code::UnreachableEntry,
                 entry.name_span,
-                format!("this entry can never win: the entry of `{}` on line {} fits every invocation it fits", shadow.display_name(), line_of(shadow)),
+                format!(
+                    "this entry can never win: the entry of `{}` on line {} fits every invocation it fits",
+                    shadow.display_name(),
+                    line_of(shadow)
+                ),
             ));
         }
-        let same_command: Vec<&CommandEntry> = entries
-            .iter()
-            .filter(|e| e.name[0] == entry.name[0])
-            .collect();
+        let same_command: Vec<&CommandEntry> = entries.iter().filter(|e| e.name[0] == entry.name[0]).collect();
         for example in &entry.examples {
             if let Some(message) = check_example(&same_command, entry, &example.text, &line_of) {
-                diags.push(Diagnostic::new(
-                    Code::ExampleMismatch,
-                    example.span,
-                    message,
-                ));
+                diags.push(Diagnostic::new(Code::ExampleMismatch, example.span, message));
             }
         }
     }
@@ -177,18 +152,11 @@ fn check_example(
     };
     match matcher::match_entries(candidates, &argv) {
         Ok(invocation) if std::ptr::eq(invocation.entry, entry) => None,
-        Ok(invocation) => Some(format!(
-            "the entry on line {} takes this example first",
-            line_of(invocation.entry)
-        )),
+        Ok(invocation) => Some(format!("the entry on line {} takes this example first", line_of(invocation.entry))),
         Err(NoMatch::NoEntryFits { attempts, .. }) => {
-            let own = attempts
-                .iter()
-                .find(|(i, _)| std::ptr::eq(candidates[*i], entry));
-            let why = own.map_or_else(
-                || "it names another command".to_string(),
-                |(_, m): &(usize, Mismatch)| m.to_string(),
-            );
+            let own = attempts.iter().find(|(i, _)| std::ptr::eq(candidates[*i], entry));
+            let why =
+                own.map_or_else(|| "it names another command".to_string(), |(_, m): &(usize, Mismatch)| m.to_string());
             Some(format!("the example does not fit this entry: {why}"))
         }
         Err(other) => Some(format!("the example does not fit this entry: {other}")),
@@ -196,11 +164,7 @@ fn check_example(
 }
 
 fn named_options(entry: &CommandEntry) -> Vec<(Section, &crate::annotation::model::ArgSpec)> {
-    entry
-        .args()
-        .filter(|(r, _)| r.section != Section::Params)
-        .map(|(r, s)| (r.section, s))
-        .collect()
+    entry.args().filter(|(r, _)| r.section != Section::Params).map(|(r, s)| (r.section, s)).collect()
 }
 
 /// True when every invocation that fits `later` also fits `earlier`.
@@ -209,8 +173,7 @@ fn shadows(earlier: &CommandEntry, later: &CommandEntry) -> bool {
         return false;
     }
     let (earlier_options, later_options) = (named_options(earlier), named_options(later));
-    let same_option = |a: &crate::annotation::model::ArgSpec,
-                       b: &crate::annotation::model::ArgSpec| {
+    let same_option = |a: &crate::annotation::model::ArgSpec, b: &crate::annotation::model::ArgSpec| {
         a.short == b.short && a.long == b.long
     };
     // Everything the later entry accepts, the earlier one accepts in the same way...
@@ -227,16 +190,7 @@ fn shadows(earlier: &CommandEntry, later: &CommandEntry) -> bool {
     let demands_nothing_more = earlier_options
         .iter()
         .filter(|(_, e)| e.required)
-        .all(|(_, e)| {
-            later_options
-                .iter()
-                .any(|(_, l)| same_option(e, l) && l.required)
-        });
-    let shape = |e: &CommandEntry| {
-        e.params
-            .iter()
-            .map(|p| p.size.clone())
-            .collect::<Vec<Size>>()
-    };
+        .all(|(_, e)| later_options.iter().any(|(_, l)| same_option(e, l) && l.required));
+    let shape = |e: &CommandEntry| e.params.iter().map(|p| p.size.clone()).collect::<Vec<Size>>();
     accepts_all && demands_nothing_more && shape(earlier) == shape(later)
 }

@@ -31,21 +31,14 @@ pub fn discover(
     cwd: &Path,
     user_config_dir: Option<&Path>,
 ) -> Result<Option<(PathBuf, String)>, ConfigError> {
-    let named = [
-        (explicit, "given with --config"),
-        (env_config, "named by $POSH_CONFIG"),
-    ];
+    let named = [(explicit, "given with --config"), (env_config, "named by $POSH_CONFIG")];
     for (path, how) in named {
         let Some(path) = path.filter(|p| !p.as_os_str().is_empty()) else {
             continue;
         };
         let path = cwd.join(path);
         return match fs.metadata(&path) {
-            None => Err(ConfigError::file(
-                ConfigErrorKind::NotFound,
-                &path,
-                format!("config file not found ({how})"),
-            )),
+            None => Err(ConfigError::file(ConfigErrorKind::NotFound, &path, format!("config file not found ({how})"))),
             Some(_) => read(fs, path).map(Some),
         };
     }
@@ -79,22 +72,11 @@ pub fn load(
 }
 
 fn read(fs: &dyn FileSystem, path: PathBuf) -> Result<(PathBuf, String), ConfigError> {
-    if fs
-        .metadata(&path)
-        .is_some_and(|m| m.kind == FileKind::Directory)
-    {
-        return Err(ConfigError::file(
-            ConfigErrorKind::Unreadable,
-            &path,
-            "is a directory, not a config file",
-        ));
+    if fs.metadata(&path).is_some_and(|m| m.kind == FileKind::Directory) {
+        return Err(ConfigError::file(ConfigErrorKind::Unreadable, &path, "is a directory, not a config file"));
     }
     match fs.read_to_string(&path) {
         Some(text) => Ok((path, text)),
-        None => Err(ConfigError::file(
-            ConfigErrorKind::Unreadable,
-            &path,
-            "cannot read the config file as UTF-8 text",
-        )),
+        None => Err(ConfigError::file(ConfigErrorKind::Unreadable, &path, "cannot read the config file as UTF-8 text")),
     }
 }

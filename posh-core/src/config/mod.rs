@@ -23,8 +23,7 @@ use crate::text::{LineIndex, Span};
 
 pub use discover::{FILE_NAME, discover, load};
 pub use units::{
-    DEFAULT_BANDWIDTH_BYTES_PER_SEC, DEFAULT_RTT, format_bandwidth, format_rtt, parse_bandwidth,
-    parse_rtt,
+    DEFAULT_BANDWIDTH_BYTES_PER_SEC, DEFAULT_RTT, format_bandwidth, format_rtt, parse_bandwidth, parse_rtt,
 };
 
 /// A loaded configuration. The default has no mounts: nothing is remote and posh behaves like
@@ -77,21 +76,13 @@ fn serialize_ms<S: serde::Serializer>(rtt: &Duration, serializer: S) -> Result<S
 impl Default for Link {
     /// 100 Mbit/s and 10 ms: a conservative WAN link, assumed when nothing is known.
     fn default() -> Link {
-        Link {
-            bandwidth_bytes_per_sec: DEFAULT_BANDWIDTH_BYTES_PER_SEC,
-            rtt: DEFAULT_RTT,
-        }
+        Link { bandwidth_bytes_per_sec: DEFAULT_BANDWIDTH_BYTES_PER_SEC, rtt: DEFAULT_RTT }
     }
 }
 
 impl fmt::Display for Link {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(
-            f,
-            "{}, rtt {}",
-            format_bandwidth(self.bandwidth_bytes_per_sec),
-            format_rtt(self.rtt)
-        )
+        write!(f, "{}, rtt {}", format_bandwidth(self.bandwidth_bytes_per_sec), format_rtt(self.rtt))
     }
 }
 
@@ -102,57 +93,41 @@ impl ProxyAddress {
             return Ok(ProxyAddress::Embedded);
         }
         if text.eq_ignore_ascii_case("embedded") {
-            return Err(format!(
-                "unknown proxy \"{text}\"; did you mean \"embedded\"?"
-            ));
+            return Err(format!("unknown proxy \"{text}\"; did you mean \"embedded\"?"));
         }
         let expected = "expected \"host:port\" or \"embedded\"";
         if text.is_empty() {
             return Err(format!("{expected}, found an empty string"));
         }
         let (host, port) = if let Some(rest) = text.strip_prefix('[') {
-            let (address, after) = rest
-                .split_once(']')
-                .ok_or_else(|| format!("missing `]` after the IPv6 address in \"{text}\""))?;
+            let (address, after) =
+                rest.split_once(']').ok_or_else(|| format!("missing `]` after the IPv6 address in \"{text}\""))?;
             if address.parse::<std::net::Ipv6Addr>().is_err() {
                 return Err(format!("`{address}` is not an IPv6 address"));
             }
-            let port = after
-                .strip_prefix(':')
-                .ok_or_else(|| format!("missing port in \"{text}\"; {expected}"))?;
+            let port = after.strip_prefix(':').ok_or_else(|| format!("missing port in \"{text}\"; {expected}"))?;
             (address, port)
         } else {
-            let (host, port) = text
-                .rsplit_once(':')
-                .ok_or_else(|| format!("missing port in \"{text}\"; {expected}"))?;
+            let (host, port) =
+                text.rsplit_once(':').ok_or_else(|| format!("missing port in \"{text}\"; {expected}"))?;
             if host.contains(':') {
-                return Err(format!(
-                    "an IPv6 address goes in brackets: \"[{host}]:{port}\""
-                ));
+                return Err(format!("an IPv6 address goes in brackets: \"[{host}]:{port}\""));
             }
             if host.is_empty() {
                 return Err(format!("missing host in \"{text}\"; {expected}"));
             }
-            if !host
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
-            {
+            if !host.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_')) {
                 return Err(format!("`{host}` is not a host name or IP address"));
             }
             (host, port)
         };
         let port = match port.parse::<u16>() {
             Ok(0) | Err(_) => {
-                return Err(format!(
-                    "`{port}` is not a port; expected a number from 1 to 65535"
-                ));
+                return Err(format!("`{port}` is not a port; expected a number from 1 to 65535"));
             }
             Ok(port) => port,
         };
-        Ok(ProxyAddress::Remote {
-            host: host.to_string(),
-            port,
-        })
+        Ok(ProxyAddress::Remote { host: host.to_string(), port })
     }
 }
 
@@ -232,11 +207,7 @@ impl Mount {
 }
 
 fn join_rest(base: &Path, rest: &Path) -> PathBuf {
-    if rest.as_os_str().is_empty() {
-        base.to_path_buf()
-    } else {
-        base.join(rest)
-    }
+    if rest.as_os_str().is_empty() { base.to_path_buf() } else { base.join(rest) }
 }
 
 /// Lexical normalization: drops `.` components and trailing slashes, and resolves `..` against
@@ -344,10 +315,8 @@ type Value<'i> = Spanned<DeValue<'i>>;
 
 /// A table's entries in the order of the file (toml's map is sorted by key).
 fn in_file_order<'t, 'i>(table: &'t DeTable<'i>) -> Vec<(&'t str, Span, &'t Value<'i>)> {
-    let mut entries: Vec<_> = table
-        .iter()
-        .map(|(key, value)| (key.get_ref().as_ref(), to_span(key.span()), value))
-        .collect();
+    let mut entries: Vec<_> =
+        table.iter().map(|(key, value)| (key.get_ref().as_ref(), to_span(key.span()), value)).collect();
     entries.sort_by_key(|&(_, span, _)| span.start);
     entries
 }
@@ -373,20 +342,10 @@ struct Parser<'a> {
 
 impl<'a> Parser<'a> {
     fn new(text: &'a str, origin: &'a Path) -> Parser<'a> {
-        Parser {
-            text,
-            origin,
-            lines: LineIndex::new(text),
-        }
+        Parser { text, origin, lines: LineIndex::new(text) }
     }
 
-    fn error(
-        &self,
-        kind: ConfigErrorKind,
-        span: Span,
-        key: Option<String>,
-        message: impl Into<String>,
-    ) -> ConfigError {
+    fn error(&self, kind: ConfigErrorKind, span: Span, key: Option<String>, message: impl Into<String>) -> ConfigError {
         let (line, column) = self.lines.line_col(self.text, span.start);
         ConfigError {
             kind,
@@ -411,11 +370,7 @@ impl<'a> Parser<'a> {
             match key {
                 "mount" => {
                     let DeValue::Array(array) = value.get_ref() else {
-                        return Err(self.wrong_type(
-                            "mount",
-                            value,
-                            "an array of tables (`[[mount]]`)",
-                        ));
+                        return Err(self.wrong_type("mount", value, "an array of tables (`[[mount]]`)"));
                     };
                     for item in array.iter() {
                         let mount = self.mount(mounts.len() + 1, item, &mounts)?;
@@ -437,19 +392,13 @@ impl<'a> Parser<'a> {
             .into_iter()
             .map(|partial| Mount {
                 link: Link {
-                    bandwidth_bytes_per_sec: partial
-                        .bandwidth
-                        .unwrap_or(client.bandwidth_bytes_per_sec),
+                    bandwidth_bytes_per_sec: partial.bandwidth.unwrap_or(client.bandwidth_bytes_per_sec),
                     rtt: partial.rtt.unwrap_or(client.rtt),
                 },
                 ..partial.mount
             })
             .collect();
-        Ok(Config {
-            mounts,
-            client,
-            origin: Some(self.origin.to_path_buf()),
-        })
+        Ok(Config { mounts, client, origin: Some(self.origin.to_path_buf()) })
     }
 
     fn syntax_error(&self, error: &toml::de::Error) -> ConfigError {
@@ -468,11 +417,7 @@ impl<'a> Parser<'a> {
             Some(near) => format!("unknown key; did you mean `{near}`?"),
             None => format!(
                 "unknown key; expected one of {}",
-                known
-                    .iter()
-                    .map(|k| format!("`{k}`"))
-                    .collect::<Vec<_>>()
-                    .join(", ")
+                known.iter().map(|k| format!("`{k}`")).collect::<Vec<_>>().join(", ")
             ),
         };
         self.error(ConfigErrorKind::UnknownKey, span, Some(dotted), message)
@@ -480,11 +425,7 @@ impl<'a> Parser<'a> {
 
     fn wrong_type(&self, key: &str, value: &Value<'_>, expected: &str) -> ConfigError {
         let found = value.get_ref().type_str();
-        let article = if found.starts_with(['a', 'e', 'i', 'o', 'u']) {
-            "an"
-        } else {
-            "a"
-        };
+        let article = if found.starts_with(['a', 'e', 'i', 'o', 'u']) { "an" } else { "a" };
         self.error(
             ConfigErrorKind::WrongType,
             to_span(value.span()),
@@ -494,20 +435,10 @@ impl<'a> Parser<'a> {
     }
 
     fn invalid(&self, key: &str, value: &Value<'_>, message: impl Into<String>) -> ConfigError {
-        self.error(
-            ConfigErrorKind::InvalidValue,
-            to_span(value.span()),
-            Some(key.to_string()),
-            message,
-        )
+        self.error(ConfigErrorKind::InvalidValue, to_span(value.span()), Some(key.to_string()), message)
     }
 
-    fn table<'t, 'i>(
-        &self,
-        key: &str,
-        value: &'t Value<'i>,
-        expected: &str,
-    ) -> Result<&'t DeTable<'i>, ConfigError> {
+    fn table<'t, 'i>(&self, key: &str, value: &'t Value<'i>, expected: &str) -> Result<&'t DeTable<'i>, ConfigError> {
         match value.get_ref() {
             DeValue::Table(table) => Ok(table),
             _ => Err(self.wrong_type(key, value, expected)),
@@ -515,20 +446,13 @@ impl<'a> Parser<'a> {
     }
 
     fn string<'t>(&self, key: &str, value: &'t Value<'_>) -> Result<&'t str, ConfigError> {
-        value
-            .get_ref()
-            .as_str()
-            .ok_or_else(|| self.wrong_type(key, value, "a string"))
+        value.get_ref().as_str().ok_or_else(|| self.wrong_type(key, value, "a string"))
     }
 
     fn absolute_path(&self, key: &str, value: &Value<'_>) -> Result<PathBuf, ConfigError> {
         let text = self.string(key, value)?;
         if !Path::new(text).is_absolute() {
-            return Err(self.invalid(
-                key,
-                value,
-                format!("expected an absolute path, found \"{text}\""),
-            ));
+            return Err(self.invalid(key, value, format!("expected an absolute path, found \"{text}\"")));
         }
         Ok(normalize_path(Path::new(text)))
     }
@@ -538,9 +462,7 @@ impl<'a> Parser<'a> {
     fn client_path(&self, key: &str, value: &Value<'_>) -> Result<PathBuf, ConfigError> {
         let text = self.string(key, value)?;
         match self.origin.parent().filter(|dir| dir.is_absolute()) {
-            Some(dir) if !text.is_empty() && Path::new(text).is_relative() => {
-                Ok(normalize_path(&dir.join(text)))
-            }
+            Some(dir) if !text.is_empty() && Path::new(text).is_relative() => Ok(normalize_path(&dir.join(text))),
             _ => self.absolute_path(key, value),
         }
     }
@@ -598,12 +520,7 @@ impl<'a> Parser<'a> {
     }
 
     /// The `number`th `[[mount]]` (from 1), checked against the mounts before it.
-    fn mount(
-        &self,
-        number: usize,
-        value: &Value<'_>,
-        before: &[PartialMount],
-    ) -> Result<PartialMount, ConfigError> {
+    fn mount(&self, number: usize, value: &Value<'_>, before: &[PartialMount]) -> Result<PartialMount, ConfigError> {
         let prefix = format!("mount[{number}]");
         let table = self.table(&prefix, value, "a table (`[[mount]]`)")?;
         let table_span = to_span(value.span());
@@ -619,8 +536,7 @@ impl<'a> Parser<'a> {
                 "path" => path = Some((self.client_path(&dotted, value)?, value)),
                 "proxy" => {
                     let text = self.string(&dotted, value)?;
-                    let address = ProxyAddress::parse(text)
-                        .map_err(|message| self.invalid(&dotted, value, message))?;
+                    let address = ProxyAddress::parse(text).map_err(|message| self.invalid(&dotted, value, message))?;
                     proxy = Some(address);
                 }
                 "name" => {
@@ -643,16 +559,10 @@ impl<'a> Parser<'a> {
             )
         };
         let Some((path, path_value)) = path else {
-            return Err(missing(
-                "path",
-                "set it to the absolute client path of the mount, e.g. \"/mnt/logs\"",
-            ));
+            return Err(missing("path", "set it to the absolute client path of the mount, e.g. \"/mnt/logs\""));
         };
         let Some(proxy) = proxy else {
-            return Err(missing(
-                "proxy",
-                "set it to the proxy's \"host:port\" or to \"embedded\"",
-            ));
+            return Err(missing("proxy", "set it to the proxy's \"host:port\" or to \"embedded\""));
         };
         let name_key = format!("{prefix}.name");
         let (name, name_value, derived) = match name {
@@ -677,11 +587,7 @@ impl<'a> Parser<'a> {
             }
         };
         let name_span = to_span(name_value.span());
-        if let Some((index, other)) = before
-            .iter()
-            .enumerate()
-            .find(|(_, other)| other.mount.path == path)
-        {
+        if let Some((index, other)) = before.iter().enumerate().find(|(_, other)| other.mount.path == path) {
             return Err(self.error(
                 ConfigErrorKind::Duplicate,
                 to_span(path_value.span()),
@@ -694,36 +600,18 @@ impl<'a> Parser<'a> {
                 ),
             ));
         }
-        if let Some((index, other)) = before
-            .iter()
-            .enumerate()
-            .find(|(_, other)| other.mount.name == name)
-        {
-            let taken = if derived {
-                " (taken from the path; set `name` to tell them apart)"
-            } else {
-                ""
-            };
+        if let Some((index, other)) = before.iter().enumerate().find(|(_, other)| other.mount.name == name) {
+            let taken = if derived { " (taken from the path; set `name` to tell them apart)" } else { "" };
             return Err(self.error(
                 ConfigErrorKind::Duplicate,
                 name_span,
                 Some(name_key),
-                format!(
-                    "the name `{name}`{taken} is already used by mount[{}] (line {})",
-                    index + 1,
-                    other.line
-                ),
+                format!("the name `{name}`{taken} is already used by mount[{}] (line {})", index + 1, other.line),
             ));
         }
         let export = export.unwrap_or_else(|| path.clone());
         Ok(PartialMount {
-            mount: Mount {
-                name,
-                path,
-                proxy,
-                export,
-                link: Link::default(),
-            },
+            mount: Mount { name, path, proxy, export, link: Link::default() },
             bandwidth,
             rtt,
             line: self.line_of(table_span),
@@ -738,14 +626,10 @@ fn check_name(name: &str) -> Result<(), String> {
         return Err("a mount name must not be empty".to_string());
     }
     if name == RESERVED_NAME {
-        return Err(format!(
-            "the name `{RESERVED_NAME}` is reserved for the client itself"
-        ));
+        return Err(format!("the name `{RESERVED_NAME}` is reserved for the client itself"));
     }
     let valid = name.starts_with(char::is_alphanumeric)
-        && name
-            .chars()
-            .all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
+        && name.chars().all(|c| c.is_alphanumeric() || matches!(c, '-' | '_' | '.'));
     if !valid {
         return Err(format!(
             "invalid mount name `{name}`: use letters, digits, `-`, `_` and `.`, \
@@ -773,11 +657,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
         let mut current = vec![i + 1];
         for (j, &cb) in b.iter().enumerate() {
             let cost = usize::from(ca != cb);
-            current.push(
-                (previous[j] + cost)
-                    .min(previous[j + 1] + 1)
-                    .min(current[j] + 1),
-            );
+            current.push((previous[j] + cost).min(previous[j + 1] + 1).min(current[j] + 1));
         }
         previous = current;
     }

@@ -37,21 +37,12 @@ const MOUNT: &str = "[[mount]]\npath = \"/mnt/logs\"\nproxy = \"10.0.0.5:4433\"\
 #[test]
 fn syntax_errors() {
     insta::assert_snapshot!(render_errors(&[
-        (
-            "unterminated string",
-            "[[mount]]\npath = \"/mnt/logs\nproxy = \"embedded\"\n"
-        ),
-        (
-            "duplicate key",
-            "[[mount]]\npath = \"/mnt/logs\"\npath = \"/mnt/data\"\n"
-        ),
+        ("unterminated string", "[[mount]]\npath = \"/mnt/logs\nproxy = \"embedded\"\n"),
+        ("duplicate key", "[[mount]]\npath = \"/mnt/logs\"\npath = \"/mnt/data\"\n"),
         ("missing value", "[client]\nrtt =\n"),
         ("bare word value", "[[mount]]\npath = /mnt/logs\n"),
         ("unclosed header", "[[mount]\npath = \"/mnt/logs\"\n"),
-        (
-            "table declared twice",
-            "[client]\nrtt = \"1ms\"\n[client]\n"
-        ),
+        ("table declared twice", "[client]\nrtt = \"1ms\"\n[client]\n"),
         ("table then array", "[mount]\npath = \"/a\"\n[[mount]]\n"),
     ]));
 }
@@ -61,26 +52,14 @@ fn unknown_keys() {
     insta::assert_snapshot!(render_errors(&[
         ("near miss at the top", "[[mounts]]\npath = \"/mnt/logs\"\n"),
         ("far miss at the top", "title = \"x\"\n"),
-        (
-            "near miss in a mount",
-            &format!("{MOUNT}bandwith = \"1Gbit\"\n")
-        ),
-        (
-            "case slip in a mount",
-            &format!("{MOUNT}Export = \"/srv\"\n")
-        ),
+        ("near miss in a mount", &format!("{MOUNT}bandwith = \"1Gbit\"\n")),
+        ("case slip in a mount", &format!("{MOUNT}Export = \"/srv\"\n")),
         ("far miss in a mount", &format!("{MOUNT}speed = \"fast\"\n")),
-        (
-            "in the second mount",
-            &format!("{MOUNT}\n[[mount]]\npath = \"/data\"\nproxi = \"embedded\"\n")
-        ),
+        ("in the second mount", &format!("{MOUNT}\n[[mount]]\npath = \"/data\"\nproxi = \"embedded\"\n")),
         ("near miss in client", "[client]\nrt = \"5ms\"\n"),
         ("far miss in client", "[client]\nhost = \"me\"\n"),
         ("nested table in client", "[client.link]\nrtt = \"5ms\"\n"),
-        (
-            "dotted key",
-            "client.bandwidth = \"1Gbit\"\nclient.rttt = \"1ms\"\n"
-        ),
+        ("dotted key", "client.bandwidth = \"1Gbit\"\nclient.rttt = \"1ms\"\n"),
     ]));
 }
 
@@ -92,25 +71,13 @@ fn wrong_types() {
         ("mount array of numbers", "mount = [1]\n"),
         ("client as a number", "client = 3\n"),
         ("path as a number", "[[mount]]\npath = 1\n"),
-        (
-            "proxy as a number",
-            "[[mount]]\npath = \"/a\"\nproxy = 4433\n"
-        ),
+        ("proxy as a number", "[[mount]]\npath = \"/a\"\nproxy = 4433\n"),
         ("name as a boolean", &format!("{MOUNT}name = true\n")),
-        (
-            "export as an array",
-            &format!("{MOUNT}export = [\"/srv\"]\n")
-        ),
-        (
-            "bandwidth as a boolean",
-            &format!("{MOUNT}bandwidth = true\n")
-        ),
+        ("export as an array", &format!("{MOUNT}export = [\"/srv\"]\n")),
+        ("bandwidth as a boolean", &format!("{MOUNT}bandwidth = true\n")),
         ("rtt as a number", &format!("{MOUNT}rtt = 20\n")),
         ("rtt as a float in client", "[client]\nrtt = 0.5\n"),
-        (
-            "inline table mount",
-            "mount = [{ path = \"/a\", proxy = \"embedded\" }, { path = 2 }]\n"
-        ),
+        ("inline table mount", "mount = [{ path = \"/a\", proxy = \"embedded\" }, { path = 2 }]\n"),
     ]));
 }
 
@@ -120,14 +87,8 @@ fn missing_keys() {
         ("no path", "[[mount]]\nproxy = \"embedded\"\n"),
         ("no proxy", "[[mount]]\npath = \"/mnt/logs\"\n"),
         ("empty table", "[client]\n[[mount]]\n"),
-        (
-            "no proxy in an inline table",
-            "mount = [{ path = \"/mnt/logs\" }]\n"
-        ),
-        (
-            "no proxy in the second mount",
-            &format!("{MOUNT}\n[[mount]]\npath = \"/data\"\n")
-        ),
+        ("no proxy in an inline table", "mount = [{ path = \"/mnt/logs\" }]\n"),
+        ("no proxy in the second mount", &format!("{MOUNT}\n[[mount]]\npath = \"/data\"\n")),
     ]));
 }
 
@@ -135,14 +96,8 @@ fn missing_keys() {
 fn invalid_values() {
     let with = |key_values: &str| format!("[[mount]]\npath = \"/mnt/logs\"\n{key_values}\n");
     insta::assert_snapshot!(render_errors(&[
-        (
-            "empty path",
-            "[[mount]]\npath = \"\"\nproxy = \"embedded\"\n"
-        ),
-        (
-            "relative export",
-            &with("proxy = \"embedded\"\nexport = \"srv/logs\"")
-        ),
+        ("empty path", "[[mount]]\npath = \"\"\nproxy = \"embedded\"\n"),
+        ("relative export", &with("proxy = \"embedded\"\nexport = \"srv/logs\"")),
         ("proxy without port", &with("proxy = \"10.0.0.5\"")),
         ("proxy with port 0", &with("proxy = \"10.0.0.5:0\"")),
         ("proxy with port 70000", &with("proxy = \"host:70000\"")),
@@ -155,57 +110,21 @@ fn invalid_values() {
         ("bracketed IPv6 without port", &with("proxy = \"[::1]\"")),
         ("host with a space", &with("proxy = \"my host:4433\"")),
         ("Embedded capitalised", &with("proxy = \"Embedded\"")),
-        (
-            "bandwidth unit",
-            &with("proxy = \"embedded\"\nbandwidth = \"600Mbitz\"")
-        ),
-        (
-            "bandwidth no number",
-            &with("proxy = \"embedded\"\nbandwidth = \"fast\"")
-        ),
-        (
-            "bandwidth zero",
-            &with("proxy = \"embedded\"\nbandwidth = \"0Mbit\"")
-        ),
-        (
-            "bandwidth integer zero",
-            &with("proxy = \"embedded\"\nbandwidth = 0")
-        ),
-        (
-            "bandwidth negative",
-            &with("proxy = \"embedded\"\nbandwidth = -5")
-        ),
-        (
-            "bandwidth negative float",
-            &with("proxy = \"embedded\"\nbandwidth = -5.0")
-        ),
-        (
-            "bandwidth infinite",
-            &with("proxy = \"embedded\"\nbandwidth = inf")
-        ),
-        (
-            "rtt without unit",
-            &with("proxy = \"embedded\"\nrtt = \"20\"")
-        ),
+        ("bandwidth unit", &with("proxy = \"embedded\"\nbandwidth = \"600Mbitz\"")),
+        ("bandwidth no number", &with("proxy = \"embedded\"\nbandwidth = \"fast\"")),
+        ("bandwidth zero", &with("proxy = \"embedded\"\nbandwidth = \"0Mbit\"")),
+        ("bandwidth integer zero", &with("proxy = \"embedded\"\nbandwidth = 0")),
+        ("bandwidth negative", &with("proxy = \"embedded\"\nbandwidth = -5")),
+        ("bandwidth negative float", &with("proxy = \"embedded\"\nbandwidth = -5.0")),
+        ("bandwidth infinite", &with("proxy = \"embedded\"\nbandwidth = inf")),
+        ("rtt without unit", &with("proxy = \"embedded\"\nrtt = \"20\"")),
         ("rtt unit", &with("proxy = \"embedded\"\nrtt = \"20 min\"")),
         ("rtt negative", "[client]\nrtt = \"-1ms\"\n"),
-        (
-            "name with a space",
-            &with("proxy = \"embedded\"\nname = \"my logs\"")
-        ),
+        ("name with a space", &with("proxy = \"embedded\"\nname = \"my logs\"")),
         ("name empty", &with("proxy = \"embedded\"\nname = \"\"")),
-        (
-            "name reserved",
-            &with("proxy = \"embedded\"\nname = \"client\"")
-        ),
-        (
-            "root without a name",
-            "[[mount]]\npath = \"/\"\nproxy = \"embedded\"\n"
-        ),
-        (
-            "name taken from a path",
-            "[[mount]]\npath = \"/mnt/my logs\"\nproxy = \"embedded\"\n"
-        ),
+        ("name reserved", &with("proxy = \"embedded\"\nname = \"client\"")),
+        ("root without a name", "[[mount]]\npath = \"/\"\nproxy = \"embedded\"\n"),
+        ("name taken from a path", "[[mount]]\npath = \"/mnt/my logs\"\nproxy = \"embedded\"\n"),
         (
             "column counts characters",
             "[[mount]]\npath = \"/mnt/données\"\nproxy = \"embedded\"\nname = \"données\"  ; bandwidth = \"fast\"\n"
@@ -275,13 +194,7 @@ fn defaults() {
     assert_eq!(Config::default().origin, None);
     assert_eq!(Link::default().to_string(), "100 Mbit/s, rtt 10 ms");
     let empty = parse_ok("# nothing yet\n");
-    assert_eq!(
-        empty,
-        Config {
-            origin: Some(PathBuf::from(ORIGIN)),
-            ..Config::default()
-        }
-    );
+    assert_eq!(empty, Config { origin: Some(PathBuf::from(ORIGIN)), ..Config::default() });
     let config = parse_ok(MOUNT);
     let mount = &config.mounts[0];
     assert_eq!(mount.name, "logs");
@@ -292,19 +205,10 @@ fn defaults() {
 
 #[test]
 fn proxy_addresses() {
-    let remote = |host: &str, port| ProxyAddress::Remote {
-        host: host.to_string(),
-        port,
-    };
+    let remote = |host: &str, port| ProxyAddress::Remote { host: host.to_string(), port };
     assert_eq!(ProxyAddress::parse("embedded"), Ok(ProxyAddress::Embedded));
-    assert_eq!(
-        ProxyAddress::parse("10.0.0.5:4433"),
-        Ok(remote("10.0.0.5", 4433))
-    );
-    assert_eq!(
-        ProxyAddress::parse("storage-1.example.org:1"),
-        Ok(remote("storage-1.example.org", 1))
-    );
+    assert_eq!(ProxyAddress::parse("10.0.0.5:4433"), Ok(remote("10.0.0.5", 4433)));
+    assert_eq!(ProxyAddress::parse("storage-1.example.org:1"), Ok(remote("storage-1.example.org", 1)));
     assert_eq!(ProxyAddress::parse("[::1]:4433"), Ok(remote("::1", 4433)));
     assert_eq!(
         ProxyAddress::parse("[fe80::1%eth0]:4433").map(|_| ()),
@@ -349,18 +253,14 @@ fn bandwidth_units() {
     for &(text, bytes) in cases {
         assert_eq!(parse_bandwidth(text), Ok(bytes), "{text}");
     }
-    let errors: Vec<String> = [
-        "", "Mbit", "-1Mbit", "0", "1..2Mbit", "5ps", "5 Xbit", "1e9",
-    ]
-    .iter()
-    .map(|text| format!("{text:?}: {}", parse_bandwidth(text).unwrap_err()))
-    .collect();
+    let errors: Vec<String> = ["", "Mbit", "-1Mbit", "0", "1..2Mbit", "5ps", "5 Xbit", "1e9"]
+        .iter()
+        .map(|text| format!("{text:?}: {}", parse_bandwidth(text).unwrap_err()))
+        .collect();
     insta::assert_snapshot!(errors.join("\n"));
 
     // Bare numbers in the file are bytes per second.
-    let config = parse_ok(&format!(
-        "{MOUNT}bandwidth = 1.5e6\n[client]\nbandwidth = 0x10\n"
-    ));
+    let config = parse_ok(&format!("{MOUNT}bandwidth = 1.5e6\n[client]\nbandwidth = 0x10\n"));
     assert_eq!(config.mounts[0].link.bandwidth_bytes_per_sec, 1.5e6);
     assert_eq!(config.client.bandwidth_bytes_per_sec, 16.0);
 }
@@ -379,10 +279,7 @@ fn rtt_units() {
     ];
     for &(text, rtt) in cases {
         let parsed = parse_rtt(text).unwrap();
-        assert!(
-            parsed.abs_diff(rtt) < Duration::from_nanos(2),
-            "{text}: {parsed:?}"
-        );
+        assert!(parsed.abs_diff(rtt) < Duration::from_nanos(2), "{text}: {parsed:?}");
     }
     let errors: Vec<String> = ["", "20", "20 min", "ms", "-3ms", "20MS"]
         .iter()
@@ -455,16 +352,8 @@ fn mount_for_takes_the_longest_component_prefix() {
     }
     assert_eq!(Config::default().mount_for(Path::new("/mnt/logs")), None);
     let everything = parse_ok("[[mount]]\npath = \"/\"\nname = \"root\"\nproxy = \"embedded\"\n");
-    assert_eq!(
-        everything
-            .mount_for(Path::new("/etc/passwd"))
-            .map(|m| m.name.as_str()),
-        Some("root")
-    );
-    assert_eq!(
-        config.mount_named("archive").map(|m| m.path.as_path()),
-        Some(Path::new("/mnt/logs/archive"))
-    );
+    assert_eq!(everything.mount_for(Path::new("/etc/passwd")).map(|m| m.name.as_str()), Some("root"));
+    assert_eq!(config.mount_named("archive").map(|m| m.path.as_path()), Some(Path::new("/mnt/logs/archive")));
     assert_eq!(config.mount_named("client"), None);
 }
 
@@ -473,34 +362,19 @@ fn to_export_maps_under_the_export_root() {
     let config = nested();
     let logs = config.mount_named("logs").unwrap();
     let export = |path: &str| logs.to_export(Path::new(path));
-    assert_eq!(
-        export("/mnt/logs/a.log"),
-        Some(PathBuf::from("/srv/logs/a.log"))
-    );
+    assert_eq!(export("/mnt/logs/a.log"), Some(PathBuf::from("/srv/logs/a.log")));
     assert_eq!(export("/mnt/logs"), Some(PathBuf::from("/srv/logs")));
     assert_eq!(export("/mnt/logs/"), Some(PathBuf::from("/srv/logs")));
-    assert_eq!(
-        export("/mnt/logs/x/../b/./c"),
-        Some(PathBuf::from("/srv/logs/b/c"))
-    );
-    assert_eq!(
-        export("/mnt/logs/archive/old.gz"),
-        Some(PathBuf::from("/srv/logs/archive/old.gz"))
-    );
+    assert_eq!(export("/mnt/logs/x/../b/./c"), Some(PathBuf::from("/srv/logs/b/c")));
+    assert_eq!(export("/mnt/logs/archive/old.gz"), Some(PathBuf::from("/srv/logs/archive/old.gz")));
     assert_eq!(export("/mnt/logs/.."), None);
     assert_eq!(export("/mnt/logs/../etc/passwd"), None);
     assert_eq!(export("/mnt/logs2/a"), None);
     assert_eq!(export("mnt/logs/a"), None);
 
     let archive = config.mount_named("archive").unwrap();
-    assert_eq!(
-        archive.to_export(Path::new("/mnt/logs/archive/x")),
-        Some(PathBuf::from("/mnt/logs/archive/x"))
-    );
-    assert_eq!(
-        logs.to_client(Path::new("/srv/logs/a/b")),
-        Some(PathBuf::from("/mnt/logs/a/b"))
-    );
+    assert_eq!(archive.to_export(Path::new("/mnt/logs/archive/x")), Some(PathBuf::from("/mnt/logs/archive/x")));
+    assert_eq!(logs.to_client(Path::new("/srv/logs/a/b")), Some(PathBuf::from("/mnt/logs/a/b")));
     assert_eq!(logs.to_client(Path::new("/srv/logs/../x")), None);
 }
 
@@ -517,11 +391,7 @@ fn normalization() {
         ("//a//b", "/a/b"),
     ];
     for (path, expected) in cases {
-        assert_eq!(
-            normalize_path(Path::new(path)),
-            Path::new(expected),
-            "{path}"
-        );
+        assert_eq!(normalize_path(Path::new(path)), Path::new(expected), "{path}");
     }
 }
 
@@ -539,20 +409,8 @@ fn home() -> MemoryFileSystem {
 }
 
 /// The comment of the configuration `discover` finds, or its error.
-fn found(
-    fs: &MemoryFileSystem,
-    explicit: Option<&str>,
-    env: Option<&str>,
-    cwd: &str,
-    user: Option<&str>,
-) -> String {
-    match discover(
-        fs,
-        explicit.map(Path::new),
-        env.map(Path::new),
-        Path::new(cwd),
-        user.map(Path::new),
-    ) {
+fn found(fs: &MemoryFileSystem, explicit: Option<&str>, env: Option<&str>, cwd: &str, user: Option<&str>) -> String {
+    match discover(fs, explicit.map(Path::new), env.map(Path::new), Path::new(cwd), user.map(Path::new)) {
         Ok(Some((path, text))) => format!("{}: {}", path.display(), text.trim()),
         Ok(None) => "none".to_string(),
         Err(error) => format!("error {:?}: {error}", error.kind),
@@ -567,13 +425,7 @@ fn discovery_order() {
     let cases = [
         found(&fs, Some("/etc/explicit.toml"), Some("env.toml"), src, user),
         found(&fs, Some("env.toml"), None, "/home/u/proj", user),
-        found(
-            &fs,
-            Some("/etc/missing.toml"),
-            Some("/home/u/proj/env.toml"),
-            src,
-            user,
-        ),
+        found(&fs, Some("/etc/missing.toml"), Some("/home/u/proj/env.toml"), src, user),
         found(&fs, Some("/home/u"), None, src, user),
         found(&fs, None, Some("/home/u/proj/env.toml"), src, user),
         found(&fs, None, Some("/etc/missing.toml"), src, user),
@@ -591,9 +443,7 @@ fn discovery_order() {
 #[test]
 fn unreadable_files_are_errors() {
     let mut fs = MemoryFileSystem::new();
-    fs.add_file("/p/posh.toml", 12)
-        .add_text("/posh.toml", "# root\n")
-        .add_file("/bin.toml", 3);
+    fs.add_file("/p/posh.toml", 12).add_text("/posh.toml", "# root\n").add_file("/bin.toml", 3);
     assert_eq!(
         found(&fs, None, None, "/p/q", None),
         "error Unreadable: /p/posh.toml: cannot read the config file as UTF-8 text"
@@ -607,21 +457,13 @@ fn unreadable_files_are_errors() {
 #[test]
 fn load_parses_what_discover_finds() {
     let mut fs = MemoryFileSystem::new();
-    fs.add_text("/w/posh.toml", MOUNT).add_text(
-        "/bad/posh.toml",
-        "[[mount]]\npath = \"/x\"\nproxy = \"nowhere\"\n",
-    );
+    fs.add_text("/w/posh.toml", MOUNT).add_text("/bad/posh.toml", "[[mount]]\npath = \"/x\"\nproxy = \"nowhere\"\n");
     let config = load(&fs, None, None, Path::new("/w/a"), None).unwrap();
     assert_eq!(config.origin, Some(PathBuf::from("/w/posh.toml")));
     assert_eq!(config.mounts.len(), 1);
+    assert_eq!(load(&fs, None, None, Path::new("/tmp"), None), Ok(Config::default()));
     assert_eq!(
-        load(&fs, None, None, Path::new("/tmp"), None),
-        Ok(Config::default())
-    );
-    assert_eq!(
-        load(&fs, None, None, Path::new("/bad"), None)
-            .unwrap_err()
-            .to_string(),
+        load(&fs, None, None, Path::new("/bad"), None).unwrap_err().to_string(),
         "/bad/posh.toml:3:9: key `mount[1].proxy`: missing port in \"nowhere\"; expected \"host:port\" or \"embedded\""
     );
 }
@@ -652,10 +494,7 @@ fn documentation_examples() {
     let mut lines = docs.lines();
     while let Some(line) = lines.next() {
         if let Some(lang) = line.strip_prefix("```") {
-            let body: Vec<&str> = lines
-                .by_ref()
-                .take_while(|l| !l.starts_with("```"))
-                .collect();
+            let body: Vec<&str> = lines.by_ref().take_while(|l| !l.starts_with("```")).collect();
             blocks.push((lang.to_string(), body.join("\n") + "\n"));
         }
     }
@@ -665,14 +504,9 @@ fn documentation_examples() {
             continue;
         }
         checked += 1;
-        let documented_error = blocks
-            .get(i + 1)
-            .filter(|(next_lang, _)| next_lang == "error")
-            .map(|(_, next_text)| next_text.trim_end());
-        match (
-            Config::parse(text, Path::new("posh.toml")),
-            documented_error,
-        ) {
+        let documented_error =
+            blocks.get(i + 1).filter(|(next_lang, _)| next_lang == "error").map(|(_, next_text)| next_text.trim_end());
+        match (Config::parse(text, Path::new("posh.toml")), documented_error) {
             (Ok(_), None) => {}
             (Ok(_), Some(_)) => panic!("documented error does not occur:\n{text}"),
             (Err(error), Some(expected)) => assert_eq!(error.to_string(), expected, "in\n{text}"),
@@ -692,11 +526,5 @@ fn relative_mount_paths_are_relative_to_the_config_file() {
     assert_eq!(config.mounts[0].path, Path::new("/srv/project/logs"));
     assert_eq!(config.mounts[0].export, Path::new("/srv/project/logs"));
     // Without a file's directory to anchor it, a relative path is still an error.
-    assert!(
-        Config::parse(
-            "[[mount]]\npath = \"logs\"\nproxy = \"embedded\"\n",
-            Path::new("posh.toml")
-        )
-        .is_err()
-    );
+    assert!(Config::parse("[[mount]]\npath = \"logs\"\nproxy = \"embedded\"\n", Path::new("posh.toml")).is_err());
 }

@@ -18,20 +18,15 @@ const BANDWIDTH_UNITS: &str = "use bit, Kbit, Mbit, Gbit (bits per second) or B,
 /// `Mi`, `Gi`, `Ti` (powers of 1024), and an optional `/s` (`600Mbit`, `600 Mbit/s`, `75MB/s`).
 /// `bps` and `Bps` are accepted too (`600Mbps`). A bare number is bytes per second.
 pub fn parse_bandwidth(text: &str) -> Result<f64, String> {
-    let (number, unit) = split_number(text).ok_or_else(|| {
-        format!("expected a number and a unit, e.g. \"600Mbit\", found \"{text}\"")
-    })?;
-    let per_second = unit
-        .strip_suffix("/s")
-        .or_else(|| unit.strip_suffix("ps").filter(|u| u.ends_with(['b', 'B'])))
-        .unwrap_or(unit);
-    let unit_factor = bandwidth_unit(per_second)
-        .ok_or_else(|| format!("unknown bandwidth unit `{unit}`; {BANDWIDTH_UNITS}"))?;
+    let (number, unit) = split_number(text)
+        .ok_or_else(|| format!("expected a number and a unit, e.g. \"600Mbit\", found \"{text}\""))?;
+    let per_second =
+        unit.strip_suffix("/s").or_else(|| unit.strip_suffix("ps").filter(|u| u.ends_with(['b', 'B']))).unwrap_or(unit);
+    let unit_factor =
+        bandwidth_unit(per_second).ok_or_else(|| format!("unknown bandwidth unit `{unit}`; {BANDWIDTH_UNITS}"))?;
     let bytes = number * unit_factor;
     if !(bytes.is_finite() && bytes > 0.0) {
-        return Err(format!(
-            "bandwidth must be greater than zero, found \"{text}\""
-        ));
+        return Err(format!("bandwidth must be greater than zero, found \"{text}\""));
     }
     Ok(bytes)
 }
@@ -76,17 +71,15 @@ fn bandwidth_unit(unit: &str) -> Option<f64> {
 /// Parses a round-trip time: a number and a unit, `s`, `ms`, `us` (or `µs`) or `ns`
 /// (`20ms`, `0.5 ms`, `150us`). The unit is required.
 pub fn parse_rtt(text: &str) -> Result<Duration, String> {
-    let (number, unit) = split_number(text)
-        .ok_or_else(|| format!("expected a number and a unit, e.g. \"20ms\", found \"{text}\""))?;
+    let (number, unit) =
+        split_number(text).ok_or_else(|| format!("expected a number and a unit, e.g. \"20ms\", found \"{text}\""))?;
     let seconds_per_unit = match unit {
         "s" => 1.0,
         "ms" => 1e-3,
         "us" | "µs" => 1e-6,
         "ns" => 1e-9,
         "" => {
-            return Err(format!(
-                "missing unit in \"{text}\"; write e.g. \"20ms\" (units: s, ms, us)"
-            ));
+            return Err(format!("missing unit in \"{text}\"; write e.g. \"20ms\" (units: s, ms, us)"));
         }
         _ => return Err(format!("unknown time unit `{unit}`; use s, ms or us")),
     };
@@ -97,9 +90,7 @@ pub fn parse_rtt(text: &str) -> Result<Duration, String> {
 /// Splits `600 Mbit/s` into 600.0 and `Mbit/s`. `None` when there is no non-negative number.
 fn split_number(text: &str) -> Option<(f64, &str)> {
     let text = text.trim();
-    let end = text
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(text.len());
+    let end = text.find(|c: char| !(c.is_ascii_digit() || c == '.')).unwrap_or(text.len());
     let number = text[..end].parse::<f64>().ok()?;
     Some((number, text[end..].trim_start()))
 }

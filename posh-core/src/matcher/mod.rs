@@ -131,17 +131,15 @@ impl fmt::Display for Mismatch {
                 write!(f, "`{option}` is given more than once")
             }
             Mismatch::MissingRequired { option } => write!(f, "this form needs `{option}`"),
-            Mismatch::WrongValueCount {
-                expected, found, ..
-            } => write!(f, "expected {expected} values in one word, found {found}"),
-            Mismatch::TooFewPositionals { expected, found } => write!(
-                f,
-                "expected at least {expected} positional arguments, found {found}"
-            ),
-            Mismatch::TooManyPositionals { expected, found } => write!(
-                f,
-                "expected at most {expected} positional arguments, found {found}"
-            ),
+            Mismatch::WrongValueCount { expected, found, .. } => {
+                write!(f, "expected {expected} values in one word, found {found}")
+            }
+            Mismatch::TooFewPositionals { expected, found } => {
+                write!(f, "expected at least {expected} positional arguments, found {found}")
+            }
+            Mismatch::TooManyPositionals { expected, found } => {
+                write!(f, "expected at most {expected} positional arguments, found {found}")
+            }
         }
     }
 }
@@ -152,10 +150,7 @@ pub enum NoMatch {
     /// The library has no entry for the command.
     NoAnnotation { command: String },
     /// Entries exist; each failed for the reason given (with its index among the candidates).
-    NoEntryFits {
-        command: String,
-        attempts: Vec<(usize, Mismatch)>,
-    },
+    NoEntryFits { command: String, attempts: Vec<(usize, Mismatch)> },
     /// argv is empty.
     Empty,
 }
@@ -195,10 +190,7 @@ pub fn command_name(word: &str) -> &str {
 
 /// Tries `candidates` in order and returns the first entry that fits, as entries of one command
 /// are tried in an annotation library.
-pub fn match_entries<'a>(
-    candidates: &[&'a CommandEntry],
-    argv: &[String],
-) -> Result<Invocation<'a>, NoMatch> {
+pub fn match_entries<'a>(candidates: &[&'a CommandEntry], argv: &[String]) -> Result<Invocation<'a>, NoMatch> {
     let Some(first) = argv.first() else {
         return Err(NoMatch::Empty);
     };
@@ -236,9 +228,7 @@ struct Fitter<'a, 'w> {
 
 impl<'a, 'w> Fitter<'a, 'w> {
     fn new(entry: &'a CommandEntry, argv: &'w [String]) -> Result<Self, Mismatch> {
-        let expected = || Mismatch::Subcommand {
-            expected: entry.display_name(),
-        };
+        let expected = || Mismatch::Subcommand { expected: entry.display_name() };
         if argv.first().map(|w| command_name(w)) != entry.name.first().map(String::as_str) {
             return Err(expected());
         }
@@ -249,10 +239,7 @@ impl<'a, 'w> Fitter<'a, 'w> {
         }
         let mut words = vec![Vec::new(); argv.len()];
         for (i, word) in words.iter_mut().enumerate().take(entry.name.len()) {
-            word.push(WordPart {
-                range: 0..argv[i].len(),
-                role: Role::CommandName,
-            });
+            word.push(WordPart { range: 0..argv[i].len(), role: Role::CommandName });
         }
         Ok(Fitter {
             entry,
@@ -274,16 +261,11 @@ impl<'a, 'w> Fitter<'a, 'w> {
             if options_ended || word == "-" || !word.starts_with('-') {
                 self.positionals.push(index);
             } else if word == "--" {
-                self.words[index].push(WordPart {
-                    range: 0..2,
-                    role: Role::EndOfOptions,
-                });
+                self.words[index].push(WordPart { range: 0..2, role: Role::EndOfOptions });
                 options_ended = true;
             } else if let Some(long) = word.strip_prefix("--") {
                 self.long_option(index, long, 2)?;
-            } else if self.entry.options.long_arg_single_dash
-                && self.find_long(long_name(&word[1..])).is_some()
-            {
+            } else if self.entry.options.long_arg_single_dash && self.find_long(long_name(&word[1..])).is_some() {
                 self.long_option(index, &word[1..], 1)?;
             } else {
                 self.short_options(index)?;
@@ -306,16 +288,12 @@ impl<'a, 'w> Fitter<'a, 'w> {
 
     fn find_long(&self, name: &str) -> Option<(ArgRef, &'a ArgSpec)> {
         let entry = self.entry;
-        entry
-            .args()
-            .find(|(r, spec)| r.section != Section::Params && spec.long.as_deref() == Some(name))
+        entry.args().find(|(r, spec)| r.section != Section::Params && spec.long.as_deref() == Some(name))
     }
 
     fn find_short(&self, c: char) -> Option<(ArgRef, &'a ArgSpec)> {
         let entry = self.entry;
-        entry
-            .args()
-            .find(|(r, spec)| r.section != Section::Params && spec.short == Some(c))
+        entry.args().find(|(r, spec)| r.section != Section::Params && spec.short == Some(c))
     }
 
     /// `--name`, `--name=value`, `--name value` (`-name` with `long_arg_single_dash`).
@@ -323,35 +301,20 @@ impl<'a, 'w> Fitter<'a, 'w> {
         let word = &self.argv[index];
         let name = long_name(body);
         let Some((arg, spec)) = self.find_long(name) else {
-            return Err(Mismatch::UnknownOption {
-                word: index,
-                option: format!("{}{name}", &word[..dashes]),
-            });
+            return Err(Mismatch::UnknownOption { word: index, option: format!("{}{name}", &word[..dashes]) });
         };
         let name_end = dashes + name.len();
         let inline = (name_end < word.len()).then(|| name_end + 1..word.len());
         if arg.section == Section::Flags {
             if inline.is_some() {
-                return Err(Mismatch::FlagWithValue {
-                    word: index,
-                    option: word[..name_end].to_string(),
-                });
+                return Err(Mismatch::FlagWithValue { word: index, option: word[..name_end].to_string() });
             }
-            self.words[index].push(WordPart {
-                range: 0..word.len(),
-                role: Role::Flag(arg),
-            });
+            self.words[index].push(WordPart { range: 0..word.len(), role: Role::Flag(arg) });
             return Ok(());
         }
-        self.words[index].push(WordPart {
-            range: 0..name_end,
-            role: Role::OptionName(arg),
-        });
+        self.words[index].push(WordPart { range: 0..name_end, role: Role::OptionName(arg) });
         if inline.is_some() {
-            self.words[index].push(WordPart {
-                range: name_end..name_end + 1,
-                role: Role::Punctuation,
-            });
+            self.words[index].push(WordPart { range: name_end..name_end + 1, role: Role::Punctuation });
         }
         self.option_values(index, arg, spec, inline, false, &word[..name_end])
     }
@@ -364,22 +327,13 @@ impl<'a, 'w> Fitter<'a, 'w> {
         while let Some((at, c)) = chars.next() {
             let end = at + c.len_utf8();
             let Some((arg, spec)) = self.find_short(c) else {
-                return Err(Mismatch::UnknownOption {
-                    word: index,
-                    option: format!("-{c}"),
-                });
+                return Err(Mismatch::UnknownOption { word: index, option: format!("-{c}") });
             };
             if arg.section == Section::Flags {
-                self.words[index].push(WordPart {
-                    range: at..end,
-                    role: Role::Flag(arg),
-                });
+                self.words[index].push(WordPart { range: at..end, role: Role::Flag(arg) });
                 continue;
             }
-            self.words[index].push(WordPart {
-                range: at..end,
-                role: Role::OptionName(arg),
-            });
+            self.words[index].push(WordPart { range: at..end, role: Role::OptionName(arg) });
             let inline = chars.peek().is_some().then_some(end..word.len());
             let bundled = bundled && at > 1;
             return self.option_values(index, arg, spec, inline, bundled, &format!("-{c}"));
@@ -400,36 +354,13 @@ impl<'a, 'w> Fitter<'a, 'w> {
         let mut words = vec![index];
         match (&spec.size, inline) {
             (_, None) if spec.attached => {}
-            (Size::Count(n), Some(_))
-            | (
-                Size::Specific {
-                    count: n,
-                    separator: None,
-                },
-                Some(_),
-            ) if *n > 1 => {
-                return Err(Mismatch::MissingValue {
-                    word: index,
-                    option: option.to_string(),
-                });
+            (Size::Count(n), Some(_)) | (Size::Specific { count: n, separator: None }, Some(_)) if *n > 1 => {
+                return Err(Mismatch::MissingValue { word: index, option: option.to_string() });
             }
-            (Size::Count(n), None)
-            | (
-                Size::Specific {
-                    count: n,
-                    separator: None,
-                },
-                None,
-            ) if *n > 1 => {
+            (Size::Count(n), None) | (Size::Specific { count: n, separator: None }, None) if *n > 1 => {
                 for _ in 0..*n {
                     let value_word = self.take_value_word(index, option)?;
-                    self.push_value(
-                        arg,
-                        spec.ty,
-                        value_word,
-                        0..self.argv[value_word].len(),
-                        occurrence,
-                    );
+                    self.push_value(arg, spec.ty, value_word, 0..self.argv[value_word].len(), occurrence);
                     words.push(value_word);
                 }
             }
@@ -445,20 +376,13 @@ impl<'a, 'w> Fitter<'a, 'w> {
                 self.split_values(arg, spec.ty, size, value_word, range, occurrence)?;
             }
         }
-        self.occurrences.push(Occurrence {
-            arg,
-            words,
-            bundled,
-        });
+        self.occurrences.push(Occurrence { arg, words, bundled });
         Ok(())
     }
 
     fn take_value_word(&mut self, index: usize, option: &str) -> Result<usize, Mismatch> {
         if self.next >= self.argv.len() {
-            return Err(Mismatch::MissingValue {
-                word: index,
-                option: option.to_string(),
-            });
+            return Err(Mismatch::MissingValue { word: index, option: option.to_string() });
         }
         self.next += 1;
         Ok(self.next - 1)
@@ -488,64 +412,28 @@ impl<'a, 'w> Fitter<'a, 'w> {
         if let Size::Specific { count, .. } = size
             && items.len() != *count as usize
         {
-            return Err(Mismatch::WrongValueCount {
-                word,
-                expected: *count,
-                found: items.len(),
-            });
+            return Err(Mismatch::WrongValueCount { word, expected: *count, found: items.len() });
         }
         for (i, item) in items.into_iter().enumerate() {
             if i > 0 {
-                self.words[word].push(WordPart {
-                    range: item.start - separator.len()..item.start,
-                    role: Role::Punctuation,
-                });
+                self.words[word]
+                    .push(WordPart { range: item.start - separator.len()..item.start, role: Role::Punctuation });
             }
             self.push_value(arg, ty, word, item, occurrence);
         }
         Ok(())
     }
 
-    fn push_value(
-        &mut self,
-        arg: ArgRef,
-        ty: ArgType,
-        word: usize,
-        range: Range<usize>,
-        occurrence: usize,
-    ) {
-        self.words[word].push(WordPart {
-            range: range.clone(),
-            role: Role::Value(arg, ty),
-        });
-        self.values.push(ArgValue {
-            arg,
-            ty,
-            word,
-            range,
-            occurrence,
-        });
+    fn push_value(&mut self, arg: ArgRef, ty: ArgType, word: usize, range: Range<usize>, occurrence: usize) {
+        self.words[word].push(WordPart { range: range.clone(), role: Role::Value(arg, ty) });
+        self.values.push(ArgValue { arg, ty, word, range, occurrence });
     }
 
     fn check_counts(&self) -> Result<(), Mismatch> {
-        for (arg, spec) in self
-            .entry
-            .args()
-            .filter(|(r, _)| r.section != Section::Params)
-        {
+        for (arg, spec) in self.entry.args().filter(|(r, _)| r.section != Section::Params) {
             let mut occurrences = self.occurrences.iter().filter(|o| o.arg == arg);
-            let flag_uses = || {
-                self.words
-                    .iter()
-                    .flatten()
-                    .filter(|p| p.role == Role::Flag(arg))
-                    .count()
-            };
-            let given = if arg.section == Section::Flags {
-                flag_uses()
-            } else {
-                occurrences.clone().count()
-            };
+            let flag_uses = || self.words.iter().flatten().filter(|p| p.role == Role::Flag(arg)).count();
+            let given = if arg.section == Section::Flags { flag_uses() } else { occurrences.clone().count() };
             let name = spec.display_name(self.entry.options.long_arg_single_dash);
             if spec.required && given == 0 {
                 return Err(Mismatch::MissingRequired { option: name });
@@ -565,55 +453,29 @@ impl<'a, 'w> Fitter<'a, 'w> {
         let entry = self.entry;
         let words_of = |spec: &ArgSpec| match spec.size {
             Size::Count(n) => Some(n as usize),
-            Size::Specific {
-                count,
-                separator: None,
-            } => Some(count as usize),
+            Size::Specific { count, separator: None } => Some(count as usize),
             Size::List { separator: None } => None,
-            Size::List { separator: Some(_) }
-            | Size::Specific {
-                separator: Some(_), ..
-            } => Some(1),
+            Size::List { separator: Some(_) } | Size::Specific { separator: Some(_), .. } => Some(1),
         };
         let fixed: usize = entry.params.iter().filter_map(words_of).sum();
         let has_list = entry.params.iter().any(|s| words_of(s).is_none());
         let found = self.positionals.len();
         if found < fixed {
-            return Err(Mismatch::TooFewPositionals {
-                expected: fixed,
-                found,
-            });
+            return Err(Mismatch::TooFewPositionals { expected: fixed, found });
         }
         if !has_list && found > fixed {
-            return Err(Mismatch::TooManyPositionals {
-                expected: fixed,
-                found,
-            });
+            return Err(Mismatch::TooManyPositionals { expected: fixed, found });
         }
         let positionals = std::mem::take(&mut self.positionals);
         let mut next = positionals.iter().copied();
         for (index, spec) in entry.params.iter().enumerate() {
-            let arg = ArgRef {
-                section: Section::Params,
-                index,
-            };
+            let arg = ArgRef { section: Section::Params, index };
             let count = words_of(spec).unwrap_or(found - fixed);
             for _ in 0..count {
                 let word = next.next().expect("counted above");
                 let occurrence = self.occurrences.len();
-                self.split_values(
-                    arg,
-                    spec.ty,
-                    &spec.size,
-                    word,
-                    0..self.argv[word].len(),
-                    occurrence,
-                )?;
-                self.occurrences.push(Occurrence {
-                    arg,
-                    words: vec![word],
-                    bundled: false,
-                });
+                self.split_values(arg, spec.ty, &spec.size, word, 0..self.argv[word].len(), occurrence)?;
+                self.occurrences.push(Occurrence { arg, words: vec![word], bundled: false });
             }
         }
         Ok(())
@@ -624,11 +486,7 @@ impl<'a, 'w> Fitter<'a, 'w> {
             .args()
             .filter(|(arg, _)| !self.occurrences.iter().any(|o| o.arg == *arg))
             .filter_map(|(arg, spec)| {
-                spec.default_value.as_ref().map(|v| DefaultValue {
-                    arg,
-                    ty: spec.ty,
-                    value: v.clone(),
-                })
+                spec.default_value.as_ref().map(|v| DefaultValue { arg, ty: spec.ty, value: v.clone() })
             })
             .collect()
     }
@@ -646,16 +504,8 @@ impl Invocation<'_> {
 
     /// Values of one type, defaults included, in argv order.
     pub fn files_of(&self, ty: ArgType) -> Vec<String> {
-        let given = self
-            .values
-            .iter()
-            .filter(|v| v.ty == ty)
-            .map(|v| self.value_text(v).to_string());
-        let defaults = self
-            .defaults
-            .iter()
-            .filter(|d| d.ty == ty)
-            .map(|d| d.value.clone());
+        let given = self.values.iter().filter(|v| v.ty == ty).map(|v| self.value_text(v).to_string());
+        let defaults = self.defaults.iter().filter(|d| d.ty == ty).map(|d| d.value.clone());
         given.chain(defaults).collect()
     }
 
@@ -678,48 +528,26 @@ impl Invocation<'_> {
     /// argv with the splittable argument narrowed to the values at `keep` (indices into
     /// [`Self::splittable_values`]); every other word stays as it was, in its place.
     pub fn argv_with_subset(&self, keep: &[usize]) -> Result<Vec<String>, RebuildError> {
-        let arg = self
-            .entry
-            .splittable_arg()
-            .ok_or(RebuildError::NotSplittable)?;
+        let arg = self.entry.splittable_arg().ok_or(RebuildError::NotSplittable)?;
         let split = self.splittable_values();
         if let Some(&index) = keep.iter().find(|&&i| i >= split.len()) {
-            return Err(RebuildError::OutOfRange {
-                index,
-                len: split.len(),
-            });
+            return Err(RebuildError::OutOfRange { index, len: split.len() });
         }
         if keep.is_empty() {
             return Err(RebuildError::EmptySubset);
         }
-        let kept = |v: &ArgValue| {
-            split
-                .iter()
-                .position(|s| *s == v)
-                .is_some_and(|i| keep.contains(&i))
-        };
+        let kept = |v: &ArgValue| split.iter().position(|s| *s == v).is_some_and(|i| keep.contains(&i));
         let mut dropped = vec![false; self.argv.len()];
         let mut rewritten: Vec<Option<String>> = vec![None; self.argv.len()];
-        for (occurrence_index, occurrence) in self
-            .occurrences
-            .iter()
-            .enumerate()
-            .filter(|(_, o)| o.arg == arg)
-        {
-            let values: Vec<&ArgValue> = self
-                .values
-                .iter()
-                .filter(|v| v.occurrence == occurrence_index)
-                .collect();
+        for (occurrence_index, occurrence) in self.occurrences.iter().enumerate().filter(|(_, o)| o.arg == arg) {
+            let values: Vec<&ArgValue> = self.values.iter().filter(|v| v.occurrence == occurrence_index).collect();
             let kept_values: Vec<&ArgValue> = values.iter().copied().filter(|v| kept(v)).collect();
             if kept_values.len() == values.len() {
                 continue;
             }
             if kept_values.is_empty() {
                 if occurrence.bundled {
-                    return Err(RebuildError::Bundled {
-                        word: self.argv[occurrence.words[0]].clone(),
-                    });
+                    return Err(RebuildError::Bundled { word: self.argv[occurrence.words[0]].clone() });
                 }
                 for &w in &occurrence.words {
                     dropped[w] = true;
@@ -733,12 +561,7 @@ impl Invocation<'_> {
             let first = values[0].range.start;
             let last = values[values.len() - 1].range.end;
             let joined: Vec<&str> = kept_values.iter().map(|v| &text[v.range.clone()]).collect();
-            rewritten[word] = Some(format!(
-                "{}{}{}",
-                &text[..first],
-                joined.join(separator),
-                &text[last..]
-            ));
+            rewritten[word] = Some(format!("{}{}{}", &text[..first], joined.join(separator), &text[last..]));
         }
         Ok((0..self.argv.len())
             .filter(|&i| !dropped[i])
@@ -756,18 +579,12 @@ impl Invocation<'_> {
                 let text = &word[part.range.clone()];
                 let role = match part.role {
                     Role::CommandName => "command".to_string(),
-                    Role::Flag(arg) => format!(
-                        "flag {}",
-                        self.entry
-                            .arg(arg)
-                            .display_name(self.entry.options.long_arg_single_dash)
-                    ),
-                    Role::OptionName(arg) => format!(
-                        "option {}",
-                        self.entry
-                            .arg(arg)
-                            .display_name(self.entry.options.long_arg_single_dash)
-                    ),
+                    Role::Flag(arg) => {
+                        format!("flag {}", self.entry.arg(arg).display_name(self.entry.options.long_arg_single_dash))
+                    }
+                    Role::OptionName(arg) => {
+                        format!("option {}", self.entry.arg(arg).display_name(self.entry.options.long_arg_single_dash))
+                    }
                     Role::Value(arg, ty) => {
                         let spec = self.entry.arg(arg);
                         let mut role = format!(
@@ -798,11 +615,7 @@ impl Invocation<'_> {
             out.push('\n');
         }
         for default in &self.defaults {
-            out.push_str(&format!(
-                "(default {:?}: {})\n",
-                default.value,
-                default.ty.keyword()
-            ));
+            out.push_str(&format!("(default {:?}: {})\n", default.value, default.ty.keyword()));
         }
         out
     }

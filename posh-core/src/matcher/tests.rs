@@ -15,11 +15,7 @@ fn check(annotations: &str, words: &[&str]) -> String {
     assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
     let candidates: Vec<&CommandEntry> = parsed.entries.iter().collect();
     match match_entries(&candidates, &argv(words)) {
-        Ok(invocation) => format!(
-            "entry #{}\n{}",
-            invocation.entry_index,
-            invocation.describe()
-        ),
+        Ok(invocation) => format!("entry #{}\n{}", invocation.entry_index, invocation.describe()),
         Err(NoMatch::NoEntryFits { command, attempts }) => {
             let mut out = format!("no match for {command}\n");
             for (i, why) in attempts {
@@ -39,9 +35,9 @@ const TAR: &str = "\
 tar[filters_input]: FLAGS:[(short:c,long:create,required),(short:z,long:gzip),(short:v,long:verbose)] OPTPARAMS:[(short:f,long:file,type:output_file,size:1)] PARAMS:[(type:input_file,size:list)]
 tar: FLAGS:[(short:x,long:extract,required),(short:z,long:gzip),(short:v,long:verbose)] OPTPARAMS:[(short:f,long:file,type:input_file,size:1)]";
 const MOGRIFY: &str = "mogrify[long_arg_single_dash]: OPTPARAMS:[(long:format,type:str,size:1),(long:path,type:output_file,size:1),(long:thumbnail,type:str,size:1)] PARAMS:[(type:input_file,splittable,size:list(list_separator:( )))]";
-const GIT_STATUS: &str =
-    "git status[needs_current_dir]: OPTPARAMS:[(short:C,size:1,type:input_file)]";
-const COMM: &str = "comm: FLAGS:[(short:1),(short:2),(short:3)] PARAMS:[(type:input_file,size:1),(type:input_file,size:1,config)]";
+const GIT_STATUS: &str = "git status[needs_current_dir]: OPTPARAMS:[(short:C,size:1,type:input_file)]";
+const COMM: &str =
+    "comm: FLAGS:[(short:1),(short:2),(short:3)] PARAMS:[(type:input_file,size:1),(type:input_file,size:1,config)]";
 const HEAD: &str = "head: OPTPARAMS:[(short:n,long:lines,type:str)] PARAMS:[(type:input_file,size:list,splittable)]";
 const SORT: &str = "sort: FLAGS:[(short:n),(short:r)] OPTPARAMS:[(short:k,long:key,multiple),(short:o,long:output,type:output_file),(short:t,long:field-separator)] PARAMS:[(type:input_file,size:list,splittable)]";
 
@@ -53,26 +49,11 @@ fn paper_examples() {
         (TAR, &["tar", "-cvf", "out.tar.gz", "input/"]),
         (TAR, &["tar", "-xvf", "in.tar.gz"]),
         (GIT_STATUS, &["git", "status"]),
-        (
-            MOGRIFY,
-            &[
-                "mogrify",
-                "-format",
-                "gif",
-                "-path",
-                "thumbs",
-                "-thumbnail",
-                "100x100",
-                "a.jpg",
-                "b.jpg",
-            ],
-        ),
+        (MOGRIFY, &["mogrify", "-format", "gif", "-path", "thumbs", "-thumbnail", "100x100", "a.jpg", "b.jpg"]),
         (COMM, &["comm", "-12", "a", "b"]),
     ];
-    let rendered: Vec<String> = cases
-        .iter()
-        .map(|(ann, words)| format!("$ {}\n{}", words.join(" "), check(ann, words)))
-        .collect();
+    let rendered: Vec<String> =
+        cases.iter().map(|(ann, words)| format!("$ {}\n{}", words.join(" "), check(ann, words))).collect();
     insta::assert_snapshot!(rendered.join("\n"));
 }
 
@@ -84,31 +65,12 @@ fn gnu_conventions() {
         (HEAD, &["head", "--lines=5", "a.txt", "-"]),
         (HEAD, &["head", "--lines", "5", "--", "-n", "a.txt"]),
         (HEAD, &["/usr/bin/head", "a.txt", "-n", "3"]),
-        (
-            SORT,
-            &[
-                "sort", "-nr", "-k2,2", "-k", "1", "-t,", "-o", "out.txt", "in.txt",
-            ],
-        ),
+        (SORT, &["sort", "-nr", "-k2,2", "-k", "1", "-t,", "-o", "out.txt", "in.txt"]),
         (SORT, &["sort", "-rn", "--key=2", "--output=out.txt"]),
-        (
-            GREP,
-            &[
-                "grep",
-                "-v",
-                "--regexp=x",
-                "-f",
-                "pats.txt",
-                "a.txt",
-                "a.txt",
-            ],
-        ),
+        (GREP, &["grep", "-v", "--regexp=x", "-f", "pats.txt", "a.txt", "a.txt"]),
         (GREP, &["grep", "--invert-match", "foo", "a.txt"]),
         (TAR, &["tar", "--create", "--file=x.tar", "-z", "dir/"]),
-        (
-            MOGRIFY,
-            &["mogrify", "-format", "png", "-path", "out/", "x.jpg"],
-        ),
+        (MOGRIFY, &["mogrify", "-format", "png", "-path", "out/", "x.jpg"]),
         (
             "pr: FLAGS:[(short:m,long:merge),(short:t)] OPTPARAMS:[(short:s,type:str,size:1,attached)] PARAMS:[(type:input_file,size:list(list_separator:( )))]",
             &["pr", "-mts:", "a", "b"],
@@ -125,23 +87,12 @@ fn gnu_conventions() {
             "paste: OPTPARAMS:[(short:d,type:str,size:specific_size(size:2,list_separator:(,)))]",
             &["paste", "-d", "a,b"],
         ),
-        (
-            "cp: PARAMS:[(type:input_file,size:list),(type:output_file,size:1)]",
-            &["cp", "a", "b", "c", "dest/"],
-        ),
-        (
-            "ls: PARAMS:[(type:input_file,size:list,default_value:\".\")]",
-            &["ls"],
-        ),
-        (
-            "j: OPTPARAMS:[(short:i,type:input_file,size:2)]",
-            &["j", "-i", "a", "b"],
-        ),
+        ("cp: PARAMS:[(type:input_file,size:list),(type:output_file,size:1)]", &["cp", "a", "b", "c", "dest/"]),
+        ("ls: PARAMS:[(type:input_file,size:list,default_value:\".\")]", &["ls"]),
+        ("j: OPTPARAMS:[(short:i,type:input_file,size:2)]", &["j", "-i", "a", "b"]),
     ];
-    let rendered: Vec<String> = cases
-        .iter()
-        .map(|(ann, words)| format!("$ {}\n{}", words.join(" "), check(ann, words)))
-        .collect();
+    let rendered: Vec<String> =
+        cases.iter().map(|(ann, words)| format!("$ {}\n{}", words.join(" "), check(ann, words))).collect();
     insta::assert_snapshot!(rendered.join("\n"));
 }
 
@@ -163,15 +114,10 @@ fn invocations_that_fit_no_entry() {
             "paste: OPTPARAMS:[(short:d,type:str,size:specific_size(size:2,list_separator:(,)))]",
             &["paste", "-d", "a,b,c"],
         ),
-        (
-            "j: OPTPARAMS:[(short:i,type:input_file,size:2)]",
-            &["j", "-i", "a"],
-        ),
+        ("j: OPTPARAMS:[(short:i,type:input_file,size:2)]", &["j", "-i", "a"]),
     ];
-    let rendered: Vec<String> = cases
-        .iter()
-        .map(|(ann, words)| format!("$ {}\n{}", words.join(" "), check(ann, words)))
-        .collect();
+    let rendered: Vec<String> =
+        cases.iter().map(|(ann, words)| format!("$ {}\n{}", words.join(" "), check(ann, words))).collect();
     insta::assert_snapshot!(rendered.join("\n"));
 }
 
@@ -183,16 +129,7 @@ fn fit_one<'a>(entries: &'a [CommandEntry], words: &[&str]) -> Invocation<'a> {
 #[test]
 fn rebuild_is_exact() {
     let parsed = annotation::parse(SORT);
-    let words = [
-        "sort",
-        "-nr",
-        "-k2,2",
-        "--key=1",
-        "--",
-        "-odd name",
-        "b",
-        "-odd name",
-    ];
+    let words = ["sort", "-nr", "-k2,2", "--key=1", "--", "-odd name", "b", "-odd name"];
     let invocation = fit_one(&parsed.entries, &words);
     assert_eq!(invocation.argv, argv(&words));
     assert_eq!(invocation.splittable_values().len(), 3);
@@ -203,64 +140,30 @@ fn rebuild_is_exact() {
 #[test]
 fn rebuild_with_subsets_keeps_order_repeats_and_options() {
     let parsed = annotation::parse(SORT);
-    let invocation = fit_one(
-        &parsed.entries,
-        &["sort", "a", "-k2", "--", "-b", "a", "c", "--output=o"],
-    );
-    let texts: Vec<&str> = invocation
-        .splittable_values()
-        .iter()
-        .map(|v| invocation.value_text(v))
-        .collect();
+    let invocation = fit_one(&parsed.entries, &["sort", "a", "-k2", "--", "-b", "a", "c", "--output=o"]);
+    let texts: Vec<&str> = invocation.splittable_values().iter().map(|v| invocation.value_text(v)).collect();
     assert_eq!(texts, ["a", "-b", "a", "c", "--output=o"]);
-    assert_eq!(
-        invocation.argv_with_subset(&[1, 2]).unwrap(),
-        argv(&["sort", "-k2", "--", "-b", "a"])
-    );
-    assert_eq!(
-        invocation.argv_with_subset(&[2, 0]).unwrap(),
-        argv(&["sort", "a", "-k2", "--", "a"])
-    );
-    assert_eq!(
-        invocation.argv_with_subset(&[4]).unwrap(),
-        argv(&["sort", "-k2", "--", "--output=o"])
-    );
-    assert_eq!(
-        invocation.argv_with_subset(&[]),
-        Err(RebuildError::EmptySubset)
-    );
-    assert_eq!(
-        invocation.argv_with_subset(&[5]),
-        Err(RebuildError::OutOfRange { index: 5, len: 5 })
-    );
+    assert_eq!(invocation.argv_with_subset(&[1, 2]).unwrap(), argv(&["sort", "-k2", "--", "-b", "a"]));
+    assert_eq!(invocation.argv_with_subset(&[2, 0]).unwrap(), argv(&["sort", "a", "-k2", "--", "a"]));
+    assert_eq!(invocation.argv_with_subset(&[4]).unwrap(), argv(&["sort", "-k2", "--", "--output=o"]));
+    assert_eq!(invocation.argv_with_subset(&[]), Err(RebuildError::EmptySubset));
+    assert_eq!(invocation.argv_with_subset(&[5]), Err(RebuildError::OutOfRange { index: 5, len: 5 }));
 }
 
 #[test]
 fn rebuild_rejoins_packed_lists_and_drops_whole_options() {
     let source = "x: FLAGS:[(short:v)] OPTPARAMS:[(short:i,long:input,type:input_file,size:list(list_separator:(,)),multiple,splittable)]";
     let parsed = annotation::parse(source);
-    let invocation = fit_one(
-        &parsed.entries,
-        &["x", "-i", "a,b,c", "-v", "--input=d,e", "-vi", "f"],
-    );
+    let invocation = fit_one(&parsed.entries, &["x", "-i", "a,b,c", "-v", "--input=d,e", "-vi", "f"]);
     assert_eq!(
         invocation.argv_with_subset(&[0, 2, 4, 5]).unwrap(),
         argv(&["x", "-i", "a,c", "-v", "--input=e", "-vi", "f"])
     );
-    assert_eq!(
-        invocation.argv_with_subset(&[3, 5]).unwrap(),
-        argv(&["x", "-v", "--input=d", "-vi", "f"])
-    );
-    assert!(matches!(
-        invocation.argv_with_subset(&[0]),
-        Err(RebuildError::Bundled { .. })
-    ));
+    assert_eq!(invocation.argv_with_subset(&[3, 5]).unwrap(), argv(&["x", "-v", "--input=d", "-vi", "f"]));
+    assert!(matches!(invocation.argv_with_subset(&[0]), Err(RebuildError::Bundled { .. })));
     let not_splittable = annotation::parse(COMM);
     let invocation = fit_one(&not_splittable.entries, &["comm", "a", "b"]);
-    assert_eq!(
-        invocation.argv_with_subset(&[0]),
-        Err(RebuildError::NotSplittable)
-    );
+    assert_eq!(invocation.argv_with_subset(&[0]), Err(RebuildError::NotSplittable));
 }
 
 #[test]

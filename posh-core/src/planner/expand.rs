@@ -25,11 +25,7 @@ pub fn expand_word(word: &Word, fs: &dyn FileSystem, cwd: &Path) -> Expanded {
     match Pattern::parse(&word.raw) {
         Some(pattern) => {
             let matches = pattern.expand(fs, cwd);
-            if matches.is_empty() {
-                Expanded::Words(vec![pattern.literal_text()])
-            } else {
-                Expanded::Words(matches)
-            }
+            if matches.is_empty() { Expanded::Words(vec![pattern.literal_text()]) } else { Expanded::Words(matches) }
         }
         None => Expanded::Unknown(word.raw.clone()),
     }
@@ -104,10 +100,7 @@ impl Pattern {
         if absolute {
             components.remove(0);
         }
-        Some(Pattern {
-            absolute,
-            components,
-        })
+        Some(Pattern { absolute, components })
     }
 
     fn literal_text(&self) -> String {
@@ -149,10 +142,8 @@ impl Pattern {
                     (dir.join(name), shown)
                 };
                 if is_literal {
-                    let name: String = component
-                        .iter()
-                        .map(|p| if let Piece::Char(c) = p { *c } else { '?' })
-                        .collect();
+                    let name: String =
+                        component.iter().map(|p| if let Piece::Char(c) = p { *c } else { '?' }).collect();
                     let candidate = join(&name);
                     if name.is_empty() || fs.metadata(&candidate.0).is_some() {
                         next.push(candidate);
@@ -165,9 +156,7 @@ impl Pattern {
                         continue;
                     }
                     let candidate = join(&name);
-                    let is_dir = fs
-                        .metadata(&candidate.0)
-                        .is_some_and(|m| m.kind == FileKind::Directory);
+                    let is_dir = fs.metadata(&candidate.0).is_some_and(|m| m.kind == FileKind::Directory);
                     if i == last || is_dir {
                         next.push(candidate);
                     }
@@ -189,9 +178,7 @@ fn matches(pattern: &[Piece], name: &str) -> bool {
             Some(Piece::Any) => (0..=n.len()).any(|skip| go(&p[1..], &n[skip..])),
             Some(Piece::One) => !n.is_empty() && go(&p[1..], &n[1..]),
             Some(Piece::Char(c)) => n.first() == Some(c) && go(&p[1..], &n[1..]),
-            Some(Piece::Class(class)) => {
-                !n.is_empty() && class_matches(class, n[0]) && go(&p[1..], &n[1..])
-            }
+            Some(Piece::Class(class)) => !n.is_empty() && class_matches(class, n[0]) && go(&p[1..], &n[1..]),
         }
     }
     go(pattern, &name)
@@ -224,12 +211,7 @@ mod tests {
     use crate::text::Span;
 
     fn word(raw: &str, literal: Option<&str>, glob: bool) -> Word {
-        Word {
-            span: Span::default(),
-            raw: raw.into(),
-            literal: literal.map(str::to_string),
-            glob,
-        }
+        Word { span: Span::default(), raw: raw.into(), literal: literal.map(str::to_string), glob }
     }
 
     fn fs() -> MemoryFileSystem {
@@ -255,14 +237,8 @@ mod tests {
 
     #[test]
     fn globs_expand_like_bash() {
-        assert_eq!(
-            expand("/mnt/logs/*.log"),
-            words(&["/mnt/logs/a.log", "/mnt/logs/b.log"])
-        );
-        assert_eq!(
-            expand("/mnt/logs/.*.log"),
-            words(&["/mnt/logs/.hidden.log"])
-        );
+        assert_eq!(expand("/mnt/logs/*.log"), words(&["/mnt/logs/a.log", "/mnt/logs/b.log"]));
+        assert_eq!(expand("/mnt/logs/.*.log"), words(&["/mnt/logs/.hidden.log"]));
         assert_eq!(expand("/mnt/logs/*/*.log"), words(&["/mnt/logs/sub/d.log"]));
         assert_eq!(expand("x[12].csv"), words(&["x1.csv", "x2.csv"]));
         assert_eq!(expand("x[!1].csv"), words(&["x2.csv"]));
@@ -278,13 +254,7 @@ mod tests {
         assert_eq!(expand("$d/*.log"), Expanded::Unknown("$d/*.log".into()));
         assert_eq!(expand("{a,b}*"), Expanded::Unknown("{a,b}*".into()));
         let fs = fs();
-        assert_eq!(
-            expand_word(&word("$x", None, false), &fs, Path::new("/")),
-            Expanded::Unknown("$x".into())
-        );
-        assert_eq!(
-            expand_word(&word("'a b'", Some("a b"), false), &fs, Path::new("/")),
-            words(&["a b"])
-        );
+        assert_eq!(expand_word(&word("$x", None, false), &fs, Path::new("/")), Expanded::Unknown("$x".into()));
+        assert_eq!(expand_word(&word("'a b'", Some("a b"), false), &fs, Path::new("/")), words(&["a b"]));
     }
 }

@@ -47,6 +47,8 @@ struct Facts<'l> {
     index: usize,
     span: crate::text::Span,
     argv: Vec<String>,
+    /// `argv` for people: known words quoted, words only the shell knows as written.
+    shown: Vec<String>,
     /// `Some` when the command must run in bash at the client.
     shell_reason: Option<Why>,
     /// Where a rule other than splitting puts the command (`needs_current_dir`).
@@ -68,39 +70,25 @@ impl Facts<'_> {
             return 1.0;
         };
         let options = &invocation.entry.options;
-        options
-            .output_ratio
-            .unwrap_or(if options.filters_input { 0.5 } else { 1.0 })
+        options.output_ratio.unwrap_or(if options.filters_input { 0.5 } else { 1.0 })
     }
 
     fn merge_kind(&self) -> MergeKind {
-        self.invocation
-            .as_ref()
-            .and_then(|i| i.entry.options.merge)
-            .unwrap_or(MergeKind::Concat)
+        self.invocation.as_ref().and_then(|i| i.entry.options.merge).unwrap_or(MergeKind::Concat)
     }
 
     fn splittable_across_input(&self) -> bool {
-        self.invocation
-            .as_ref()
-            .is_some_and(|i| i.entry.options.splittable_across_input)
+        self.invocation.as_ref().is_some_and(|i| i.entry.options.splittable_across_input)
     }
 
     fn needs_current_dir(&self) -> bool {
-        self.invocation
-            .as_ref()
-            .is_some_and(|i| i.entry.options.needs_current_dir)
+        self.invocation.as_ref().is_some_and(|i| i.entry.options.needs_current_dir)
     }
 
     /// Contiguous runs of the splittable argument's files by location, in argv order.
     fn split_runs(&self) -> Vec<(Location, Vec<usize>)> {
         let mut runs: Vec<(Location, Vec<usize>)> = Vec::new();
-        for (i, file) in self
-            .inputs
-            .iter()
-            .enumerate()
-            .filter(|(_, f)| f.split_value.is_some())
-        {
+        for (i, file) in self.inputs.iter().enumerate().filter(|(_, f)| f.split_value.is_some()) {
             match runs.last_mut() {
                 Some((location, members)) if *location == file.location => members.push(i),
                 _ => runs.push((file.location.clone(), vec![i])),
@@ -116,18 +104,10 @@ pub(crate) struct Built {
     pub pinned: Vec<bool>,
 }
 
-pub(crate) fn build_pipeline(
-    ctx: &PlanContext<'_>,
-    pipeline: &shell::Pipeline,
-    functions: &[String],
-) -> Built {
+pub(crate) fn build_pipeline(ctx: &PlanContext<'_>, pipeline: &shell::Pipeline, functions: &[String]) -> Built {
     let count = pipeline.commands.len();
-    let facts: Vec<Facts<'_>> = pipeline
-        .commands
-        .iter()
-        .enumerate()
-        .map(|(i, c)| analyse(ctx, c, i, count, functions))
-        .collect();
+    let facts: Vec<Facts<'_>> =
+        pipeline.commands.iter().enumerate().map(|(i, c)| analyse(ctx, c, i, count, functions)).collect();
     let mut graph = Graph {
         ctx,
         nodes: Vec::new(),
@@ -150,17 +130,9 @@ pub(crate) fn build_pipeline(
             }
         }
     }
-    let plan = PipelinePlan {
-        span: pipeline.span,
-        nodes: graph.nodes,
-        edges: graph.edges,
-        bash_bytes: 0,
-        posh_bytes: 0,
-    };
-    Built {
-        plan,
-        pinned: graph.pinned,
-    }
+    let plan =
+        PipelinePlan { span: pipeline.span, nodes: graph.nodes, edges: graph.edges, bash_bytes: 0, posh_bytes: 0 };
+    Built { plan, pinned: graph.pinned }
 }
 
 /// When command `start` splits across its files, the last command of the segment that runs as
@@ -169,10 +141,7 @@ pub(crate) fn build_pipeline(
 fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Option<usize> {
     let first = &facts[start];
     let runs = first.split_runs();
-    let copies: usize = runs
-        .iter()
-        .map(|(_, members)| members.len().min(ctx.options.copies_per_mount.max(1)))
-        .sum();
+    let copies: usize = runs.iter().map(|(_, members)| members.len().min(ctx.options.copies_per_mount.max(1))).sum();
     if first.shell_reason.is_some() || copies < 2 || first.needs_current_dir() || first.dash_input {
         return None;
     }
@@ -206,20 +175,13 @@ fn analyse<'l>(
         index,
         span: command.span,
         argv: Vec::new(),
+        shown: Vec::new(),
         shell_reason: None,
         pin: None,
         invocation: None,
         annotation: None,
-        stdin: if index == 0 {
-            Input::Stdin
-        } else {
-            Input::Pipe
-        },
-        stdout: if index + 1 == count {
-            Output::Stdout
-        } else {
-            Output::Pipe
-        },
+        stdin: if index == 0 { Input::Stdin } else { Input::Pipe },
+        stdout: if index + 1 == count { Output::Stdout } else { Output::Pipe },
         stderr: Output::Stderr,
         inputs: Vec::new(),
         outputs: Vec::new(),
@@ -227,15 +189,17 @@ fn analyse<'l>(
     };
     if command.kind == CommandKind::Compound {
         facts.shell_reason = Some(Why::RunsInShell);
-        facts.argv = vec![span_text_placeholder(command)];
+        facts.shown.push("(compound command)".to_string());
     }
     for word in &command.words {
         match expand_word(word, ctx.fs, &ctx.cwd) {
-            Expanded::Words(words) => facts.argv.extend(words),
+            Expanded::Words(words) => {
+                facts.shown.extend(words.iter().map(|w| shell_words::quote(w).into_owned()));
+                facts.argv.extend(words);
+            }
             Expanded::Unknown(raw) => {
-                facts
-                    .shell_reason
-                    .get_or_insert(Why::DependsOnShell(raw.clone()));
+                facts.shell_reason.get_or_insert(Why::DependsOnShell(raw.clone()));
+                facts.shown.push(raw.clone());
                 facts.argv.push(raw);
             }
         }
@@ -255,34 +219,20 @@ fn analyse<'l>(
     match ctx.library.match_argv(&facts.argv) {
         Ok(invocation) => {
             let header = crate::annotation::format::format_entry(invocation.entry);
-            let header = header
-                .lines()
-                .next()
-                .unwrap_or_default()
-                .trim_end_matches(':')
-                .to_string();
+            let header = header.lines().next().unwrap_or_default().trim_end_matches(':').to_string();
             facts.annotation = Some(match ctx.library.source_of(invocation.entry) {
                 Some(source) => format!("{header} ({source})"),
                 None => header,
             });
-            let split: Vec<usize> = invocation
-                .splittable_values()
-                .iter()
-                .map(|v| v.word * 10_000 + v.range.start)
-                .collect();
+            let split: Vec<usize> =
+                invocation.splittable_values().iter().map(|v| v.word * 10_000 + v.range.start).collect();
             for value in &invocation.values {
                 let text = invocation.value_text(value).to_string();
-                let split_value = split
-                    .iter()
-                    .position(|&k| k == value.word * 10_000 + value.range.start);
+                let split_value = split.iter().position(|&k| k == value.word * 10_000 + value.range.start);
                 let spec = invocation.entry.arg(value.arg);
                 match value.ty {
                     ArgType::InputFile if text == "-" => facts.dash_input = true,
-                    ArgType::InputFile => {
-                        facts
-                            .inputs
-                            .push(ctx.file_use(&text, spec.config, split_value))
-                    }
+                    ArgType::InputFile => facts.inputs.push(ctx.file_use(&text, spec.config, split_value)),
                     ArgType::OutputFile if text == "-" => {}
                     ArgType::OutputFile => facts.outputs.push(ctx.file_use(&text, false, None)),
                     ArgType::Str => {}
@@ -290,14 +240,8 @@ fn analyse<'l>(
             }
             for default in &invocation.defaults {
                 match default.ty {
-                    ArgType::InputFile => {
-                        facts.inputs.push(ctx.file_use(&default.value, false, None))
-                    }
-                    ArgType::OutputFile => {
-                        facts
-                            .outputs
-                            .push(ctx.file_use(&default.value, false, None))
-                    }
+                    ArgType::InputFile => facts.inputs.push(ctx.file_use(&default.value, false, None)),
+                    ArgType::OutputFile => facts.outputs.push(ctx.file_use(&default.value, false, None)),
                     ArgType::Str => {}
                 }
             }
@@ -310,19 +254,10 @@ fn analyse<'l>(
             }
             facts.invocation = Some(invocation);
         }
-        Err(NoMatch::NoAnnotation { .. } | NoMatch::Empty) => {
-            facts.shell_reason = Some(Why::NoAnnotation)
-        }
+        Err(NoMatch::NoAnnotation { .. } | NoMatch::Empty) => facts.shell_reason = Some(Why::NoAnnotation),
         Err(why) => facts.shell_reason = Some(Why::NoEntryFits(why.to_string())),
     }
     facts
-}
-
-fn span_text_placeholder(command: &shell::Command) -> String {
-    format!(
-        "(compound command at bytes {}..{})",
-        command.span.start, command.span.end
-    )
 }
 
 /// Follows the redirections in order, as bash applies them, through a descriptor table.
@@ -333,9 +268,7 @@ fn apply_redirects(ctx: &PlanContext<'_>, command: &shell::Command, facts: &mut 
             RedirectTarget::File(word) => match expand_word(word, ctx.fs, &ctx.cwd) {
                 Expanded::Words(w) if w.len() == 1 => Some(w[0].clone()),
                 _ => {
-                    facts
-                        .shell_reason
-                        .get_or_insert(Why::DependsOnShell(word.raw.clone()));
+                    facts.shell_reason.get_or_insert(Why::DependsOnShell(word.raw.clone()));
                     continue;
                 }
             },
@@ -345,19 +278,12 @@ fn apply_redirects(ctx: &PlanContext<'_>, command: &shell::Command, facts: &mut 
             "/dev/null" => Output::Discard,
             "/dev/stdout" => Output::Stdout,
             "/dev/stderr" => Output::Stderr,
-            _ => Output::File {
-                path: path.to_string(),
-                append,
-            },
+            _ => Output::File { path: path.to_string(), append },
         };
         let fd = redirect.fd.map(|fd| fd as usize);
         match (redirect.op, file_word, &redirect.target) {
             (RedirectOp::Read | RedirectOp::ReadWrite, Some(path), _) if fd.unwrap_or(0) == 0 => {
-                facts.stdin = if path == "/dev/null" {
-                    Input::Text(0)
-                } else {
-                    Input::File(path)
-                };
+                facts.stdin = if path == "/dev/null" { Input::Text(0) } else { Input::File(path) };
             }
             (RedirectOp::Write | RedirectOp::Clobber | RedirectOp::Append, Some(path), _) => {
                 let target = fd.unwrap_or(1);
@@ -375,19 +301,13 @@ fn apply_redirects(ctx: &PlanContext<'_>, command: &shell::Command, facts: &mut 
                     out[target - 1] = out[*source as usize - 1].clone();
                 }
             }
-            (
-                RedirectOp::DuplicateOutput | RedirectOp::DuplicateInput,
-                _,
-                RedirectTarget::Close,
-            ) => {
+            (RedirectOp::DuplicateOutput | RedirectOp::DuplicateInput, _, RedirectTarget::Close) => {
                 if let Some(target @ 1..=2) = fd.or(Some(1)) {
                     out[target - 1] = Output::Discard;
                 }
             }
             (RedirectOp::HereString, _, RedirectTarget::Text(word)) => {
-                facts.stdin = Input::Text(
-                    word.literal.as_ref().map_or(word.raw.len(), String::len) as u64 + 1,
-                );
+                facts.stdin = Input::Text(word.literal.as_ref().map_or(word.raw.len(), String::len) as u64 + 1);
             }
             (RedirectOp::HereDoc, _, RedirectTarget::HereDoc { body, .. }) => {
                 facts.stdin = Input::Text(body.len() as u64)
@@ -519,24 +439,13 @@ struct Graph<'c> {
 impl Graph<'_> {
     fn node(&mut self, kind: NodeKind, location: Location, why: Why, pinned: bool) -> NodeId {
         let id = self.nodes.len();
-        self.nodes.push(Node {
-            id,
-            kind,
-            location,
-            why,
-        });
+        self.nodes.push(Node { id, kind, location, why });
         self.pinned.push(pinned);
         id
     }
 
     fn edge(&mut self, from: NodeId, to: NodeId, stream: Stream, bytes: u64) {
-        self.edges.push(Edge {
-            from,
-            to,
-            stream,
-            bytes,
-            crosses: false,
-        });
+        self.edges.push(Edge { from, to, stream, bytes, crosses: false });
     }
 
     fn special(&mut self, name: &'static str, kind: NodeKind) -> NodeId {
@@ -552,10 +461,7 @@ impl Graph<'_> {
         if let Some(&id) = self.files.get(&(false, file.path.clone())) {
             return id;
         }
-        let kind = NodeKind::ReadFile {
-            path: file.path.clone(),
-            size: file.size,
-        };
+        let kind = NodeKind::ReadFile { path: file.path.clone(), size: file.size };
         let id = self.node(kind, file.location.clone(), Why::DataLocation, true);
         self.files.insert((false, file.path.clone()), id);
         id
@@ -566,15 +472,7 @@ impl Graph<'_> {
             return id;
         }
         let location = self.ctx.file_use(path, false, None).location;
-        let id = self.node(
-            NodeKind::WriteFile {
-                path: path.to_string(),
-                append,
-            },
-            location,
-            Why::DataLocation,
-            true,
-        );
+        let id = self.node(NodeKind::WriteFile { path: path.to_string(), append }, location, Why::DataLocation, true);
         self.files.insert((true, path.to_string()), id);
         id
     }
@@ -602,12 +500,7 @@ impl Graph<'_> {
                 file.size
             }
             Input::Text(bytes) => {
-                let text = self.node(
-                    NodeKind::Text { bytes: *bytes },
-                    Location::Client,
-                    Why::DataLocation,
-                    true,
-                );
+                let text = self.node(NodeKind::Text { bytes: *bytes }, Location::Client, Why::DataLocation, true);
                 self.edge(text, to, Stream::Stdout, *bytes);
                 *bytes
             }
@@ -652,19 +545,19 @@ impl Graph<'_> {
         };
         let argv = match (&split, &facts.invocation) {
             (Some(Share::Files(keep)), Some(invocation)) => {
-                let values: Vec<usize> = keep
-                    .iter()
-                    .filter_map(|&i| facts.inputs[i].split_value)
-                    .collect();
-                invocation
-                    .argv_with_subset(&values)
-                    .unwrap_or_else(|_| facts.argv.clone())
+                let values: Vec<usize> = keep.iter().filter_map(|&i| facts.inputs[i].split_value).collect();
+                invocation.argv_with_subset(&values).unwrap_or_else(|_| facts.argv.clone())
             }
             _ => facts.argv.clone(),
+        };
+        let text = match split {
+            Some(Share::Files(_)) => shell_words::join(&argv),
+            _ => facts.shown.join(" "),
         };
         let kind = NodeKind::Command {
             command: facts.index,
             argv,
+            text,
             span: facts.span,
             copy: copy.as_ref().map(|(i, n, _)| (*i, *n)),
             annotation: facts.annotation.clone(),
@@ -695,10 +588,7 @@ impl Graph<'_> {
         // mogrify -path), except tee, whose whole point is to write both; the annotation
         // language cannot tell the two apart yet.
         let to_stdout = if facts.outputs.is_empty()
-            || facts
-                .argv
-                .first()
-                .is_some_and(|n| crate::matcher::command_name(n) == "tee")
+            || facts.argv.first().is_some_and(|n| crate::matcher::command_name(n) == "tee")
         {
             bytes_out
         } else {
@@ -719,22 +609,16 @@ impl Graph<'_> {
         let count = parts.len();
         let mut outputs = Vec::new();
         for (k, (location, members)) in parts.iter().enumerate() {
-            let (mut id, mut bytes) = self.add_copy(
-                first,
-                Some((k, count, location.clone())),
-                Some(Share::Files(members)),
-            );
+            let (mut id, mut bytes) =
+                self.add_copy(first, Some((k, count, location.clone())), Some(Share::Files(members)));
             if k == 0 && first.stdin == Input::Pipe {
                 // The command reads its files, not the pipe; the pipe is still connected to it.
                 self.connect_stdin(id, &Input::Pipe);
             }
             self.connect_output(id, Stream::Stderr, &first.stderr, 0);
             for facts in &segment[1..] {
-                let (next, next_bytes) = self.add_copy(
-                    facts,
-                    Some((k, count, location.clone())),
-                    Some(Share::Piped(bytes)),
-                );
+                let (next, next_bytes) =
+                    self.add_copy(facts, Some((k, count, location.clone())), Some(Share::Piped(bytes)));
                 self.edge(id, next, Stream::Stdout, bytes);
                 self.connect_output(next, Stream::Stderr, &facts.stderr, 0);
                 (id, bytes) = (next, next_bytes);
@@ -742,15 +626,7 @@ impl Graph<'_> {
             outputs.push((id, bytes));
         }
         let kind = last.merge_kind();
-        let merge = self.node(
-            NodeKind::Merge {
-                kind,
-                command: last.index,
-            },
-            Location::Client,
-            Why::Cheapest,
-            false,
-        );
+        let merge = self.node(NodeKind::Merge { kind, command: last.index }, Location::Client, Why::Cheapest, false);
         let total: u64 = outputs.iter().map(|(_, b)| b).sum();
         for (id, bytes) in outputs {
             self.edge(id, merge, Stream::Stdout, bytes);

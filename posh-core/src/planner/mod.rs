@@ -33,10 +33,7 @@ pub struct PlanContext<'a> {
 
 impl std::fmt::Debug for PlanContext<'_> {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("PlanContext")
-            .field("cwd", &self.cwd)
-            .field("options", &self.options)
-            .finish_non_exhaustive()
+        f.debug_struct("PlanContext").field("cwd", &self.cwd).field("options", &self.options).finish_non_exhaustive()
     }
 }
 
@@ -49,10 +46,7 @@ pub struct PlanOptions {
 
 impl Default for PlanOptions {
     fn default() -> PlanOptions {
-        PlanOptions {
-            strategy: Strategy::CostBased,
-            copies_per_mount: 1,
-        }
+        PlanOptions { strategy: Strategy::CostBased, copies_per_mount: 1 }
     }
 }
 
@@ -60,21 +54,13 @@ impl Default for PlanOptions {
 pub fn plan_script(ctx: &PlanContext<'_>, script: &Script) -> Plan {
     let functions = function_names(script);
     Plan {
-        pipelines: script
-            .pipelines
-            .iter()
-            .map(|p| plan_pipeline_in(ctx, p, &functions))
-            .collect(),
+        pipelines: script.pipelines.iter().map(|p| plan_pipeline_in(ctx, p, &functions)).collect(),
         strategy: ctx.options.strategy,
     }
 }
 
 /// Plans one pipeline, knowing which names are the script's functions.
-pub fn plan_pipeline_in(
-    ctx: &PlanContext<'_>,
-    pipeline: &Pipeline,
-    functions: &[String],
-) -> PipelinePlan {
+pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, functions: &[String]) -> PipelinePlan {
     let mut built = graph::build_pipeline(ctx, pipeline, functions);
     place::place(ctx, &mut built);
     built.plan
@@ -86,13 +72,7 @@ pub fn function_names(script: &Script) -> Vec<String> {
         .pipelines
         .iter()
         .flat_map(|p| &p.context)
-        .filter_map(|c| {
-            if let Context::Function(name) = c {
-                Some(name.clone())
-            } else {
-                None
-            }
-        })
+        .filter_map(|c| if let Context::Function(name) = c { Some(name.clone()) } else { None })
         .collect();
     names.sort();
     names.dedup();

@@ -71,6 +71,9 @@ pub enum NodeKind {
         command: usize,
         /// The words as the planner sees them (expanded where it could).
         argv: Vec<String>,
+        /// The command for people: known words quoted as the shell would need them, words only
+        /// the shell knows as written.
+        text: String,
         span: Span,
         /// `Some((i, n))` for the i-th of n copies.
         copy: Option<(usize, usize)>,
@@ -155,16 +158,12 @@ impl Why {
     pub fn explain(&self) -> String {
         match self {
             Why::DataLocation => "where the data is".to_string(),
-            Why::NoAnnotation => {
-                "no annotation for this command, so it runs at the client".to_string()
-            }
+            Why::NoAnnotation => "no annotation for this command, so it runs at the client".to_string(),
             Why::NoEntryFits(why) => format!("{why}, so it runs at the client"),
             Why::DependsOnShell(word) => {
                 format!("`{word}` is only known when the script runs, so it runs at the client")
             }
-            Why::RunsInShell => {
-                "runs inside bash (builtin, function or compound command)".to_string()
-            }
+            Why::RunsInShell => "runs inside bash (builtin, function or compound command)".to_string(),
             Why::SeveralMounts => "reads files on several mounts and cannot be split".to_string(),
             Why::CurrentDirectory => "needs the working directory".to_string(),
             Why::Split => "one copy per mount of its data".to_string(),
@@ -186,8 +185,6 @@ impl PipelinePlan {
 
     /// Command nodes of the pipeline's `index`-th command (several when split).
     pub fn copies_of(&self, index: usize) -> impl Iterator<Item = &Node> {
-        self.nodes.iter().filter(
-            move |n| matches!(n.kind, NodeKind::Command { command, .. } if command == index),
-        )
+        self.nodes.iter().filter(move |n| matches!(n.kind, NodeKind::Command { command, .. } if command == index))
     }
 }

@@ -24,12 +24,7 @@ pub(crate) fn place(ctx: &PlanContext<'_>, built: &mut Built) {
     for edge in &mut plan.edges {
         edge.crosses = plan.nodes[edge.from].location != plan.nodes[edge.to].location;
     }
-    plan.posh_bytes = plan
-        .edges
-        .iter()
-        .filter(|e| e.crosses)
-        .map(|e| e.bytes)
-        .sum();
+    plan.posh_bytes = plan.edges.iter().filter(|e| e.crosses).map(|e| e.bytes).sum();
     // Under bash every command runs at the client, so every byte of a remote file crosses.
     plan.bash_bytes = plan
         .nodes
@@ -37,22 +32,16 @@ pub(crate) fn place(ctx: &PlanContext<'_>, built: &mut Built) {
         .filter(|n| n.location != Location::Client)
         .map(|n| match n.kind {
             NodeKind::ReadFile { size, .. } => size,
-            NodeKind::WriteFile { .. } => plan
-                .edges
-                .iter()
-                .filter(|e| e.to == n.id)
-                .map(|e| e.bytes)
-                .max()
-                .unwrap_or(0),
+            NodeKind::WriteFile { .. } => {
+                plan.edges.iter().filter(|e| e.to == n.id).map(|e| e.bytes).max().unwrap_or(0)
+            }
             _ => 0,
         })
         .sum();
 }
 
 fn free_nodes(built: &Built) -> Vec<NodeId> {
-    (0..built.plan.nodes.len())
-        .filter(|&n| !built.pinned[n])
-        .collect()
+    (0..built.plan.nodes.len()).filter(|&n| !built.pinned[n]).collect()
 }
 
 /// Seconds to move `bytes` between two locations.
@@ -62,23 +51,13 @@ fn transfer_cost(ctx: &PlanContext<'_>, a: &Location, b: &Location, bytes: u64) 
     }
     let link = |l: &Location| match l {
         Location::Client => &ctx.config.client,
-        Location::Mount(name) => ctx
-            .config
-            .mount_named(name)
-            .map_or(&ctx.config.client, |m| &m.link),
+        Location::Mount(name) => ctx.config.mount_named(name).map_or(&ctx.config.client, |m| &m.link),
     };
     let (x, y) = (link(a), link(b));
-    let bandwidth = x
-        .bandwidth_bytes_per_sec
-        .min(y.bandwidth_bytes_per_sec)
-        .max(1.0);
+    let bandwidth = x.bandwidth_bytes_per_sec.min(y.bandwidth_bytes_per_sec).max(1.0);
     // A stream predicted to carry nothing (unread stdin, stderr) is set up with the others and
     // costs no round trip of its own.
-    let latency = if bytes > 0 {
-        x.rtt.max(y.rtt).as_secs_f64()
-    } else {
-        0.0
-    };
+    let latency = if bytes > 0 { x.rtt.max(y.rtt).as_secs_f64() } else { 0.0 };
     bytes as f64 / bandwidth + latency
 }
 
@@ -94,11 +73,7 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
     let is_free = |n: NodeId| !built.pinned[n];
     // Bytes between free nodes, and each free node's single free successor.
     let mut free_edges: HashMap<(NodeId, NodeId), u64> = HashMap::new();
-    for e in plan
-        .edges
-        .iter()
-        .filter(|e| is_free(e.from) && is_free(e.to))
-    {
+    for e in plan.edges.iter().filter(|e| is_free(e.from) && is_free(e.to)) {
         *free_edges.entry((e.from, e.to)).or_default() += e.bytes;
     }
     let mut successor: HashMap<NodeId, NodeId> = HashMap::new();
@@ -132,19 +107,14 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
             }
             let mut cost = local(n, at);
             let mut picks = Vec::new();
-            for (&(child, _), &bytes) in free_edges
-                .iter()
-                .filter(|((c, p), _)| *p == n && successor.get(c) == Some(&n))
+            for (&(child, _), &bytes) in free_edges.iter().filter(|((c, p), _)| *p == n && successor.get(c) == Some(&n))
             {
                 let child_costs = &best[&child];
                 let (pick, child_cost) = candidates
                     .iter()
                     .enumerate()
                     .map(|(ci, from)| (ci, child_costs[ci] + transfer_cost(ctx, from, at, bytes)))
-                    .fold(
-                        (0, f64::INFINITY),
-                        |acc, x| if x.1 < acc.1 { x } else { acc },
-                    );
+                    .fold((0, f64::INFINITY), |acc, x| if x.1 < acc.1 { x } else { acc });
                 cost += child_cost;
                 picks.push((child, pick));
             }
@@ -155,16 +125,12 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
     }
     let mut assigned: HashMap<NodeId, usize> = HashMap::new();
     let mut stack: Vec<(NodeId, usize)> = Vec::new();
-    for &root in free
-        .iter()
-        .filter(|n| successor.get(n).is_none_or(|s| !free.contains(s)) || to_client.contains(n))
-    {
+    for &root in free.iter().filter(|n| successor.get(n).is_none_or(|s| !free.contains(s)) || to_client.contains(n)) {
         if assigned.contains_key(&root) {
             continue;
         }
         let costs = &best[&root];
-        let pick =
-            (0..candidates.len()).fold(0, |acc, i| if costs[i] < costs[acc] { i } else { acc });
+        let pick = (0..candidates.len()).fold(0, |acc, i| if costs[i] < costs[acc] { i } else { acc });
         stack.push((root, pick));
     }
     while let Some((n, li)) = stack.pop() {
@@ -199,18 +165,12 @@ fn greedy(built: &mut Built) {
     }
     let is_fixed = |n: NodeId| pinned[n] || several_mounts.contains(&n);
     let location_of = |n: NodeId| {
-        if several_mounts.contains(&n) {
-            Location::Client
-        } else {
-            plan.nodes[n].location.clone()
-        }
+        if several_mounts.contains(&n) { Location::Client } else { plan.nodes[n].location.clone() }
     };
     let mut suggestions: HashMap<NodeId, BTreeSet<Location>> = HashMap::new();
     // Every path from a fixed node through free nodes to the next fixed node.
-    let mut stack: Vec<Vec<(NodeId, u64)>> = (0..plan.nodes.len())
-        .filter(|&n| is_fixed(n))
-        .map(|n| vec![(n, 0)])
-        .collect();
+    let mut stack: Vec<Vec<(NodeId, u64)>> =
+        (0..plan.nodes.len()).filter(|&n| is_fixed(n)).map(|n| vec![(n, 0)]).collect();
     while let Some(path) = stack.pop() {
         let (last, _) = *path.last().expect("paths are never empty");
         for e in plan.edges.iter().filter(|e| e.from == last) {
@@ -224,15 +184,10 @@ fn greedy(built: &mut Built) {
                 continue;
             }
             // Cut at the cheapest edge; on a tie, the later one keeps more work by the data.
-            let cut =
-                (1..next.len()).fold(1, |acc, i| if next[i].1 <= next[acc].1 { i } else { acc });
+            let cut = (1..next.len()).fold(1, |acc, i| if next[i].1 <= next[acc].1 { i } else { acc });
             let (source, sink) = (location_of(next[0].0), location_of(e.to));
             for (i, &(node, _)) in next.iter().enumerate().take(next.len() - 1).skip(1) {
-                let side = if i < cut {
-                    source.clone()
-                } else {
-                    sink.clone()
-                };
+                let side = if i < cut { source.clone() } else { sink.clone() };
                 suggestions.entry(node).or_default().insert(side);
             }
         }

@@ -22,11 +22,7 @@ pub fn format_bytes(bytes: u64) -> String {
         value /= 1000.0;
         unit = u;
     }
-    if value < 10.0 {
-        format!("{value:.1} {unit}")
-    } else {
-        format!("{value:.0} {unit}")
-    }
+    if value < 10.0 { format!("{value:.1} {unit}") } else { format!("{value:.0} {unit}") }
 }
 
 /// `[@a, @b ×2]`: where the copies of one command run.
@@ -38,10 +34,7 @@ fn placement_tag(copies: &[&Node]) -> String {
             _ => groups.push((node.location.label(), 1)),
         }
     }
-    let parts: Vec<String> = groups
-        .into_iter()
-        .map(|(l, n)| if n > 1 { format!("{l} ×{n}") } else { l })
-        .collect();
+    let parts: Vec<String> = groups.into_iter().map(|(l, n)| if n > 1 { format!("{l} ×{n}") } else { l }).collect();
     parts.join(", ")
 }
 
@@ -50,31 +43,21 @@ fn placement_tag(copies: &[&Node]) -> String {
 pub fn render_inline(source: &str, plan: &PipelinePlan) -> String {
     let mut inserts: Vec<(usize, String)> = Vec::new();
     let mut previous_end: Option<usize> = None;
-    let commands: BTreeMap<usize, Vec<&Node>> =
-        plan.nodes.iter().fold(BTreeMap::new(), |mut map, n| {
-            if let NodeKind::Command { command, .. } = n.kind {
-                map.entry(command).or_insert_with(Vec::new).push(n);
-            }
-            map
-        });
+    let commands: BTreeMap<usize, Vec<&Node>> = plan.nodes.iter().fold(BTreeMap::new(), |mut map, n| {
+        if let NodeKind::Command { command, .. } = n.kind {
+            map.entry(command).or_insert_with(Vec::new).push(n);
+        }
+        map
+    });
     for (&index, copies) in &commands {
         let NodeKind::Command { span, .. } = copies[0].kind else {
             continue;
         };
         let ids: Vec<usize> = copies.iter().map(|n| n.id).collect();
         let crossing = |filter: &dyn Fn(&crate::planner::model::Edge) -> bool| -> u64 {
-            plan.edges
-                .iter()
-                .filter(|e| e.crosses && filter(e))
-                .map(|e| e.bytes)
-                .sum()
+            plan.edges.iter().filter(|e| e.crosses && filter(e)).map(|e| e.bytes).sum()
         };
-        let is_file = |id: usize| {
-            matches!(
-                plan.nodes[id].kind,
-                NodeKind::ReadFile { .. } | NodeKind::WriteFile { .. }
-            )
-        };
+        let is_file = |id: usize| matches!(plan.nodes[id].kind, NodeKind::ReadFile { .. } | NodeKind::WriteFile { .. });
         let read = crossing(&|e| ids.contains(&e.to) && is_file(e.from));
         let written = crossing(&|e| ids.contains(&e.from) && is_file(e.to));
         let mut tag = placement_tag(copies);
@@ -86,14 +69,12 @@ pub fn render_inline(source: &str, plan: &PipelinePlan) -> String {
         }
         // The pipe into this command: direct edges from the previous command, or via a merge.
         if let Some(end) = previous_end {
-            let merge = plan.nodes.iter().find(
-                |n| matches!(n.kind, NodeKind::Merge { command, .. } if command + 1 == index),
-            );
-            let from_previous = |id: usize| matches!(plan.nodes[id].kind, NodeKind::Command { command, .. } if command + 1 == index);
-            let mut bytes = crossing(&|e| {
-                ids.contains(&e.to)
-                    && (from_previous(e.from) || merge.is_some_and(|m| m.id == e.from))
-            });
+            let merge =
+                plan.nodes.iter().find(|n| matches!(n.kind, NodeKind::Merge { command, .. } if command + 1 == index));
+            let from_previous =
+                |id: usize| matches!(plan.nodes[id].kind, NodeKind::Command { command, .. } if command + 1 == index);
+            let mut bytes =
+                crossing(&|e| ids.contains(&e.to) && (from_previous(e.from) || merge.is_some_and(|m| m.id == e.from)));
             if let Some(m) = merge {
                 bytes += crossing(&|e| e.to == m.id);
             }
@@ -101,18 +82,10 @@ pub fn render_inline(source: &str, plan: &PipelinePlan) -> String {
             if bytes > 0 {
                 label.push(format_bytes(bytes));
             }
-            if let Some(Node {
-                kind: NodeKind::Merge { kind, .. },
-                location,
-                ..
-            }) = merge
-            {
+            if let Some(Node { kind: NodeKind::Merge { kind, .. }, location, .. }) = merge {
                 label.push(format!("{} {}", kind.keyword(), location.label()));
             }
-            if let Some(bar) = source[end..span.start]
-                .rfind('|')
-                .filter(|_| !label.is_empty())
-            {
+            if let Some(bar) = source[end..span.start].rfind('|').filter(|_| !label.is_empty()) {
                 inserts.push((end + bar + 1, format!("[{}]", label.join(", "))));
             }
         }
@@ -122,22 +95,16 @@ pub fn render_inline(source: &str, plan: &PipelinePlan) -> String {
     let to_terminal: u64 = plan
         .edges
         .iter()
-        .filter(|e| {
-            e.crosses && matches!(plan.nodes[e.to].kind, NodeKind::Stdout | NodeKind::Stderr)
-        })
+        .filter(|e| e.crosses && matches!(plan.nodes[e.to].kind, NodeKind::Stdout | NodeKind::Stderr))
         .map(|e| e.bytes)
         .sum();
-    let merged_last = plan.nodes.iter().find(
-        |n| matches!(n.kind, NodeKind::Merge { command, .. } if command + 1 == commands.len()),
-    );
+    let merged_last =
+        plan.nodes.iter().find(|n| matches!(n.kind, NodeKind::Merge { command, .. } if command + 1 == commands.len()));
     let mut tail = String::new();
-    if let Some(Node {
-        kind: NodeKind::Merge { kind, .. },
-        location,
-        ..
-    }) = merged_last
-    {
-        tail.push_str(&format!(" [{} {}]", kind.keyword(), location.label()));
+    if let Some(Node { id, kind: NodeKind::Merge { kind, .. }, location, .. }) = merged_last {
+        let into: u64 = plan.edges.iter().filter(|e| e.crosses && e.to == *id).map(|e| e.bytes).sum();
+        let bytes = if into > 0 { format!("{}, ", format_bytes(into)) } else { String::new() };
+        tail.push_str(&format!(" [{bytes}{} {}]", kind.keyword(), location.label()));
     }
     if to_terminal > 0 {
         tail.push_str(&format!(" [⇒ output {}]", format_bytes(to_terminal)));
@@ -158,7 +125,7 @@ pub fn render_inline(source: &str, plan: &PipelinePlan) -> String {
 fn node_label(node: &Node) -> String {
     match &node.kind {
         NodeKind::Command { argv, copy, .. } => {
-            let mut label = argv.join(" ");
+            let mut label = shell_words::join(argv);
             if let Some((i, n)) = copy {
                 label.push_str(&format!(" (copy {}/{n})", i + 1));
             }
@@ -183,34 +150,16 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
     let (mut bash, mut posh) = (0, 0);
     for pipeline in &plan.pipelines {
         let (line, _) = lines.line_col(source, pipeline.span.start);
-        out.push_str(&format!(
-            "{path}:{line}: {}\n",
-            render_inline(source, pipeline)
-        ));
-        for node in pipeline
-            .nodes
-            .iter()
-            .filter(|n| matches!(n.kind, NodeKind::Command { .. } | NodeKind::Merge { .. }))
+        out.push_str(&format!("{path}:{line}: {}\n", render_inline(source, pipeline)));
+        for node in
+            pipeline.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Command { .. } | NodeKind::Merge { .. }))
         {
-            out.push_str(&format!(
-                "  {} {}: {}\n",
-                node.location.label(),
-                node_label(node),
-                node.why.explain()
-            ));
-            if let NodeKind::Command {
-                annotation: Some(annotation),
-                copy: None | Some((0, _)),
-                ..
-            } = &node.kind
-            {
+            out.push_str(&format!("  {} {}: {}\n", node.location.label(), node_label(node), node.why.explain()));
+            if let NodeKind::Command { annotation: Some(annotation), copy: None | Some((0, _)), .. } = &node.kind {
                 out.push_str(&format!("      annotation: {annotation}\n"));
             }
         }
-        for edge in pipeline
-            .crossing_edges()
-            .filter(|e| e.bytes > 0 || e.stream != Stream::Stderr)
-        {
+        for edge in pipeline.crossing_edges().filter(|e| e.bytes > 0 || e.stream != Stream::Stderr) {
             let (from, to) = (pipeline.node(edge.from), pipeline.node(edge.to));
             out.push_str(&format!(
                 "  crosses {} → {}: {} ({} → {})\n",
@@ -286,21 +235,14 @@ pub fn render_dot(path: &str, source: &str, plan: &Plan) -> String {
             out.push_str("    }\n");
         }
         for edge in &pipeline.edges {
-            // stderr is not predicted: drawn quietly, so the data's path stands out.
+            // stderr and streams predicted empty are drawn quietly, so the data's path stands out.
             let style = match (edge.stream, edge.crosses) {
-                (Stream::Stderr, _) => ", style=dashed, color=gray70",
+                (Stream::Stderr, _) | (_, true) if edge.bytes == 0 => ", style=dashed, color=gray70",
                 (_, true) => ", color=red, fontcolor=red, penwidth=2",
                 (_, false) => "",
             };
-            let label = if edge.bytes > 0 {
-                format_bytes(edge.bytes)
-            } else {
-                String::new()
-            };
-            out.push_str(&format!(
-                "    p{p}n{} -> p{p}n{} [label=\"{label}\"{style}];\n",
-                edge.from, edge.to
-            ));
+            let label = if edge.bytes > 0 { format_bytes(edge.bytes) } else { String::new() };
+            out.push_str(&format!("    p{p}n{} -> p{p}n{} [label=\"{label}\"{style}];\n", edge.from, edge.to));
         }
         out.push_str("  }\n");
     }

@@ -43,37 +43,21 @@ fn file_system() -> MemoryFileSystem {
     for i in 0..4 {
         fs.add_file(format!("/mnt/logs/ray{i}.log"), 500 * MB);
     }
-    fs.add_file("/mnt/logs/scan-1.gz", 300 * MB)
-        .add_file("/mnt/logs/scan-2.gz", 300 * MB);
-    fs.add_file("/mnt/a/x.log", 800 * MB)
-        .add_file("/mnt/b/y.log", 600 * MB);
-    fs.add_file("/mnt/a/big.txt", 900 * MB)
-        .add_file("/mnt/b/small.txt", 20 * MB);
+    fs.add_file("/mnt/logs/scan-1.gz", 300 * MB).add_file("/mnt/logs/scan-2.gz", 300 * MB);
+    fs.add_file("/mnt/a/x.log", 800 * MB).add_file("/mnt/b/y.log", 600 * MB);
+    fs.add_file("/mnt/a/big.txt", 900 * MB).add_file("/mnt/b/small.txt", 20 * MB);
     for i in 0..3 {
         fs.add_file(format!("/mnt/images/p{i}.jpg"), 4 * MB);
     }
-    fs.add_file("/mnt/repo/.git/index", 2 * MB)
-        .add_file("/mnt/repo/src/main.c", 40_000);
+    fs.add_file("/mnt/repo/.git/index", 2 * MB).add_file("/mnt/repo/src/main.c", 40_000);
     fs.add_file("/home/user/notes.txt", 10_000);
     fs
 }
 
-fn plan_with(
-    config: &str,
-    fs: &MemoryFileSystem,
-    cwd: &str,
-    script: &str,
-    options: PlanOptions,
-) -> (Plan, String) {
+fn plan_with(config: &str, fs: &MemoryFileSystem, cwd: &str, script: &str, options: PlanOptions) -> (Plan, String) {
     let config = Config::parse(config, Path::new("posh.toml")).expect("the test config parses");
     let library = Library::builtin();
-    let ctx = PlanContext {
-        library: &library,
-        config: &config,
-        fs,
-        cwd: cwd.into(),
-        options,
-    };
+    let ctx = PlanContext { library: &library, config: &config, fs, cwd: cwd.into(), options };
     let parsed = crate::shell::parse(script);
     assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
     (plan_script(&ctx, &parsed), script.to_string())
@@ -125,9 +109,7 @@ fn distributed_log_analysis_across_five_mounts() {
     let mut config = String::new();
     let mut fs = MemoryFileSystem::new();
     for m in 0..5 {
-        config.push_str(&format!(
-            "[[mount]]\npath = \"/mnt/m{m}\"\nproxy = \"10.0.1.{m}:4433\"\n"
-        ));
+        config.push_str(&format!("[[mount]]\npath = \"/mnt/m{m}\"\nproxy = \"10.0.1.{m}:4433\"\n"));
         for f in 0..2 {
             fs.add_file(format!("/mnt/m{m}/log{f}.csv"), 200 * MB);
         }
@@ -150,17 +132,8 @@ fn git_workflow_runs_with_the_working_directory() {
 fn comm_across_two_mounts_ships_the_smaller_input() {
     let script = "comm -12 /mnt/a/big.txt /mnt/b/small.txt > /home/user/common.txt\n";
     let cost_based = check(script);
-    let greedy = check_with(
-        "/home/user",
-        script,
-        PlanOptions {
-            strategy: Strategy::Greedy,
-            ..PlanOptions::default()
-        },
-    );
-    insta::assert_snapshot!(format!(
-        "cost-based:\n{cost_based}\ngreedy (the paper):\n{greedy}"
-    ));
+    let greedy = check_with("/home/user", script, PlanOptions { strategy: Strategy::Greedy, ..PlanOptions::default() });
+    insta::assert_snapshot!(format!("cost-based:\n{cost_based}\ngreedy (the paper):\n{greedy}"));
 }
 
 #[test]
@@ -173,30 +146,15 @@ fn figure_2_splits_cat_and_grep_per_mount() {
         PlanOptions::default(),
     );
     let pipeline = &plan.pipelines[0];
-    let where_runs = |index| {
-        pipeline
-            .copies_of(index)
-            .map(|n| n.location.clone())
-            .collect::<Vec<_>>()
-    };
+    let where_runs = |index| pipeline.copies_of(index).map(|n| n.location.clone()).collect::<Vec<_>>();
     let mounts = vec![Location::Mount("a".into()), Location::Mount("b".into())];
     assert_eq!(where_runs(0), mounts, "cat is split per mount");
     assert_eq!(where_runs(1), mounts, "grep follows its input");
-    assert_eq!(
-        where_runs(2),
-        vec![Location::Client],
-        "tee writes a local file"
-    );
+    assert_eq!(where_runs(2), vec![Location::Client], "tee writes a local file");
     // Only grep's output crosses the network.
-    for edge in pipeline
-        .crossing_edges()
-        .filter(|e| e.stream != Stream::Stderr)
-    {
+    for edge in pipeline.crossing_edges().filter(|e| e.stream != Stream::Stderr) {
         let from = &pipeline.node(edge.from).kind;
-        assert!(
-            matches!(from, NodeKind::Command { command: 1, .. }),
-            "{from:?} crosses"
-        );
+        assert!(matches!(from, NodeKind::Command { command: 1, .. }), "{from:?} crosses");
     }
     insta::assert_snapshot!(render_text("fig2.sh", &source, &plan));
 }
@@ -225,29 +183,16 @@ fn splitting_factor_makes_copies_per_mount() {
     insta::assert_snapshot!(check_with(
         "/home/user",
         "cat /mnt/logs/ray*.log | grep -c error\n",
-        PlanOptions {
-            copies_per_mount: 2,
-            ..PlanOptions::default()
-        }
+        PlanOptions { copies_per_mount: 2, ..PlanOptions::default() }
     ));
 }
 
 #[test]
 fn nothing_is_remote_without_mounts() {
-    let (plan, _) = plan_with(
-        "",
-        &file_system(),
-        "/home/user",
-        "cat /mnt/logs/ray0.log | grep x | sort\n",
-        PlanOptions::default(),
-    );
+    let (plan, _) =
+        plan_with("", &file_system(), "/home/user", "cat /mnt/logs/ray0.log | grep x | sort\n", PlanOptions::default());
     let pipeline = &plan.pipelines[0];
-    assert!(
-        pipeline
-            .nodes
-            .iter()
-            .all(|n| n.location == Location::Client)
-    );
+    assert!(pipeline.nodes.iter().all(|n| n.location == Location::Client));
     assert_eq!((pipeline.bash_bytes, pipeline.posh_bytes), (0, 0));
 }
 
@@ -266,16 +211,10 @@ fn cost_based_never_moves_more_than_greedy() {
                 &file_system(),
                 "/home/user",
                 script,
-                PlanOptions {
-                    strategy,
-                    ..PlanOptions::default()
-                },
+                PlanOptions { strategy, ..PlanOptions::default() },
             );
             plan.pipelines.iter().map(|p| p.posh_bytes).sum::<u64>()
         };
-        assert!(
-            bytes(Strategy::CostBased) <= bytes(Strategy::Greedy),
-            "{script}"
-        );
+        assert!(bytes(Strategy::CostBased) <= bytes(Strategy::Greedy), "{script}");
     }
 }

@@ -39,18 +39,7 @@ pub fn parse_tolerant(source: &str) -> Script {
     if script.errors.is_empty() {
         return script;
     }
-    for closer in [
-        "\ndone",
-        "\nfi",
-        "'",
-        "\"",
-        ")",
-        "\n}",
-        "\nesac",
-        "`",
-        "\ndone\n}",
-        "\nfi\n}",
-    ] {
+    for closer in ["\ndone", "\nfi", "'", "\"", ")", "\n}", "\nesac", "`", "\ndone\n}", "\nfi\n}"] {
         let mut text = source.to_string();
         text.push_str(closer);
         let mut walker = parse::Walker::new(&text);
@@ -65,11 +54,7 @@ pub fn parse_tolerant(source: &str) -> Script {
                 clamp(&mut pipeline.span);
                 for command in &mut pipeline.commands {
                     clamp(&mut command.span);
-                    for word in command
-                        .words
-                        .iter_mut()
-                        .chain(command.assignments.iter_mut())
-                    {
+                    for word in command.words.iter_mut().chain(command.assignments.iter_mut()) {
                         clamp(&mut word.span);
                         word.raw = source[word.span.range()].to_string();
                     }
@@ -78,10 +63,7 @@ pub fn parse_tolerant(source: &str) -> Script {
                     }
                 }
             }
-            return Script {
-                pipelines: fixed.pipelines,
-                errors: script.errors,
-            };
+            return Script { pipelines: fixed.pipelines, errors: script.errors };
         }
     }
     script
@@ -101,10 +83,7 @@ fn recover_prefix(walker: &mut parse::Walker<'_>, source: &str, error_at: usize)
         if cut == 0 {
             return;
         }
-        if walker
-            .parse_text(source[..cut].to_string(), None, &[], 0)
-            .is_ok()
-        {
+        if walker.parse_text(source[..cut].to_string(), None, &[], 0).is_ok() {
             return;
         }
         back += step;

@@ -6,8 +6,7 @@ use brush_parser::ast::{self, SourceLocation};
 use brush_parser::{ParseError, ParserOptions, SourcePosition, SourceSpan, Token, TokenizerError};
 
 use super::model::{
-    Command, CommandKind, Context, Pipeline, Redirect, RedirectOp, RedirectTarget, Script,
-    ShellError, Word,
+    Command, CommandKind, Context, Pipeline, Redirect, RedirectOp, RedirectTarget, Script, ShellError, Word,
 };
 use super::words::{self, WordRole};
 use crate::text::Span;
@@ -68,21 +67,13 @@ pub(super) struct Failure {
 
 impl<'s> Walker<'s> {
     pub(super) fn new(source: &'s str) -> Self {
-        Walker {
-            source,
-            options: ParserOptions::default(),
-            pipelines: Vec::new(),
-            errors: Vec::new(),
-        }
+        Walker { source, options: ParserOptions::default(), pipelines: Vec::new(), errors: Vec::new() }
     }
 
     pub(super) fn finish(mut self) -> Script {
         self.pipelines.sort_by_key(|p| p.span.start);
         self.errors.sort_by_key(|e| e.span.start);
-        Script {
-            pipelines: self.pipelines,
-            errors: self.errors,
-        }
+        Script { pipelines: self.pipelines, errors: self.errors }
     }
 
     pub(super) fn push_error(&mut self, error: ShellError) {
@@ -115,35 +106,23 @@ impl<'s> Walker<'s> {
         depth: usize,
     ) -> Result<(), Failure> {
         let options = self.options.clone();
-        let tokenized = catch_unwind(AssertUnwindSafe(|| {
-            brush_parser::uncached_tokenize_str(&text, &options.tokenizer_options())
-        }));
-        let mut frame = Frame {
-            char_bytes: char_bytes(&text),
-            text,
-            to_script,
-            tokens: Vec::new(),
-        };
+        let tokenized =
+            catch_unwind(AssertUnwindSafe(|| brush_parser::uncached_tokenize_str(&text, &options.tokenizer_options())));
+        let mut frame = Frame { char_bytes: char_bytes(&text), text, to_script, tokens: Vec::new() };
         let tokens = match tokenized {
             Ok(Ok(tokens)) => tokens,
             Ok(Err(e)) => return Err(self.tokenizer_failure(&frame, &e)),
             Err(_) => {
-                return Err(
-                    self.failure_at_end(&frame, "the shell parser failed on this text".into())
-                );
+                return Err(self.failure_at_end(&frame, "the shell parser failed on this text".into()));
             }
         };
-        let parsed = catch_unwind(AssertUnwindSafe(|| {
-            brush_parser::parse_tokens(&tokens, &options)
-        }));
+        let parsed = catch_unwind(AssertUnwindSafe(|| brush_parser::parse_tokens(&tokens, &options)));
         frame.tokens = tokens;
         let program = match parsed {
             Ok(Ok(program)) => program,
             Ok(Err(e)) => return Err(self.parse_failure(&frame, &e)),
             Err(_) => {
-                return Err(
-                    self.failure_at_end(&frame, "the shell parser failed on this text".into())
-                );
+                return Err(self.failure_at_end(&frame, "the shell parser failed on this text".into()));
             }
         };
         for list in &program.complete_commands {
@@ -160,12 +139,7 @@ impl<'s> Walker<'s> {
     }
 
     fn failure_at_end(&self, f: &Frame, message: String) -> Failure {
-        Failure {
-            error: ShellError {
-                span: self.end_span(f),
-                message,
-            },
-        }
+        Failure { error: ShellError { span: self.end_span(f), message } }
     }
 
     fn tokenizer_failure(&self, f: &Frame, e: &TokenizerError) -> Failure {
@@ -174,39 +148,23 @@ impl<'s> Walker<'s> {
             self.span(start, start + len)
         };
         let (span, message) = match e {
-            TokenizerError::UnterminatedSingleQuote(p) => {
-                (at(p, 1), "unterminated single quote".to_string())
+            TokenizerError::UnterminatedSingleQuote(p) => (at(p, 1), "unterminated single quote".to_string()),
+            TokenizerError::UnterminatedAnsiCQuote(p) => (at(p, 2), "unterminated $'...' quote".to_string()),
+            TokenizerError::UnterminatedDoubleQuote(p) => (at(p, 1), "unterminated double quote".to_string()),
+            TokenizerError::UnterminatedBackquote(p) => (at(p, 1), "unterminated backquote".to_string()),
+            TokenizerError::UnterminatedExtendedGlob(p) => (at(p, 1), "unterminated extended glob pattern".to_string()),
+            TokenizerError::UnterminatedHereDocuments(tags, _) => {
+                (self.end_span(f), format!("here-document not terminated: missing `{tags}` line"))
             }
-            TokenizerError::UnterminatedAnsiCQuote(p) => {
-                (at(p, 2), "unterminated $'...' quote".to_string())
-            }
-            TokenizerError::UnterminatedDoubleQuote(p) => {
-                (at(p, 1), "unterminated double quote".to_string())
-            }
-            TokenizerError::UnterminatedBackquote(p) => {
-                (at(p, 1), "unterminated backquote".to_string())
-            }
-            TokenizerError::UnterminatedExtendedGlob(p) => {
-                (at(p, 1), "unterminated extended glob pattern".to_string())
-            }
-            TokenizerError::UnterminatedHereDocuments(tags, _) => (
-                self.end_span(f),
-                format!("here-document not terminated: missing `{tags}` line"),
-            ),
             other => (self.end_span(f), other.to_string()),
         };
-        Failure {
-            error: ShellError { span, message },
-        }
+        Failure { error: ShellError { span, message } }
     }
 
     fn parse_failure(&self, f: &Frame, e: &ParseError) -> Failure {
         match e {
             ParseError::ParsingNear(p) => {
-                let at = f
-                    .tokens
-                    .iter()
-                    .position(|t| t.location().start.index == p.index);
+                let at = f.tokens.iter().position(|t| t.location().start.index == p.index);
                 // brush points at the line end after a misplaced keyword (`fi` alone): name the
                 // keyword, as bash does.
                 let at = match at {
@@ -217,19 +175,14 @@ impl<'s> Walker<'s> {
                 let (span, message) = match token {
                     Some(t) => (
                         self.loc_span(f, t.location()),
-                        format!(
-                            "syntax error near unexpected token `{}`",
-                            t.to_str().escape_debug()
-                        ),
+                        format!("syntax error near unexpected token `{}`", t.to_str().escape_debug()),
                     ),
                     None => {
                         let start = f.pos(p);
                         (self.span(start, start), "syntax error".to_string())
                     }
                 };
-                Failure {
-                    error: ShellError { span, message },
-                }
+                Failure { error: ShellError { span, message } }
             }
             ParseError::ParsingAtEndOfInput => {
                 let (span, message) = match unclosed_opener(f) {
@@ -240,14 +193,9 @@ impl<'s> Walker<'s> {
                             token.to_str()
                         ),
                     ),
-                    None => (
-                        self.end_span(f),
-                        "syntax error: unexpected end of input".to_string(),
-                    ),
+                    None => (self.end_span(f), "syntax error: unexpected end of input".to_string()),
                 };
-                Failure {
-                    error: ShellError { span, message },
-                }
+                Failure { error: ShellError { span, message } }
             }
             ParseError::Tokenizing { inner, .. } => self.tokenizer_failure(f, inner),
         }
@@ -258,11 +206,7 @@ impl<'s> Walker<'s> {
     fn list(&mut self, f: &Frame, list: &ast::CompoundList, ctx: &[Context], depth: usize) {
         for ast::CompoundListItem(and_or, separator) in &list.0 {
             let background = matches!(separator, ast::SeparatorOperator::Async);
-            let ctx = if and_or.additional.is_empty() {
-                ctx.to_vec()
-            } else {
-                with(ctx, Context::AndOr)
-            };
+            let ctx = if and_or.additional.is_empty() { ctx.to_vec() } else { with(ctx, Context::AndOr) };
             self.pipeline(f, &and_or.first, &ctx, background, depth);
             for next in &and_or.additional {
                 let (ast::AndOr::And(p) | ast::AndOr::Or(p)) = next;
@@ -271,14 +215,7 @@ impl<'s> Walker<'s> {
         }
     }
 
-    fn pipeline(
-        &mut self,
-        f: &Frame,
-        p: &ast::Pipeline,
-        ctx: &[Context],
-        background: bool,
-        depth: usize,
-    ) {
+    fn pipeline(&mut self, f: &Frame, p: &ast::Pipeline, ctx: &[Context], background: bool, depth: usize) {
         if depth > MAX_DEPTH {
             return;
         }
@@ -302,20 +239,11 @@ impl<'s> Walker<'s> {
                 ast::Command::Function(def) => {
                     let start = def.fname.loc.as_ref().map(|l| f.pos(&l.start)).unwrap_or(0);
                     let end = self.compound_end(f, &def.body.0);
-                    commands.push(self.compound_command(
-                        f,
-                        start,
-                        end,
-                        def.body.1.as_ref(),
-                        ctx,
-                        depth,
-                    ));
+                    commands.push(self.compound_command(f, start, end, def.body.1.as_ref(), ctx, depth));
                     let ctx = with(ctx, Context::Function(def.fname.value.clone()));
                     match &def.body.0 {
                         // The braces of `f() { ...; }` are the function's own, not a group.
-                        ast::CompoundCommand::BraceGroup(group) => {
-                            self.list(f, &group.list, &ctx, depth + 1)
-                        }
+                        ast::CompoundCommand::BraceGroup(group) => self.list(f, &group.list, &ctx, depth + 1),
                         body => self.compound(f, body, &ctx, depth),
                     }
                 }
@@ -333,13 +261,7 @@ impl<'s> Walker<'s> {
             return;
         }
         let span = commands[0].span.cover(commands[commands.len() - 1].span);
-        let pipeline = Pipeline {
-            span,
-            commands,
-            negated: p.bang,
-            background,
-            context: ctx.to_vec(),
-        };
+        let pipeline = Pipeline { span, commands, negated: p.bang, background, context: ctx.to_vec() };
         self.pipelines.insert(slot, pipeline);
     }
 
@@ -361,13 +283,7 @@ impl<'s> Walker<'s> {
             }
             converted.push(redirect);
         }
-        Command {
-            span,
-            kind: CommandKind::Compound,
-            assignments: Vec::new(),
-            words: Vec::new(),
-            redirects: converted,
-        }
+        Command { span, kind: CommandKind::Compound, assignments: Vec::new(), words: Vec::new(), redirects: converted }
     }
 
     /// Walks the pipelines inside a compound command.
@@ -379,9 +295,7 @@ impl<'s> Walker<'s> {
         use ast::CompoundCommand as C;
         match c {
             C::Arithmetic(_) => {}
-            C::ArithmeticForClause(a) => {
-                self.list(f, &a.body.list, &with(ctx, Context::Loop), depth)
-            }
+            C::ArithmeticForClause(a) => self.list(f, &a.body.list, &with(ctx, Context::Loop), depth),
             C::BraceGroup(g) => self.list(f, &g.list, &with(ctx, Context::BraceGroup), depth),
             C::Subshell(s) => self.list(f, &s.list, &with(ctx, Context::Subshell), depth),
             C::ForClause(fc) => {
@@ -420,11 +334,7 @@ impl<'s> Walker<'s> {
                 self.list(f, &w.1.list, &ctx, depth);
             }
             C::Coprocess(co) => {
-                let pipeline = ast::Pipeline {
-                    timed: None,
-                    bang: false,
-                    seq: vec![(*co.body).clone()],
-                };
+                let pipeline = ast::Pipeline { timed: None, bang: false, seq: vec![(*co.body).clone()] };
                 self.pipeline(f, &pipeline, &with(ctx, Context::Subshell), true, depth);
             }
         }
@@ -452,22 +362,17 @@ impl<'s> Walker<'s> {
 
     /// Byte offset (script) of a compound command's end.
     fn compound_end(&self, f: &Frame, c: &ast::CompoundCommand) -> usize {
-        self.compound_end_char(f, c)
-            .map(|i| f.script_offset(f.local(i)))
-            .unwrap_or(0)
+        self.compound_end_char(f, c).map(|i| f.script_offset(f.local(i))).unwrap_or(0)
     }
 
     fn compound_end_char(&self, f: &Frame, c: &ast::CompoundCommand) -> Option<usize> {
         match c {
             ast::CompoundCommand::IfClause(ic) => {
-                let mut inner = [
-                    list_end(self, f, &ic.condition),
-                    list_end(self, f, &ic.then),
-                ]
-                .into_iter()
-                .flatten()
-                .max()
-                .unwrap_or(ic.loc.end.index);
+                let mut inner = [list_end(self, f, &ic.condition), list_end(self, f, &ic.then)]
+                    .into_iter()
+                    .flatten()
+                    .max()
+                    .unwrap_or(ic.loc.end.index);
                 for clause in ic.elses.iter().flatten() {
                     if let Some(e) = clause.condition.as_ref().and_then(|c| list_end(self, f, c)) {
                         inner = inner.max(e);
@@ -479,10 +384,7 @@ impl<'s> Walker<'s> {
                 let fi = f
                     .tokens
                     .iter()
-                    .filter(|t| {
-                        matches!(t, Token::Word(w, _) if w == "fi")
-                            && t.location().start.index >= inner
-                    })
+                    .filter(|t| matches!(t, Token::Word(w, _) if w == "fi") && t.location().start.index >= inner)
                     .min_by_key(|t| t.location().start.index);
                 Some(fi.map(|t| t.location().end.index).unwrap_or(inner))
             }
@@ -492,22 +394,13 @@ impl<'s> Walker<'s> {
 
     // ---- simple commands, words, redirects ----
 
-    fn simple(
-        &mut self,
-        f: &Frame,
-        c: &ast::SimpleCommand,
-        ctx: &[Context],
-        depth: usize,
-    ) -> Command {
+    fn simple(&mut self, f: &Frame, c: &ast::SimpleCommand, ctx: &[Context], depth: usize) -> Command {
         let mut assignments = Vec::new();
         let mut words = Vec::new();
         let mut redirects = Vec::new();
         let mut spans: Vec<Span> = Vec::new();
         let mut last_end = 0;
-        let mut item = |this: &mut Self,
-                        item: &ast::CommandPrefixOrSuffixItem,
-                        prefix: bool,
-                        spans: &mut Vec<Span>| {
+        let mut item = |this: &mut Self, item: &ast::CommandPrefixOrSuffixItem, prefix: bool, spans: &mut Vec<Span>| {
             use ast::CommandPrefixOrSuffixItem as I;
             match item {
                 I::IoRedirect(r) => {
@@ -519,19 +412,11 @@ impl<'s> Walker<'s> {
                     redirects.push(redirect);
                 }
                 I::AssignmentWord(_, w) => {
-                    let role = if prefix {
-                        WordRole::Assignment
-                    } else {
-                        WordRole::Argument
-                    };
+                    let role = if prefix { WordRole::Assignment } else { WordRole::Argument };
                     let word = this.word(f, w, role, ctx, depth);
                     spans.push(word.span);
                     last_end = word.span.end;
-                    if prefix {
-                        assignments.push(word)
-                    } else {
-                        words.push(word)
-                    }
+                    if prefix { assignments.push(word) } else { words.push(word) }
                 }
                 I::Word(w) => {
                     let word = this.word(f, w, WordRole::Argument, ctx, depth);
@@ -551,46 +436,19 @@ impl<'s> Walker<'s> {
             item(self, i, true, &mut spans);
         }
         if let Some(name) = &c.word_or_name {
-            item(
-                self,
-                &ast::CommandPrefixOrSuffixItem::Word(name.clone()),
-                false,
-                &mut spans,
-            );
+            item(self, &ast::CommandPrefixOrSuffixItem::Word(name.clone()), false, &mut spans);
         }
         for i in c.suffix.iter().flat_map(|s| s.0.iter()) {
             item(self, i, false, &mut spans);
         }
-        let span = spans
-            .iter()
-            .copied()
-            .reduce(Span::cover)
-            .unwrap_or_else(|| self.span(last_end, last_end));
-        Command {
-            span,
-            kind: CommandKind::Simple,
-            assignments,
-            words,
-            redirects,
-        }
+        let span = spans.iter().copied().reduce(Span::cover).unwrap_or_else(|| self.span(last_end, last_end));
+        Command { span, kind: CommandKind::Simple, assignments, words, redirects }
     }
 
     /// The model word for a brush word, with the pipelines of its substitutions walked.
-    fn word(
-        &mut self,
-        f: &Frame,
-        w: &ast::Word,
-        role: WordRole,
-        ctx: &[Context],
-        depth: usize,
-    ) -> Word {
+    fn word(&mut self, f: &Frame, w: &ast::Word, role: WordRole, ctx: &[Context], depth: usize) -> Word {
         let Some(loc) = &w.loc else {
-            return Word {
-                span: self.span(0, 0),
-                raw: String::new(),
-                literal: None,
-                glob: false,
-            };
+            return Word { span: self.span(0, 0), raw: String::new(), literal: None, glob: false };
         };
         let (start, end) = skip_blanks(f, f.local_span(loc), &w.value);
         let written = &f.text[start..end];
@@ -600,20 +458,12 @@ impl<'s> Walker<'s> {
         // text; when the two do not line up, in the written text itself.
         let (subs, table) = match words::align(&w.value, written) {
             Some(table) => (words::substitutions(&w.value, &self.options, false), table),
-            None => (
-                words::substitutions(written, &self.options, false),
-                (0..=written.len()).collect(),
-            ),
+            None => (words::substitutions(written, &self.options, false), (0..=written.len()).collect()),
         };
         if !subs.is_empty() {
             self.substitutions(f, start, &table, subs, ctx, depth);
         }
-        Word {
-            span,
-            raw: self.source[span.range()].to_string(),
-            literal: info.literal,
-            glob: info.glob,
-        }
+        Word { span, raw: self.source[span.range()].to_string(), literal: info.literal, glob: info.glob }
     }
 
     /// Parses and walks substitutions found in a text at local offset `start` of `f`, whose bytes
@@ -632,11 +482,8 @@ impl<'s> Walker<'s> {
         }
         let ctx = with(ctx, Context::CommandSubstitution);
         for sub in subs {
-            let to_script: Vec<usize> = sub
-                .offsets
-                .iter()
-                .map(|&i| f.script_offset(start + table[i.min(table.len() - 1)]))
-                .collect();
+            let to_script: Vec<usize> =
+                sub.offsets.iter().map(|&i| f.script_offset(start + table[i.min(table.len() - 1)])).collect();
             let first = to_script.first().copied().unwrap_or(0);
             if let Err(failure) = self.parse_text(sub.text, Some(to_script), &ctx, depth + 1) {
                 let mut error = failure.error;
@@ -649,35 +496,15 @@ impl<'s> Walker<'s> {
         }
     }
 
-    fn process_substitution(
-        &mut self,
-        f: &Frame,
-        sub: &ast::SubshellCommand,
-        ctx: &[Context],
-        depth: usize,
-    ) -> Word {
+    fn process_substitution(&mut self, f: &Frame, sub: &ast::SubshellCommand, ctx: &[Context], depth: usize) -> Word {
         let (start, end) = skip_blanks(f, f.local_span(&sub.loc), "(");
         // brush's location starts at the `(`; the `<` or `>` is just before it.
-        let start = if start > 0 && matches!(f.text.as_bytes()[start - 1], b'<' | b'>') {
-            start - 1
-        } else {
-            start
-        };
+        let start = if start > 0 && matches!(f.text.as_bytes()[start - 1], b'<' | b'>') { start - 1 } else { start };
         let span = self.span(f.script_offset(start), f.script_offset(end));
         if depth < MAX_DEPTH {
-            self.list(
-                f,
-                &sub.list,
-                &with(ctx, Context::ProcessSubstitution),
-                depth + 1,
-            );
+            self.list(f, &sub.list, &with(ctx, Context::ProcessSubstitution), depth + 1);
         }
-        Word {
-            span,
-            raw: self.source[span.range()].to_string(),
-            literal: None,
-            glob: false,
-        }
+        Word { span, raw: self.source[span.range()].to_string(), literal: None, glob: false }
     }
 
     /// Returns the redirect and whether brush made it up (`|&` adds `2>&1` with no source).
@@ -726,35 +553,21 @@ impl<'s> Walker<'s> {
                     }
                     T::Fd(n) => {
                         // Only brush's own `2>&1` for `|&`: point at the `|&`.
-                        let target = u32::try_from(*n)
-                            .map(RedirectTarget::Fd)
-                            .unwrap_or(RedirectTarget::Close);
+                        let target = u32::try_from(*n).map(RedirectTarget::Fd).unwrap_or(RedirectTarget::Close);
                         let span = self.find_forward(after, "|&");
-                        return (
-                            Redirect {
-                                fd,
-                                op,
-                                target,
-                                span,
-                            },
-                            true,
-                        );
+                        return (Redirect { fd, op, target, span }, true);
                     }
                     T::Duplicate(w) => {
                         let word = self.word(f, w, WordRole::Argument, ctx, depth);
                         let span = word.span;
                         let target = match w.value.as_str() {
                             "-" => RedirectTarget::Close,
-                            v if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => v
-                                .parse()
-                                .map(RedirectTarget::Fd)
-                                .unwrap_or(RedirectTarget::File(word)),
+                            v if !v.is_empty() && v.bytes().all(|b| b.is_ascii_digit()) => {
+                                v.parse().map(RedirectTarget::Fd).unwrap_or(RedirectTarget::File(word))
+                            }
                             _ => {
                                 // `>&file` without a descriptor means `&>file`.
-                                if fd.is_none()
-                                    && op == RedirectOp::DuplicateOutput
-                                    && word.literal.is_some()
-                                {
+                                if fd.is_none() && op == RedirectOp::DuplicateOutput && word.literal.is_some() {
                                     op = RedirectOp::WriteBoth;
                                 }
                                 RedirectTarget::File(word)
@@ -764,47 +577,20 @@ impl<'s> Walker<'s> {
                     }
                 };
                 let span = self.operator_span(target_span, &[operator], fd.is_some());
-                (
-                    Redirect {
-                        fd,
-                        op,
-                        target,
-                        span,
-                    },
-                    false,
-                )
+                (Redirect { fd, op, target, span }, false)
             }
             ast::IoRedirect::OutputAndError(w, append) => {
                 let word = self.word(f, w, WordRole::Argument, ctx, depth);
-                let (op, operator) = if *append {
-                    (RedirectOp::AppendBoth, "&>>")
-                } else {
-                    (RedirectOp::WriteBoth, "&>")
-                };
+                let (op, operator) =
+                    if *append { (RedirectOp::AppendBoth, "&>>") } else { (RedirectOp::WriteBoth, "&>") };
                 let span = self.operator_span(word.span, &[operator], false);
-                (
-                    Redirect {
-                        fd: None,
-                        op,
-                        target: RedirectTarget::File(word),
-                        span,
-                    },
-                    false,
-                )
+                (Redirect { fd: None, op, target: RedirectTarget::File(word), span }, false)
             }
             ast::IoRedirect::HereString(fd, w) => {
                 let fd = fd_of(fd);
                 let word = self.word(f, w, WordRole::HereString, ctx, depth);
                 let span = self.operator_span(word.span, &["<<<"], fd.is_some());
-                (
-                    Redirect {
-                        fd,
-                        op: RedirectOp::HereString,
-                        target: RedirectTarget::Text(word),
-                        span,
-                    },
-                    false,
-                )
+                (Redirect { fd, op: RedirectOp::HereString, target: RedirectTarget::Text(word), span }, false)
             }
             ast::IoRedirect::HereDocument(fd, doc) => {
                 let fd = fd_of(fd);
@@ -825,32 +611,15 @@ impl<'s> Walker<'s> {
                     let (start, end) = f.local_span(loc);
                     let written = &f.text[start..end];
                     let (subs, table) = match words::align(&doc.doc.value, written) {
-                        Some(table) => (
-                            words::substitutions(&doc.doc.value, &self.options, true),
-                            table,
-                        ),
-                        None => (
-                            words::substitutions(written, &self.options, true),
-                            (0..=written.len()).collect(),
-                        ),
+                        Some(table) => (words::substitutions(&doc.doc.value, &self.options, true), table),
+                        None => (words::substitutions(written, &self.options, true), (0..=written.len()).collect()),
                     };
                     if !subs.is_empty() {
                         self.substitutions(f, start, &table, subs, ctx, depth);
                     }
                 }
-                let target = RedirectTarget::HereDoc {
-                    body: doc.doc.value.clone(),
-                    expands: doc.requires_expansion,
-                };
-                (
-                    Redirect {
-                        fd,
-                        op: RedirectOp::HereDoc,
-                        target,
-                        span,
-                    },
-                    false,
-                )
+                let target = RedirectTarget::HereDoc { body: doc.doc.value.clone(), expands: doc.requires_expansion };
+                (Redirect { fd, op: RedirectOp::HereDoc, target, span }, false)
             }
         }
     }
@@ -862,11 +631,7 @@ impl<'s> Walker<'s> {
         let trimmed = before.trim_end_matches([' ', '\t']);
         for op in operators {
             if let Some(rest) = trimmed.strip_suffix(op) {
-                let start = if has_fd {
-                    rest.trim_end_matches(|c: char| c.is_ascii_digit()).len()
-                } else {
-                    rest.len()
-                };
+                let start = if has_fd { rest.trim_end_matches(|c: char| c.is_ascii_digit()).len() } else { rest.len() };
                 return self.span(start, target.end);
             }
         }

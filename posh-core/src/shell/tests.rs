@@ -37,11 +37,7 @@ fn redirect(source: &str, r: &Redirect) -> String {
         RedirectTarget::Close => "close".to_string(),
         RedirectTarget::Text(w) => format!("text {}", word(source, w)),
         RedirectTarget::HereDoc { body, expands } => {
-            format!(
-                "heredoc{} ⟨{}⟩",
-                if *expands { "" } else { "(quoted)" },
-                esc(body)
-            )
+            format!("heredoc{} ⟨{}⟩", if *expands { "" } else { "(quoted)" }, esc(body))
         }
     };
     format!("«{}» {fd}{:?} → {target}", slice(source, r.span), r.op)
@@ -83,22 +79,13 @@ fn render(source: &str, script: &Script) -> String {
     let index = LineIndex::new(source);
     for e in &script.errors {
         let (line, col) = index.line_col(source, e.span.start);
-        writeln!(
-            out,
-            "error {line}:{col} «{}»: {}",
-            slice(source, e.span),
-            e.message
-        )
-        .unwrap();
+        writeln!(out, "error {line}:{col} «{}»: {}", slice(source, e.span), e.message).unwrap();
     }
     out
 }
 
 fn check_all(cases: &[&str]) -> String {
-    cases
-        .iter()
-        .map(|case| format!("$ {case}\n{}\n", check(case)))
-        .collect()
+    cases.iter().map(|case| format!("$ {case}\n{}\n", check(case))).collect()
 }
 
 #[test]
@@ -229,11 +216,7 @@ fn syntax_errors() {
 
 #[test]
 fn tolerant_parse() {
-    let cases = [
-        "while read l; do\n  echo \"$l\" | cut -c1",
-        "echo 'abc",
-        "if a; then\n  b | c",
-    ];
+    let cases = ["while read l; do\n  echo \"$l\" | cut -c1", "echo 'abc", "if a; then\n  b | c"];
     let mut out = String::new();
     for case in cases {
         write!(out, "$ {case}\n{}\n", render(case, &parse_tolerant(case))).unwrap();
@@ -246,19 +229,10 @@ fn spans_are_bytes_in_nested_substitutions() {
     let source = "é; echo \"ü $(printf '%s' \"$(echo ö | cat)\")\"";
     let script = parse(source);
     assert!(script.errors.is_empty(), "{:?}", script.errors);
-    let texts: Vec<&str> = script
-        .pipelines
-        .iter()
-        .map(|p| slice(source, p.span))
-        .collect();
+    let texts: Vec<&str> = script.pipelines.iter().map(|p| slice(source, p.span)).collect();
     assert_eq!(
         texts,
-        [
-            "é",
-            "echo \"ü $(printf '%s' \"$(echo ö | cat)\")\"",
-            "printf '%s' \"$(echo ö | cat)\"",
-            "echo ö | cat"
-        ]
+        ["é", "echo \"ü $(printf '%s' \"$(echo ö | cat)\")\"", "printf '%s' \"$(echo ö | cat)\"", "echo ö | cat"]
     );
 }
 

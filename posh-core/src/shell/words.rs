@@ -35,11 +35,7 @@ pub(super) struct Substitution {
 fn pieces(value: &str, options: &ParserOptions, heredoc: bool) -> Option<Vec<WordPieceWithSource>> {
     // brush's parsers are not meant to panic, but the analysis must never take the caller down.
     catch_unwind(AssertUnwindSafe(|| {
-        if heredoc {
-            word::parse_heredoc(value, options)
-        } else {
-            word::parse(value, options)
-        }
+        if heredoc { word::parse_heredoc(value, options) } else { word::parse(value, options) }
     }))
     .ok()?
     .ok()
@@ -47,10 +43,7 @@ fn pieces(value: &str, options: &ParserOptions, heredoc: bool) -> Option<Vec<Wor
 
 pub(super) fn analyze(value: &str, role: WordRole, options: &ParserOptions) -> WordInfo {
     let Some(pieces) = pieces(value, options, false) else {
-        return WordInfo {
-            literal: None,
-            glob: false,
-        };
+        return WordInfo { literal: None, glob: false };
     };
     let mut literal = Some(String::new());
     let mut glob = GlobScan::default();
@@ -88,11 +81,7 @@ pub(super) fn analyze(value: &str, role: WordRole, options: &ParserOptions) -> W
             | WordPiece::ArithmeticExpression(_) => literal = None,
         }
     }
-    if role == WordRole::Argument
-        && literal.is_some()
-        && value.contains('{')
-        && has_braces(value, options)
-    {
+    if role == WordRole::Argument && literal.is_some() && value.contains('{') && has_braces(value, options) {
         literal = None;
     }
     if role == WordRole::Assignment
@@ -140,13 +129,9 @@ impl GlobScan {
 }
 
 fn has_braces(value: &str, options: &ParserOptions) -> bool {
-    let parsed = catch_unwind(AssertUnwindSafe(|| {
-        word::parse_brace_expansions(value, options)
-    }));
+    let parsed = catch_unwind(AssertUnwindSafe(|| word::parse_brace_expansions(value, options)));
     match parsed {
-        Ok(Ok(Some(pieces))) => pieces
-            .iter()
-            .any(|p| matches!(p, word::BraceExpressionOrText::Expr(_))),
+        Ok(Ok(Some(pieces))) => pieces.iter().any(|p| matches!(p, word::BraceExpressionOrText::Expr(_))),
         Ok(Ok(None)) => false,
         // Unparsable: be safe, the shell may expand it.
         _ => true,
@@ -181,11 +166,7 @@ fn ansi_c(text: &str) -> Option<String> {
 
 /// The command substitutions of a word (or of a here-document body when `heredoc`), outermost
 /// only: nested ones are found when the substitution's text is parsed in turn.
-pub(super) fn substitutions(
-    value: &str,
-    options: &ParserOptions,
-    heredoc: bool,
-) -> Vec<Substitution> {
+pub(super) fn substitutions(value: &str, options: &ParserOptions, heredoc: bool) -> Vec<Substitution> {
     if !value.contains("$(") && !value.contains('`') {
         return Vec::new();
     }
@@ -229,18 +210,11 @@ fn collect(
                 });
             }
             WordPiece::BackquotedCommandSubstitution(_) => {
-                let inner = raw
-                    .strip_prefix('`')
-                    .and_then(|r| r.strip_suffix('`'))
-                    .unwrap_or("");
+                let inner = raw.strip_prefix('`').and_then(|r| r.strip_suffix('`')).unwrap_or("");
                 let (text, offsets) = unescape_backquoted(inner, in_double_quotes);
-                found.push(Substitution {
-                    text,
-                    offsets: offsets.into_iter().map(|i| base + start + 1 + i).collect(),
-                });
+                found.push(Substitution { text, offsets: offsets.into_iter().map(|i| base + start + 1 + i).collect() });
             }
-            WordPiece::DoubleQuotedSequence(inner)
-            | WordPiece::GettextDoubleQuotedSequence(inner) => {
+            WordPiece::DoubleQuotedSequence(inner) | WordPiece::GettextDoubleQuotedSequence(inner) => {
                 collect(text, base, inner, true, options, found, depth + 1);
             }
             WordPiece::ParameterExpansion(expr) => {
@@ -248,22 +222,10 @@ fn collect(
                     if !word.contains("$(") && !word.contains('`') {
                         continue;
                     }
-                    let at = if from_end {
-                        raw.rfind(word)
-                    } else {
-                        raw.find(word)
-                    };
+                    let at = if from_end { raw.rfind(word) } else { raw.find(word) };
                     let Some(at) = at else { continue };
                     if let Some(inner) = pieces_of(word, options) {
-                        collect(
-                            word,
-                            base + start + at,
-                            &inner,
-                            in_double_quotes,
-                            options,
-                            found,
-                            depth + 1,
-                        );
+                        collect(word, base + start + at, &inner, in_double_quotes, options, found, depth + 1);
                     }
                 }
             }
@@ -279,19 +241,10 @@ fn pieces_of(word: &str, options: &ParserOptions) -> Option<Vec<WordPieceWithSou
 /// The words inside `${...}` that bash expands, each with whether it sits at the end.
 fn parameter_words(expr: &ParameterExpr) -> Vec<(&str, bool)> {
     match expr {
-        ParameterExpr::UseDefaultValues {
-            default_value: w, ..
-        }
-        | ParameterExpr::AssignDefaultValues {
-            default_value: w, ..
-        }
-        | ParameterExpr::IndicateErrorIfNullOrUnset {
-            error_message: w, ..
-        }
-        | ParameterExpr::UseAlternativeValue {
-            alternative_value: w,
-            ..
-        }
+        ParameterExpr::UseDefaultValues { default_value: w, .. }
+        | ParameterExpr::AssignDefaultValues { default_value: w, .. }
+        | ParameterExpr::IndicateErrorIfNullOrUnset { error_message: w, .. }
+        | ParameterExpr::UseAlternativeValue { alternative_value: w, .. }
         | ParameterExpr::RemoveSmallestSuffixPattern { pattern: w, .. }
         | ParameterExpr::RemoveLargestSuffixPattern { pattern: w, .. }
         | ParameterExpr::RemoveSmallestPrefixPattern { pattern: w, .. }
@@ -302,11 +255,7 @@ fn parameter_words(expr: &ParameterExpr) -> Vec<(&str, bool)> {
         | ParameterExpr::LowercasePattern { pattern: w, .. } => {
             w.as_deref().map(|w| vec![(w, true)]).unwrap_or_default()
         }
-        ParameterExpr::ReplaceSubstring {
-            pattern,
-            replacement,
-            ..
-        } => {
+        ParameterExpr::ReplaceSubstring { pattern, replacement, .. } => {
             let mut words = vec![(pattern.as_str(), false)];
             if let Some(replacement) = replacement {
                 words.push((replacement.as_str(), true));
