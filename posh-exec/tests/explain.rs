@@ -1,0 +1,580 @@
+//! `posh-exec --explain` end to end: the real binary, a real posh.toml with two mounts served by
+//! embedded proxies, real (sparse) files of known sizes, and scripts. Text and JSON are
+//! snapshotted with the temporary directory written as `$TMP`; the rest is asserted exactly.
+//! docs/explain.md describes what is checked here.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+use serde_json::Value;
+
+const MB: u64 = 1_000_000;
+
+/// The files of the fixture and their sizes (sparse: no disk is spent on them).
+const FILES: &[(&str, u64)] = &[
+    ("A/x.log", 800 * MB),
+    ("A/big.txt", 900 * MB),
+    ("A/p1.log", MB),
+    ("A/p2.log", MB),
+    ("B/y.log", 600 * MB),
+    ("B/small.txt", 20 * MB),
+];
+
+/// The main script. `{root}` becomes the temporary directory: one absolute path, so the
+/// snapshots prove it is written as `$TMP`.
+const SCRIPT: &str = "#!/bin/bash
+# The paper's Figure 2: cat and grep run next to each log, only grep's output crosses.
+cat A/x.log B/y.log | grep foo | tee local.txt
+# No annotation for my-tool; head's annotation knows no -5: both stay at the client.
+my-tool A/x.log | wc -l
+head -5 B/y.log
+# An absolute path read through <, and a file written on the other mount.
+grep -v foo < {root}/A/x.log > B/filtered.log
+";
+
+const FIGURE_2: &str = "cat A/x.log B/y.log | grep foo | tee local.txt";
+
+struct Fixture {
+    /// Kept for its Drop (the directory goes away with the fixture).
+    _dir: tempfile::TempDir,
+    /// The directory as given, and canonical (what `current_dir` reports to posh-exec).
+    given: PathBuf,
+    root: PathBuf,
+}
+
+#[derive(Debug)]
+struct Run {
+    status: Option<i32>,
+    stdout: String,
+    stderr: String,
+}
+
+impl Fixture {
+    fn new() -> Fixture {
+        let dir = tempfile::tempdir().expect("tempdir");
+        let given = dir.path().to_path_buf();
+        let root = given.canonicalize().expect("canonical temp dir");
+        let fixture = Fixture { _dir: dir, given, root };
+        for (path, size) in FILES {
+            let path = fixture.root.join(path);
+            std::fs::create_dir_all(path.parent().expect("a parent")).expect("mkdir");
+            std::fs::File::create(&path).and_then(|f| f.set_len(*size)).expect("sized file");
+        }
+        let root = fixture.root.display();
+        fixture.write(
+            "posh.toml",
+            &format!(
+                "# Two directories of this one, each served by an in-process proxy.\n\
+                 [[mount]]\npath = \"{root}/A\"\nproxy = \"embedded\"\n\n\
+                 [[mount]]\npath = \"{root}/B\"\nproxy = \"embedded\"\n\n\
+                 [client]\nbandwidth = \"600Mbit\"\nrtt = \"20ms\"\n"
+            ),
+        );
+        fixture.write("script.sh", &fixture.with_root(SCRIPT));
+        fixture
+    }
+
+    fn with_root(&self, text: &str) -> String {
+        text.replace("{root}", &self.root.display().to_string())
+    }
+
+    fn write(&self, name: &str, text: &str) {
+        std::fs::write(self.root.join(name), text).expect("write");
+    }
+
+    /// Runs posh-exec in the fixture's directory, with no configuration from the environment;
+    /// its output with the directory written as `$TMP`.
+    fn run(&self, args: &[&str]) -> Run {
+        let run = self.run_raw(args);
+        Run { status: run.status, stdout: self.redact(&run.stdout), stderr: self.redact(&run.stderr) }
+    }
+
+    fn run_raw(&self, args: &[&str]) -> Run {
+        let out = Command::new(env!("CARGO_BIN_EXE_posh-exec"))
+            .args(args)
+            .current_dir(&self.root)
+            .env_remove("POSH_CONFIG")
+            .env("XDG_CONFIG_HOME", self.root.join("no-user-config"))
+            .env("LC_ALL", "C")
+            .output()
+            .expect("posh-exec runs");
+        Run {
+            status: out.status.code(),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// `--explain` that must succeed quietly; its stdout, with the directory written as `$TMP`.
+    fn explain(&self, args: &[&str]) -> String {
+        self.redact(&self.explain_raw(args))
+    }
+
+    fn explain_raw(&self, args: &[&str]) -> String {
+        let mut all = vec!["--explain"];
+        all.extend_from_slice(args);
+        let run = self.run_raw(&all);
+        assert_eq!(run.status, Some(0), "{args:?}: {run:?}");
+        assert_eq!(run.stderr, "", "{args:?}");
+        run.stdout
+    }
+
+    fn json(&self, args: &[&str]) -> Value {
+        let mut all = vec!["--format", "json"];
+        all.extend_from_slice(args);
+        serde_json::from_str(&self.explain_raw(&all)).expect("--format json prints JSON")
+    }
+
+    fn redact(&self, text: &str) -> String {
+        let mut text = text.replace(&self.root.display().to_string(), "$TMP");
+        if self.given != self.root {
+            text = text.replace(&self.given.display().to_string(), "$TMP");
+        }
+        text
+    }
+}
+
+fn location(node: &Value) -> String {
+    match (node["location"]["kind"].as_str(), &node["location"]["mount"]) {
+        (Some("client"), Value::Null) => "@client".to_string(),
+        (Some("mount"), Value::String(name)) => format!("@{name}"),
+        other => panic!("not a location: {other:?}"),
+    }
+}
+
+fn nodes(pipeline: &Value) -> &Vec<Value> {
+    pipeline["nodes"].as_array().expect("nodes")
+}
+
+fn edges(pipeline: &Value) -> &Vec<Value> {
+    pipeline["edges"].as_array().expect("edges")
+}
+
+/// Command nodes of the pipeline's `index`-th command, as (argv, location, copy, why).
+fn commands(pipeline: &Value, index: u64) -> Vec<(String, String, Value, Value)> {
+    nodes(pipeline)
+        .iter()
+        .filter(|n| n["kind"]["type"] == "command" && n["kind"]["command"] == index)
+        .map(|n| {
+            let argv: Vec<&str> =
+                n["kind"]["argv"].as_array().expect("argv").iter().map(|w| w.as_str().expect("a word")).collect();
+            (argv.join(" "), location(n), n["kind"]["copy"].clone(), n["why"].clone())
+        })
+        .collect()
+}
+
+#[test]
+fn explain_text_of_a_script() {
+    let fixture = Fixture::new();
+    let text = fixture.explain(&["script.sh"]);
+    insta::assert_snapshot!(text);
+}
+
+#[test]
+fn figure_2_splits_cat_and_grep_per_mount_and_only_grep_output_crosses() {
+    let fixture = Fixture::new();
+    let text = fixture.explain(&["script.sh"]);
+    let figure: Vec<&str> = text.lines().take_while(|l| !l.is_empty()).collect();
+    assert_eq!(
+        figure,
+        [
+            "script.sh:3: [@A, @B]cat A/x.log B/y.log | [@A, @B]grep foo |[700 MB, concat @client] [@client]tee local.txt",
+            "  @A cat A/x.log (copy 1/2): one copy per mount of its data",
+            "      annotation: cat[splittable_across_input] (text.posh)",
+            "  @A grep foo (copy 1/2): one copy per mount of its data",
+            "      annotation: grep[splittable_across_input, filters_input] (search.posh)",
+            "  @B cat B/y.log (copy 2/2): one copy per mount of its data",
+            "  @B grep foo (copy 2/2): one copy per mount of its data",
+            "  @client merge (concat): the cheapest place for the data it moves",
+            "  @client tee local.txt: the cheapest place for the data it moves",
+            "      annotation: tee (files.posh)",
+            "  crosses @A → @client: 400 MB (grep foo (copy 1/2) → merge (concat))",
+            "  crosses @B → @client: 300 MB (grep foo (copy 2/2) → merge (concat))",
+            "  bash would move 1.4 GB, posh moves 700 MB",
+        ]
+    );
+
+    // The same in the JSON: which node runs where, and what crosses.
+    let doc = fixture.json(&["-c", FIGURE_2]);
+    let pipeline = &doc["pipelines"][0];
+    let split = serde_json::json!({ "reason": "split" });
+    assert_eq!(
+        commands(pipeline, 0),
+        [
+            ("cat A/x.log".into(), "@A".into(), serde_json::json!([0, 2]), split.clone()),
+            ("cat B/y.log".into(), "@B".into(), serde_json::json!([1, 2]), split.clone()),
+        ]
+    );
+    assert_eq!(
+        commands(pipeline, 1),
+        [
+            ("grep foo".into(), "@A".into(), serde_json::json!([0, 2]), split.clone()),
+            ("grep foo".into(), "@B".into(), serde_json::json!([1, 2]), split),
+        ]
+    );
+    assert_eq!(
+        commands(pipeline, 2),
+        [("tee local.txt".into(), "@client".into(), Value::Null, serde_json::json!({ "reason": "cheapest" }))]
+    );
+    let node = |id: &Value| &nodes(pipeline)[id.as_u64().expect("an id") as usize];
+    let moving: Vec<(String, String, u64)> = edges(pipeline)
+        .iter()
+        .filter(|e| e["crosses"] == true && e["bytes"] != 0)
+        .map(|e| {
+            let (from, to) = (node(&e["from"]), node(&e["to"]));
+            (
+                format!("{} {}", from["kind"]["type"], from["kind"]["command"]),
+                format!("{} {}", to["kind"]["type"], location(to)),
+                e["bytes"].as_u64().expect("bytes"),
+            )
+        })
+        .collect();
+    assert_eq!(
+        moving,
+        [
+            ("\"command\" 1".to_string(), "\"merge\" @client".to_string(), 400 * MB),
+            ("\"command\" 1".to_string(), "\"merge\" @client".to_string(), 300 * MB),
+        ],
+        "only grep's output crosses the network"
+    );
+    assert_eq!(pipeline["bash_bytes"], 1400 * MB);
+    assert_eq!(pipeline["posh_bytes"], 700 * MB);
+}
+
+#[test]
+fn commands_posh_cannot_place_run_at_the_client_and_the_text_says_why() {
+    let fixture = Fixture::new();
+    let text = fixture.explain(&["script.sh"]);
+    let lines: Vec<&str> = text.lines().collect();
+    for expected in [
+        "script.sh:5: [@client]my-tool A/x.log | [@client]wc -l",
+        "  @client my-tool A/x.log: no annotation for this command, so it runs at the client",
+        "script.sh:6: [@client]head -5 B/y.log",
+        "  @client head -5 B/y.log: no annotation entry of `head` fits: the annotation does not know the option `-5`, so it runs at the client",
+    ] {
+        assert!(lines.contains(&expected), "missing {expected:?} in\n{text}");
+    }
+
+    let doc = fixture.json(&["script.sh"]);
+    assert_eq!(
+        commands(&doc["pipelines"][1], 0),
+        [("my-tool A/x.log".into(), "@client".into(), Value::Null, serde_json::json!({ "reason": "no_annotation" }))]
+    );
+    assert_eq!(
+        commands(&doc["pipelines"][2], 0),
+        [(
+            "head -5 B/y.log".into(),
+            "@client".into(),
+            Value::Null,
+            serde_json::json!({
+                "reason": "no_entry_fits",
+                "detail": "no annotation entry of `head` fits: the annotation does not know the option `-5`"
+            })
+        )]
+    );
+}
+
+#[test]
+fn dash_c_explains_the_commands_given() {
+    let fixture = Fixture::new();
+    assert_eq!(
+        fixture.explain(&["-c", "grep foo A/x.log > B/out.txt"]),
+        "-c:1: [@A ⇒400 MB]grep foo A/x.log > B/out.txt
+  @A grep foo A/x.log: the cheapest place for the data it moves
+      annotation: grep[splittable_across_input, filters_input] (search.posh)
+  crosses @client → @A: 0 B (standard input → grep foo A/x.log)
+  crosses @A → @B: 400 MB (grep foo A/x.log → write B/out.txt)
+  bash would move 1.2 GB, posh moves 400 MB
+
+1 pipeline(s), cost-based placement: bash would move 1.2 GB, posh moves 400 MB
+"
+    );
+}
+
+#[test]
+fn json_has_the_documented_fields() {
+    let fixture = Fixture::new();
+    let doc = fixture.json(&["script.sh"]);
+    assert_eq!(doc["version"], 1);
+    assert_eq!(doc["script"], "script.sh");
+    assert_eq!(doc["strategy"], "cost_based");
+    let pipelines = doc["pipelines"].as_array().expect("pipelines");
+    let at: Vec<(u64, u64)> =
+        pipelines.iter().map(|p| (p["line"].as_u64().unwrap(), p["column"].as_u64().unwrap())).collect();
+    assert_eq!(at, [(3, 1), (5, 1), (6, 1), (8, 1)]);
+    let source = fixture.with_root(SCRIPT);
+    let script_lines: Vec<&str> = source.lines().collect();
+    let text = fixture.explain(&["script.sh"]);
+    for p in pipelines {
+        let line = p["line"].as_u64().unwrap() as usize;
+        // `source` is the pipeline's text, `span` its bytes in the script.
+        assert_eq!(p["source"], script_lines[line - 1]);
+        let (start, end) = (p["span"]["start"].as_u64().unwrap() as usize, p["span"]["end"].as_u64().unwrap() as usize);
+        assert_eq!(p["source"], source[start..end]);
+        // `rendered` is the text form's first line of the pipeline.
+        let rendered = p["rendered"].as_str().expect("rendered");
+        let rendered = fixture.redact(rendered);
+        assert!(text.lines().any(|l| l == format!("script.sh:{line}: {rendered}")), "{rendered:?} not in\n{text}");
+        // Node ids are their indices; an edge crosses when its ends are at different places;
+        // posh_bytes is what the crossing edges carry.
+        for (i, n) in nodes(p).iter().enumerate() {
+            assert_eq!(n["id"], i);
+            assert!(n["kind"]["type"].is_string() && n["why"]["reason"].is_string());
+        }
+        let mut crossing = 0;
+        for e in edges(p) {
+            let (from, to) =
+                (&nodes(p)[e["from"].as_u64().unwrap() as usize], &nodes(p)[e["to"].as_u64().unwrap() as usize]);
+            assert_eq!(e["crosses"], location(from) != location(to), "{e}");
+            assert!(["stdout", "stderr", "file"].contains(&e["stream"].as_str().unwrap()));
+            if e["crosses"] == true {
+                crossing += e["bytes"].as_u64().unwrap();
+            }
+        }
+        assert_eq!(p["posh_bytes"], crossing);
+    }
+    let bash: u64 = pipelines.iter().map(|p| p["bash_bytes"].as_u64().unwrap()).sum();
+    let posh: u64 = pipelines.iter().map(|p| p["posh_bytes"].as_u64().unwrap()).sum();
+    assert_eq!((doc["bash_bytes"].as_u64(), doc["posh_bytes"].as_u64()), (Some(bash), Some(posh)));
+    assert_eq!((bash, posh), (1400 * MB + 1200 * MB, 700 * MB + 400 * MB));
+
+    // Files are read nodes with their real sizes, where they lie; the files of commands posh
+    // cannot analyse (my-tool, head -5) are unknown to it.
+    let reads: Vec<(String, u64, String)> = pipelines
+        .iter()
+        .flat_map(nodes)
+        .filter(|n| n["kind"]["type"] == "read_file")
+        .map(|n| {
+            (fixture.redact(n["kind"]["path"].as_str().unwrap()), n["kind"]["size"].as_u64().unwrap(), location(n))
+        })
+        .collect();
+    assert_eq!(
+        reads,
+        [
+            ("A/x.log".to_string(), 800 * MB, "@A".to_string()),
+            ("B/y.log".to_string(), 600 * MB, "@B".to_string()),
+            ("$TMP/A/x.log".to_string(), 800 * MB, "@A".to_string()),
+        ]
+    );
+    let writes: Vec<(&Value, String)> = pipelines
+        .iter()
+        .flat_map(nodes)
+        .filter(|n| n["kind"]["type"] == "write_file")
+        .map(|n| (&n["kind"], location(n)))
+        .collect();
+    assert_eq!(
+        writes,
+        [
+            (&serde_json::json!({"type": "write_file", "path": "local.txt", "append": false}), "@client".to_string()),
+            (&serde_json::json!({"type": "write_file", "path": "B/filtered.log", "append": false}), "@B".to_string()),
+        ]
+    );
+}
+
+#[test]
+fn json_snapshot() {
+    let fixture = Fixture::new();
+    fixture
+        .write("two.sh", &fixture.with_root(&format!("{FIGURE_2}\ngrep -v foo < {{root}}/A/x.log > B/filtered.log\n")));
+    let out = fixture.explain(&["--format", "json", "two.sh"]);
+    insta::assert_snapshot!(out);
+}
+
+#[test]
+fn json_columns_count_characters_and_spans_count_bytes() {
+    let fixture = Fixture::new();
+    let doc = fixture.json(&["-c", "echo é; grep foo A/x.log"]);
+    let second = &doc["pipelines"][1];
+    assert_eq!((&second["line"], &second["column"]), (&1.into(), &9.into()));
+    assert_eq!(second["span"], serde_json::json!({"start": 9, "end": 25}));
+    assert_eq!(second["source"], "grep foo A/x.log");
+    assert_eq!(doc["script"], "-c");
+}
+
+#[test]
+fn dot_renders_with_graphviz() {
+    let fixture = Fixture::new();
+    let dot = fixture.explain(&["--format", "dot", "script.sh"]);
+    assert!(dot.starts_with("digraph posh {\n") && dot.ends_with("}\n"), "{dot}");
+    for expected in [
+        "  subgraph cluster_p0 {\n    label=\"script.sh:3  bash 1.4 GB / posh 700 MB\";",
+        "      label=\"proxy @A\";",
+        "      label=\"proxy @B\";",
+        "      label=\"client\";",
+        "    p0n3 -> p0n7 [label=\"400 MB\", color=red, fontcolor=red, penwidth=2];",
+        "    p0n6 -> p0n7 [label=\"300 MB\", color=red, fontcolor=red, penwidth=2];",
+        "  subgraph cluster_p3 {",
+    ] {
+        assert!(dot.contains(expected), "missing {expected:?} in\n{dot}");
+    }
+    assert!(!dot.contains("cluster_p4"));
+
+    let have_dot = Command::new("dot").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !have_dot {
+        assert!(std::env::var_os("CI").is_none(), "graphviz `dot` is not on PATH, and CI is set: install graphviz");
+        eprintln!("note: graphviz `dot` is not on PATH; the SVG rendering was not checked");
+        return;
+    }
+    let mut child = Command::new("dot")
+        .arg("-Tsvg")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .expect("dot starts");
+    use std::io::Write as _;
+    child.stdin.take().expect("stdin").write_all(dot.as_bytes()).expect("feed dot");
+    let out = child.wait_with_output().expect("dot runs");
+    let svg = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "dot failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "", "dot warned");
+    assert!(svg.contains("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
+    assert!(svg.contains("proxy @A") && svg.contains("400 MB"), "{svg}");
+}
+
+#[test]
+fn greedy_keeps_comm_at_the_client_cost_based_runs_it_at_a() {
+    let fixture = Fixture::new();
+    let script = "comm -12 A/big.txt B/small.txt";
+    let cost_based = fixture.explain(&["-c", script]);
+    assert_eq!(
+        cost_based,
+        "-c:1: [@A ⇐20 MB]comm -12 A/big.txt B/small.txt [⇒ output 460 MB]
+  @A comm -12 A/big.txt B/small.txt: the cheapest place for the data it moves
+      annotation: comm[filters_input] (text.posh)
+  crosses @client → @A: 0 B (standard input → comm -12 A/big.txt B/small.txt)
+  crosses @B → @A: 20 MB (read B/small.txt (20 MB) → comm -12 A/big.txt B/small.txt)
+  crosses @A → @client: 460 MB (comm -12 A/big.txt B/small.txt → standard output)
+  bash would move 920 MB, posh moves 480 MB
+
+1 pipeline(s), cost-based placement: bash would move 920 MB, posh moves 480 MB
+"
+    );
+    assert_eq!(fixture.explain(&["--placement", "cost-based", "-c", script]), cost_based, "cost-based is the default");
+    assert_eq!(
+        fixture.explain(&["--placement", "greedy", "-c", script]),
+        "-c:1: [@client ⇐920 MB]comm -12 A/big.txt B/small.txt
+  @client comm -12 A/big.txt B/small.txt: reads files on several mounts and cannot be split
+      annotation: comm[filters_input] (text.posh)
+  crosses @A → @client: 900 MB (read A/big.txt (900 MB) → comm -12 A/big.txt B/small.txt)
+  crosses @B → @client: 20 MB (read B/small.txt (20 MB) → comm -12 A/big.txt B/small.txt)
+  bash would move 920 MB, posh moves 920 MB
+
+1 pipeline(s), greedy (the paper's) placement: bash would move 920 MB, posh moves 920 MB
+"
+    );
+    let json = |placement: &str| {
+        let doc = fixture.json(&["--placement", placement, "-c", script]);
+        (doc["strategy"].clone(), commands(&doc["pipelines"][0], 0), doc["posh_bytes"].clone())
+    };
+    let argv = || script.to_string();
+    assert_eq!(
+        json("greedy"),
+        (
+            "greedy".into(),
+            vec![(argv(), "@client".into(), Value::Null, serde_json::json!({"reason": "several_mounts"}))],
+            (920 * MB).into()
+        )
+    );
+    assert_eq!(
+        json("cost-based"),
+        (
+            "cost_based".into(),
+            vec![(argv(), "@A".into(), Value::Null, serde_json::json!({"reason": "cheapest"}))],
+            (480 * MB).into()
+        )
+    );
+}
+
+#[test]
+fn copies_per_mount_splits_further() {
+    let fixture = Fixture::new();
+    let script = "cat A/p1.log A/p2.log B/y.log | grep foo";
+    let rendered = |extra: &[&str]| {
+        let mut args = extra.to_vec();
+        args.extend(["-c", script]);
+        let doc = fixture.json(&args);
+        let copies: Vec<Value> = commands(&doc["pipelines"][0], 0).into_iter().map(|(_, _, copy, _)| copy).collect();
+        (doc["pipelines"][0]["rendered"].clone(), copies)
+    };
+    assert_eq!(
+        rendered(&[]),
+        (
+            "[@A, @B]cat A/p1.log A/p2.log B/y.log | [@A, @B]grep foo [301 MB, concat @client]".into(),
+            vec![serde_json::json!([0, 2]), serde_json::json!([1, 2])]
+        )
+    );
+    assert_eq!(
+        rendered(&["--copies-per-mount", "2"]),
+        (
+            "[@A ×2, @B]cat A/p1.log A/p2.log B/y.log | [@A ×2, @B]grep foo [301 MB, concat @client]".into(),
+            vec![serde_json::json!([0, 3]), serde_json::json!([1, 3]), serde_json::json!([2, 3])]
+        )
+    );
+}
+
+#[test]
+fn an_unknown_key_in_posh_toml_is_an_error_with_its_place() {
+    let fixture = Fixture::new();
+    fixture.write(
+        "posh.toml",
+        &fixture.with_root("[[mount]]\npath = \"{root}/A\"\nproxy = \"embedded\"\nbandwith = \"1Gbit\"\n"),
+    );
+    let run = fixture.run(&["--explain", "script.sh"]);
+    assert_eq!(run.status, Some(2));
+    assert_eq!(run.stdout, "");
+    assert_eq!(
+        run.stderr,
+        "posh-exec: $TMP/posh.toml:4:1: key `mount[1].bandwith`: unknown key; did you mean `bandwidth`?\n"
+    );
+}
+
+#[test]
+fn a_missing_config_file_is_an_error() {
+    let fixture = Fixture::new();
+    let run = fixture.run(&["--explain", "--config", "missing.toml", "script.sh"]);
+    assert_eq!(run.status, Some(2));
+    assert_eq!(run.stdout, "");
+    assert_eq!(run.stderr, "posh-exec: $TMP/missing.toml: config file not found (given with --config)\n");
+}
+
+#[test]
+fn a_syntax_error_is_reported_with_its_place_and_exit_status_2() {
+    let fixture = Fixture::new();
+    fixture.write("bad.sh", "grep foo A/x.log\nif then\n");
+    let run = fixture.run(&["--explain", "bad.sh"]);
+    assert_eq!(run.status, Some(2));
+    assert_eq!(run.stderr, "bad.sh:2:4: syntax error near unexpected token `then`\n");
+    // What parsed before the error is still explained.
+    assert!(run.stdout.starts_with("bad.sh:1: [@A]grep foo A/x.log [⇒ output 400 MB]\n"), "{}", run.stdout);
+    assert!(
+        run.stdout.ends_with("\n1 pipeline(s), cost-based placement: bash would move 800 MB, posh moves 400 MB\n"),
+        "{}",
+        run.stdout
+    );
+}
+
+#[test]
+fn format_needs_explain() {
+    let fixture = Fixture::new();
+    let run = fixture.run(&["--format", "json", "script.sh"]);
+    assert_eq!(run.status, Some(2));
+    assert_eq!(run.stdout, "");
+    assert!(
+        run.stderr.starts_with("error: the following required arguments were not provided:\n  --explain\n"),
+        "{}",
+        run.stderr
+    );
+}
+
+#[test]
+fn a_missing_script_is_an_error() {
+    let fixture = Fixture::new();
+    let run = fixture.run(&["--explain", "nope.sh"]);
+    assert_eq!(run.status, Some(2));
+    assert_eq!(run.stdout, "");
+    assert_eq!(run.stderr, "posh-exec: nope.sh: cannot read the script: No such file or directory (os error 2)\n");
+    let run = fixture.run(&["--explain"]);
+    assert_eq!(run.status, Some(2));
+    assert_eq!(run.stderr, "posh-exec: no script given (usage: posh-exec --explain SCRIPT, or -c COMMANDS)\n");
+}
