@@ -11,6 +11,7 @@ pub mod fs;
 pub mod library;
 pub mod matcher;
 pub mod planner;
+pub mod rewrite;
 pub mod shell;
 pub mod text;
 

@@ -1,0 +1,326 @@
+//! Rewriting a script so bash hands pipelines to the posh runtime.
+//!
+//! Bash stays the interpreter. Each pipeline chosen by the caller, and that can be handed over
+//! without changing what the script means, is replaced in place by ONE simple command:
+//!
+//! ```text
+//! "$__posh_exe" __run NAME "$SHELLOPTS" ␟C LINE [␟A VAR=value]... [␟R FD OP TARGET]... ␟W WORD... ␟C ...
+//! ```
+//!
+//! where `␟X` is the unit separator (0x1f) and a letter. Bash expands every word, assignment
+//! value and redirection target itself, in the usual order, so the runtime receives exact argv
+//! vectors. Being one simple command, the call keeps what a pipeline means to the shell around
+//! it: `$?`, `set -e`, `!`, `&&`/`||`, `if`, the ERR trap. Line structure is kept (a pipeline over
+//! several lines is padded with line continuations), so `$LINENO` and bash's messages still name
+//! the right lines.
+//!
+//! What cannot be handed over faithfully stays with bash, untouched: see [`why_not`].
+
+use crate::shell::{Command, CommandKind, Context, Pipeline, RedirectOp, RedirectTarget, Script, Word};
+use crate::text::Span;
+
+/// The variable the rewritten script reads the runtime's path from; the prologue sets it.
+pub const RUNTIME_VAR: &str = "__posh_exe";
+
+/// Marks in the runtime call. Unit separator plus a letter: no expanded word a script could
+/// plausibly produce.
+pub const MARK_COMMAND: &str = "\u{1f}C";
+pub const MARK_ASSIGN: &str = "\u{1f}A";
+pub const MARK_REDIRECT: &str = "\u{1f}R";
+pub const MARK_WORDS: &str = "\u{1f}W";
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Rewritten {
+    pub text: String,
+    /// The spans of the original text that were replaced, in order.
+    pub replaced: Vec<Span>,
+}
+
+/// Why a pipeline stays with bash; `None` when it can be handed to the runtime.
+pub fn why_not(script_text: &str, script: &Script, pipeline: &Pipeline, functions: &[String]) -> Option<String> {
+    if script_wide_reason(script_text).is_some() {
+        return script_wide_reason(script_text);
+    }
+    if pipeline.background {
+        return Some("runs in the background ($! would differ)".into());
+    }
+    if pipeline.context.iter().any(|c| matches!(c, Context::CommandSubstitution | Context::ProcessSubstitution)) {
+        return Some("inside a substitution".into());
+    }
+    if script_text[pipeline.span.range()].contains("<<") && script_text[pipeline.span.range()].contains('\n') {
+        return Some("a here-document in a pipeline over several lines".into());
+    }
+    let _ = script;
+    let last = pipeline.commands.len() - 1;
+    for (i, command) in pipeline.commands.iter().enumerate() {
+        if let Some(why) = command_reason(command, i, last, functions) {
+            return Some(why);
+        }
+    }
+    None
+}
+
+/// Scripts that read state a rewritten pipeline would change are left whole with bash.
+fn script_wide_reason(text: &str) -> Option<String> {
+    ["PIPESTATUS", "BASH_SOURCE", "BASH_COMMAND", "BASH_EXECUTION_STRING", "$_", "${_}", "expand_aliases"]
+        .iter()
+        .find(|name| text.contains(*name))
+        .map(|name| format!("the script reads {name}, which the runtime call would change"))
+}
+
+fn command_reason(command: &Command, index: usize, last: usize, functions: &[String]) -> Option<String> {
+    if command.kind == CommandKind::Compound {
+        return Some("a compound command".into());
+    }
+    let Some(name) = command.words.first() else { return Some("assignments without a command".into()) };
+    let Some(literal) = &name.literal else { return Some(format!("the command name `{}` is expanded", name.raw)) };
+    if SHELL_WORDS.contains(&literal.as_str()) || functions.contains(literal) {
+        return Some(format!("`{literal}` runs inside bash"));
+    }
+    for word in &command.words {
+        if let Some(why) = word_reason(word) {
+            return Some(why);
+        }
+    }
+    for assignment in &command.assignments {
+        if let Some(why) = word_reason(assignment) {
+            return Some(why);
+        }
+        if assignment.literal.is_none() && !quoted_value(&assignment.raw) {
+            return Some(format!("the assignment `{}` is not a plain or double-quoted value", assignment.raw));
+        }
+    }
+    for redirect in &command.redirects {
+        let fd_ok = redirect.fd.is_none_or(|fd| fd <= 2);
+        let ok = match (&redirect.op, &redirect.target) {
+            (RedirectOp::HereDoc | RedirectOp::HereString, _) => index == 0 && redirect.fd.is_none_or(|fd| fd == 0),
+            (RedirectOp::DuplicateOutput, RedirectTarget::Fd(fd)) => *fd <= 2,
+            (
+                RedirectOp::Read
+                | RedirectOp::Write
+                | RedirectOp::Clobber
+                | RedirectOp::Append
+                | RedirectOp::WriteBoth
+                | RedirectOp::AppendBoth,
+                RedirectTarget::File(word),
+            ) => word_reason(word).is_none() && (word.literal.is_some() || double_quoted(&word.raw)),
+            _ => false,
+        };
+        if !ok || !fd_ok {
+            return Some("a redirection the runtime does not reproduce".into());
+        }
+    }
+    let _ = last;
+    None
+}
+
+/// Expansions whose side effects or values differ when words are expanded in the calling shell
+/// rather than in a pipeline's subshells.
+fn word_reason(word: &Word) -> Option<String> {
+    let raw = &word.raw;
+    let risky = ["$(", "`", "<(", ">(", "$?", "${?}", "BASHPID", "RANDOM", "SRANDOM"];
+    if let Some(what) = risky.iter().find(|r| raw.contains(*r)) {
+        return Some(format!("`{raw}` uses {what}, which the call would evaluate differently"));
+    }
+    if raw.contains("${") && raw.contains('=') {
+        return Some(format!("`{raw}` may assign a variable"));
+    }
+    None
+}
+
+/// `"..."` as a whole: expands to exactly one word.
+fn double_quoted(raw: &str) -> bool {
+    raw.len() >= 2 && raw.starts_with('"') && raw.ends_with('"') && !raw[1..raw.len() - 1].contains('"')
+}
+
+/// `NAME="..."`
+fn quoted_value(raw: &str) -> bool {
+    raw.split_once('=').is_some_and(|(_, value)| double_quoted(value))
+}
+
+/// Builtins and keywords: they run inside bash.
+const SHELL_WORDS: &[&str] = &[
+    ".",
+    ":",
+    "[",
+    "[[",
+    "alias",
+    "bg",
+    "bind",
+    "break",
+    "builtin",
+    "caller",
+    "cd",
+    "command",
+    "compgen",
+    "complete",
+    "compopt",
+    "continue",
+    "coproc",
+    "declare",
+    "dirs",
+    "disown",
+    "echo",
+    "enable",
+    "eval",
+    "exec",
+    "exit",
+    "export",
+    "false",
+    "fc",
+    "fg",
+    "getopts",
+    "hash",
+    "help",
+    "history",
+    "jobs",
+    "kill",
+    "let",
+    "local",
+    "logout",
+    "mapfile",
+    "popd",
+    "printf",
+    "pushd",
+    "pwd",
+    "read",
+    "readarray",
+    "readonly",
+    "return",
+    "set",
+    "shift",
+    "shopt",
+    "source",
+    "suspend",
+    "test",
+    "time",
+    "times",
+    "trap",
+    "true",
+    "type",
+    "typeset",
+    "ulimit",
+    "umask",
+    "unalias",
+    "unset",
+    "wait",
+];
+
+/// The runtime call that replaces one pipeline (without the here-document/here-string, which the
+/// caller keeps from the source).
+fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineIndex) -> String {
+    let mut out = format!("\"${RUNTIME_VAR}\" __run \"$0\" \"$SHELLOPTS\"");
+    let mark = |m: &str| format!(" $'\\x1f{}'", &m[1..]);
+    let mut stdin_redirect = String::new();
+    for command in &pipeline.commands {
+        out.push_str(&mark(MARK_COMMAND));
+        out.push_str(&format!(" {}", lines.line_of(command.span.start) + 1));
+        for assignment in &command.assignments {
+            out.push_str(&mark(MARK_ASSIGN));
+            out.push(' ');
+            out.push_str(&assignment.raw);
+        }
+        for redirect in &command.redirects {
+            let fd = redirect.fd;
+            let (default_fd, op) = match redirect.op {
+                RedirectOp::Read => (0, "<"),
+                RedirectOp::Write => (1, ">"),
+                RedirectOp::Clobber => (1, ">|"),
+                RedirectOp::Append => (1, ">>"),
+                RedirectOp::WriteBoth => (1, "&>"),
+                RedirectOp::AppendBoth => (1, "&>>"),
+                RedirectOp::DuplicateOutput => (1, ">&"),
+                RedirectOp::HereDoc | RedirectOp::HereString => {
+                    stdin_redirect = format!(" {}", &source[redirect.span.range()]);
+                    continue;
+                }
+                RedirectOp::ReadWrite | RedirectOp::DuplicateInput => unreachable!("refused by why_not"),
+            };
+            let target = match &redirect.target {
+                RedirectTarget::File(word) => word.raw.clone(),
+                RedirectTarget::Fd(n) => n.to_string(),
+                _ => unreachable!("refused by why_not"),
+            };
+            out.push_str(&format!("{} {} '{op}' {target}", mark(MARK_REDIRECT), fd.unwrap_or(default_fd)));
+        }
+        out.push_str(&mark(MARK_WORDS));
+        for word in &command.words {
+            out.push(' ');
+            out.push_str(&word.raw);
+        }
+    }
+    out.push_str(&stdin_redirect);
+    out
+}
+
+/// Replaces the pipelines at `chosen` (indices into `script.pipelines`; each must have passed
+/// [`why_not`]) by runtime calls, and sets [`RUNTIME_VAR`] on the first line.
+pub fn rewrite(source: &str, script: &Script, chosen: &[usize], runtime: &str) -> Rewritten {
+    let lines = crate::text::LineIndex::new(source);
+    let mut spans: Vec<(Span, String)> = chosen
+        .iter()
+        .map(|&i| {
+            let pipeline = &script.pipelines[i];
+            let original = &source[pipeline.span.range()];
+            let mut call = runtime_call(source, pipeline, &lines);
+            // Keep every newline, so the lines after (and $LINENO) stay where they were.
+            for _ in 0..original.matches('\n').count() {
+                call.push_str(" \\\n");
+            }
+            (pipeline.span, call)
+        })
+        .collect();
+    spans.sort_by_key(|(span, _)| span.start);
+    let quoted = format!("'{}'", runtime.replace('\'', "'\\''"));
+    let mut text = format!("{RUNTIME_VAR}={quoted}; ");
+    let mut at = 0;
+    for (span, call) in &spans {
+        text.push_str(&source[at..span.start]);
+        text.push_str(call);
+        at = span.end;
+    }
+    text.push_str(&source[at..]);
+    Rewritten { text, replaced: spans.into_iter().map(|(s, _)| s).collect() }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Rewrites every pipeline that can be, and shows the result with the reason for the others.
+    fn check(source: &str) -> String {
+        let script = crate::shell::parse(source);
+        assert!(script.errors.is_empty(), "{:?}", script.errors);
+        let functions = crate::planner::function_names(&script);
+        let mut chosen = Vec::new();
+        let mut kept = String::new();
+        for (i, pipeline) in script.pipelines.iter().enumerate() {
+            match why_not(source, &script, pipeline, &functions) {
+                None => chosen.push(i),
+                Some(why) => kept.push_str(&format!("kept: {} ({why})\n", &source[pipeline.span.range()])),
+            }
+        }
+        let rewritten = rewrite(source, &script, &chosen, "/opt/posh-exec");
+        format!("{}\n--\n{kept}", rewritten.text.replace('\u{1f}', "␟"))
+    }
+
+    #[test]
+    fn pipelines_become_one_runtime_call() {
+        insta::assert_snapshot!(check(
+            "#!/bin/bash\nset -e\nLC_ALL=C sort -k2 \"$f\" data/*.txt | uniq -c > out.txt 2>&1\nif ! grep -q x a.txt; then echo no; fi\ncat a.txt |\n  tr a-z A-Z >> \"$out\"\nwc -l <<< \"$s\"\ncat <<EOF | sort\nb\na\nEOF\n"
+        ));
+    }
+
+    #[test]
+    fn what_bash_keeps() {
+        insta::assert_snapshot!(check(
+            "f() { cat \"$1\"; }\nf x | sort\necho hi | cat\ncat $(ls) | wc\ncat a & wait\nx=$(grep a b | wc -l)\nsort ${x:=y}\ncat a 3>b | wc\nwhile read l; do echo \"$l\"; done < a.txt\n$cmd a | wc\n"
+        ));
+    }
+
+    #[test]
+    fn scripts_reading_pipestatus_stay_whole() {
+        let out = check("cat a | grep b\necho ${PIPESTATUS[@]}\n");
+        assert!(out.contains("kept: cat a | grep b (the script reads PIPESTATUS"), "{out}");
+    }
+}
