@@ -14,7 +14,9 @@ use clap::Parser;
 use posh_core::planner::{PlanOptions, Strategy};
 
 mod explain;
+mod offload;
 mod os_fs;
+mod runtime;
 
 #[derive(Parser, Debug)]
 #[command(name = "posh-exec", version, about = "Run a bash script, placing pipelines next to their data")]
@@ -31,6 +33,10 @@ struct Cli {
     /// At most this many copies of a split command per mount.
     #[arg(long, default_value_t = 1, value_name = "N")]
     copies_per_mount: usize,
+    /// Print the script as bash will run it (pipelines handed to the posh runtime rewritten into
+    /// runtime calls) instead of running it.
+    #[arg(long, conflicts_with = "explain")]
+    print_rewritten: bool,
     /// The configuration file (else $POSH_CONFIG, the nearest posh.toml, ~/.config/posh/posh.toml).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -53,6 +59,17 @@ enum Placement {
 }
 
 fn main() -> ExitCode {
+    // `__run` is how a rewritten script hands a pipeline over; its words are not options.
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if raw.get(1).is_some_and(|a| a == "__run") {
+        return match runtime::decode(&raw[2..]) {
+            Ok(call) => ExitCode::from(runtime::run(&call)),
+            Err(e) => {
+                eprintln!("posh-exec: internal call: {e}");
+                ExitCode::from(2)
+            }
+        };
+    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
@@ -98,11 +115,30 @@ fn run(cli: Cli) -> Result<u8> {
         let code = explain::run(&name, &source, &library, &config, options, cli.format)?;
         return Ok(if annotation_errors { code.max(1) } else { code });
     }
+    let (name, source) = match (&cli.command, cli.args.first()) {
+        (Some(commands), _) => {
+            (cli.args.first().cloned().unwrap_or_else(|| "posh-exec".into()), Some(commands.clone()))
+        }
+        // An unreadable script is bash's to report, in bash's words.
+        (None, Some(script)) => (script.clone(), std::fs::read_to_string(script).ok()),
+        (None, None) => {
+            anyhow::bail!("no script given (usage: posh-exec SCRIPT [ARGS...] or posh-exec -c COMMANDS)")
+        }
+    };
+    let rewritten = source.as_deref().and_then(|source| offload::rewrite(source, &library, &config));
+    if cli.print_rewritten {
+        let text = rewritten.or(source).unwrap_or_default();
+        print!("{}", text.replace('\u{1f}', "␟"));
+        return Ok(0);
+    }
     let mut bash = Command::new("bash");
-    match (&cli.command, cli.args.is_empty()) {
-        (Some(commands), _) => bash.arg("-c").arg(commands).args(&cli.args),
-        (None, false) => bash.args(&cli.args),
-        (None, true) => anyhow::bail!("no script given (usage: posh-exec SCRIPT [ARGS...] or posh-exec -c COMMANDS)"),
+    match (&cli.command, rewritten) {
+        (_, Some(text)) => {
+            let rest = if cli.command.is_some() { cli.args.get(1..).unwrap_or_default() } else { &cli.args[1..] };
+            bash.arg("-c").arg(text).arg(&name).args(rest)
+        }
+        (Some(commands), None) => bash.arg("-c").arg(commands).args(&cli.args),
+        (None, None) => bash.args(&cli.args),
     };
     let error = bash.exec();
     Err(error).context("cannot start bash")

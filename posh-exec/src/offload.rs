@@ -1,0 +1,50 @@
+//! Which pipelines of a script go to the posh runtime, and the rewritten script that hands them
+//! over. Nothing changes (bash runs the original text) unless a mount is configured, the script
+//! parses, and some pipeline both can be handed over faithfully and may touch a mount.
+
+use posh_core::config::Config;
+use posh_core::library::Library;
+use posh_core::planner::{self, Location, PlanContext, PlanOptions, Why};
+use posh_core::rewrite;
+
+use crate::os_fs::OsFileSystem;
+
+/// The rewritten script, or `None` to run the original.
+pub fn rewrite(source: &str, library: &Library, config: &Config) -> Option<String> {
+    if config.mounts.is_empty() {
+        return None;
+    }
+    let script = posh_core::shell::parse(source);
+    if !script.errors.is_empty() {
+        return None;
+    }
+    let functions = planner::function_names(&script);
+    let cwd = std::env::current_dir().ok()?;
+    let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd, options: PlanOptions::default() };
+    let chosen: Vec<usize> = script
+        .pipelines
+        .iter()
+        .enumerate()
+        .filter(|(_, p)| rewrite::why_not(source, &script, p, &functions).is_none())
+        // A name without annotation may be a function from a sourced file, which only bash can
+        // run; annotated names are programs.
+        .filter(|(_, p)| {
+            p.commands.iter().all(|c| {
+                c.words.first().and_then(|w| w.literal.as_deref()).is_some_and(|n| !library.candidates(n).is_empty())
+            })
+        })
+        .filter(|(_, p)| may_touch_a_mount(&planner::plan_pipeline_in(&ctx, p, &functions)))
+        .map(|(i, _)| i)
+        .collect();
+    if chosen.is_empty() {
+        return None;
+    }
+    let runtime = std::env::current_exe().ok()?;
+    Some(rewrite::rewrite(source, &script, &chosen, &runtime.to_string_lossy()).text)
+}
+
+/// Statically, some node may run on a proxy, or a word only the shell knows may name a mount's
+/// files: only then is the runtime worth its call.
+fn may_touch_a_mount(plan: &planner::PipelinePlan) -> bool {
+    plan.nodes.iter().any(|n| n.location != Location::Client || matches!(n.why, Why::DependsOnShell(_)))
+}
