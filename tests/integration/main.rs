@@ -1,4 +1,6 @@
 //! The cross-crate test binary (one binary, after ripgrep: fast to link, one place to look).
 
 mod annotations;
+mod oracle;
+mod peers;
 mod trace;

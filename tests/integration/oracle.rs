@@ -1,0 +1,469 @@
+//! The oracle: every case of `tests/oracle/*.sh` runs under `bash` and under `posh-exec`, and
+//! the two runs must agree on stdout, stderr, exit status and the files left in the working
+//! directory.
+//!
+//! Each run gets a fresh temporary root holding `work/` (the working directory and `$HOME`: a
+//! copy of `tests/oracle/data/` as `work/data/` and the case as `work/case.sh`) and `xdg/` (an
+//! empty `$XDG_CONFIG_HOME`). Both shells are started as `SHELL ./case.sh ARGS...`, so bash's
+//! messages (`./case.sh: line 3: ...`) read the same, with the environment cleared to `PATH`,
+//! `HOME`, `XDG_CONFIG_HOME` and `LC_ALL=C`. The root's path differs between runs, so it is
+//! replaced by `<ROOT>` in outputs and file contents before comparing.
+//!
+//! Modes: `local` has no configuration at all; `mounted` puts a `posh.toml` in `work/` that makes
+//! `data/` an embedded mount, so posh-exec treats the data as remote storage. The case format is
+//! described in `tests/oracle/README.md`.
+
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::io::Read as _;
+use std::os::unix::fs::FileTypeExt as _;
+use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `posh-exec` binary cargo built next to this test executable
+/// (`target/<profile>/deps/integration-HASH` → `target/<profile>/posh-exec`).
+pub(crate) fn posh_exec() -> PathBuf {
+    let exe = std::env::current_exe().expect("the test executable's path");
+    let profile_dir = exe.parent().and_then(Path::parent).expect("the test executable lives in target/<profile>/deps/");
+    let binary = profile_dir.join(format!("posh-exec{}", std::env::consts::EXE_SUFFIX));
+    assert!(
+        binary.is_file(),
+        "{} does not exist: run `cargo test --workspace` (or `cargo build -p posh-exec`) so \
+         cargo builds posh-exec next to the tests",
+        binary.display()
+    );
+    binary
+}
+
+/// How long one run of one case may take before it is killed and reported.
+const TIMEOUT: Duration = Duration::from_secs(60);
+
+/// What a process did: its exit status (or the signal that ended it), stdout and stderr.
+#[derive(Debug)]
+pub(crate) struct Outcome {
+    pub status: String,
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+}
+
+/// Runs `command` in its own process group, with stdout and stderr captured, killing the whole
+/// group after `timeout` (a hung `yes` must not hang the suite).
+pub(crate) fn run_with_timeout(mut command: Command, timeout: Duration) -> Outcome {
+    command.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+    let mut child = command.spawn().unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
+    let reader = |mut pipe: Box<dyn std::io::Read + Send>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            let _ = pipe.read_to_end(&mut bytes);
+            bytes
+        })
+    };
+    let stdout = reader(Box::new(child.stdout.take().expect("stdout is piped")));
+    let stderr = reader(Box::new(child.stderr.take().expect("stderr is piped")));
+    let start = Instant::now();
+    let mut timed_out = false;
+    let status = loop {
+        if let Some(status) = child.try_wait().expect("wait for the child") {
+            break status;
+        }
+        if start.elapsed() > timeout {
+            timed_out = true;
+            // The whole group: the shell and whatever it started.
+            let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
+            break child.wait().expect("wait for the killed child");
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    };
+    if !timed_out {
+        // Background processes still holding the pipes get the rest of the time budget.
+        let deadline = start + timeout;
+        while !(stdout.is_finished() && stderr.is_finished()) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(2));
+        }
+        if !(stdout.is_finished() && stderr.is_finished()) {
+            timed_out = true;
+            let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
+        }
+    }
+    let mut status = match (status.code(), status.signal()) {
+        (Some(code), _) => format!("exit {code}"),
+        (None, Some(signal)) => format!("signal {signal}"),
+        (None, None) => format!("{status:?}"),
+    };
+    if timed_out {
+        status = format!("timed out after {timeout:?} ({status})");
+    }
+    Outcome { status, stdout: stdout.join().expect("stdout reader"), stderr: stderr.join().expect("stderr reader") }
+}
+
+/// One case of the corpus: the script and its header lines.
+#[derive(Debug)]
+struct Case {
+    name: String,
+    source: String,
+    args: Vec<String>,
+    stdin: Option<String>,
+    status: i32,
+}
+
+fn corpus_dir() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle")
+}
+
+/// Reads every `tests/oracle/*.sh` (sorted by name), keeping those whose name contains
+/// `$POSH_ORACLE_CASE` when it is set.
+fn load_cases() -> Vec<Case> {
+    let filter = std::env::var("POSH_ORACLE_CASE").ok();
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(corpus_dir())
+        .expect("tests/oracle exists")
+        .map(|entry| entry.expect("directory entry").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "sh"))
+        .collect();
+    paths.sort();
+    let mut cases = Vec::new();
+    for path in paths {
+        let name = path.file_stem().expect("a file name").to_string_lossy().into_owned();
+        if filter.as_deref().is_some_and(|f| !name.contains(f)) {
+            continue;
+        }
+        let source = std::fs::read_to_string(&path).expect("a case is UTF-8 text");
+        cases.push(parse_case(name, source));
+    }
+    cases
+}
+
+/// The header is the leading block of `#` lines; `# args:`, `# stdin:` and `# status:` lines in
+/// it are read, other comment lines are prose.
+fn parse_case(name: String, source: String) -> Case {
+    let mut args = Vec::new();
+    let mut stdin = None;
+    let mut status = None;
+    for line in source.lines().take_while(|line| line.starts_with('#')) {
+        if let Some(value) = line.strip_prefix("# args:") {
+            args = shell_words::split(value.trim()).unwrap_or_else(|e| panic!("{name}.sh: bad `# args:` line: {e}"));
+        } else if let Some(value) = line.strip_prefix("# stdin:") {
+            stdin = Some(value.trim().to_string());
+        } else if let Some(value) = line.strip_prefix("# status:") {
+            status = Some(value.trim().parse().unwrap_or_else(|e| panic!("{name}.sh: bad `# status:` line: {e}")));
+        }
+    }
+    let status = status.unwrap_or_else(|| panic!("{name}.sh: the header has no `# status:` line"));
+    Case { name, source, args, stdin, status }
+}
+
+/// Copies a directory tree (regular files and directories only).
+pub(crate) fn copy_tree(from: &Path, to: &Path) {
+    std::fs::create_dir_all(to).expect("create directory");
+    for entry in std::fs::read_dir(from).expect("read directory") {
+        let entry = entry.expect("directory entry");
+        let target = to.join(entry.file_name());
+        if entry.file_type().expect("file type").is_dir() {
+            copy_tree(&entry.path(), &target);
+        } else {
+            std::fs::copy(entry.path(), &target).expect("copy file");
+        }
+    }
+}
+
+/// What a directory holds, by relative path.
+#[derive(Debug, PartialEq, Eq)]
+enum Node {
+    Dir,
+    File(Vec<u8>),
+    Symlink(PathBuf),
+    Other(String),
+}
+
+fn snapshot(dir: &Path, relative: &Path, into: &mut BTreeMap<String, Node>, normalize: &Normalizer) {
+    let mut entries: Vec<_> = std::fs::read_dir(dir.join(relative))
+        .expect("read directory")
+        .map(|entry| entry.expect("directory entry"))
+        .collect();
+    entries.sort_by_key(|entry| entry.file_name());
+    for entry in entries {
+        let path = relative.join(entry.file_name());
+        let kind = entry.file_type().expect("file type");
+        let key = path.to_string_lossy().into_owned();
+        if kind.is_dir() {
+            into.insert(key, Node::Dir);
+            snapshot(dir, &path, into, normalize);
+        } else if kind.is_file() {
+            let bytes = std::fs::read(entry.path()).expect("read file");
+            into.insert(key, Node::File(normalize.apply(&bytes)));
+        } else if kind.is_symlink() {
+            let target = std::fs::read_link(entry.path()).expect("read link");
+            into.insert(key, Node::Symlink(target));
+        } else if kind.is_fifo() {
+            into.insert(key, Node::Other("fifo".into()));
+        } else {
+            into.insert(key, Node::Other(format!("{kind:?}")));
+        }
+    }
+}
+
+/// Replaces a run's temporary paths with placeholders.
+pub(crate) struct Normalizer(Vec<(Vec<u8>, &'static [u8])>);
+
+impl Normalizer {
+    pub(crate) fn new(paths: &[(&Path, &'static str)]) -> Self {
+        let mut pairs = Vec::new();
+        for (path, placeholder) in paths {
+            for variant in [path.to_path_buf(), path.canonicalize().expect("canonical path")] {
+                let bytes = variant.to_string_lossy().into_owned().into_bytes();
+                if !pairs.iter().any(|(b, _)| *b == bytes) {
+                    pairs.push((bytes, placeholder.as_bytes()));
+                }
+            }
+        }
+        // Longest first, so a path is never half-replaced through a shorter one.
+        pairs.sort_by_key(|(bytes, _)| std::cmp::Reverse(bytes.len()));
+        Normalizer(pairs)
+    }
+
+    pub(crate) fn apply(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        for (from, to) in &self.0 {
+            out = replace_all(&out, from, to);
+        }
+        out
+    }
+}
+
+fn replace_all(haystack: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(haystack.len());
+    let mut i = 0;
+    while i < haystack.len() {
+        if haystack[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(haystack[i]);
+            i += 1;
+        }
+    }
+    out
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Mode {
+    /// No configuration anywhere: posh-exec must be bash.
+    Local,
+    /// `work/posh.toml` makes `work/data` an embedded mount.
+    Mounted,
+}
+
+const MOUNTED_CONFIG: &str = "# The oracle's data directory, served by an in-process proxy.\n\
+[[mount]]\n\
+path = \"data\"\n\
+proxy = \"embedded\"\n";
+
+/// What one shell did with one case.
+#[derive(Debug)]
+struct Run {
+    outcome: Outcome,
+    files: BTreeMap<String, Node>,
+}
+
+fn run_case(case: &Case, mode: Mode, shell: &Path) -> Run {
+    let root = tempfile::tempdir().expect("tempdir");
+    let work = root.path().join("work");
+    let xdg = root.path().join("xdg");
+    std::fs::create_dir_all(&xdg).expect("create xdg dir");
+    copy_tree(&corpus_dir().join("data"), &work.join("data"));
+    std::fs::write(work.join("case.sh"), &case.source).expect("write case");
+    if mode == Mode::Mounted {
+        std::fs::write(work.join("posh.toml"), MOUNTED_CONFIG).expect("write posh.toml");
+    }
+    let mut command = Command::new(shell);
+    command
+        .arg("./case.sh")
+        .args(&case.args)
+        .current_dir(&work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &work)
+        .env("XDG_CONFIG_HOME", &xdg)
+        .env("LC_ALL", "C");
+    match &case.stdin {
+        Some(file) => {
+            let file =
+                std::fs::File::open(work.join(file)).unwrap_or_else(|e| panic!("{}: stdin {file}: {e}", case.name));
+            command.stdin(file);
+        }
+        None => {
+            command.stdin(Stdio::null());
+        }
+    }
+    let outcome = run_with_timeout(command, TIMEOUT);
+    let normalize = Normalizer::new(&[(root.path(), "<ROOT>")]);
+    let mut files = BTreeMap::new();
+    snapshot(&work, Path::new(""), &mut files, &normalize);
+    Run {
+        outcome: Outcome {
+            status: outcome.status,
+            stdout: normalize.apply(&outcome.stdout),
+            stderr: normalize.apply(&outcome.stderr),
+        },
+        files,
+    }
+}
+
+/// The first few differing lines of two byte streams, as a readable excerpt.
+pub(crate) fn short_diff(bash: &[u8], posh: &[u8]) -> String {
+    let bash_lines: Vec<&[u8]> = bash.split_inclusive(|&b| b == b'\n').collect();
+    let posh_lines: Vec<&[u8]> = posh.split_inclusive(|&b| b == b'\n').collect();
+    let mut out = format!(
+        "      ({} bytes, {} lines under bash; {} bytes, {} lines under posh-exec)\n",
+        bash.len(),
+        bash_lines.len(),
+        posh.len(),
+        posh_lines.len()
+    );
+    let mut shown = 0;
+    for i in 0..bash_lines.len().max(posh_lines.len()) {
+        let (b, p) = (bash_lines.get(i), posh_lines.get(i));
+        if b == p {
+            continue;
+        }
+        let show = |line: Option<&&[u8]>| match line {
+            Some(line) => format!("{:?}", String::from_utf8_lossy(line)),
+            None => "(no line)".to_string(),
+        };
+        let _ = writeln!(out, "      line {}:", i + 1);
+        let _ = writeln!(out, "        bash:      {}", show(b));
+        let _ = writeln!(out, "        posh-exec: {}", show(p));
+        shown += 1;
+        if shown == 3 {
+            out.push_str("      ...\n");
+            break;
+        }
+    }
+    out
+}
+
+/// Differences between the bash run and the posh-exec run, one paragraph each.
+fn compare(bash: &Run, posh: &Run) -> Vec<String> {
+    let mut problems = Vec::new();
+    if bash.outcome.status != posh.outcome.status {
+        problems.push(format!("    exit status: bash {}, posh-exec {}\n", bash.outcome.status, posh.outcome.status));
+    }
+    for (what, b, p) in
+        [("stdout", &bash.outcome.stdout, &posh.outcome.stdout), ("stderr", &bash.outcome.stderr, &posh.outcome.stderr)]
+    {
+        if b != p {
+            problems.push(format!("    {what} differs:\n{}", short_diff(b, p)));
+        }
+    }
+    for (path, node) in &bash.files {
+        match (node, posh.files.get(path)) {
+            (_, None) => problems.push(format!("    file {path}: only after bash\n")),
+            (node, Some(other)) if other == node => {}
+            (Node::File(b), Some(Node::File(p))) => {
+                problems.push(format!("    file {path} differs:\n{}", short_diff(b, p)));
+            }
+            (node, Some(other)) => problems.push(format!(
+                "    file {path}: {} under bash, {} under posh-exec\n",
+                describe(node),
+                describe(other)
+            )),
+        }
+    }
+    for path in posh.files.keys() {
+        if !bash.files.contains_key(path) {
+            problems.push(format!("    file {path}: only after posh-exec\n"));
+        }
+    }
+    problems
+}
+
+fn describe(node: &Node) -> String {
+    match node {
+        Node::Dir => "a directory".into(),
+        Node::File(bytes) => format!("a file of {} bytes", bytes.len()),
+        Node::Symlink(target) => format!("a symlink to {}", target.display()),
+        Node::Other(kind) => kind.clone(),
+    }
+}
+
+fn run_oracle(mode: Mode) {
+    let posh = posh_exec();
+    let cases = load_cases();
+    if std::env::var_os("POSH_ORACLE_CASE").is_none() {
+        assert!(cases.len() >= 40, "the oracle corpus has only {} cases", cases.len());
+    }
+    if mode == Mode::Mounted {
+        assert_mount_is_seen(&posh);
+    }
+    let start = Instant::now();
+    let mut report = String::new();
+    let mut failed = 0;
+    for case in &cases {
+        let bash = run_case(case, mode, Path::new("bash"));
+        let posh_run = run_case(case, mode, &posh);
+        let mut problems = Vec::new();
+        let expected = format!("exit {}", case.status);
+        if bash.outcome.status != expected {
+            problems.push(format!(
+                "    the case says `# status: {}` but bash ended with {} (a corpus or harness \
+                 problem, not a posh one)\n",
+                case.status, bash.outcome.status
+            ));
+        }
+        problems.extend(compare(&bash, &posh_run));
+        if !problems.is_empty() {
+            failed += 1;
+            let _ = writeln!(report, "  {}.sh:", case.name);
+            for problem in problems {
+                report.push_str(&problem);
+            }
+        }
+    }
+    println!("oracle ({mode:?}): {} cases, {failed} differ, {:.1?}", cases.len(), start.elapsed());
+    assert!(
+        failed == 0,
+        "oracle ({mode:?} mode): {failed} of {} cases differ between bash and posh-exec \
+         (POSH_ORACLE_CASE=NAME runs only cases whose name contains NAME):\n{report}",
+        cases.len()
+    );
+}
+
+/// The `mounted` mode is only worth something if posh-exec reads the `posh.toml`: its plan of
+/// a pipeline over `data/` must place a command on the mount.
+fn assert_mount_is_seen(posh: &Path) {
+    let root = tempfile::tempdir().expect("tempdir");
+    let work = root.path().join("work");
+    copy_tree(&corpus_dir().join("data"), &work.join("data"));
+    std::fs::write(work.join("posh.toml"), MOUNTED_CONFIG).expect("write posh.toml");
+    std::fs::write(work.join("probe.sh"), "cat data/words.txt | sort | head -n 1\n").expect("write probe");
+    std::fs::create_dir_all(root.path().join("xdg")).expect("create xdg dir");
+    let mut command = Command::new(posh);
+    command
+        .args(["--explain", "probe.sh"])
+        .current_dir(&work)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", &work)
+        .env("XDG_CONFIG_HOME", root.path().join("xdg"))
+        .stdin(Stdio::null());
+    let outcome = run_with_timeout(command, TIMEOUT);
+    let text = String::from_utf8_lossy(&outcome.stdout);
+    assert!(
+        outcome.status == "exit 0" && text.contains("[@data]"),
+        "posh-exec --explain does not place anything on the `data` mount, so the mounted mode \
+         would test nothing ({}):\n{text}{}",
+        outcome.status,
+        String::from_utf8_lossy(&outcome.stderr)
+    );
+}
+
+#[test]
+fn oracle_local() {
+    run_oracle(Mode::Local);
+}
+
+#[test]
+fn oracle_mounted() {
+    run_oracle(Mode::Mounted);
+}

@@ -1,0 +1,144 @@
+//! The peer suite: 29 real scripts by others (`../shared/peer-scripts`, read in place, never
+//! copied into the project) run under bash and under posh-exec, whose `summary.txt` files (exit
+//! status, hashes of stdout, stderr and written files, per script) must be byte-identical.
+//!
+//! Inputs come from the suite's own `tools/gen_inputs.py` at scale 1 (about 1.2 MB), the runs
+//! from `tools/run_peer_scripts.sh`. posh-exec runs twice: with no configuration (`local`) and
+//! with a configuration, passed through `$POSH_CONFIG` because the runner moves into a working
+//! directory per script, that makes the input directory (and each of the five "mounts" of the
+//! POSH paper's script) an embedded mount (`mounted`).
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::oracle::{posh_exec, run_with_timeout, short_diff};
+
+/// Generous: the whole suite takes a few seconds.
+const TIMEOUT: Duration = Duration::from_secs(600);
+
+fn peer_dir() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/peer-scripts");
+    assert!(
+        dir.join("tools/run_peer_scripts.sh").is_file(),
+        "the peer scripts are not at {} (../shared/peer-scripts next to the workspace)",
+        dir.display()
+    );
+    dir
+}
+
+/// A command with the environment cleared to what the runs need: `PATH`, a `HOME` and an empty
+/// `XDG_CONFIG_HOME` (so no user configuration is found), plus `extra`.
+fn command(program: &Path, root: &Path, extra: &[(&str, &std::ffi::OsStr)]) -> Command {
+    let mut command = Command::new(program);
+    command
+        .current_dir(root)
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", root.join("home"))
+        .env("XDG_CONFIG_HOME", root.join("xdg"))
+        .stdin(Stdio::null());
+    for (name, value) in extra {
+        command.env(name, value);
+    }
+    command
+}
+
+/// Runs the suite with `shell` as `RUN_SHELL` and returns `summary.txt`.
+fn run_suite(root: &Path, data: &Path, out: &str, shell: &str, config: Option<&Path>) -> Vec<u8> {
+    let runner = peer_dir().join("tools/run_peer_scripts.sh");
+    let mut extra: Vec<(&str, &std::ffi::OsStr)> = vec![("RUN_SHELL", shell.as_ref())];
+    if let Some(config) = config {
+        extra.push(("POSH_CONFIG", config.as_os_str()));
+    }
+    let mut run = command(&runner, root, &extra);
+    run.arg(data).arg(root.join(out));
+    let start = Instant::now();
+    let outcome = run_with_timeout(run, TIMEOUT);
+    println!("peers: {out} ({shell}) took {:.1?}", start.elapsed());
+    assert!(
+        outcome.status == "exit 0",
+        "run_peer_scripts.sh under {shell} ended with {}:\n{}",
+        outcome.status,
+        String::from_utf8_lossy(&outcome.stderr)
+    );
+    std::fs::read(root.join(out).join("summary.txt")).expect("the runner writes summary.txt")
+}
+
+#[test]
+fn peer_scripts_behave_as_under_bash() {
+    let posh = posh_exec();
+    let posh = posh.to_str().expect("posh-exec's path is UTF-8");
+    assert!(
+        !posh.contains(char::is_whitespace),
+        "run_peer_scripts.sh splits RUN_SHELL on spaces, and posh-exec's path has one: {posh}"
+    );
+    let tmp = tempfile::tempdir().expect("tempdir");
+    let root = tmp.path().canonicalize().expect("canonical tempdir");
+    for dir in ["home", "xdg"] {
+        std::fs::create_dir_all(root.join(dir)).expect("create dir");
+    }
+    let data = root.join("data");
+
+    let start = Instant::now();
+    let mut generate = command(Path::new("python3"), &root, &[]);
+    generate.arg(peer_dir().join("tools/gen_inputs.py")).arg(&data).arg("1");
+    let outcome = run_with_timeout(generate, TIMEOUT);
+    assert!(
+        outcome.status == "exit 0",
+        "gen_inputs.py (needs python3) ended with {}:\n{}",
+        outcome.status,
+        String::from_utf8_lossy(&outcome.stderr)
+    );
+    println!("peers: gen_inputs.py DATA 1 took {:.1?}", start.elapsed());
+
+    // Every input directory is an embedded mount; the POSH paper's five "mounts" each get their
+    // own (the longest mount path wins).
+    let config = root.join("posh.toml");
+    let mut toml = format!("[[mount]]\nname = \"peer-data\"\npath = \"{}\"\nproxy = \"embedded\"\n", data.display());
+    for m in 0..5 {
+        toml.push_str(&format!(
+            "\n[[mount]]\nname = \"mount{m}\"\npath = \"{}\"\nproxy = \"embedded\"\n",
+            data.join(format!("posh/mount{m}")).display()
+        ));
+    }
+    std::fs::write(&config, toml).expect("write posh.toml");
+    assert_mount_is_seen(&root, &data, &config, posh);
+
+    let bash = run_suite(&root, &data, "out-bash", "bash", None);
+    let mut report = String::new();
+    for (mode, config) in [("local", None), ("mounted", Some(config.as_path()))] {
+        let summary = run_suite(&root, &data, &format!("out-posh-{mode}"), posh, config);
+        if summary != bash {
+            report.push_str(&format!(
+                "  {mode} mode: summary.txt differs (out-bash vs out-posh-{mode}):\n{}",
+                short_diff(&bash, &summary)
+            ));
+        }
+    }
+    println!("peers: everything took {:.1?}", start.elapsed());
+    if !report.is_empty() {
+        // Keep the outputs for a look at the per-script .out and .err files.
+        let kept = tmp.keep();
+        panic!("the peer scripts behave differently under posh-exec (outputs kept in {}):\n{report}", kept.display());
+    }
+}
+
+/// The `mounted` run is only worth something if posh-exec reads `$POSH_CONFIG`: its plan of a
+/// pipeline over the inputs must place a command on the mount.
+fn assert_mount_is_seen(root: &Path, data: &Path, config: &Path, posh: &str) {
+    let probe = root.join("probe.sh");
+    std::fs::write(&probe, format!("cat {}/oneliners/in.txt | sort | head -n 1\n", data.display()))
+        .expect("write probe");
+    let mut explain = command(Path::new(posh), root, &[("POSH_CONFIG", config.as_os_str())]);
+    explain.arg("--explain").arg(&probe);
+    let outcome = run_with_timeout(explain, TIMEOUT);
+    let text = String::from_utf8_lossy(&outcome.stdout);
+    assert!(
+        outcome.status == "exit 0" && text.contains("[@peer-data]"),
+        "posh-exec --explain with POSH_CONFIG does not place anything on the inputs' mount, so \
+         the mounted run would test nothing ({}):\n{text}{}",
+        outcome.status,
+        String::from_utf8_lossy(&outcome.stderr)
+    );
+}

@@ -1,0 +1,6 @@
+# stderr of commands in a pipeline goes straight to the script's stderr.
+# status: 0
+{ echo out1; echo err1 >&2; } | cat
+cat data/missing.txt data/numbers.txt 2>&1 | head -n 2
+ls data/missing 2>&1 | sed 's/^/[x] /'
+sort data/missing.txt | wc -l
