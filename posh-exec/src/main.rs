@@ -80,10 +80,12 @@ fn main() -> ExitCode {
     }
 }
 
-fn run(cli: Cli) -> Result<u8> {
+/// The shipped library plus `--annotations` files, whose diagnostics are printed; the flag is
+/// true when one of them has an error.
+fn load_library(files: &[PathBuf]) -> Result<(posh_core::library::Library, bool)> {
     let mut library = posh_core::library::Library::builtin();
-    let mut annotation_errors = false;
-    for path in &cli.annotations {
+    let mut errors = false;
+    for path in files {
         let text = std::fs::read_to_string(path)
             .with_context(|| format!("{}: cannot read annotation file", path.display()))?;
         let diagnostics = library.add_source(&path.display().to_string(), &text);
@@ -91,10 +93,18 @@ fn run(cli: Cli) -> Result<u8> {
         for d in &diagnostics {
             let (line, col) = index.line_col(&text, d.span.start);
             eprintln!("{}:{line}:{col}: {}[{}]: {}", path.display(), d.severity.as_str(), d.code.as_str(), d.message);
-            annotation_errors |= d.severity == posh_core::Severity::Error;
+            errors |= d.severity == posh_core::Severity::Error;
         }
     }
+    Ok((library, errors))
+}
+
+fn run(cli: Cli) -> Result<u8> {
     let config = explain::load_config(cli.config.as_deref())?;
+    // Nothing mounted and nothing to check: bash runs the script as it is, at no extra cost.
+    let needs_library = cli.explain || cli.print_rewritten || !config.mounts.is_empty() || !cli.annotations.is_empty();
+    let (library, annotation_errors) =
+        if needs_library { load_library(&cli.annotations)? } else { (posh_core::library::Library::empty(), false) };
     if cli.explain {
         let (name, source) = match (&cli.command, cli.args.first()) {
             (Some(commands), _) => ("-c".to_string(), commands.clone()),
@@ -119,13 +129,15 @@ fn run(cli: Cli) -> Result<u8> {
         (Some(commands), _) => {
             (cli.args.first().cloned().unwrap_or_else(|| "posh-exec".into()), Some(commands.clone()))
         }
+        (None, Some(script)) if !needs_library => (script.clone(), None),
         // An unreadable script is bash's to report, in bash's words.
         (None, Some(script)) => (script.clone(), std::fs::read_to_string(script).ok()),
         (None, None) => {
             anyhow::bail!("no script given (usage: posh-exec SCRIPT [ARGS...] or posh-exec -c COMMANDS)")
         }
     };
-    let rewritten = source.as_deref().and_then(|source| offload::rewrite(source, &library, &config));
+    let rewritten =
+        source.as_deref().filter(|_| needs_library).and_then(|source| offload::rewrite(source, &library, &config));
     if cli.print_rewritten {
         let text = rewritten.or(source).unwrap_or_default();
         print!("{}", text.replace('\u{1f}', "␟"));
