@@ -4,7 +4,7 @@
 //! without changing what the script means, is replaced in place by ONE simple command:
 //!
 //! ```text
-//! "$__posh_exe" __run NAME "$SHELLOPTS" ␟C LINE [␟A VAR=value]... [␟R FD OP TARGET]... ␟W WORD... ␟C ...
+//! "$__posh_exe" __run NAME "$SHELLOPTS" STATS ␟C LINE [␟A VAR=value]... [␟R FD OP TARGET]... ␟W WORD... ␟C ...
 //! ```
 //!
 //! where `␟X` is the unit separator (0x1f) and a letter. Bash expands every word, assignment
@@ -21,6 +21,8 @@ use crate::text::Span;
 
 /// The variable the rewritten script reads the runtime's path from; the prologue sets it.
 pub const RUNTIME_VAR: &str = "__posh_exe";
+/// The variable holding the `--stats` file (empty for none); the prologue sets it.
+pub const STATS_VAR: &str = "__posh_stats";
 
 /// Marks in the runtime call. Unit separator plus a letter: no expanded word a script could
 /// plausibly produce.
@@ -209,7 +211,7 @@ const SHELL_WORDS: &[&str] = &[
 /// The runtime call that replaces one pipeline (without the here-document/here-string, which the
 /// caller keeps from the source).
 fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineIndex) -> String {
-    let mut out = format!("\"${RUNTIME_VAR}\" __run \"$0\" \"$SHELLOPTS\"");
+    let mut out = format!("\"${RUNTIME_VAR}\" __run \"$0\" \"$SHELLOPTS\" \"${STATS_VAR}\"");
     let mark = |m: &str| format!(" $'\\x1f{}'", &m[1..]);
     let mut stdin_redirect = String::new();
     for command in &pipeline.commands {
@@ -254,8 +256,8 @@ fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineInde
 }
 
 /// Replaces the pipelines at `chosen` (indices into `script.pipelines`; each must have passed
-/// [`why_not`]) by runtime calls, and sets [`RUNTIME_VAR`] on the first line.
-pub fn rewrite(source: &str, script: &Script, chosen: &[usize], runtime: &str) -> Rewritten {
+/// [`why_not`]) by runtime calls, and sets [`RUNTIME_VAR`] and [`STATS_VAR`] on the first line.
+pub fn rewrite(source: &str, script: &Script, chosen: &[usize], runtime: &str, stats: Option<&str>) -> Rewritten {
     let lines = crate::text::LineIndex::new(source);
     let mut spans: Vec<(Span, String)> = chosen
         .iter()
@@ -271,8 +273,8 @@ pub fn rewrite(source: &str, script: &Script, chosen: &[usize], runtime: &str) -
         })
         .collect();
     spans.sort_by_key(|(span, _)| span.start);
-    let quoted = format!("'{}'", runtime.replace('\'', "'\\''"));
-    let mut text = format!("{RUNTIME_VAR}={quoted}; ");
+    let quote = |text: &str| format!("'{}'", text.replace('\'', "'\\''"));
+    let mut text = format!("{RUNTIME_VAR}={}; {STATS_VAR}={}; ", quote(runtime), quote(stats.unwrap_or_default()));
     let mut at = 0;
     for (span, call) in &spans {
         text.push_str(&source[at..span.start]);
@@ -300,7 +302,7 @@ mod tests {
                 Some(why) => kept.push_str(&format!("kept: {} ({why})\n", &source[pipeline.span.range()])),
             }
         }
-        let rewritten = rewrite(source, &script, &chosen, "/opt/posh-exec");
+        let rewritten = rewrite(source, &script, &chosen, "/opt/posh-exec", None);
         format!("{}\n--\n{kept}", rewritten.text.replace('\u{1f}', "␟"))
     }
 

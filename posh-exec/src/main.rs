@@ -37,6 +37,11 @@ struct Cli {
     /// runtime calls) instead of running it.
     #[arg(long, conflicts_with = "explain")]
     print_rewritten: bool,
+    /// Append one JSON line per pipeline run by the posh runtime to FILE (emptied first): its
+    /// line, where each command ran, the statuses, and the bytes that crossed to and from each
+    /// proxy.
+    #[arg(long, value_name = "FILE", conflicts_with = "explain")]
+    stats: Option<PathBuf>,
     /// The configuration file (else $POSH_CONFIG, the nearest posh.toml, ~/.config/posh/posh.toml).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -136,8 +141,17 @@ fn run(cli: Cli) -> Result<u8> {
             anyhow::bail!("no script given (usage: posh-exec SCRIPT [ARGS...] or posh-exec -c COMMANDS)")
         }
     };
-    let rewritten =
-        source.as_deref().filter(|_| needs_library).and_then(|source| offload::rewrite(source, &library, &config));
+    let stats = match &cli.stats {
+        Some(path) => {
+            std::fs::write(path, "").with_context(|| format!("{}: cannot write statistics", path.display()))?;
+            Some(std::path::absolute(path)?.to_string_lossy().into_owned())
+        }
+        None => None,
+    };
+    let rewritten = source
+        .as_deref()
+        .filter(|_| needs_library)
+        .and_then(|source| offload::rewrite(source, &library, &config, stats.as_deref()));
     if cli.print_rewritten {
         let text = rewritten.or(source).unwrap_or_default();
         print!("{}", text.replace('\u{1f}', "␟"));

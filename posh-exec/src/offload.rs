@@ -10,7 +10,7 @@ use posh_core::rewrite;
 use crate::os_fs::OsFileSystem;
 
 /// The rewritten script, or `None` to run the original.
-pub fn rewrite(source: &str, library: &Library, config: &Config) -> Option<String> {
+pub fn rewrite(source: &str, library: &Library, config: &Config, stats: Option<&str>) -> Option<String> {
     if config.mounts.is_empty() {
         return None;
     }
@@ -40,7 +40,7 @@ pub fn rewrite(source: &str, library: &Library, config: &Config) -> Option<Strin
         return None;
     }
     let runtime = std::env::current_exe().ok()?;
-    Some(rewrite::rewrite(source, &script, &chosen, &runtime.to_string_lossy()).text)
+    Some(rewrite::rewrite(source, &script, &chosen, &runtime.to_string_lossy(), stats).text)
 }
 
 /// Statically, some node may run on a proxy, or a word only the shell knows may name a mount's

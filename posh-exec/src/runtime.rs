@@ -29,6 +29,8 @@ pub struct CommandCall {
 pub struct PipelineCall {
     /// `$0`, for messages.
     pub name: String,
+    /// Where to append this pipeline's statistics (`--stats`), if anywhere.
+    pub stats: Option<std::path::PathBuf>,
     pub pipefail: bool,
     pub noclobber: bool,
     pub commands: Vec<CommandCall>,
@@ -36,7 +38,7 @@ pub struct PipelineCall {
 
 /// Reads the arguments after `__run`. Words stay `OsString`: file names need not be UTF-8.
 pub fn decode(args: &[OsString]) -> Result<PipelineCall, String> {
-    let [name, shellopts, rest @ ..] = args else { return Err("__run needs NAME and SHELLOPTS".into()) };
+    let [name, shellopts, stats, rest @ ..] = args else { return Err("__run needs NAME, SHELLOPTS and STATS".into()) };
     let shellopts = shellopts.to_string_lossy();
     let options: Vec<&str> = shellopts.split(':').collect();
     let mut commands: Vec<CommandCall> = Vec::new();
@@ -82,6 +84,7 @@ pub fn decode(args: &[OsString]) -> Result<PipelineCall, String> {
     }
     Ok(PipelineCall {
         name: name.to_string_lossy().into_owned(),
+        stats: (!stats.is_empty()).then(|| stats.into()),
         pipefail: options.contains(&"pipefail"),
         noclobber: options.contains(&"noclobber"),
         commands,
@@ -133,10 +136,46 @@ pub fn run(call: &PipelineCall) -> u8 {
         }
     }
     let statuses: Vec<u8> = statuses.into_iter().map(|s| s.unwrap_or(1)).collect();
-    if call.pipefail {
+    let status = if call.pipefail {
         statuses.iter().rev().copied().find(|&s| s != 0).unwrap_or(0)
     } else {
         *statuses.last().expect("a pipeline has a command")
+    };
+    if let Some(path) = &call.stats {
+        record_stats(path, call, &statuses, status);
+    }
+    status
+}
+
+/// Appends one JSON line for the pipeline to the `--stats` file. Every command runs at the client
+/// so far, so no byte crosses to or from a proxy; `proxies` lists the bytes measured per proxy.
+fn record_stats(path: &std::path::Path, call: &PipelineCall, statuses: &[u8], status: u8) {
+    let commands: Vec<serde_json::Value> = call
+        .commands
+        .iter()
+        .zip(statuses)
+        .map(|(c, s)| {
+            serde_json::json!({
+                "line": c.line,
+                "command": c.argv.first().map(|a| a.to_string_lossy().into_owned()),
+                "location": "client",
+                "status": s,
+            })
+        })
+        .collect();
+    let record = serde_json::json!({
+        "line": call.commands[0].line,
+        "commands": commands,
+        "status": status,
+        "proxies": {},
+    });
+    let written = OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(path)
+        .and_then(|mut file| file.write_all(format!("{record}\n").as_bytes()));
+    if let Err(e) = written {
+        let _ = writeln!(std::io::stderr(), "posh-exec: {}: cannot write statistics: {e}", path.display());
     }
 }
 
@@ -244,6 +283,7 @@ mod tests {
         let call = decode(&args(&[
             "script.sh",
             "braceexpand:errexit:pipefail",
+            "",
             MARK_COMMAND,
             "3",
             MARK_ASSIGN,
@@ -266,6 +306,6 @@ mod tests {
         assert_eq!(call.commands[0].assignments, [("LC_ALL".into(), "C".into())]);
         assert_eq!(call.commands[0].redirects, [(2, ">&".into(), "1".into())]);
         assert_eq!(call.commands[1], CommandCall { line: 4, argv: args(&["uniq", "a b"]), ..CommandCall::default() });
-        assert!(decode(&args(&["s", "", "stray"])).is_err());
+        assert!(decode(&args(&["s", "", "", "stray"])).is_err());
     }
 }

@@ -1,0 +1,85 @@
+//! Running scripts: what a user of `posh-exec SCRIPT` sees besides the script's own output.
+
+use std::path::Path;
+use std::process::{Command, Output};
+
+fn posh_exec(args: &[&str], dir: &Path) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_posh-exec"))
+        .args(args)
+        .current_dir(dir)
+        .env("LC_ALL", "C")
+        .env_remove("POSH_CONFIG")
+        .env("XDG_CONFIG_HOME", dir)
+        .output()
+        .expect("posh-exec runs")
+}
+
+/// A temporary directory with `data/` on an embedded mount.
+fn mounted() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(dir.path().join("data")).expect("mkdir");
+    std::fs::write(dir.path().join("data/x.txt"), "b 2\na 1\nc 3\n").expect("write");
+    std::fs::write(dir.path().join("posh.toml"), "[[mount]]\npath = \"data\"\nproxy = \"embedded\"\n").expect("write");
+    dir
+}
+
+#[test]
+fn a_broken_configuration_is_reported_before_anything_runs() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    std::fs::write(dir.path().join("posh.toml"), "[[mount]]\npath = \"/mnt/x\"\nproxi = \"embedded\"\n")
+        .expect("write");
+    let out = posh_exec(&["-c", "echo ran"], dir.path());
+    assert_eq!(out.status.code(), Some(2));
+    assert_eq!(out.stdout, b"");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stderr.contains("posh.toml:3:1: key `mount[1].proxi`: unknown key; did you mean `proxy`?"), "{stderr}");
+}
+
+#[test]
+fn scripts_can_name_posh_exec_in_their_shebang() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let script = dir.path().join("s.sh");
+    std::fs::write(&script, "#!/usr/bin/env posh-exec\necho \"$0 $1\"\nexit 3\n").expect("write");
+    std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let bin_dir = Path::new(env!("CARGO_BIN_EXE_posh-exec")).parent().expect("a directory");
+    let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
+    let out = Command::new("./s.sh").arg("arg").current_dir(dir.path()).env("PATH", path).output().expect("runs");
+    assert_eq!(out.status.code(), Some(3));
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "./s.sh arg\n");
+}
+
+#[test]
+fn pipelines_that_touch_a_mount_go_through_the_runtime() {
+    let dir = mounted();
+    std::fs::write(dir.path().join("s.sh"), "sort data/x.txt | head -n 1\necho hi | cat\n").expect("write");
+    let out = posh_exec(&["--print-rewritten", "s.sh"], dir.path());
+    let text = String::from_utf8_lossy(&out.stdout);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].contains("__run \"$0\" \"$SHELLOPTS\""), "{text}");
+    assert_eq!(lines[1], "echo hi | cat", "builtins stay with bash");
+    let out = posh_exec(&["s.sh"], dir.path());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "a 1\nhi\n");
+}
+
+#[test]
+fn stats_record_every_pipeline_the_runtime_ran() {
+    let dir = mounted();
+    std::fs::write(
+        dir.path().join("s.sh"),
+        "set -o pipefail\ncat data/x.txt | grep zzz | sort\nsort data/x.txt | tail -n 1\n",
+    )
+    .expect("write");
+    let out = posh_exec(&["--stats", "stats.json", "s.sh"], dir.path());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "c 3\n");
+    let stats = std::fs::read_to_string(dir.path().join("stats.json")).expect("stats written");
+    let records: Vec<serde_json::Value> =
+        stats.lines().map(|l| serde_json::from_str(l).expect("a JSON line")).collect();
+    assert_eq!(records.len(), 2);
+    assert_eq!(records[0]["line"], 2);
+    assert_eq!(records[0]["status"], 1, "pipefail: grep found nothing");
+    let statuses: Vec<&serde_json::Value> =
+        records[0]["commands"].as_array().unwrap().iter().map(|c| &c["status"]).collect();
+    assert_eq!(statuses, [0, 1, 0]);
+    assert_eq!(records[1]["commands"][1]["command"], "tail");
+    assert_eq!(records[1]["commands"][1]["location"], "client");
+}
