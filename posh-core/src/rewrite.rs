@@ -76,7 +76,7 @@ fn command_reason(command: &Command, index: usize, last: usize, functions: &[Str
     }
     let Some(name) = command.words.first() else { return Some("assignments without a command".into()) };
     let Some(literal) = &name.literal else { return Some(format!("the command name `{}` is expanded", name.raw)) };
-    if SHELL_WORDS.contains(&literal.as_str()) || functions.contains(literal) {
+    if crate::shell::is_builtin(literal) || functions.contains(literal) {
         return Some(format!("`{literal}` runs inside bash"));
     }
     for word in &command.words {
@@ -139,74 +139,6 @@ fn double_quoted(raw: &str) -> bool {
 fn quoted_value(raw: &str) -> bool {
     raw.split_once('=').is_some_and(|(_, value)| double_quoted(value))
 }
-
-/// Builtins and keywords: they run inside bash.
-const SHELL_WORDS: &[&str] = &[
-    ".",
-    ":",
-    "[",
-    "[[",
-    "alias",
-    "bg",
-    "bind",
-    "break",
-    "builtin",
-    "caller",
-    "cd",
-    "command",
-    "compgen",
-    "complete",
-    "compopt",
-    "continue",
-    "coproc",
-    "declare",
-    "dirs",
-    "disown",
-    "echo",
-    "enable",
-    "eval",
-    "exec",
-    "exit",
-    "export",
-    "false",
-    "fc",
-    "fg",
-    "getopts",
-    "hash",
-    "help",
-    "history",
-    "jobs",
-    "kill",
-    "let",
-    "local",
-    "logout",
-    "mapfile",
-    "popd",
-    "printf",
-    "pushd",
-    "pwd",
-    "read",
-    "readarray",
-    "readonly",
-    "return",
-    "set",
-    "shift",
-    "shopt",
-    "source",
-    "suspend",
-    "test",
-    "time",
-    "times",
-    "trap",
-    "true",
-    "type",
-    "typeset",
-    "ulimit",
-    "umask",
-    "unalias",
-    "unset",
-    "wait",
-];
 
 /// The runtime call that replaces one pipeline (without the here-document/here-string, which the
 /// caller keeps from the source).

@@ -112,24 +112,10 @@ pub fn suggest(kind: KeywordKind, name: &str) -> Option<&'static str> {
     let name = name.to_ascii_lowercase();
     of_kind(kind)
         .flat_map(|k| std::iter::once(k.name).chain(k.synonyms.iter().copied()).map(move |n| (k.name, n)))
-        .map(|(canonical, spelling)| (edit_distance(&name, &spelling.to_ascii_lowercase()), canonical))
+        .map(|(canonical, spelling)| (crate::text::edit_distance(&name, &spelling.to_ascii_lowercase()), canonical))
         .filter(|&(d, _)| d <= 2 || (d <= 3 && name.len() > 8))
         .min_by_key(|&(d, _)| d)
         .map(|(_, canonical)| canonical)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut prev: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut cur = vec![i + 1];
-        for (j, &cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            cur.push((prev[j] + cost).min(prev[j + 1] + 1).min(cur[j] + 1));
-        }
-        prev = cur;
-    }
-    prev[b.len()]
 }
 
 /// The keyword reference in Markdown, generated from the table for docs/annotation-language.md.

@@ -644,22 +644,8 @@ fn suggest<'k>(key: &str, known: &[&'k str]) -> Option<&'k str> {
     let key = key.to_lowercase();
     known
         .iter()
-        .map(|&k| (edit_distance(&key, k), k))
+        .map(|&k| (crate::text::edit_distance(&key, k), k))
         .filter(|&(distance, k)| distance <= 2.min(k.len() / 2))
         .min_by_key(|&(distance, _)| distance)
         .map(|(_, k)| k)
-}
-
-fn edit_distance(a: &str, b: &str) -> usize {
-    let b: Vec<char> = b.chars().collect();
-    let mut previous: Vec<usize> = (0..=b.len()).collect();
-    for (i, ca) in a.chars().enumerate() {
-        let mut current = vec![i + 1];
-        for (j, &cb) in b.iter().enumerate() {
-            let cost = usize::from(ca != cb);
-            current.push((previous[j] + cost).min(previous[j + 1] + 1).min(current[j] + 1));
-        }
-        previous = current;
-    }
-    previous[b.len()]
 }

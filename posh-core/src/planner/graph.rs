@@ -212,7 +212,7 @@ fn analyse<'l>(
         facts.shell_reason = Some(Why::RunsInShell);
         return facts;
     };
-    if functions.iter().any(|f| f == name) || SHELL_BUILTINS.contains(&name.as_str()) {
+    if functions.iter().any(|f| f == name) || shell::is_builtin(name) {
         facts.shell_reason = Some(Why::RunsInShell);
         return facts;
     }
@@ -318,72 +318,6 @@ fn apply_redirects(ctx: &PlanContext<'_>, command: &shell::Command, facts: &mut 
     }
     [facts.stdout, facts.stderr] = out;
 }
-
-/// Bash builtins and keywords-as-commands: they run inside bash, so they stay with it.
-const SHELL_BUILTINS: &[&str] = &[
-    ".",
-    ":",
-    "[",
-    "[[",
-    "alias",
-    "bg",
-    "bind",
-    "break",
-    "builtin",
-    "caller",
-    "cd",
-    "command",
-    "compgen",
-    "complete",
-    "compopt",
-    "continue",
-    "declare",
-    "dirs",
-    "disown",
-    "echo",
-    "enable",
-    "eval",
-    "exec",
-    "exit",
-    "export",
-    "false",
-    "fc",
-    "fg",
-    "getopts",
-    "hash",
-    "help",
-    "history",
-    "jobs",
-    "kill",
-    "let",
-    "local",
-    "logout",
-    "mapfile",
-    "popd",
-    "printf",
-    "pushd",
-    "pwd",
-    "read",
-    "readarray",
-    "readonly",
-    "return",
-    "set",
-    "shift",
-    "shopt",
-    "source",
-    "suspend",
-    "test",
-    "times",
-    "trap",
-    "true",
-    "type",
-    "typeset",
-    "ulimit",
-    "umask",
-    "unalias",
-    "unset",
-    "wait",
-];
 
 impl PlanContext<'_> {
     fn absolute(&self, path: &str) -> PathBuf {
