@@ -99,7 +99,7 @@ pub fn run(call: &PipelineCall) -> u8 {
     let mut next_stdin: Option<OwnedFd> = None;
     for (i, command) in call.commands.iter().enumerate() {
         let stdin = match next_stdin.take() {
-            Some(fd) => fd,
+            Some(fd) => Some(fd),
             None => dup(std::io::stdin().as_fd()),
         };
         let stdout = if i + 1 < count {
@@ -113,7 +113,7 @@ pub fn run(call: &PipelineCall) -> u8 {
                 }
             };
             next_stdin = Some(OwnedFd::from(reader));
-            OwnedFd::from(writer)
+            Some(OwnedFd::from(writer))
         } else {
             dup(std::io::stdout().as_fd())
         };
@@ -179,8 +179,10 @@ fn record_stats(path: &std::path::Path, call: &PipelineCall, statuses: &[u8], st
     }
 }
 
-fn dup(fd: std::os::fd::BorrowedFd<'_>) -> OwnedFd {
-    fd.try_clone_to_owned().expect("duplicating a standard descriptor")
+/// A copy of one of our standard descriptors; `None` when it is closed, and then the child
+/// inherits it closed, as under bash.
+fn dup(fd: std::os::fd::BorrowedFd<'_>) -> Option<OwnedFd> {
+    fd.try_clone_to_owned().ok()
 }
 
 /// `name: line N: what: message`, as bash writes it.
@@ -199,8 +201,7 @@ fn os_message(error: &std::io::Error) -> String {
 
 /// Applies the redirections in order over `fds` (0, 1, 2) and starts the command; `Err` is the
 /// status of a command that could not start (bash's message already printed).
-fn spawn(call: &PipelineCall, command: &CommandCall, fds: [OwnedFd; 3]) -> Result<Child, u8> {
-    let mut fds = fds.map(Some);
+fn spawn(call: &PipelineCall, command: &CommandCall, mut fds: [Option<OwnedFd>; 3]) -> Result<Child, u8> {
     for (fd, op, target) in &command.redirects {
         let fd = *fd as usize;
         let opened = match op.as_str() {
@@ -249,7 +250,7 @@ fn spawn(call: &PipelineCall, command: &CommandCall, fds: [OwnedFd; 3]) -> Resul
             fds[fd] = Some(file);
         }
     }
-    let [stdin, stdout, stderr] = fds.map(|fd| fd.map(Stdio::from).unwrap_or_else(Stdio::null));
+    let [stdin, stdout, stderr] = fds.map(|fd| fd.map(Stdio::from).unwrap_or_else(Stdio::inherit));
     let Some((program, args)) = command.argv.split_first() else { return Err(0) };
     let mut process = Command::new(program);
     process.args(args).stdin(stdin).stdout(stdout).stderr(stderr);
