@@ -224,11 +224,10 @@ fn analyse<'l>(
                 Some(source) => format!("{header} ({source})"),
                 None => header,
             });
-            let split: Vec<usize> =
-                invocation.splittable_values().iter().map(|v| v.word * 10_000 + v.range.start).collect();
+            let split = invocation.splittable_values();
             for value in &invocation.values {
                 let text = invocation.value_text(value).to_string();
-                let split_value = split.iter().position(|&k| k == value.word * 10_000 + value.range.start);
+                let split_value = split.iter().position(|&v| v == value);
                 let spec = invocation.entry.arg(value.arg);
                 match value.ty {
                     ArgType::InputFile if text == "-" => facts.dash_input = true,
