@@ -1,0 +1,130 @@
+//! `posh-proxy`: runs confined, annotated commands next to the data for posh clients.
+//! See `docs/proxy.md`.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::process::ExitCode;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use clap::Parser;
+use posh_exec::remote::identity::Identity;
+use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
+
+#[derive(Debug, Parser)]
+#[command(name = "posh-proxy", about = "Serve posh clients: run annotated commands under an export root")]
+struct Args {
+    /// The directory whose files clients may use; every path must resolve under it.
+    #[arg(long, value_name = "DIR")]
+    export: PathBuf,
+    /// The UDP address to listen on (QUIC), e.g. 0.0.0.0:4433.
+    #[arg(long, value_name = "ADDR")]
+    listen: SocketAddr,
+    /// Where the host key and certificate live [default: $XDG_STATE_HOME/posh-proxy or
+    /// ~/.local/state/posh-proxy].
+    #[arg(long, value_name = "DIR")]
+    state_dir: Option<PathBuf>,
+    /// Fingerprints of the clients to serve, one per line, `#` comments
+    /// [default: STATE_DIR/authorized-clients].
+    #[arg(long, value_name = "FILE")]
+    authorized_clients: Option<PathBuf>,
+    /// Serve any client that presents a certificate. Anyone who can reach the port can then run
+    /// commands on the export.
+    #[arg(long, conflicts_with = "authorized_clients")]
+    allow_any_client: bool,
+    /// Jobs run at once; more are answered "busy".
+    #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
+    max_jobs: u32,
+    /// Seconds running jobs may continue after SIGTERM or SIGINT before they are killed.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10)]
+    grace_secs: u64,
+}
+
+fn default_state_dir() -> Result<PathBuf> {
+    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
+        return Ok(PathBuf::from(dir).join("posh-proxy"));
+    }
+    let home = std::env::var_os("HOME").context("neither XDG_STATE_HOME nor HOME is set; pass --state-dir")?;
+    Ok(PathBuf::from(home).join(".local/state/posh-proxy"))
+}
+
+/// Installs the SIGTERM and SIGINT handlers now (a signal that arrives before the returned future
+/// is first polled is kept, not fatal) and returns a future that completes on either.
+fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut int = signal(SignalKind::interrupt()).context("cannot handle SIGINT")?;
+    Ok(async move {
+        tokio::select! {
+            _ = term.recv() => tracing::info!("SIGTERM received"),
+            _ = int.recv() => tracing::info!("SIGINT received"),
+        }
+    })
+}
+
+async fn run(args: Args) -> Result<()> {
+    let export =
+        std::fs::canonicalize(&args.export).with_context(|| format!("export directory {}", args.export.display()))?;
+    anyhow::ensure!(export.is_dir(), "export {} is not a directory", export.display());
+    let state_dir = match args.state_dir {
+        Some(dir) => dir,
+        None => default_state_dir()?,
+    };
+    let identity = Identity::load_or_create(&state_dir.join("host"), "posh-proxy")?;
+    let authorization = if args.allow_any_client {
+        tracing::warn!(
+            "--allow-any-client: ANY client that can reach {} may run commands on {}",
+            args.listen,
+            export.display()
+        );
+        eprintln!("posh-proxy: WARNING: --allow-any-client: every client is served, authorized or not");
+        Authorization::AnyClient
+    } else {
+        let file = args.authorized_clients.unwrap_or_else(|| state_dir.join("authorized-clients"));
+        match proxy::authorized_fingerprints(&file) {
+            Ok(list) if list.is_empty() => {
+                tracing::warn!("{} lists no client: every client will be refused", file.display())
+            }
+            Ok(list) => tracing::info!("{} authorizes {} client(s)", file.display(), list.len()),
+            Err(e) => anyhow::bail!("cannot read {}: {e}", file.display()),
+        }
+        Authorization::File(file)
+    };
+    let shutdown = shutdown_signal()?;
+    let endpoint = proxy::endpoint(&identity, args.listen)?;
+    let local = endpoint.local_addr()?;
+    eprintln!("posh-proxy: listening on {local}, fingerprint {}", identity.fingerprint());
+    tracing::info!("listening on {local}, fingerprint {}, export {}", identity.fingerprint(), export.display());
+    let config = ProxyConfig {
+        export,
+        authorization,
+        max_jobs: args.max_jobs as usize,
+        grace: Duration::from_secs(args.grace_secs),
+    };
+    proxy::serve(endpoint, config, shutdown).await
+}
+
+fn main() -> ExitCode {
+    let args = Args::parse();
+    tracing_subscriber::fmt()
+        .with_writer(std::io::stderr)
+        .with_env_filter(
+            tracing_subscriber::EnvFilter::try_from_default_env()
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+        )
+        .init();
+    let runtime = match tokio::runtime::Runtime::new() {
+        Ok(runtime) => runtime,
+        Err(e) => {
+            eprintln!("posh-proxy: cannot start the runtime: {e}");
+            return ExitCode::from(1);
+        }
+    };
+    match runtime.block_on(run(args)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("posh-proxy: {e:#}");
+            ExitCode::from(1)
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! What the proxy agrees to run: annotated commands whose files and working directory stay
+//! under the export root, with an environment it builds itself.
+
+use std::io;
+use std::path::{Component, Path, PathBuf};
+
+use posh_core::annotation::model::ArgType;
+use posh_core::library::Library;
+
+use super::protocol::{Request, VERSION};
+
+/// The only `PATH` a command run by the proxy sees.
+pub const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
+
+/// A request that passed every check.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Checked {
+    pub argv: Vec<String>,
+    /// Canonical, under the export root.
+    pub cwd: PathBuf,
+    /// The complete environment of the command.
+    pub env: Vec<(String, String)>,
+}
+
+/// Checks a request against the library and the export root (which must be canonical).
+/// The error is the message sent back to the client.
+pub fn check(library: &Library, root: &Path, request: &Request) -> Result<Checked, String> {
+    if request.version != VERSION {
+        return Err(format!("unsupported request version {} (this proxy speaks {VERSION})", request.version));
+    }
+    let Some(program) = request.argv.first() else {
+        return Err("empty command".to_string());
+    };
+    if program.is_empty() || program.contains('/') {
+        return Err(format!("`{program}`: the command must be a bare name, found in the proxy's PATH"));
+    }
+    let invocation = library.match_argv(&request.argv).map_err(|e| format!("refused: {e}; nothing was run"))?;
+
+    let cwd = resolve(root, root, &request.cwd).map_err(|e| format!("working directory `{}`: {e}", request.cwd))?;
+    if !cwd.is_dir() {
+        return Err(format!("working directory `{}` is not a directory under the export", request.cwd));
+    }
+
+    let mut files: Vec<String> = Vec::new();
+    for value in &invocation.values {
+        if matches!(value.ty, ArgType::InputFile | ArgType::OutputFile) {
+            files.push(invocation.value_text(value).to_string());
+        }
+    }
+    for default in &invocation.defaults {
+        if matches!(default.ty, ArgType::InputFile | ArgType::OutputFile) {
+            files.push(default.value.clone());
+        }
+    }
+    for &index in &request.files {
+        match request.argv.get(index) {
+            Some(word) => files.push(word.clone()),
+            None => return Err(format!("file index {index} is out of range")),
+        }
+    }
+    for file in &files {
+        if file == "-" {
+            continue; // standard input or output
+        }
+        resolve(root, &cwd, file).map_err(|e| format!("`{file}`: {e}"))?;
+    }
+
+    let mut env = vec![("PATH".to_string(), PATH.to_string())];
+    for (name, value) in &request.env {
+        check_env_name(name)?;
+        env.push((name.clone(), value.clone()));
+    }
+    Ok(Checked { argv: request.argv.clone(), cwd, env })
+}
+
+/// Names a request may not set: they would change which program runs or what it loads.
+fn check_env_name(name: &str) -> Result<(), String> {
+    let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+    if !valid {
+        return Err(format!("`{name}` is not a valid environment variable name"));
+    }
+    const DENIED: &[&str] = &[
+        "PATH",
+        "IFS",
+        "ENV",
+        "BASH_ENV",
+        "SHELLOPTS",
+        "BASHOPTS",
+        "GCONV_PATH",
+        "LOCPATH",
+        "NLSPATH",
+        "HOSTALIASES",
+        "GLIBC_TUNABLES",
+        "TMPDIR",
+        "HOME",
+    ];
+    let prefixed = ["LD_", "MALLOC_", "BASH_FUNC_"].iter().any(|p| name.starts_with(p));
+    if DENIED.contains(&name) || prefixed {
+        return Err(format!("the proxy does not let a request set `{name}`"));
+    }
+    Ok(())
+}
+
+/// Resolves `path` (relative) against `base` (canonical, under `root`), following every symlink
+/// of the part that exists, and checks that each step stays under `root`. A path that does not
+/// exist yet (an output) is allowed as long as its existing prefix is under `root` and no `..`
+/// follows a missing component.
+pub fn resolve(root: &Path, base: &Path, path: &str) -> Result<PathBuf, String> {
+    let rel = Path::new(path);
+    if rel.is_absolute() {
+        return Err("absolute paths are refused; paths are relative to the export root".to_string());
+    }
+    let escapes = || "the path leads outside the export".to_string();
+    let mut current = base.to_path_buf();
+    let mut missing = false;
+    for component in rel.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => {
+                if missing {
+                    return Err("`..` after a component that does not exist".to_string());
+                }
+                current.pop();
+            }
+            Component::Normal(name) => {
+                current.push(name);
+                if !missing {
+                    match std::fs::symlink_metadata(&current) {
+                        Ok(_) => {
+                            current = std::fs::canonicalize(&current).map_err(|e| match e.kind() {
+                                io::ErrorKind::NotFound => "a symlink to a missing target is refused: it could lead \
+                                                            outside the export"
+                                    .to_string(),
+                                _ => format!("cannot resolve `{}`: {e}", current.display()),
+                            })?;
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::NotFound => missing = true,
+                        Err(e) => return Err(format!("cannot inspect `{}`: {e}", current.display())),
+                    }
+                }
+            }
+            Component::RootDir | Component::Prefix(_) => return Err(escapes()),
+        }
+        if !current.starts_with(root) {
+            return Err(escapes());
+        }
+    }
+    Ok(current)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn resolve_keeps_paths_under_the_root() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().join("export");
+        std::fs::create_dir_all(root.join("sub")).unwrap();
+        std::fs::write(dir.path().join("secret"), "s").unwrap();
+        std::os::unix::fs::symlink(dir.path().join("secret"), root.join("out")).unwrap();
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), root.join("dangling")).unwrap();
+        let root = std::fs::canonicalize(&root).unwrap();
+        assert_eq!(resolve(&root, &root, "sub/../a.txt").unwrap(), root.join("a.txt"));
+        assert_eq!(resolve(&root, &root, "").unwrap(), root);
+        assert!(resolve(&root, &root, "../secret").is_err());
+        assert!(resolve(&root, &root, "/etc/passwd").is_err());
+        assert!(resolve(&root, &root, "out").is_err());
+        assert!(resolve(&root, &root, "dangling").is_err());
+        assert!(resolve(&root, &root, "new/../../x").is_err());
+    }
+}

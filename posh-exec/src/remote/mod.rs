@@ -1,0 +1,15 @@
+//! Distributed execution: the `posh-proxy` server and the client that talks to it over QUIC.
+//!
+//! The wire protocol is described in `docs/proxy.md`. Trust is modelled on ssh: the proxy has a
+//! persistent host certificate that clients pin on first use ([`KnownProxies`]), each client has a
+//! persistent [`Identity`], and the proxy serves only authorized client fingerprints.
+
+pub mod client;
+pub mod confine;
+pub mod identity;
+pub mod protocol;
+pub mod proxy;
+
+pub use client::{Connection, KnownProxies, Output, connect};
+pub use identity::{Identity, fingerprint};
+pub use protocol::Request;

@@ -1,0 +1,122 @@
+//! The wire format (see `docs/proxy.md`): one request line, one header line, then tagged frames.
+
+use std::collections::BTreeMap;
+use std::io;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+
+/// The ALPN protocol name both sides require.
+pub const ALPN: &[u8] = b"posh/1";
+/// The request version this code speaks.
+pub const VERSION: u32 = 1;
+/// The longest request or header line accepted, newline included.
+pub const MAX_LINE: usize = 1 << 20;
+/// The largest frame payload either side sends or accepts.
+pub const MAX_FRAME: usize = 1 << 20;
+/// The name the client asks for in TLS; the certificate's names are not checked, its pinned
+/// fingerprint is.
+pub const SERVER_NAME: &str = "posh-proxy";
+
+/// One job: a command to run at the proxy.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Request {
+    pub version: u32,
+    pub argv: Vec<String>,
+    /// The working directory, relative to the proxy's export root (`""` is the root).
+    #[serde(default)]
+    pub cwd: String,
+    /// Locale variables and the command's explicit assignments; nothing else reaches it.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Indices of argv words the client knows to be file paths (checked like the proxy's own).
+    #[serde(default)]
+    pub files: Vec<usize>,
+}
+
+impl Request {
+    pub fn new(argv: &[&str]) -> Request {
+        Request { version: VERSION, argv: argv.iter().map(|s| s.to_string()).collect(), ..Request::default() }
+    }
+}
+
+/// The proxy's answer to a request, before any output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Header {
+    pub ok: bool,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// How the command ended: exactly one of the two is set.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Exit {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub signal: Option<i32>,
+}
+
+impl Exit {
+    /// The status a shell would report: the exit code, or 128 + the signal.
+    pub fn status(&self) -> i32 {
+        match (self.code, self.signal) {
+            (Some(code), _) => code,
+            (None, Some(signal)) => 128 + signal,
+            (None, None) => 255,
+        }
+    }
+}
+
+/// Frame tags.
+pub const TAG_STDOUT: u8 = 1;
+pub const TAG_STDERR: u8 = 2;
+pub const TAG_EXIT: u8 = 3;
+
+/// Writes one JSON value and a newline.
+pub async fn write_line<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, value: &T) -> io::Result<()> {
+    let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
+    line.push(b'\n');
+    w.write_all(&line).await
+}
+
+/// Reads one line (at most [`MAX_LINE`] bytes) and parses it as JSON.
+pub async fn read_line<R: AsyncBufRead + Unpin, T: for<'de> Deserialize<'de>>(r: &mut R) -> io::Result<T> {
+    let mut line = Vec::new();
+    let n = r.take(MAX_LINE as u64).read_until(b'\n', &mut line).await?;
+    if n == 0 {
+        return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the stream ended before a line"));
+    }
+    if line.last() != Some(&b'\n') {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long or unterminated"));
+    }
+    serde_json::from_slice(&line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+}
+
+/// Writes one frame: a tag byte, the payload length as a big-endian u32, the payload.
+pub async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, tag: u8, payload: &[u8]) -> io::Result<()> {
+    let len = u32::try_from(payload.len()).map_err(io::Error::other)?;
+    let mut head = [0u8; 5];
+    head[0] = tag;
+    head[1..].copy_from_slice(&len.to_be_bytes());
+    w.write_all(&head).await?;
+    w.write_all(payload).await
+}
+
+/// Reads one frame; `None` at a clean end of stream before a frame starts.
+pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> io::Result<Option<(u8, Vec<u8>)>> {
+    let mut head = [0u8; 5];
+    match r.read_exact(&mut head[..1]).await {
+        Ok(_) => {}
+        Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),
+        Err(e) => return Err(e),
+    }
+    r.read_exact(&mut head[1..]).await?;
+    let len = u32::from_be_bytes([head[1], head[2], head[3], head[4]]) as usize;
+    if len > MAX_FRAME {
+        return Err(io::Error::new(io::ErrorKind::InvalidData, format!("frame of {len} bytes is too large")));
+    }
+    let mut payload = vec![0u8; len];
+    r.read_exact(&mut payload).await?;
+    Ok(Some((head[0], payload)))
+}

@@ -1,0 +1,357 @@
+//! The `posh-proxy` server: accepts authorized clients, runs confined jobs, shuts down cleanly.
+
+use std::future::Future;
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use posh_core::library::Library;
+use rustls::DistinguishedName;
+use rustls::crypto::WebPkiSupportedAlgorithms;
+use rustls::pki_types::{CertificateDer, UnixTime};
+use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
+use tokio::io::{AsyncReadExt, BufReader};
+use tokio::sync::{Semaphore, watch};
+
+use super::confine;
+use super::identity::{Identity, fingerprint};
+use super::protocol::{self, Exit, Header, Request, TAG_EXIT, TAG_STDERR, TAG_STDOUT};
+
+/// Who may connect.
+#[derive(Clone, Debug)]
+pub enum Authorization {
+    /// Fingerprints listed in this file (read again for every connection).
+    File(PathBuf),
+    AnyClient,
+}
+
+#[derive(Clone, Debug)]
+pub struct ProxyConfig {
+    /// Canonical export root.
+    pub export: PathBuf,
+    pub authorization: Authorization,
+    pub max_jobs: usize,
+    /// How long running jobs may go on after a shutdown signal before they are killed.
+    pub grace: Duration,
+}
+
+/// Requires a client certificate and checks that the client holds its key; which certificates
+/// are welcome is decided after the handshake, against the authorized-clients file.
+#[derive(Debug)]
+struct AnyClientCert {
+    algorithms: WebPkiSupportedAlgorithms,
+}
+
+impl ClientCertVerifier for AnyClientCert {
+    fn root_hint_subjects(&self) -> &[DistinguishedName] {
+        &[]
+    }
+
+    fn verify_client_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _now: UnixTime,
+    ) -> Result<ClientCertVerified, rustls::Error> {
+        Ok(ClientCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &rustls::DigitallySignedStruct,
+    ) -> Result<rustls::client::danger::HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(message, cert, dss, &self.algorithms)
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<rustls::SignatureScheme> {
+        self.algorithms.supported_schemes()
+    }
+}
+
+/// Opens the QUIC endpoint with the host identity, requiring client certificates.
+pub fn endpoint(identity: &Identity, listen: SocketAddr) -> Result<quinn::Endpoint> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = Arc::new(AnyClientCert { algorithms: provider.signature_verification_algorithms });
+    let mut tls = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .with_client_cert_verifier(verifier)
+        .with_single_cert(vec![identity.cert()], identity.key())
+        .context("the host identity is unusable")?;
+    tls.alpn_protocols = vec![protocol::ALPN.to_vec()];
+    let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls)?;
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(quic));
+    let mut transport = quinn::TransportConfig::default();
+    transport.keep_alive_interval(Some(Duration::from_secs(5)));
+    config.transport_config(Arc::new(transport));
+    quinn::Endpoint::server(config, listen).with_context(|| format!("cannot listen on {listen}"))
+}
+
+/// Reads an authorized-clients file: one fingerprint per line (first word), `#` comments.
+pub fn authorized_fingerprints(path: &Path) -> std::io::Result<Vec<String>> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(text) => text,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Vec::new()),
+        Err(e) => return Err(e),
+    };
+    Ok(text
+        .lines()
+        .map(|l| l.split('#').next().unwrap_or("").trim())
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect())
+}
+
+struct Shared {
+    config: ProxyConfig,
+    library: Library,
+    jobs: Arc<Semaphore>,
+    /// True once a shutdown began: new jobs are refused.
+    stopping: watch::Receiver<bool>,
+    /// True once running jobs must be killed.
+    kill: watch::Receiver<bool>,
+    /// Streams not yet fully delivered to their client (a job's slot is free before that).
+    in_flight: watch::Sender<usize>,
+}
+
+/// Counts a stream in [`Shared::in_flight`] while it lives.
+struct InFlight<'a>(&'a watch::Sender<usize>);
+
+impl<'a> InFlight<'a> {
+    fn new(counter: &'a watch::Sender<usize>) -> InFlight<'a> {
+        counter.send_modify(|n| *n += 1);
+        InFlight(counter)
+    }
+}
+
+impl Drop for InFlight<'_> {
+    fn drop(&mut self) {
+        self.0.send_modify(|n| *n -= 1);
+    }
+}
+
+/// Serves until `shutdown` completes, then stops accepting, lets running jobs finish for the
+/// grace period, kills what is left, and closes the endpoint.
+pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: impl Future<Output = ()>) -> Result<()> {
+    let (stopping_tx, stopping) = watch::channel(false);
+    let (kill_tx, kill) = watch::channel(false);
+    let max_jobs = config.max_jobs.max(1);
+    let shared = Arc::new(Shared {
+        config,
+        library: Library::builtin(),
+        jobs: Arc::new(Semaphore::new(max_jobs)),
+        stopping,
+        kill,
+        in_flight: watch::channel(0).0,
+    });
+    tokio::pin!(shutdown);
+    loop {
+        tokio::select! {
+            incoming = endpoint.accept() => match incoming {
+                Some(incoming) => {
+                    let shared = shared.clone();
+                    tokio::spawn(async move {
+                        if let Err(e) = handle_connection(incoming, shared).await {
+                            tracing::info!("connection ended: {e:#}");
+                        }
+                    });
+                }
+                None => break,
+            },
+            () = &mut shutdown => break,
+        }
+    }
+    tracing::info!("shutting down: no new connections or jobs");
+    endpoint.set_server_config(None);
+    let _ = stopping_tx.send(true);
+    let all = u32::try_from(max_jobs).unwrap_or(u32::MAX);
+    let drained = tokio::time::timeout(shared.config.grace, shared.jobs.acquire_many(all)).await;
+    if drained.is_err() {
+        tracing::warn!("jobs still running after {:?}: killing them", shared.config.grace);
+        let _ = kill_tx.send(true);
+        let _ = tokio::time::timeout(Duration::from_secs(5), shared.jobs.acquire_many(all)).await;
+    }
+    // Let the last output reach its clients before the endpoint goes.
+    let mut in_flight = shared.in_flight.subscribe();
+    let _ = tokio::time::timeout(Duration::from_secs(5), in_flight.wait_for(|n| *n == 0)).await;
+    endpoint.close(0u32.into(), b"proxy shutting down");
+    let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
+    tracing::info!("stopped");
+    Ok(())
+}
+
+async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Result<()> {
+    let remote = incoming.remote_address();
+    let conn = incoming.await.with_context(|| format!("handshake with {remote} failed"))?;
+    let client = conn
+        .peer_identity()
+        .and_then(|identity| identity.downcast::<Vec<CertificateDer<'static>>>().ok())
+        .and_then(|certs| certs.first().map(|c| fingerprint(c)));
+    let Some(client) = client else {
+        conn.close(1u32.into(), b"a client certificate is required");
+        anyhow::bail!("{remote} presented no certificate");
+    };
+    match &shared.config.authorization {
+        Authorization::AnyClient => {}
+        Authorization::File(path) => {
+            let authorized = authorized_fingerprints(path).unwrap_or_else(|e| {
+                tracing::error!("cannot read {}: {e}; refusing every client", path.display());
+                Vec::new()
+            });
+            if !authorized.contains(&client) {
+                tracing::warn!("refused {remote}: client {client} is not authorized");
+                let reason = format!(
+                    "client {client} is not authorized by this proxy (add it to the proxy's authorized-clients file)"
+                );
+                conn.close(2u32.into(), reason.as_bytes());
+                return Ok(());
+            }
+        }
+    }
+    tracing::info!("client {client} connected from {remote}");
+    loop {
+        let (send, recv) = match conn.accept_bi().await {
+            Ok(streams) => streams,
+            Err(quinn::ConnectionError::ApplicationClosed(_) | quinn::ConnectionError::LocallyClosed) => break,
+            Err(e) => return Err(e.into()),
+        };
+        let shared = shared.clone();
+        let client = client.clone();
+        tokio::spawn(async move {
+            if let Err(e) = handle_job(send, recv, &shared).await {
+                tracing::info!("job of {client} from {remote}: {e:#}");
+            }
+        });
+    }
+    tracing::info!("client {client} at {remote} disconnected");
+    Ok(())
+}
+
+async fn refuse(mut send: quinn::SendStream, recv: &mut quinn::RecvStream, error: String) -> Result<()> {
+    tracing::info!("refused a job: {error}");
+    let _ = recv.stop(0u32.into());
+    protocol::write_line(&mut send, &Header { ok: false, error: Some(error) }).await?;
+    let _ = send.finish();
+    // Stay until the client has the data: shutting down earlier would cut the stream.
+    let _ = tokio::time::timeout(Duration::from_secs(5), send.stopped()).await;
+    Ok(())
+}
+
+async fn handle_job(mut send: quinn::SendStream, recv: quinn::RecvStream, shared: &Shared) -> Result<()> {
+    let _in_flight = InFlight::new(&shared.in_flight);
+    let mut recv = BufReader::new(recv);
+    let request: Request = match protocol::read_line(&mut recv).await {
+        Ok(request) => request,
+        Err(e) => return refuse(send, recv.get_mut(), format!("bad request: {e}")).await,
+    };
+    if *shared.stopping.borrow() {
+        return refuse(send, recv.get_mut(), "proxy is shutting down".to_string()).await;
+    }
+    let Ok(permit) = shared.jobs.clone().try_acquire_owned() else {
+        return refuse(send, recv.get_mut(), "busy".to_string()).await;
+    };
+    let checked = match confine::check(&shared.library, &shared.config.export, &request) {
+        Ok(checked) => checked,
+        Err(e) => return refuse(send, recv.get_mut(), e).await,
+    };
+    let mut command = tokio::process::Command::new(&checked.argv[0]);
+    command
+        .args(&checked.argv[1..])
+        .current_dir(&checked.cwd)
+        .env_clear()
+        .envs(checked.env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .kill_on_drop(true)
+        .process_group(0);
+    let mut child = match command.spawn() {
+        Ok(child) => child,
+        Err(e) => return refuse(send, recv.get_mut(), format!("cannot run `{}`: {e}", checked.argv[0])).await,
+    };
+    tracing::info!("running {:?} in {}", checked.argv, checked.cwd.display());
+    protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
+
+    let mut child_stdin = child.stdin.take().context("no stdin pipe")?;
+    let mut child_stdout = child.stdout.take().context("no stdout pipe")?;
+    let mut child_stderr = child.stderr.take().context("no stderr pipe")?;
+    let send_ref = &mut send;
+    let output = async move {
+        let mut out_buf = vec![0u8; 64 * 1024];
+        let mut err_buf = vec![0u8; 64 * 1024];
+        let (mut out_done, mut err_done) = (false, false);
+        while !(out_done && err_done) {
+            tokio::select! {
+                n = child_stdout.read(&mut out_buf), if !out_done => match n? {
+                    0 => out_done = true,
+                    n => protocol::write_frame(send_ref, TAG_STDOUT, &out_buf[..n]).await?,
+                },
+                n = child_stderr.read(&mut err_buf), if !err_done => match n? {
+                    0 => err_done = true,
+                    n => protocol::write_frame(send_ref, TAG_STDERR, &err_buf[..n]).await?,
+                },
+            }
+        }
+        Ok::<_, std::io::Error>(())
+    };
+    let recv_ref = &mut recv;
+    let input = async move {
+        let result = tokio::io::copy(recv_ref, &mut child_stdin).await;
+        drop(child_stdin);
+        result
+    };
+    let mut kill = shared.kill.clone();
+    let io = async {
+        tokio::pin!(output, input);
+        let mut input_done = false;
+        loop {
+            tokio::select! {
+                result = &mut output => return result,
+                result = &mut input, if !input_done => {
+                    input_done = true;
+                    if let Err(e) = result {
+                        tracing::debug!("standard input ended early: {e}");
+                    }
+                }
+            }
+        }
+    };
+    let io_result = tokio::select! {
+        result = io => result,
+        _ = kill.wait_for(|k| *k) => Err(std::io::Error::other("killed at shutdown")),
+    };
+    if let Err(e) = &io_result {
+        tracing::info!("killing {:?}: {e}", checked.argv);
+        let _ = child.start_kill();
+    }
+    // The command no longer reads what the client sends.
+    let _ = recv.get_mut().stop(0u32.into());
+    let status = child.wait().await?;
+    let exit = {
+        use std::os::unix::process::ExitStatusExt;
+        Exit { code: status.code(), signal: status.signal() }
+    };
+    tracing::info!("{:?} ended: {exit:?}", checked.argv);
+    let json = serde_json::to_vec(&exit)?;
+    protocol::write_frame(&mut send, TAG_EXIT, &json).await?;
+    let _ = send.finish();
+    // The command is done: its slot is free (a client running jobs one after another must not
+    // meet "busy"). The stream still counts as in flight until the client has acknowledged the
+    // data, so a shutdown does not cut it.
+    drop(permit);
+    let _ = tokio::time::timeout(Duration::from_secs(5), send.stopped()).await;
+    Ok(())
+}

@@ -1,0 +1,483 @@
+//! posh-proxy end to end on loopback: the real binary, real certificates, real commands.
+
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+use posh_exec::remote::{Identity, KnownProxies, Request, connect};
+
+/// A running proxy; killed when dropped.
+struct Proxy {
+    child: Child,
+    addr: String,
+    fingerprint: String,
+    /// What it printed before its address.
+    early: Vec<String>,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Proxy {
+    fn start(export: &Path, state: &Path, extra: &[&str]) -> Proxy {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_posh-proxy"))
+            .arg("--export")
+            .arg(export)
+            .args(["--listen", "127.0.0.1:0", "--state-dir"])
+            .arg(state)
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .env("POSH_PROXY_TEST_SECRET", "hunter2")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("posh-proxy starts");
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut early = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(line) = rx.recv_timeout(left) else {
+                let _ = child.kill();
+                let status = child.wait();
+                panic!("posh-proxy printed no address (ended: {status:?})");
+            };
+            if let Some(rest) = line.strip_prefix("posh-proxy: listening on ") {
+                let (addr, fingerprint) = rest.split_once(", fingerprint ").expect("address and fingerprint");
+                assert!(fingerprint.starts_with("SHA256:"), "{line}");
+                return Proxy {
+                    child,
+                    addr: addr.to_string(),
+                    fingerprint: fingerprint.to_string(),
+                    early,
+                    stderr: rx,
+                };
+            }
+            early.push(line);
+        }
+    }
+
+    /// Waits (bounded) for the proxy to exit and returns its status code.
+    fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("posh-proxy did not exit within {within:?}");
+    }
+
+    fn signal(&self, name: &str) {
+        let ok = Command::new("kill").args([name, &self.child.id().to_string()]).status().unwrap().success();
+        assert!(ok);
+    }
+
+    fn log(&self) -> String {
+        self.stderr.try_iter().collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// An export directory, a proxy state directory and a client directory, side by side, with a
+/// secret outside the export.
+struct Setup {
+    dir: tempfile::TempDir,
+}
+
+impl Setup {
+    fn new() -> Setup {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir_all(dir.path().join("export/sub")).unwrap();
+        std::fs::write(dir.path().join("export/a.txt"), "foo 1\nbar 2\nfood 3\n").unwrap();
+        std::fs::write(dir.path().join("secret.txt"), "do not leak\n").unwrap();
+        Setup { dir }
+    }
+    fn export(&self) -> PathBuf {
+        self.dir.path().join("export")
+    }
+    fn state(&self) -> PathBuf {
+        self.dir.path().join("state")
+    }
+    fn identity(&self) -> Identity {
+        Identity::load_or_create(&self.dir.path().join("client"), "posh-client").unwrap()
+    }
+    fn known(&self) -> KnownProxies {
+        KnownProxies::new(self.dir.path().join("client/known_proxies"))
+    }
+    /// A proxy serving this setup's client.
+    fn proxy(&self, extra: &[&str]) -> Proxy {
+        let authorized = self.dir.path().join("authorized");
+        std::fs::write(&authorized, format!("# the test client\n{}\n", self.identity().fingerprint())).unwrap();
+        let mut args = vec!["--authorized-clients", authorized.to_str().unwrap()];
+        args.extend_from_slice(extra);
+        Proxy::start(&self.export(), &self.state(), &args)
+    }
+}
+
+fn local(export: &Path, argv: &[&str], stdin: &[u8]) -> (Vec<u8>, Vec<u8>, i32) {
+    let mut child = Command::new(argv[0])
+        .args(&argv[1..])
+        .current_dir(export)
+        .env_clear()
+        .env("PATH", "/usr/local/bin:/usr/bin:/bin")
+        .env("LC_ALL", "C")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut input = child.stdin.take().unwrap();
+    let stdin = stdin.to_vec();
+    let writer = std::thread::spawn(move || {
+        let _ = input.write_all(&stdin);
+    });
+    let out = child.wait_with_output().unwrap();
+    writer.join().unwrap();
+    (out.stdout, out.stderr, out.status.code().unwrap())
+}
+
+fn request(argv: &[&str]) -> Request {
+    let mut request = Request::new(argv);
+    request.env.insert("LC_ALL".to_string(), "C".to_string());
+    request
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn remote_runs_give_the_bytes_and_statuses_of_local_runs() {
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    assert_eq!(conn.fingerprint(), proxy.fingerprint);
+    for argv in [
+        &["cat", "a.txt"][..],
+        &["grep", "foo", "a.txt"],
+        &["grep", "nothing-matches", "a.txt"],
+        &["grep", "foo", "missing.txt"],
+    ] {
+        let out = conn.run(&request(argv), b"").await.unwrap();
+        let (stdout, stderr, status) = local(&setup.export(), argv, b"");
+        assert_eq!(out.stdout, stdout, "{argv:?}");
+        assert_eq!(out.stderr, stderr, "{argv:?}");
+        assert_eq!(out.status, status, "{argv:?}");
+    }
+    let out = conn.run(&request(&["grep", "nothing-matches", "a.txt"]), b"").await.unwrap();
+    assert_eq!(out.status, 1);
+    let out = conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap();
+    assert_eq!(out.stdout, b"foo 1\nbar 2\nfood 3\n");
+    // A working directory under the export.
+    std::fs::write(setup.export().join("sub/b.txt"), "in sub\n").unwrap();
+    let mut in_sub = request(&["cat", "b.txt"]);
+    in_sub.cwd = "sub".to_string();
+    assert_eq!(conn.run(&in_sub, b"").await.unwrap().stdout, b"in sub\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn stdin_is_streamed_to_sort() {
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    // Several megabytes, more than any window: flow control has to work both ways.
+    let input: Vec<u8> =
+        (0..300_000u32).rev().flat_map(|i| format!("line {:09}\n", i * 7919 % 300_007).into_bytes()).collect();
+    let out = conn.run(&request(&["sort"]), &input).await.unwrap();
+    let (stdout, stderr, status) = local(&setup.export(), &["sort"], &input);
+    assert_eq!(out.status, status);
+    assert_eq!(out.stderr, stderr);
+    assert!(out.stdout == stdout, "sorted output differs ({} vs {} bytes)", out.stdout.len(), stdout.len());
+    assert_eq!(out.stdout.len(), input.len());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_environment_is_only_what_the_request_carries() {
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    // jq (annotated) prints the environment it sees; the proxy itself runs with a secret.
+    std::fs::write(setup.export().join("env.jq"), "env\n").unwrap();
+    let mut show = request(&["jq", "-c", "-S", "-n", "-f", "env.jq"]);
+    show.env.insert("FOO".to_string(), "bar baz".to_string());
+    let out = conn.run(&show, b"").await.unwrap();
+    assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8(out.stdout).unwrap(),
+        "{\"FOO\":\"bar baz\",\"LC_ALL\":\"C\",\"PATH\":\"/usr/local/bin:/usr/bin:/bin\"}\n"
+    );
+    let mut bad = request(&["cat", "a.txt"]);
+    bad.env.insert("LD_PRELOAD".to_string(), "/tmp/evil.so".to_string());
+    let err = conn.run(&bad, b"").await.unwrap_err().to_string();
+    assert!(err.contains("LD_PRELOAD"), "{err}");
+    let mut path = request(&["cat", "a.txt"]);
+    path.env.insert("PATH".to_string(), "/tmp".to_string());
+    let err = conn.run(&path, b"").await.unwrap_err().to_string();
+    assert!(err.contains("PATH"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_proxy_fingerprint_is_pinned_on_first_use_and_a_change_is_refused() {
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let known = setup.known();
+    assert_eq!(known.lookup(&proxy.addr).unwrap(), None);
+    connect(&proxy.addr, &setup.identity(), &known).await.unwrap();
+    assert_eq!(known.lookup(&proxy.addr).unwrap().as_deref(), Some(proxy.fingerprint.as_str()));
+    // Again, with the pin in place.
+    let conn = connect(&proxy.addr, &setup.identity(), &known).await.unwrap();
+    assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0);
+
+    // The same address, recorded with another fingerprint.
+    let wrong = "SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+    let other = KnownProxies::new(setup.dir.path().join("other_known"));
+    other.record(&proxy.addr, wrong).unwrap();
+    let err = connect(&proxy.addr, &setup.identity(), &other).await.unwrap_err().to_string();
+    assert!(err.contains(&proxy.addr), "{err}");
+    assert!(err.contains(wrong), "{err}");
+    assert!(err.contains(&proxy.fingerprint), "{err}");
+    assert!(err.contains("refusing"), "{err}");
+    // The file is left as it was.
+    assert_eq!(other.lookup(&proxy.addr).unwrap().as_deref(), Some(wrong));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_host_key_persists_across_restarts() {
+    let setup = Setup::new();
+    let first = setup.proxy(&[]).fingerprint.clone();
+    let second = setup.proxy(&[]).fingerprint.clone();
+    assert_eq!(first, second);
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(setup.state().join("host/key.der")).unwrap().permissions().mode();
+    assert_eq!(mode & 0o777, 0o600);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn an_unauthorized_client_is_refused_and_nothing_runs() {
+    let setup = Setup::new();
+    let authorized = setup.dir.path().join("authorized");
+    std::fs::write(&authorized, "# nobody we know\nSHA256:someoneelse\n").unwrap();
+    let proxy = Proxy::start(&setup.export(), &setup.state(), &["--authorized-clients", authorized.to_str().unwrap()]);
+    let identity = setup.identity();
+    let conn = connect(&proxy.addr, &identity, &setup.known()).await.unwrap();
+    let err = conn.run(&request(&["sort", "-o", "out.txt", "a.txt"]), b"").await.unwrap_err().to_string();
+    assert!(err.contains("not authorized"), "{err}");
+    assert!(err.contains(identity.fingerprint()), "{err}");
+    assert!(!setup.export().join("out.txt").exists());
+
+    // The same client, once listed, is served (the file is read for each connection).
+    std::fs::write(&authorized, format!("{}\n", identity.fingerprint())).unwrap();
+    let conn = connect(&proxy.addr, &identity, &setup.known()).await.unwrap();
+    let out = conn.run(&request(&["sort", "-o", "out.txt", "a.txt"]), b"").await.unwrap();
+    assert_eq!(out.status, 0);
+    assert!(setup.export().join("out.txt").exists());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn allow_any_client_serves_unlisted_clients_with_a_warning() {
+    let setup = Setup::new();
+    let proxy = Proxy::start(&setup.export(), &setup.state(), &["--allow-any-client"]);
+    assert!(proxy.early.iter().any(|l| l.contains("WARNING") && l.contains("--allow-any-client")), "{:?}", proxy.early);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0);
+    // Without the flag and without a file, nobody is served.
+    let strict = Proxy::start(&setup.export(), &setup.state(), &[]);
+    let conn = connect(&strict.addr, &setup.identity(), &KnownProxies::new(setup.dir.path().join("k2"))).await.unwrap();
+    let err = conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap_err().to_string();
+    assert!(err.contains("not authorized"), "{err}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn paths_escaping_the_export_are_refused_and_nothing_runs() {
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let outside = setup.dir.path().join("escaped.txt");
+    let outside_abs = outside.to_str().unwrap().to_string();
+    let secret_abs = setup.dir.path().join("secret.txt").to_str().unwrap().to_string();
+    std::os::unix::fs::symlink(setup.dir.path().join("secret.txt"), setup.export().join("link")).unwrap();
+    std::os::unix::fs::symlink(&outside, setup.export().join("outlink")).unwrap();
+    std::os::unix::fs::symlink(setup.dir.path(), setup.export().join("dirlink")).unwrap();
+    let cases: Vec<(Vec<&str>, &str)> = vec![
+        (vec!["cat", "../secret.txt"], "outside the export"),
+        (vec!["cat", &secret_abs], "absolute"),
+        (vec!["cat", "link"], "outside the export"),
+        (vec!["cat", "dirlink/secret.txt"], "outside the export"),
+        (vec!["sort", "-o", "../escaped.txt", "a.txt"], "outside the export"),
+        (vec!["sort", "-o", &outside_abs, "a.txt"], "absolute"),
+        (vec!["sort", "-o", "outlink", "a.txt"], "outside the export"),
+        (vec!["sort", "--output=../escaped.txt", "a.txt"], "outside the export"),
+        (vec!["cp", "a.txt", "../escaped.txt"], "outside the export"),
+        (vec!["cp", "-t", "dirlink", "a.txt"], "outside the export"),
+    ];
+    for (argv, why) in &cases {
+        let err = conn.run(&request(argv), b"").await.unwrap_err().to_string();
+        assert!(err.contains("refused"), "{argv:?}: {err}");
+        assert!(err.contains(why), "{argv:?}: {err}");
+        assert!(!outside.exists(), "{argv:?} wrote outside the export");
+        assert!(!setup.dir.path().join("a.txt").exists(), "{argv:?} wrote outside the export");
+    }
+    for cwd in ["..", "/", "sub/../..", "dirlink"] {
+        let mut escaping = request(&["sort", "-o", "escaped.txt", "export/a.txt"]);
+        escaping.cwd = cwd.to_string();
+        let err = conn.run(&escaping, b"").await.unwrap_err().to_string();
+        assert!(err.contains("working directory"), "{cwd}: {err}");
+        assert!(!outside.exists(), "cwd {cwd} wrote outside the export");
+    }
+    // A word the client declares a file is checked too, whatever the annotation says.
+    let mut declared = request(&["grep", "-e", "../secret.txt", "a.txt"]);
+    declared.files = vec![2];
+    let err = conn.run(&declared, b"").await.unwrap_err().to_string();
+    assert!(err.contains("outside the export"), "{err}");
+    // Inside the export, the same kinds of commands run.
+    let out = conn.run(&request(&["sort", "-o", "sub/sorted.txt", "a.txt"]), b"").await.unwrap();
+    assert_eq!(out.status, 0);
+    assert_eq!(std::fs::read(setup.export().join("sub/sorted.txt")).unwrap(), b"bar 2\nfoo 1\nfood 3\n");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unannotated_commands_are_refused_and_nothing_runs() {
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let err = conn.run(&request(&["rm", "a.txt"]), b"").await.unwrap_err().to_string();
+    assert!(err.contains("no annotation for `rm`"), "{err}");
+    assert!(setup.export().join("a.txt").exists());
+    // A path as the command name would run a program of the client's choosing.
+    let err = conn.run(&request(&["/bin/cat", "a.txt"]), b"").await.unwrap_err().to_string();
+    assert!(err.contains("bare name"), "{err}");
+    // An annotated command invoked in a way no entry fits.
+    let err = conn.run(&request(&["sort", "--no-such-flag", "a.txt"]), b"").await.unwrap_err().to_string();
+    assert!(err.contains("fits"), "{err}");
+    // A request of another version.
+    let mut future = request(&["cat", "a.txt"]);
+    future.version = 2;
+    let err = conn.run(&future, b"").await.unwrap_err().to_string();
+    assert!(err.contains("version"), "{err}");
+    assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0);
+}
+
+fn mkfifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn over_max_jobs_the_proxy_answers_busy() {
+    let setup = Setup::new();
+    let fifo = setup.export().join("fifo");
+    mkfifo(&fifo);
+    let proxy = setup.proxy(&["--max-jobs", "1"]);
+    let conn = std::sync::Arc::new(connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap());
+    let blocked = {
+        let conn = conn.clone();
+        tokio::spawn(async move { conn.run(&request(&["cat", "fifo"]), b"").await })
+    };
+    // Opening the fifo for writing returns once the proxy's `cat` has opened it: the job runs.
+    let (opened_tx, opened) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel::<()>();
+    let path = fifo.clone();
+    let writer = std::thread::spawn(move || {
+        let mut fifo = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        opened_tx.send(()).unwrap();
+        let _ = release_rx.recv_timeout(Duration::from_secs(20));
+        fifo.write_all(b"through the fifo\n").unwrap();
+    });
+    opened.recv_timeout(Duration::from_secs(10)).expect("the first job starts");
+    let err = conn.run(&request(&["sort", "-o", "out.txt", "a.txt"]), b"").await.unwrap_err().to_string();
+    assert!(err.contains("busy"), "{err}");
+    assert!(!setup.export().join("out.txt").exists());
+    assert!(!blocked.is_finished());
+    release.send(()).unwrap();
+    writer.join().unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(10), blocked).await.unwrap().unwrap().unwrap();
+    assert_eq!(out.stdout, b"through the fifo\n");
+    assert_eq!(out.status, 0);
+    // The slot is free again.
+    assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn sigterm_ends_the_proxy_with_status_zero() {
+    let setup = Setup::new();
+    let mut proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0);
+    proxy.signal("-TERM");
+    let status = proxy.wait_exit(Duration::from_secs(10));
+    assert_eq!(status, Some(0), "{}", proxy.log());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn at_shutdown_a_running_job_finishes_within_the_grace_period() {
+    let setup = Setup::new();
+    let fifo = setup.export().join("fifo");
+    mkfifo(&fifo);
+    let mut proxy = setup.proxy(&["--grace-secs", "20"]);
+    let conn = std::sync::Arc::new(connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap());
+    let job = {
+        let conn = conn.clone();
+        tokio::spawn(async move { conn.run(&request(&["cat", "fifo"]), b"").await })
+    };
+    // Opening the fifo for writing returns once `cat` has it open: the job is running.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let path = fifo.clone();
+    let writer = std::thread::spawn(move || {
+        let mut fifo = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        tx.send(()).unwrap();
+        fifo.write_all(b"first\n").unwrap();
+        std::thread::sleep(Duration::from_millis(300));
+        fifo.write_all(b"after the signal\n").unwrap();
+    });
+    rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    proxy.signal("-TERM");
+    writer.join().unwrap();
+    let out = tokio::time::timeout(Duration::from_secs(10), job).await.unwrap().unwrap().unwrap();
+    assert_eq!(out.stdout, b"first\nafter the signal\n");
+    assert_eq!(out.status, 0);
+    let status = proxy.wait_exit(Duration::from_secs(10));
+    assert_eq!(status, Some(0), "{}", proxy.log());
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn at_shutdown_jobs_past_the_grace_period_are_killed() {
+    let setup = Setup::new();
+    let fifo = setup.export().join("fifo");
+    mkfifo(&fifo);
+    let mut proxy = setup.proxy(&["--grace-secs", "0"]);
+    let conn = std::sync::Arc::new(connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap());
+    let job = {
+        let conn = conn.clone();
+        tokio::spawn(async move { conn.run(&request(&["cat", "fifo"]), b"").await })
+    };
+    // Keep a writer open so `cat` blocks reading, never at EOF.
+    let path = fifo.clone();
+    let (tx, rx) = std::sync::mpsc::channel();
+    let (release, release_rx) = std::sync::mpsc::channel::<()>();
+    let writer = std::thread::spawn(move || {
+        let fifo = std::fs::OpenOptions::new().write(true).open(path).unwrap();
+        tx.send(()).unwrap();
+        let _ = release_rx.recv_timeout(Duration::from_secs(20));
+        drop(fifo);
+    });
+    rx.recv_timeout(Duration::from_secs(10)).unwrap();
+    proxy.signal("-TERM");
+    let out = tokio::time::timeout(Duration::from_secs(10), job).await.unwrap().unwrap().unwrap();
+    assert_eq!(out.status, 128 + 9, "killed by SIGKILL");
+    let status = proxy.wait_exit(Duration::from_secs(10));
+    assert_eq!(status, Some(0), "{}", proxy.log());
+    release.send(()).unwrap();
+    writer.join().unwrap();
+}
