@@ -210,14 +210,16 @@ async fn the_environment_is_only_what_the_request_carries() {
     let proxy = setup.proxy(&[]);
     let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
     // jq (annotated) prints the environment it sees; the proxy itself runs with a secret.
-    std::fs::write(setup.export().join("env.jq"), "env\n").unwrap();
+    // TMPDIR is the job's own temporary directory, set by the proxy: shown as a marker.
+    std::fs::write(setup.export().join("env.jq"), "env | .TMPDIR |= (startswith(\"/\") and test(\"posh-job-\"))\n")
+        .unwrap();
     let mut show = request(&["jq", "-c", "-S", "-n", "-f", "env.jq"]);
     show.env.insert("FOO".to_string(), "bar baz".to_string());
     let out = conn.run(&show, b"").await.unwrap();
     assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        "{\"FOO\":\"bar baz\",\"LC_ALL\":\"C\",\"PATH\":\"/usr/local/bin:/usr/bin:/bin\"}\n"
+        "{\"FOO\":\"bar baz\",\"LC_ALL\":\"C\",\"PATH\":\"/usr/local/bin:/usr/bin:/bin\",\"TMPDIR\":true}\n"
     );
     let mut bad = request(&["cat", "a.txt"]);
     bad.env.insert("LD_PRELOAD".to_string(), "/tmp/evil.so".to_string());
@@ -480,4 +482,26 @@ async fn at_shutdown_jobs_past_the_grace_period_are_killed() {
     assert_eq!(status, Some(0), "{}", proxy.log());
     release.send(()).unwrap();
     writer.join().unwrap();
+}
+
+/// What a command's own program text reaches (awk's redirections and getline) no file word
+/// names, so the proxy's checks cannot see it: the Landlock sandbox must stop it.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandbox_stops_what_word_checks_cannot_see() {
+    let check = Command::new(env!("CARGO_BIN_EXE_posh-proxy")).arg("__sandbox-check").status().unwrap();
+    assert!(check.success(), "this kernel does not enforce Landlock; the proxy would only warn");
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let write_out = conn.run(&request(&["awk", "BEGIN { print \"x\" > \"../escaped.txt\" }"]), b"").await.unwrap();
+    assert_ne!(write_out.status, 0, "awk must fail to write outside the export");
+    assert!(!setup.dir.path().join("escaped.txt").exists(), "nothing written outside the export");
+    let read_out = conn
+        .run(&request(&["awk", "BEGIN { while ((getline l < \"../secret.txt\") > 0) print l }"]), b"")
+        .await
+        .unwrap();
+    assert!(!String::from_utf8_lossy(&read_out.stdout).contains("do not leak"), "nothing read outside the export");
+    let inside = conn.run(&request(&["awk", "BEGIN { print \"y\" > \"inside.txt\" }"]), b"").await.unwrap();
+    assert_eq!(inside.status, 0, "{}", String::from_utf8_lossy(&inside.stderr));
+    assert_eq!(std::fs::read_to_string(setup.export().join("inside.txt")).unwrap(), "y\n");
 }

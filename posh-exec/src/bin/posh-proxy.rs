@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use posh_exec::remote::identity::Identity;
 use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
+use posh_exec::remote::sandbox;
 
 #[derive(Debug, Parser)]
 #[command(name = "posh-proxy", about = "Serve posh clients: run annotated commands under an export root")]
@@ -93,6 +94,15 @@ async fn run(args: Args) -> Result<()> {
     let shutdown = shutdown_signal()?;
     let endpoint = proxy::endpoint(&identity, args.listen)?;
     let local = endpoint.local_addr()?;
+    let enforced = std::env::current_exe()
+        .and_then(|exe| std::process::Command::new(exe).arg(sandbox::CHECK_ARG).status())
+        .is_ok_and(|s| s.success());
+    if !enforced {
+        tracing::warn!(
+            "this kernel does not fully enforce Landlock: commands are confined by their annotations only, \
+             and a program they start (awk's system(), sed's w) can reach files outside the export"
+        );
+    }
     eprintln!("posh-proxy: listening on {local}, fingerprint {}", identity.fingerprint());
     tracing::info!("listening on {local}, fingerprint {}, export {}", identity.fingerprint(), export.display());
     let config = ProxyConfig {
@@ -105,6 +115,13 @@ async fn run(args: Args) -> Result<()> {
 }
 
 fn main() -> ExitCode {
+    // A job being launched: confine this process and become the command (see remote::sandbox).
+    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    match raw.get(1).and_then(|a| a.to_str()) {
+        Some(sandbox::SANDBOX_ARG) => return ExitCode::from(sandbox::exec_confined(&raw[2..])),
+        Some(sandbox::CHECK_ARG) => return ExitCode::from(sandbox::check_enforced()),
+        _ => {}
+    }
     let args = Args::parse();
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)

@@ -9,6 +9,7 @@ pub mod confine;
 pub mod identity;
 pub mod protocol;
 pub mod proxy;
+pub mod sandbox;
 
 pub use client::{Connection, KnownProxies, Output, connect};
 pub use identity::{Identity, fingerprint};

@@ -267,12 +267,24 @@ async fn handle_job(mut send: quinn::SendStream, recv: quinn::RecvStream, shared
         Ok(checked) => checked,
         Err(e) => return refuse(send, recv.get_mut(), e).await,
     };
-    let mut command = tokio::process::Command::new(&checked.argv[0]);
+    // Each job gets its own temporary directory (sort spills there), the only writable place
+    // outside the export; the sandbox launcher confines the command to both.
+    let tmp = match tempfile::Builder::new().prefix("posh-job-").tempdir() {
+        Ok(tmp) => tmp,
+        Err(e) => return refuse(send, recv.get_mut(), format!("cannot make a temporary directory: {e}")).await,
+    };
+    let launcher = std::env::current_exe().context("the proxy's own executable")?;
+    let mut command = tokio::process::Command::new(launcher);
     command
-        .args(&checked.argv[1..])
+        .arg(super::sandbox::SANDBOX_ARG)
+        .arg(&shared.config.export)
+        .arg(tmp.path())
+        .arg("--")
+        .args(&checked.argv)
         .current_dir(&checked.cwd)
         .env_clear()
         .envs(checked.env.iter().map(|(k, v)| (k, v)))
+        .env("TMPDIR", tmp.path())
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
