@@ -33,6 +33,10 @@ struct Cli {
     /// At most this many copies of a split command per mount.
     #[arg(long, default_value_t = 1, value_name = "N")]
     copies_per_mount: usize,
+    /// Print this client's identity (created on first use), for a proxy's authorized-clients
+    /// file, and exit.
+    #[arg(long, exclusive = true)]
+    print_identity: bool,
     /// Print the script as bash will run it (pipelines handed to the posh runtime rewritten into
     /// runtime calls) instead of running it.
     #[arg(long, conflicts_with = "explain")]
@@ -104,7 +108,24 @@ fn load_library(files: &[PathBuf]) -> Result<(posh_core::library::Library, bool)
     Ok((library, errors))
 }
 
+/// Where the client keeps its identity: `$XDG_STATE_HOME/posh/identity`, else
+/// `~/.local/state/posh/identity`.
+fn identity_dir() -> Result<PathBuf> {
+    let state = std::env::var_os("XDG_STATE_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
+        .context("neither XDG_STATE_HOME nor HOME is set: nowhere to keep the client identity")?;
+    Ok(state.join("posh/identity"))
+}
+
 fn run(cli: Cli) -> Result<u8> {
+    if cli.print_identity {
+        let dir = identity_dir()?;
+        let identity = posh_exec::remote::identity::Identity::load_or_create(&dir, "posh-exec")?;
+        println!("{}", identity.fingerprint());
+        eprintln!("posh-exec: identity in {} (add the line above to a proxy's authorized-clients file)", dir.display());
+        return Ok(0);
+    }
     let config = explain::load_config(cli.config.as_deref())?;
     // Nothing mounted and nothing to check: bash runs the script as it is, at no extra cost.
     let needs_library = cli.explain || cli.print_rewritten || !config.mounts.is_empty() || !cli.annotations.is_empty();

@@ -83,3 +83,21 @@ fn stats_record_every_pipeline_the_runtime_ran() {
     assert_eq!(records[1]["commands"][1]["command"], "tail");
     assert_eq!(records[1]["commands"][1]["location"], "client");
 }
+
+#[test]
+fn the_client_identity_is_created_once_and_printed() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let print = || {
+        Command::new(env!("CARGO_BIN_EXE_posh-exec"))
+            .arg("--print-identity")
+            .env("XDG_STATE_HOME", dir.path())
+            .output()
+            .expect("posh-exec runs")
+    };
+    let first = print();
+    assert!(first.status.success(), "{}", String::from_utf8_lossy(&first.stderr));
+    let fingerprint = String::from_utf8_lossy(&first.stdout).into_owned();
+    assert!(fingerprint.starts_with("SHA256:") && fingerprint.ends_with('\n'), "{fingerprint}");
+    assert_eq!(String::from_utf8_lossy(&print().stdout), fingerprint, "the same identity the second time");
+    assert!(dir.path().join("posh/identity").is_dir());
+}
