@@ -282,7 +282,6 @@ fn dash_c_explains_the_commands_given() {
         "-c:1: [@A ⇒400 MB]grep foo A/x.log > B/out.txt
   @A grep foo A/x.log: the cheapest place for the data it moves
       annotation: grep[splittable_across_input, filters_input] (search.posh)
-  crosses @client → @A: 0 B (standard input → grep foo A/x.log)
   crosses @A → @B: 400 MB (grep foo A/x.log → write B/out.txt)
   bash would move 1.2 GB, posh moves 400 MB
 
@@ -442,7 +441,6 @@ fn greedy_keeps_comm_at_the_client_cost_based_runs_it_at_a() {
         "-c:1: [@A ⇐20 MB]comm -12 A/big.txt B/small.txt [⇒ output 460 MB]
   @A comm -12 A/big.txt B/small.txt: the cheapest place for the data it moves
       annotation: comm[filters_input] (text.posh)
-  crosses @client → @A: 0 B (standard input → comm -12 A/big.txt B/small.txt)
   crosses @B → @A: 20 MB (read B/small.txt (20 MB) → comm -12 A/big.txt B/small.txt)
   crosses @A → @client: 460 MB (comm -12 A/big.txt B/small.txt → standard output)
   bash would move 920 MB, posh moves 480 MB

@@ -159,7 +159,7 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
                 out.push_str(&format!("      annotation: {annotation}\n"));
             }
         }
-        for edge in pipeline.crossing_edges().filter(|e| e.bytes > 0 || e.stream != Stream::Stderr) {
+        for edge in pipeline.crossing_edges().filter(|e| e.bytes > 0) {
             let (from, to) = (pipeline.node(edge.from), pipeline.node(edge.to));
             out.push_str(&format!(
                 "  crosses {} → {}: {} ({} → {})\n",
