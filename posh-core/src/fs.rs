@@ -3,7 +3,7 @@
 //! does no I/O.
 
 use std::collections::BTreeMap;
-use std::path::{Path, PathBuf};
+use std::path::{Component, Path, PathBuf};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum FileKind {
@@ -25,6 +25,30 @@ pub trait FileSystem {
     /// The names in a directory, sorted; empty when it is not a readable directory.
     fn read_dir(&self, path: &Path) -> Vec<String>;
     fn read_to_string(&self, path: &Path) -> Option<String>;
+}
+
+/// Lexical normalization: drops `.` components and trailing slashes, and resolves `..` against
+/// the component before it (`/..` is `/`). Symbolic links are not consulted, so `a/link/..` may
+/// name another directory than the file system would; an empty relative result is `.`.
+pub fn normalize_path(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for component in path.components() {
+        match component {
+            Component::CurDir => {}
+            Component::ParentDir => match out.components().next_back() {
+                Some(Component::Normal(_)) => {
+                    out.pop();
+                }
+                Some(Component::RootDir | Component::Prefix(_)) => {}
+                _ => out.push(".."),
+            },
+            other => out.push(other.as_os_str()),
+        }
+    }
+    if out.as_os_str().is_empty() {
+        out.push(".");
+    }
+    out
 }
 
 /// An in-memory file system for tests and for what-if planning.

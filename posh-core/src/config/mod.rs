@@ -12,13 +12,14 @@ mod units;
 mod tests;
 
 use std::fmt;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use serde::Serialize;
 use toml::Spanned;
 use toml::de::{DeTable, DeValue};
 
+use crate::fs::normalize_path;
 use crate::text::{LineIndex, Span};
 
 pub use discover::{FILE_NAME, discover, load};
@@ -208,30 +209,6 @@ impl Mount {
 
 fn join_rest(base: &Path, rest: &Path) -> PathBuf {
     if rest.as_os_str().is_empty() { base.to_path_buf() } else { base.join(rest) }
-}
-
-/// Lexical normalization: drops `.` components and trailing slashes, and resolves `..` against
-/// the component before it (`/..` is `/`). Symbolic links are not consulted, so `a/link/..` may
-/// name another directory than the file system would; an empty relative result is `.`.
-pub fn normalize_path(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for component in path.components() {
-        match component {
-            Component::CurDir => {}
-            Component::ParentDir => match out.components().next_back() {
-                Some(Component::Normal(_)) => {
-                    out.pop();
-                }
-                Some(Component::RootDir | Component::Prefix(_)) => {}
-                _ => out.push(".."),
-            },
-            other => out.push(other.as_os_str()),
-        }
-    }
-    if out.as_os_str().is_empty() {
-        out.push(".");
-    }
-    out
 }
 
 /// What went wrong, for callers that branch on it; the message says it to the user.

@@ -3,7 +3,7 @@
 //! sized, splits made, and bytes predicted on every edge. Placement comes after (`place`).
 
 use std::collections::HashMap;
-use std::path::{Component, Path, PathBuf};
+use std::path::{Path, PathBuf};
 
 use crate::annotation::{ArgType, MergeKind};
 use crate::matcher::{Invocation, NoMatch};
@@ -320,7 +320,7 @@ fn apply_redirects(ctx: &PlanContext<'_>, command: &shell::Command, facts: &mut 
 
 impl PlanContext<'_> {
     fn absolute(&self, path: &str) -> PathBuf {
-        normalize(&self.cwd.join(path))
+        crate::fs::normalize_path(&self.cwd.join(path))
     }
 
     pub(crate) fn location_of(&self, path: &Path) -> Location {
@@ -340,20 +340,6 @@ impl PlanContext<'_> {
             split_value,
         }
     }
-}
-
-pub(crate) fn normalize(path: &Path) -> PathBuf {
-    let mut out = PathBuf::new();
-    for part in path.components() {
-        match part {
-            Component::CurDir => {}
-            Component::ParentDir => {
-                out.pop();
-            }
-            other => out.push(other),
-        }
-    }
-    out
 }
 
 struct Graph<'c> {
