@@ -38,11 +38,9 @@ pub struct Rewritten {
     pub replaced: Vec<Span>,
 }
 
-/// Why a pipeline stays with bash; `None` when it can be handed to the runtime.
-pub fn why_not(script_text: &str, script: &Script, pipeline: &Pipeline, functions: &[String]) -> Option<String> {
-    if script_wide_reason(script_text).is_some() {
-        return script_wide_reason(script_text);
-    }
+/// Why a pipeline stays with bash; `None` when it can be handed to the runtime. Ask
+/// [`why_script_stays`] first: it rules out whole scripts.
+pub fn why_not(script_text: &str, pipeline: &Pipeline, functions: &[String]) -> Option<String> {
     if pipeline.background {
         return Some("runs in the background ($! would differ)".into());
     }
@@ -52,25 +50,18 @@ pub fn why_not(script_text: &str, script: &Script, pipeline: &Pipeline, function
     if script_text[pipeline.span.range()].contains("<<") && script_text[pipeline.span.range()].contains('\n') {
         return Some("a here-document in a pipeline over several lines".into());
     }
-    let _ = script;
-    let last = pipeline.commands.len() - 1;
-    for (i, command) in pipeline.commands.iter().enumerate() {
-        if let Some(why) = command_reason(command, i, last, functions) {
-            return Some(why);
-        }
-    }
-    None
+    pipeline.commands.iter().enumerate().find_map(|(i, command)| command_reason(command, i, functions))
 }
 
-/// Scripts that read state a rewritten pipeline would change are left whole with bash.
-fn script_wide_reason(text: &str) -> Option<String> {
+/// Why a whole script stays with bash: it reads state a rewritten pipeline would change.
+pub fn why_script_stays(text: &str) -> Option<String> {
     ["PIPESTATUS", "BASH_SOURCE", "BASH_COMMAND", "BASH_EXECUTION_STRING", "$_", "${_}", "expand_aliases"]
         .iter()
         .find(|name| text.contains(*name))
         .map(|name| format!("the script reads {name}, which the runtime call would change"))
 }
 
-fn command_reason(command: &Command, index: usize, last: usize, functions: &[String]) -> Option<String> {
+fn command_reason(command: &Command, index: usize, functions: &[String]) -> Option<String> {
     if command.kind == CommandKind::Compound {
         return Some("a compound command".into());
     }
@@ -112,7 +103,6 @@ fn command_reason(command: &Command, index: usize, last: usize, functions: &[Str
             return Some("a redirection the runtime does not reproduce".into());
         }
     }
-    let _ = last;
     None
 }
 
@@ -228,8 +218,11 @@ mod tests {
         let functions = crate::planner::function_names(&script);
         let mut chosen = Vec::new();
         let mut kept = String::new();
+        if let Some(why) = why_script_stays(source) {
+            return format!("kept whole: {why}");
+        }
         for (i, pipeline) in script.pipelines.iter().enumerate() {
-            match why_not(source, &script, pipeline, &functions) {
+            match why_not(source, pipeline, &functions) {
                 None => chosen.push(i),
                 Some(why) => kept.push_str(&format!("kept: {} ({why})\n", &source[pipeline.span.range()])),
             }
@@ -255,6 +248,6 @@ mod tests {
     #[test]
     fn scripts_reading_pipestatus_stay_whole() {
         let out = check("cat a | grep b\necho ${PIPESTATUS[@]}\n");
-        assert!(out.contains("kept: cat a | grep b (the script reads PIPESTATUS"), "{out}");
+        assert!(out.contains("kept whole: the script reads PIPESTATUS"), "{out}");
     }
 }

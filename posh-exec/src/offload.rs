@@ -14,6 +14,9 @@ pub fn rewrite(source: &str, library: &Library, config: &Config, stats: Option<&
     if config.mounts.is_empty() {
         return None;
     }
+    if rewrite::why_script_stays(source).is_some() {
+        return None;
+    }
     let script = posh_core::shell::parse(source);
     if !script.errors.is_empty() {
         return None;
@@ -25,7 +28,7 @@ pub fn rewrite(source: &str, library: &Library, config: &Config, stats: Option<&
         .pipelines
         .iter()
         .enumerate()
-        .filter(|(_, p)| rewrite::why_not(source, &script, p, &functions).is_none())
+        .filter(|(_, p)| rewrite::why_not(source, p, &functions).is_none())
         // A name without annotation may be a function from a sourced file, which only bash can
         // run; annotated names are programs.
         .filter(|(_, p)| {
