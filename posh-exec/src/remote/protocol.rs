@@ -18,6 +18,14 @@ pub const MAX_FRAME: usize = 1 << 20;
 /// fingerprint is.
 pub const SERVER_NAME: &str = "posh-proxy";
 
+/// QUIC settings both ends use: keep-alives well inside quinn's idle timeout, so a quiet job (a
+/// `sort` still reading) does not lose its connection.
+pub fn transport() -> std::sync::Arc<quinn::TransportConfig> {
+    let mut transport = quinn::TransportConfig::default();
+    transport.keep_alive_interval(Some(std::time::Duration::from_secs(5)));
+    std::sync::Arc::new(transport)
+}
+
 /// One job: a command to run at the proxy.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {

@@ -94,9 +94,7 @@ pub fn endpoint(identity: &Identity, listen: SocketAddr) -> Result<quinn::Endpoi
     tls.alpn_protocols = vec![protocol::ALPN.to_vec()];
     let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls)?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(quic));
-    let mut transport = quinn::TransportConfig::default();
-    transport.keep_alive_interval(Some(Duration::from_secs(5)));
-    config.transport_config(Arc::new(transport));
+    config.transport_config(protocol::transport());
     quinn::Endpoint::server(config, listen).with_context(|| format!("cannot listen on {listen}"))
 }
 
