@@ -1,18 +1,12 @@
 //! With no mounts configured, posh-exec must behave exactly as bash: same stdout, stderr and exit
 //! status, arguments passed through untouched (`-h` and `--version` belong to the script).
 
-use std::process::{Command, Output};
+use std::process::Output;
+
+mod common;
 
 fn run(program: &str, args: &[&str], dir: &std::path::Path) -> Output {
-    // Isolated from the caller's posh configuration: posh-exec reads it, bash does not.
-    Command::new(program)
-        .args(args)
-        .current_dir(dir)
-        .env("LC_ALL", "C")
-        .env_remove("POSH_CONFIG")
-        .env("XDG_CONFIG_HOME", dir)
-        .output()
-        .expect("runs")
+    common::isolated(program, dir).args(args).output().expect("runs")
 }
 
 #[test]

@@ -8,6 +8,8 @@ use std::process::Command;
 
 use serde_json::Value;
 
+mod common;
+
 const MB: u64 = 1_000_000;
 
 /// The files of the fixture and their sizes (sparse: no disk is spent on them).
@@ -90,14 +92,8 @@ impl Fixture {
     }
 
     fn run_raw(&self, args: &[&str]) -> Run {
-        let out = Command::new(env!("CARGO_BIN_EXE_posh-exec"))
-            .args(args)
-            .current_dir(&self.root)
-            .env_remove("POSH_CONFIG")
-            .env("XDG_CONFIG_HOME", self.root.join("no-user-config"))
-            .env("LC_ALL", "C")
-            .output()
-            .expect("posh-exec runs");
+        let out =
+            common::isolated(env!("CARGO_BIN_EXE_posh-exec"), &self.root).args(args).output().expect("posh-exec runs");
         Run {
             status: out.status.code(),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),

@@ -3,15 +3,10 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+mod common;
+
 fn posh_exec(args: &[&str], dir: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_posh-exec"))
-        .args(args)
-        .current_dir(dir)
-        .env("LC_ALL", "C")
-        .env_remove("POSH_CONFIG")
-        .env("XDG_CONFIG_HOME", dir)
-        .output()
-        .expect("posh-exec runs")
+    common::isolated(env!("CARGO_BIN_EXE_posh-exec"), dir).args(args).output().expect("posh-exec runs")
 }
 
 /// A temporary directory with `data/` on an embedded mount.
