@@ -106,8 +106,8 @@ fn paper_invocations_against_the_library() {
         out.push_str(&format!("$ {line}\n"));
         match library.match_argv(&words(line)) {
             Ok(invocation) => {
-                let entry = annotation::format::format_entry(invocation.entry);
-                out.push_str(&format!("entry {}\n{}", entry.lines().next().unwrap_or_default(), invocation.describe()));
+                let header = annotation::format::format_header(invocation.entry);
+                out.push_str(&format!("entry {header}:\n{}", invocation.describe()));
             }
             Err(why) => out.push_str(&format!("{why}\n")),
         }

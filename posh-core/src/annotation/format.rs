@@ -4,8 +4,8 @@ use crate::annotation::ParsedFile;
 use crate::annotation::model::{ArgSpec, ArgType, CommandEntry, Section, Size};
 use crate::annotation::syntax::{SyntaxElement, SyntaxKind, quote};
 
-/// One entry in the block layout, ending with a newline.
-pub fn format_entry(entry: &CommandEntry) -> String {
+/// An entry's name and command options, as its header shows them: `wc[filters_input, merge:sum]`.
+pub fn format_header(entry: &CommandEntry) -> String {
     let mut out = entry.display_name();
     let o = &entry.options;
     let mut options: Vec<String> = [
@@ -27,6 +27,12 @@ pub fn format_entry(entry: &CommandEntry) -> String {
     if !options.is_empty() {
         out.push_str(&format!("[{}]", options.join(", ")));
     }
+    out
+}
+
+/// One entry in the block layout, ending with a newline.
+pub fn format_entry(entry: &CommandEntry) -> String {
+    let mut out = format_header(entry);
     out.push_str(":\n");
     for section in [Section::Flags, Section::OptParams, Section::Params] {
         let specs = entry.section(section);

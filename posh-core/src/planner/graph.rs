@@ -218,8 +218,7 @@ fn analyse<'l>(
     }
     match ctx.library.match_argv(&facts.argv) {
         Ok(invocation) => {
-            let header = crate::annotation::format::format_entry(invocation.entry);
-            let header = header.lines().next().unwrap_or_default().trim_end_matches(':').to_string();
+            let header = crate::annotation::format::format_header(invocation.entry);
             facts.annotation = Some(match ctx.library.source_of(invocation.entry) {
                 Some(source) => format!("{header} ({source})"),
                 None => header,
