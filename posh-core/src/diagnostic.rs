@@ -145,6 +145,20 @@ codes! {
     /// A `merge` step is set but nothing can split the command (neither
     /// `splittable_across_input` nor a `splittable` argument), so it is never used.
     UnusedMerge = "A203", "unused-merge", Warning;
+    /// A command of a pipeline that moves data has no annotation, so posh cannot tell its files
+    /// from its other words and runs it at the client, pulling its input across the network.
+    /// Write an annotation for it (see docs/annotation-language.md) in the workspace or in
+    /// `~/.config/posh/annotations/`.
+    ScriptNoAnnotation = "S001", "no-annotation", Warning;
+    /// The command has annotations, but none of its entries fits this invocation (an option
+    /// the entries do not list, a missing value), so it runs at the client. Add the option to
+    /// an entry, or add an entry for this form of the command.
+    ScriptNoEntryFits = "S002", "no-entry-fits", Warning;
+    /// Even as posh places it, the pipeline is predicted to move more bytes across the network
+    /// than the configured threshold (`maxMovedBytes`, 100 MB by default). Filter the data
+    /// where it lives (an annotated `grep`, `head`, ... first in the pipeline), or annotate the
+    /// commands that pin it to the client.
+    ScriptMovesMuch = "S003", "moves-much", Warning;
 }
 
 #[cfg(test)]

@@ -1,19 +1,27 @@
-//! `posh-lsp check`: compiler-style diagnostics for annotation files.
+//! `posh-lsp check`: the language server's diagnostics, compiler-style, for CI. Annotation files
+//! get the parser's and validator's; scripts get the placement diagnostics (`S0xx`), planned
+//! with the posh.toml and annotation files found from the working directory.
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::time::Duration;
 
-use posh_core::{Diagnostic, LineIndex, Severity, annotation};
+use posh_core::{Diagnostic, LineIndex, Severity};
+
+use crate::ide::{self, Language, Settings, World};
+use crate::os_fs::{CachedFs, user_config_dir};
 
 pub fn run(paths: &[PathBuf], deny_warnings: bool) -> ExitCode {
     let mut files = Vec::new();
     let mut unreadable = false;
     for path in paths {
-        if let Err(e) = collect(path, &mut files) {
+        if let Err(e) = collect(path, true, &mut files) {
             eprintln!("{}: error: {e}", path.display());
             unreadable = true;
         }
     }
+    let fs = CachedFs::new(Duration::from_secs(60));
+    let mut world: Option<World> = None;
     let (mut errors, mut warnings) = (0, 0);
     for file in &files {
         let text = match std::fs::read_to_string(file) {
@@ -24,8 +32,23 @@ pub fn run(paths: &[PathBuf], deny_warnings: bool) -> ExitCode {
                 continue;
             }
         };
-        let parsed = annotation::parse(&text);
-        for diag in &parsed.diagnostics {
+        let diagnostics = match ide::language_of("", &file.to_string_lossy(), &text) {
+            Some(Language::Script) => {
+                let world = world.get_or_insert_with(|| {
+                    let root = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
+                    let budget = fs.budgeted(Duration::from_secs(30));
+                    let world = World::load(&budget, &root, user_config_dir().as_deref(), &[], Settings::default());
+                    if let Some(error) = &world.config_error {
+                        eprintln!("warning: {error}; planning without posh.toml");
+                    }
+                    world
+                });
+                let analysis = ide::analyze_script(world, &fs.budgeted(Duration::from_secs(30)), &text);
+                ide::diagnostics::script_diagnostics(world, &analysis)
+            }
+            _ => ide::diagnostics::annotation_diagnostics(&text),
+        };
+        for diag in &diagnostics {
             print!("{}", render(file, &text, diag));
             match diag.severity {
                 Severity::Error => errors += 1,
@@ -53,21 +76,19 @@ pub fn render(path: &Path, text: &str, diag: &Diagnostic) -> String {
     out
 }
 
-/// A file as given, or every `*.posh` below a directory, sorted.
-fn collect(path: &Path, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
+/// A file as given, or below a directory every `*.posh`, `*.sh` and `*.bash`, sorted.
+fn collect(path: &Path, given: bool, files: &mut Vec<PathBuf>) -> std::io::Result<()> {
     if !path.is_dir() {
         std::fs::metadata(path)?;
-        files.push(path.to_path_buf());
+        if given || path.extension().is_some_and(|x| x == "posh" || x == "sh" || x == "bash") {
+            files.push(path.to_path_buf());
+        }
         return Ok(());
     }
     let mut entries: Vec<PathBuf> = std::fs::read_dir(path)?.map(|e| e.map(|e| e.path())).collect::<Result<_, _>>()?;
     entries.sort();
     for entry in entries {
-        if entry.is_dir() {
-            collect(&entry, files)?;
-        } else if entry.extension().is_some_and(|x| x == "posh") {
-            files.push(entry);
-        }
+        collect(&entry, false, files)?;
     }
     Ok(())
 }

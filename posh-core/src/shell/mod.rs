@@ -35,9 +35,26 @@ pub fn parse(source: &str) -> Script {
 /// tries it with a closer appended (`done`, `fi`, a quote, `)`, `}`, `esac`) and returns the
 /// pipelines of the first that parses, keeping the original errors.
 pub fn parse_tolerant(source: &str) -> Script {
+    parse_tolerant_with_recovery(source).0
+}
+
+/// How [`parse_tolerant`] obtained its pipelines.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Recovery {
+    /// The text parsed as it is.
+    None,
+    /// The text parsed with this closer appended.
+    Closer(&'static str),
+    /// Nothing closed it: the pipelines are those of the longest prefix of whole lines that parses.
+    Prefix,
+}
+
+/// [`parse_tolerant`], also saying how it recovered (a language server keeps its previous result
+/// rather than show the pipelines of a prefix).
+pub fn parse_tolerant_with_recovery(source: &str) -> (Script, Recovery) {
     let script = parse(source);
     if script.errors.is_empty() {
-        return script;
+        return (script, Recovery::None);
     }
     for closer in ["\ndone", "\nfi", "'", "\"", ")", "\n}", "\nesac", "`", "\ndone\n}", "\nfi\n}"] {
         let mut text = source.to_string();
@@ -63,10 +80,10 @@ pub fn parse_tolerant(source: &str) -> Script {
                     }
                 }
             }
-            return Script { pipelines: fixed.pipelines, errors: script.errors };
+            return (Script { pipelines: fixed.pipelines, errors: script.errors }, Recovery::Closer(closer));
         }
     }
-    script
+    (script, Recovery::Prefix)
 }
 
 /// After a failed parse: walks the longest prefix of whole lines before the error that parses.

@@ -331,3 +331,13 @@ fn robustness() {
         }
     }
 }
+
+#[test]
+fn tolerant_parsing_says_how_it_recovered() {
+    assert_eq!(parse_tolerant_with_recovery("cat a | sort\n").1, Recovery::None);
+    assert_eq!(parse_tolerant_with_recovery("for f in a; do\n  cat $f | wc -l\n").1, Recovery::Closer("\ndone"));
+    let (script, how) = parse_tolerant_with_recovery("cat a | sort\nif then fi )\n");
+    assert_eq!(how, Recovery::Prefix);
+    assert_eq!(script.pipelines.len(), 1);
+    assert_eq!(script, parse_tolerant("cat a | sort\nif then fi )\n"));
+}

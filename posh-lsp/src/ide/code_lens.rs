@@ -1,0 +1,26 @@
+//! One lens per pipeline that moves data: what bash alone would move across the network, and
+//! what posh moves.
+
+use posh_core::Span;
+use posh_core::planner::render::format_bytes;
+
+use super::ScriptAnalysis;
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct CodeLens {
+    pub span: Span,
+    pub title: String,
+}
+
+pub fn code_lenses(analysis: &ScriptAnalysis) -> Vec<CodeLens> {
+    analysis
+        .plan
+        .pipelines
+        .iter()
+        .filter(|p| p.bash_bytes > 0 || p.posh_bytes > 0)
+        .map(|p| CodeLens {
+            span: p.span,
+            title: format!("bash moves {}, posh moves {}", format_bytes(p.bash_bytes), format_bytes(p.posh_bytes)),
+        })
+        .collect()
+}

@@ -1,0 +1,110 @@
+//! Hover. On a script's command: the annotation entry that fits, how each word was classified,
+//! where the command runs and why, its predicted bytes in and out, and what bash alone would
+//! move. In an annotation file: the keyword's documentation from the keyword table.
+
+use std::fmt::Write as _;
+
+use posh_core::Span;
+use posh_core::annotation::{self, keywords::KeywordKind};
+use posh_core::planner::render::format_bytes;
+use posh_core::planner::{Location, NodeKind};
+
+use super::annotation_tree;
+use super::{ScriptAnalysis, World};
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Hover {
+    pub span: Span,
+    /// Markdown.
+    pub markdown: String,
+}
+
+pub fn script_hover(world: &World, analysis: &ScriptAnalysis, offset: usize) -> Option<Hover> {
+    for plan in &analysis.plan.pipelines {
+        if offset < plan.span.start || offset > plan.span.end {
+            continue;
+        }
+        let copies: Vec<_> = plan
+            .nodes
+            .iter()
+            .filter(|n| matches!(&n.kind, NodeKind::Command { span, .. } if span.start <= offset && offset <= span.end))
+            .collect();
+        let first = copies.first()?;
+        let NodeKind::Command { argv, text, span, annotation, .. } = &first.kind else {
+            return None;
+        };
+        let ids: Vec<usize> = copies.iter().map(|n| n.id).collect();
+        let mut md = String::new();
+        let _ = writeln!(md, "```sh\n{text}\n```");
+        let places: Vec<String> = copies.iter().map(|n| n.location.label()).collect();
+        let place = if copies.len() > 1 {
+            format!("{} copies: {}", copies.len(), places.join(", "))
+        } else {
+            places[0].clone()
+        };
+        let _ = writeln!(md, "Runs at **{place}**: {}.\n", first.why.explain());
+        for location in copies.iter().map(|n| &n.location) {
+            if let Location::Mount(name) = location
+                && let Some(mount) = world.describe_mount(name)
+            {
+                let _ = writeln!(md, "{mount}.\n");
+                break;
+            }
+        }
+        match (annotation, world.library.match_argv(argv)) {
+            (Some(annotation), Ok(invocation)) => {
+                let _ = writeln!(md, "Annotation: `{annotation}`\n");
+                let _ = writeln!(md, "Words:\n```\n{}```", invocation.describe());
+            }
+            (Some(annotation), Err(_)) => {
+                let _ = writeln!(md, "Annotation: `{annotation}`\n");
+            }
+            (None, _) => {}
+        }
+        let bytes_in: u64 = plan.edges.iter().filter(|e| ids.contains(&e.to)).map(|e| e.bytes).sum();
+        let bytes_out: u64 = plan.edges.iter().filter(|e| ids.contains(&e.from)).map(|e| e.bytes).sum();
+        let crossing: u64 = plan
+            .edges
+            .iter()
+            .filter(|e| e.crosses && (ids.contains(&e.to) || ids.contains(&e.from)))
+            .map(|e| e.bytes)
+            .sum();
+        let _ = writeln!(
+            md,
+            "Predicted: {} in, {} out, {} of it across the network.\n",
+            format_bytes(bytes_in),
+            format_bytes(bytes_out),
+            format_bytes(crossing)
+        );
+        let _ = write!(
+            md,
+            "This pipeline: bash alone would move {} across the network, posh moves {}.",
+            format_bytes(plan.bash_bytes),
+            format_bytes(plan.posh_bytes)
+        );
+        return Some(Hover { span: *span, markdown: md });
+    }
+    None
+}
+
+pub fn annotation_hover(text: &str, offset: usize) -> Option<Hover> {
+    let parsed = annotation::parse(text);
+    let located = annotation_tree::token_at(&parsed.tree, offset)?;
+    let keyword = annotation_tree::keyword_at(&located, text)?;
+    let kind = match keyword.kind {
+        KeywordKind::Section => "section",
+        KeywordKind::CommandOption => "command option",
+        KeywordKind::ArgField => "argument field",
+        KeywordKind::Type => "type",
+        KeywordKind::Size => "size",
+        KeywordKind::Merge => "merge step",
+    };
+    let mut md = format!("**{}** ({kind})\n\n{}", keyword.name, keyword.doc);
+    if !keyword.synonyms.is_empty() {
+        let _ = write!(md, "\n\nAlso spelt: {}", keyword.synonyms.join(", "));
+    }
+    if keyword.extension {
+        md.push_str("\n\nA posh extension of the original POSH language.");
+    }
+    Some(Hover { span: located.token.span, markdown: md })
+}

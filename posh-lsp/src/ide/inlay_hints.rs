@@ -1,0 +1,206 @@
+//! Inlay hints for scripts: where the machine changes along a pipeline (`@logs`, `@client`,
+//! `@logs x5` for a split) and the predicted bytes on each pipe, file and output that crosses the
+//! network (`⇄ 12 MB`). Quiet where nothing moves: a script with nothing mounted gets no hint.
+
+use std::collections::BTreeMap;
+
+use posh_core::Span;
+use posh_core::planner::render::format_bytes;
+use posh_core::planner::{Edge, Location, Node, NodeKind, PipelinePlan};
+
+use super::{ScriptAnalysis, Target, World};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub enum HintKind {
+    /// Where a command runs (before the command).
+    Placement,
+    /// Bytes crossing the network (after a `|`, after a command or a pipeline).
+    Bytes,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LabelPart {
+    pub text: String,
+    pub tooltip: Option<String>,
+    /// Where following the part leads: the mount in posh.toml, the annotation entry.
+    pub target: Option<Target>,
+}
+
+impl LabelPart {
+    fn plain(text: impl Into<String>) -> LabelPart {
+        LabelPart { text: text.into(), tooltip: None, target: None }
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct InlayHint {
+    /// Byte offset in the script the hint stands at.
+    pub offset: usize,
+    pub kind: HintKind,
+    pub parts: Vec<LabelPart>,
+    pub tooltip: String,
+}
+
+impl InlayHint {
+    pub fn label(&self) -> String {
+        self.parts.iter().map(|p| p.text.as_str()).collect()
+    }
+}
+
+/// The hints of the pipelines of `text` that overlap `range` (all of them for `None`), in text order.
+pub fn inlay_hints(world: &World, text: &str, analysis: &ScriptAnalysis, range: Option<Span>) -> Vec<InlayHint> {
+    let mut hints = Vec::new();
+    for (index, plan) in analysis.plan.pipelines.iter().enumerate() {
+        if range.is_some_and(|r| plan.span.end < r.start || plan.span.start > r.end) {
+            continue;
+        }
+        let Some(pipeline) = analysis.script.pipelines.get(index) else {
+            continue;
+        };
+        pipeline_hints(world, text, plan, &pipeline.commands.iter().map(|c| c.span).collect::<Vec<_>>(), &mut hints);
+    }
+    hints.sort_by_key(|h| h.offset);
+    hints
+}
+
+fn pipeline_hints(world: &World, text: &str, plan: &PipelinePlan, command_spans: &[Span], hints: &mut Vec<InlayHint>) {
+    let mut copies: BTreeMap<usize, Vec<&Node>> = BTreeMap::new();
+    for node in &plan.nodes {
+        if let NodeKind::Command { command, .. } = node.kind {
+            copies.entry(command).or_default().push(node);
+        }
+    }
+    let crossing = |filter: &dyn Fn(&Edge) -> bool| -> u64 {
+        plan.edges.iter().filter(|e| e.crosses && filter(e)).map(|e| e.bytes).sum()
+    };
+    let mut previous: Option<(usize, String)> = None;
+    for (&index, nodes) in &copies {
+        let Some(&span) = command_spans.get(index) else {
+            continue;
+        };
+        let ids: Vec<usize> = nodes.iter().map(|n| n.id).collect();
+        // The pipe into this command: from the previous command's copies or their merge.
+        let into = |e: &Edge| {
+            ids.contains(&e.to)
+                && match plan.nodes[e.from].kind {
+                    NodeKind::Command { command, .. } | NodeKind::Merge { command, .. } => command + 1 == index,
+                    _ => false,
+                }
+        };
+        let merges: Vec<usize> = plan
+            .nodes
+            .iter()
+            .filter(|n| matches!(n.kind, NodeKind::Merge { command, .. } if command + 1 == index))
+            .map(|n| n.id)
+            .collect();
+        let piped = crossing(&into) + crossing(&|e| merges.contains(&e.to));
+        if let Some((end, from)) = &previous
+            && piped > 0
+        {
+            // Just after the `|` between the two commands.
+            let offset = text[*end..span.start].rfind('|').map_or(span.start, |bar| end + bar + 1);
+            let to = placement_label(nodes);
+            hints.push(bytes_hint(offset, piped, &format!("the pipe from {from} to {to}")));
+        }
+        let label = placement_label(nodes);
+        let before = previous.as_ref().map_or("@client", |(_, l)| l.as_str());
+        if label != before {
+            hints.push(placement_hint(world, span.start, nodes));
+        }
+        let is_file = |id: usize| matches!(plan.nodes[id].kind, NodeKind::ReadFile { .. } | NodeKind::WriteFile { .. });
+        let read = crossing(&|e| ids.contains(&e.to) && is_file(e.from));
+        let written = crossing(&|e| ids.contains(&e.from) && is_file(e.to));
+        if read > 0 {
+            hints.push(files_hint(span.end, "⇐", read, "files this command reads from another machine"));
+        }
+        if written > 0 {
+            hints.push(files_hint(span.end, "⇒", written, "files this command writes on another machine"));
+        }
+        previous = Some((span.end, label));
+    }
+    let output = crossing(&|e| matches!(plan.nodes[e.to].kind, NodeKind::Stdout | NodeKind::Stderr));
+    if output > 0 {
+        let from = previous.map_or_else(|| "@client".to_string(), |(_, l)| l);
+        hints.push(bytes_hint(plan.span.end, output, &format!("the pipeline's output, from {from} to the client")));
+    }
+}
+
+/// `@logs`, `@logs x5`, `@a, @b x2`: where the copies of one command run.
+fn groups(nodes: &[&Node]) -> Vec<(Location, usize)> {
+    let mut groups: Vec<(Location, usize)> = Vec::new();
+    for node in nodes {
+        match groups.last_mut() {
+            Some((location, n)) if *location == node.location => *n += 1,
+            _ => groups.push((node.location.clone(), 1)),
+        }
+    }
+    groups
+}
+
+fn placement_label(nodes: &[&Node]) -> String {
+    let parts: Vec<String> =
+        groups(nodes).into_iter().map(|(l, n)| if n > 1 { format!("{} x{n}", l.label()) } else { l.label() }).collect();
+    parts.join(", ")
+}
+
+fn placement_hint(world: &World, offset: usize, nodes: &[&Node]) -> InlayHint {
+    let mut parts = Vec::new();
+    for (i, (location, n)) in groups(nodes).into_iter().enumerate() {
+        if i > 0 {
+            parts.push(LabelPart::plain(", "));
+        }
+        let (tooltip, target) = match &location {
+            Location::Client => (Some("the machine running the script".to_string()), None),
+            Location::Mount(name) => (world.describe_mount(name), world.mount_target(name)),
+        };
+        parts.push(LabelPart { text: location.label(), tooltip, target });
+        if n > 1 {
+            parts.push(LabelPart::plain(format!(" x{n}")));
+        }
+    }
+    let entry = match &nodes[0].kind {
+        NodeKind::Command { argv, annotation: Some(_), .. } => world.library.match_argv(argv).ok().map(|i| i.entry),
+        _ => None,
+    };
+    if let Some(entry) = entry {
+        let header = posh_core::annotation::format::format_header(entry);
+        let source = world.library.source_of(entry).unwrap_or("shipped library");
+        parts.push(LabelPart {
+            text: " ¶".to_string(),
+            tooltip: Some(format!("annotation: {header} ({source})")),
+            target: world.entry_target(entry),
+        });
+    }
+    InlayHint { offset, kind: HintKind::Placement, parts, tooltip: nodes[0].why.explain() }
+}
+
+fn bytes_hint(offset: usize, bytes: u64, what: &str) -> InlayHint {
+    InlayHint {
+        offset,
+        kind: HintKind::Bytes,
+        parts: vec![LabelPart::plain(format!("⇄ {}", format_bytes(bytes)))],
+        tooltip: format!("{} predicted across the network: {what}", format_bytes(bytes)),
+    }
+}
+
+fn files_hint(offset: usize, arrow: &str, bytes: u64, what: &str) -> InlayHint {
+    InlayHint {
+        offset,
+        kind: HintKind::Bytes,
+        parts: vec![LabelPart::plain(format!("{arrow} {}", format_bytes(bytes)))],
+        tooltip: format!("{} predicted across the network: {what}", format_bytes(bytes)),
+    }
+}
+
+/// The script with every hint written in as `‹label›`, for tests and `posh-lsp hints`.
+pub fn render(text: &str, hints: &[InlayHint]) -> String {
+    let mut out = String::with_capacity(text.len() + hints.len() * 12);
+    let mut at = 0;
+    for hint in hints {
+        out.push_str(&text[at..hint.offset]);
+        out.push_str(&format!("‹{}›", hint.label()));
+        at = hint.offset;
+    }
+    out.push_str(&text[at..]);
+    out
+}

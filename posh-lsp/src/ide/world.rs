@@ -1,0 +1,152 @@
+//! What every script's analysis reads besides its own text: the annotation library (shipped,
+//! the user's, the workspace's, open annotation documents), posh.toml and the settings.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use posh_core::Span;
+use posh_core::annotation::CommandEntry;
+use posh_core::config::{self, Config};
+use posh_core::fs::{FileKind, FileSystem};
+use posh_core::library::Library;
+
+use super::Target;
+
+/// What the client may set (`initializationOptions`, `workspace/didChangeConfiguration`).
+#[derive(Clone, Debug, PartialEq)]
+pub struct Settings {
+    /// A pipeline predicted to move more than this many bytes under posh gets `S003`.
+    pub max_moved_bytes: u64,
+}
+
+impl Default for Settings {
+    fn default() -> Settings {
+        Settings { max_moved_bytes: 100_000_000 }
+    }
+}
+
+impl Settings {
+    /// Reads `{"maxMovedBytes": N}`; anything else keeps the current value.
+    pub fn update(&mut self, json: &serde_json::Value) {
+        let posh = json.get("posh").unwrap_or(json);
+        if let Some(n) = posh.get("maxMovedBytes").and_then(|v| v.as_u64()) {
+            self.max_moved_bytes = n;
+        }
+    }
+}
+
+/// The inputs shared by every document of a workspace. Immutable once built: a change (a saved
+/// posh.toml, an edited annotation file) builds a new one, so requests keep a consistent view.
+#[derive(Debug, Clone)]
+pub struct World {
+    pub library: Library,
+    /// The text of each annotation file added to the library, by its source name (its path).
+    pub annotation_texts: BTreeMap<String, Arc<str>>,
+    pub config: Config,
+    /// posh.toml's text, to link hints to its mounts.
+    pub config_text: Option<Arc<str>>,
+    /// Why posh.toml could not be used (the default configuration is used instead).
+    pub config_error: Option<String>,
+    /// Relative paths in scripts resolve against this directory (the workspace root).
+    pub root: PathBuf,
+    pub settings: Settings,
+}
+
+/// The annotation files of a workspace: `*.posh` directly in the root, in `annotations/` and in
+/// `.posh/` below it, and in the user's directory. Never a walk of the workspace.
+pub fn annotation_dirs(root: &Path, user_config_dir: Option<&Path>) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = user_config_dir.map(|d| d.join("posh").join("annotations")).into_iter().collect();
+    dirs.extend([root.to_path_buf(), root.join("annotations"), root.join(".posh")]);
+    dirs
+}
+
+impl World {
+    /// The shipped library, no configuration: what a script sees with nothing set up.
+    pub fn new(root: impl Into<PathBuf>) -> World {
+        World {
+            library: Library::builtin(),
+            annotation_texts: BTreeMap::new(),
+            config: Config::default(),
+            config_text: None,
+            config_error: None,
+            root: root.into(),
+            settings: Settings::default(),
+        }
+    }
+
+    /// Loads posh.toml (discovered from `root` upwards, then the user's directory) and the
+    /// annotation files of [`annotation_dirs`], then `overrides` (open documents, by path), which
+    /// win over the files on disk.
+    pub fn load(
+        fs: &dyn FileSystem,
+        root: &Path,
+        user_config_dir: Option<&Path>,
+        overrides: &[(PathBuf, String)],
+        settings: Settings,
+    ) -> World {
+        let mut world = World::new(root);
+        world.settings = settings;
+        match config::discover(fs, None, None, root, user_config_dir) {
+            Ok(Some((path, text))) => match Config::parse(&text, &path) {
+                Ok(config) => {
+                    world.config = config;
+                    world.config_text = Some(text.into());
+                }
+                Err(e) => world.config_error = Some(e.to_string()),
+            },
+            Ok(None) => {}
+            Err(e) => world.config_error = Some(e.to_string()),
+        }
+        let mut files: Vec<PathBuf> = Vec::new();
+        for dir in annotation_dirs(root, user_config_dir) {
+            for name in fs.read_dir(&dir).into_iter().filter(|n| n.ends_with(".posh")) {
+                let path = dir.join(name);
+                if fs.metadata(&path).is_some_and(|m| m.kind == FileKind::File) && !files.contains(&path) {
+                    files.push(path);
+                }
+            }
+        }
+        for path in files {
+            if overrides.iter().any(|(p, _)| *p == path) {
+                continue;
+            }
+            if let Some(text) = fs.read_to_string(&path) {
+                world.add_annotations(&path, text);
+            }
+        }
+        for (path, text) in overrides {
+            world.add_annotations(path, text.clone());
+        }
+        world
+    }
+
+    /// Adds one annotation file to the library (its commands replace earlier entries).
+    pub fn add_annotations(&mut self, path: &Path, text: String) {
+        let name = path.display().to_string();
+        self.library.add_source(&name, &text);
+        self.annotation_texts.insert(name, text.into());
+    }
+
+    /// The entry's place in its annotation file, when that file is one the world read.
+    pub fn entry_target(&self, entry: &CommandEntry) -> Option<Target> {
+        let source = self.library.source_of(entry)?;
+        let text = self.annotation_texts.get(source)?;
+        Some(Target { path: PathBuf::from(source), span: entry.name_span, text: text.clone() })
+    }
+
+    /// The `[[mount]]` table of the mount with this name in posh.toml.
+    pub fn mount_target(&self, name: &str) -> Option<Target> {
+        let index = self.config.mounts.iter().position(|m| m.name == name)?;
+        let text = self.config_text.as_ref()?;
+        let path = self.config.origin.clone()?;
+        let start = text.match_indices("[[mount]]").map(|(i, _)| i).nth(index)?;
+        Some(Target { path, span: Span::new(start, start + "[[mount]]".len()), text: text.clone() })
+    }
+
+    /// `logs: /mnt/logs via 10.0.0.1:4433`, for tooltips.
+    pub fn describe_mount(&self, name: &str) -> Option<String> {
+        let mount = self.config.mount_named(name)?;
+        Some(format!("mount {}: {} via {} ({})", mount.name, mount.path.display(), mount.proxy, mount.link))
+    }
+}

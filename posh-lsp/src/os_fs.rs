@@ -1,0 +1,149 @@
+//! The real file system as the language server sees it: sizes of named files only (a directory's
+//! size is not walked), listings cut at a bound, every answer cached for a short while, and a
+//! time budget per analysis after which unknown paths count as absent. Keystrokes must never
+//! wait on a slow disk or a huge directory.
+
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use posh_core::fs::{FileKind, FileMeta, FileSystem};
+
+/// At most this many names of one directory are listed (globs see no more).
+pub const LISTING_LIMIT: usize = 2_000;
+
+/// The user's configuration directory: `$XDG_CONFIG_HOME`, else `~/.config`.
+pub fn user_config_dir() -> Option<PathBuf> {
+    std::env::var_os("XDG_CONFIG_HOME")
+        .filter(|d| !d.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+}
+
+#[derive(Debug, Clone)]
+enum Cached {
+    Meta(Option<FileMeta>),
+    Listing(Vec<String>),
+}
+
+/// A cache shared by every analysis of a workspace; entries expire after `ttl`.
+#[derive(Debug)]
+pub struct CachedFs {
+    ttl: Duration,
+    cache: Mutex<HashMap<(PathBuf, bool), (Instant, Cached)>>,
+}
+
+impl CachedFs {
+    pub fn new(ttl: Duration) -> CachedFs {
+        CachedFs { ttl, cache: Mutex::new(HashMap::new()) }
+    }
+
+    /// Forgets everything (a watched file changed).
+    pub fn clear(&self) {
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).clear();
+    }
+
+    /// A view for one analysis that stops touching the disk once `budget` has passed.
+    pub fn budgeted(&self, budget: Duration) -> BudgetedFs<'_> {
+        BudgetedFs { fs: self, deadline: Instant::now() + budget }
+    }
+
+    fn lookup(&self, path: &Path, listing: bool, deadline: Instant, load: impl FnOnce() -> Cached) -> Option<Cached> {
+        let key = (path.to_path_buf(), listing);
+        let now = Instant::now();
+        {
+            let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some((at, value)) = cache.get(&key)
+                && now.duration_since(*at) < self.ttl
+            {
+                return Some(value.clone());
+            }
+        }
+        if now > deadline {
+            return None;
+        }
+        let value = load();
+        self.cache.lock().unwrap_or_else(|e| e.into_inner()).insert(key, (now, value.clone()));
+        Some(value)
+    }
+}
+
+/// [`CachedFs`] within one analysis's time budget.
+#[derive(Debug)]
+pub struct BudgetedFs<'a> {
+    fs: &'a CachedFs,
+    deadline: Instant,
+}
+
+impl FileSystem for BudgetedFs<'_> {
+    fn metadata(&self, path: &Path) -> Option<FileMeta> {
+        let load = || {
+            Cached::Meta(std::fs::metadata(path).ok().map(|m| {
+                if m.is_dir() {
+                    FileMeta { kind: FileKind::Directory, size: 0 }
+                } else {
+                    FileMeta { kind: FileKind::File, size: m.len() }
+                }
+            }))
+        };
+        match self.fs.lookup(path, false, self.deadline, load) {
+            Some(Cached::Meta(meta)) => meta,
+            _ => None,
+        }
+    }
+
+    fn read_dir(&self, path: &Path) -> Vec<String> {
+        let load = || {
+            let mut names: Vec<String> = std::fs::read_dir(path)
+                .map(|entries| {
+                    entries
+                        .filter_map(|e| e.ok())
+                        .take(LISTING_LIMIT)
+                        .map(|e| e.file_name().to_string_lossy().into_owned())
+                        .collect()
+                })
+                .unwrap_or_default();
+            names.sort();
+            Cached::Listing(names)
+        };
+        match self.fs.lookup(path, true, self.deadline, load) {
+            Some(Cached::Listing(names)) => names,
+            _ => Vec::new(),
+        }
+    }
+
+    fn read_to_string(&self, path: &Path) -> Option<String> {
+        if Instant::now() > self.deadline {
+            return None;
+        }
+        std::fs::read_to_string(path).ok()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes_are_cached_and_the_budget_stops_new_lookups() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("a.log");
+        std::fs::write(&file, "12345").unwrap();
+        let fs = CachedFs::new(Duration::from_secs(60));
+        let view = fs.budgeted(Duration::from_secs(5));
+        assert_eq!(view.metadata(&file), Some(FileMeta { kind: FileKind::File, size: 5 }));
+        assert_eq!(view.metadata(dir.path()).map(|m| m.kind), Some(FileKind::Directory));
+        assert_eq!(view.read_dir(dir.path()), vec!["a.log".to_string()]);
+        // Cached: a change on disk is seen only after `clear` (a watched-file notification).
+        std::fs::write(&file, "1234567890").unwrap();
+        assert_eq!(view.metadata(&file).map(|m| m.size), Some(5));
+        fs.clear();
+        assert_eq!(view.metadata(&file).map(|m| m.size), Some(10));
+        // Past its budget a view answers from the cache only.
+        let late = fs.budgeted(Duration::ZERO);
+        std::thread::sleep(Duration::from_millis(2));
+        assert_eq!(late.metadata(&file).map(|m| m.size), Some(10));
+        assert_eq!(late.metadata(&dir.path().join("other")), None);
+    }
+}

@@ -1,0 +1,97 @@
+//! Byte offsets to LSP positions and back: lines as posh-core counts them, columns in UTF-16
+//! code units as the protocol does. The only place in posh-lsp that knows UTF-16.
+
+use posh_core::{LineIndex, Span};
+use tower_lsp::lsp_types::{Location, Position, Range, TextDocumentContentChangeEvent, Url};
+
+use crate::ide::Target;
+
+#[derive(Debug)]
+pub struct Lines<'a> {
+    text: &'a str,
+    index: LineIndex,
+}
+
+impl<'a> Lines<'a> {
+    pub fn new(text: &'a str) -> Lines<'a> {
+        Lines { text, index: LineIndex::new(text) }
+    }
+
+    pub fn position(&self, offset: usize) -> Position {
+        let offset = offset.min(self.text.len());
+        let line = self.index.line_of(offset);
+        let start = self.index.line_start(line);
+        let character = self.text[start..offset].encode_utf16().count();
+        Position::new(line as u32, character as u32)
+    }
+
+    /// A position past the end of its line is the line's end; past the last line, the text's end.
+    pub fn offset(&self, position: Position) -> usize {
+        let line = position.line as usize;
+        if line > self.index.line_of(self.text.len()) {
+            return self.text.len();
+        }
+        let start = self.index.line_start(line);
+        let mut units = 0;
+        for (i, c) in self.text[start..].char_indices() {
+            if units >= position.character as usize || c == '\n' {
+                return start + i;
+            }
+            units += c.len_utf16();
+        }
+        self.text.len()
+    }
+
+    pub fn range(&self, span: Span) -> Range {
+        Range::new(self.position(span.start), self.position(span.end))
+    }
+
+    pub fn span(&self, range: Range) -> Span {
+        let (start, end) = (self.offset(range.start), self.offset(range.end));
+        Span::new(start.min(end), end.max(start))
+    }
+}
+
+/// Applies one content change (a range replacement, or the whole text).
+pub fn apply_change(text: &mut String, change: &TextDocumentContentChangeEvent) {
+    match change.range {
+        Some(range) => {
+            let span = Lines::new(text).span(range);
+            text.replace_range(span.range(), &change.text);
+        }
+        None => *text = change.text.clone(),
+    }
+}
+
+pub fn location(target: &Target) -> Option<Location> {
+    let uri = Url::from_file_path(&target.path).ok()?;
+    Some(Location::new(uri, Lines::new(&target.text).range(target.span)))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn columns_count_utf16_units() {
+        let text = "é🎉x\nab";
+        let lines = Lines::new(text);
+        // é is 2 bytes and 1 unit, 🎉 4 bytes and 2 units.
+        assert_eq!(lines.position(0), Position::new(0, 0));
+        assert_eq!(lines.position(2), Position::new(0, 1));
+        assert_eq!(lines.position(6), Position::new(0, 3));
+        assert_eq!(lines.position(8), Position::new(1, 0));
+        assert_eq!(lines.offset(Position::new(0, 3)), 6);
+        assert_eq!(lines.offset(Position::new(0, 99)), 7);
+        assert_eq!(lines.offset(Position::new(1, 1)), 9);
+        assert_eq!(lines.offset(Position::new(7, 0)), text.len());
+        let mut edited = text.to_string();
+        let change = TextDocumentContentChangeEvent {
+            range: Some(Range::new(Position::new(0, 3), Position::new(1, 1))),
+            range_length: None,
+            text: "Y".to_string(),
+        };
+        apply_change(&mut edited, &change);
+        assert_eq!(edited, "é🎉Yb");
+    }
+}

@@ -1,0 +1,125 @@
+//! The open documents. Only ever touched under the backend's lock; requests take snapshots.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use tower_lsp::lsp_types::{TextDocumentContentChangeEvent, Url};
+
+use super::convert::apply_change;
+use crate::ide::{Language, ScriptAnalysis, Shift};
+
+#[derive(Debug)]
+pub struct Document {
+    pub version: i32,
+    pub text: Arc<str>,
+    pub language: Language,
+    /// The analysis of this version, once computed.
+    pub analysis: Option<Arc<ScriptAnalysis>>,
+    /// The latest analysis that parsed well, with its text: shown (shifted) while the current
+    /// text does not parse, so hints do not flicker away mid-edit.
+    pub good: Option<(Arc<str>, Arc<ScriptAnalysis>)>,
+}
+
+/// What a request works on: one version of one document.
+#[derive(Debug, Clone)]
+pub struct Snapshot {
+    pub uri: Url,
+    pub version: i32,
+    pub text: Arc<str>,
+    pub language: Language,
+}
+
+/// The analysis to show for a snapshot: its own, or the last good one shifted into its text.
+#[derive(Debug, Clone)]
+pub struct Shown {
+    pub analysis: Arc<ScriptAnalysis>,
+    /// The text `analysis` was made from.
+    pub text: Arc<str>,
+    /// Maps `analysis`'s offsets into the snapshot's text; `None` when it is the snapshot's own.
+    pub shift: Option<Shift>,
+}
+
+#[derive(Debug, Default)]
+pub struct Store {
+    docs: HashMap<Url, Document>,
+}
+
+impl Store {
+    pub fn open(&mut self, uri: Url, version: i32, text: String, language: Language) {
+        let doc = Document { version, text: text.into(), language, analysis: None, good: None };
+        self.docs.insert(uri, doc);
+    }
+
+    /// Applies the changes in order; an older or equal version than the one held is dropped.
+    pub fn change(&mut self, uri: &Url, version: i32, changes: &[TextDocumentContentChangeEvent]) -> bool {
+        let Some(doc) = self.docs.get_mut(uri) else {
+            return false;
+        };
+        if version <= doc.version {
+            return false;
+        }
+        let mut text = doc.text.to_string();
+        for change in changes {
+            apply_change(&mut text, change);
+        }
+        doc.text = text.into();
+        doc.version = version;
+        doc.analysis = None;
+        true
+    }
+
+    pub fn close(&mut self, uri: &Url) {
+        self.docs.remove(uri);
+    }
+
+    pub fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
+        let doc = self.docs.get(uri)?;
+        Some(Snapshot { uri: uri.clone(), version: doc.version, text: doc.text.clone(), language: doc.language })
+    }
+
+    pub fn cached(&self, snapshot: &Snapshot) -> Option<Arc<ScriptAnalysis>> {
+        let doc = self.docs.get(&snapshot.uri)?;
+        (doc.version == snapshot.version).then(|| doc.analysis.clone()).flatten()
+    }
+
+    /// Keeps an analysis if its document is still at that version.
+    pub fn store(&mut self, snapshot: &Snapshot, analysis: Arc<ScriptAnalysis>) {
+        let Some(doc) = self.docs.get_mut(&snapshot.uri) else {
+            return;
+        };
+        if doc.version != snapshot.version {
+            return;
+        }
+        if analysis.is_good() {
+            doc.good = Some((snapshot.text.clone(), analysis.clone()));
+        }
+        doc.analysis = Some(analysis);
+    }
+
+    /// What to show for this snapshot, given its own analysis.
+    pub fn shown(&self, snapshot: &Snapshot, own: Arc<ScriptAnalysis>) -> Shown {
+        if !own.is_good()
+            && let Some((text, good)) = self.docs.get(&snapshot.uri).and_then(|d| d.good.clone())
+        {
+            let shift = Shift::between(&text, &snapshot.text);
+            return Shown { analysis: good, text, shift: Some(shift) };
+        }
+        Shown { analysis: own, text: snapshot.text.clone(), shift: None }
+    }
+
+    /// Open documents of one language, as snapshots.
+    pub fn of_language(&self, language: Language) -> Vec<Snapshot> {
+        let mut uris: Vec<&Url> = self.docs.iter().filter(|(_, d)| d.language == language).map(|(u, _)| u).collect();
+        uris.sort();
+        uris.into_iter().filter_map(|u| self.snapshot(u)).collect()
+    }
+}
+
+impl Store {
+    /// Drops every cached analysis (the world changed); last good ones stay as a fallback.
+    pub fn forget_analyses(&mut self) {
+        for doc in self.docs.values_mut() {
+            doc.analysis = None;
+        }
+    }
+}

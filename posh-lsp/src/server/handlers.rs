@@ -1,0 +1,501 @@
+//! The protocol's requests and notifications, each a conversion around a `crate::ide` call.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use posh_core::{Diagnostic, Severity};
+use tower_lsp::jsonrpc::Result;
+use tower_lsp::lsp_types::*;
+use tower_lsp::{LanguageServer, async_trait};
+
+use super::convert::{Lines, location};
+use super::documents::{Shown, Snapshot};
+use super::{Backend, FS_BUDGET};
+use crate::ide::semantic_tokens::TokenType;
+use crate::ide::{self, Language, ScriptAnalysis, World, inlay_hints::HintKind};
+
+impl Backend {
+    fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
+        self.state().store.snapshot(uri)
+    }
+
+    fn world(&self) -> Arc<World> {
+        self.state().world.clone()
+    }
+
+    /// The snapshot's analysis: cached, or computed off the async threads and cached.
+    async fn analysis(&self, snapshot: &Snapshot) -> Arc<ScriptAnalysis> {
+        if let Some(done) = self.state().store.cached(snapshot) {
+            return done;
+        }
+        let (world, fs, text) = (self.world(), self.fs.clone(), snapshot.text.clone());
+        let computed =
+            tokio::task::spawn_blocking(move || Arc::new(ide::analyze_script(&world, &fs.budgeted(FS_BUDGET), &text)))
+                .await
+                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        self.state().store.store(snapshot, computed.clone());
+        computed
+    }
+
+    async fn shown(&self, snapshot: &Snapshot) -> Shown {
+        let own = self.analysis(snapshot).await;
+        self.state().store.shown(snapshot, own)
+    }
+
+    fn diagnostic(&self, lines: &Lines<'_>, diag: &Diagnostic) -> tower_lsp::lsp_types::Diagnostic {
+        tower_lsp::lsp_types::Diagnostic {
+            range: lines.range(diag.span),
+            severity: Some(match diag.severity {
+                Severity::Error => DiagnosticSeverity::ERROR,
+                Severity::Warning => DiagnosticSeverity::WARNING,
+            }),
+            code: Some(NumberOrString::String(diag.code.as_str().to_string())),
+            source: Some("posh".to_string()),
+            message: diag.message.clone(),
+            ..Default::default()
+        }
+    }
+
+    /// The document's diagnostics, with spans in its own text.
+    async fn document_diagnostics(&self, snapshot: &Snapshot) -> Vec<Diagnostic> {
+        match snapshot.language {
+            Language::Annotation => ide::diagnostics::annotation_diagnostics(&snapshot.text),
+            Language::Script => {
+                let shown = self.shown(snapshot).await;
+                let diags = ide::diagnostics::script_diagnostics(&self.world(), &shown.analysis);
+                match shown.shift {
+                    None => diags,
+                    Some(shift) => diags
+                        .into_iter()
+                        .filter_map(|mut d| {
+                            d.span = shift.span(d.span)?;
+                            Some(d)
+                        })
+                        .collect(),
+                }
+            }
+        }
+    }
+
+    async fn publish(&self, snapshot: Snapshot) {
+        let diags = self.document_diagnostics(&snapshot).await;
+        // Published only if no edit came in meanwhile: the next one publishes its own.
+        if self.snapshot(&snapshot.uri).is_none_or(|now| now.version != snapshot.version) {
+            return;
+        }
+        let lines = Lines::new(&snapshot.text);
+        let diags = diags.iter().map(|d| self.diagnostic(&lines, d)).collect();
+        self.client.publish_diagnostics(snapshot.uri, diags, Some(snapshot.version)).await;
+    }
+
+    /// Publishes after the debounce, unless the document moved on by then. Runs as its own
+    /// task, so the edits that follow are not held up.
+    fn publish_later(&self, uri: Url, version: i32) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(this.debounce).await;
+            if let Some(snapshot) = this.snapshot(&uri).filter(|s| s.version == version) {
+                this.publish(snapshot).await;
+            }
+        });
+    }
+
+    /// Reloads posh.toml and the annotation files, then refreshes what depends on them.
+    async fn reload_world(&self) {
+        self.fs.clear();
+        let (root, user_dir, settings, overrides) = {
+            let state = self.state();
+            let overrides: Vec<(PathBuf, String)> = state
+                .store
+                .of_language(Language::Annotation)
+                .into_iter()
+                .filter_map(|s| Some((s.uri.to_file_path().ok()?, s.text.to_string())))
+                .collect();
+            (state.root.clone(), state.user_config_dir.clone(), state.settings.clone(), overrides)
+        };
+        let Some(root) = root else {
+            return;
+        };
+        let fs = self.fs.clone();
+        let world = tokio::task::spawn_blocking(move || {
+            World::load(&fs.budgeted(FS_BUDGET * 10), &root, user_dir.as_deref(), &overrides, settings)
+        })
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        if let Some(error) = &world.config_error {
+            self.client.show_message(MessageType::WARNING, format!("posh: {error}")).await;
+        }
+        let (scripts, refresh) = {
+            let mut state = self.state();
+            state.world = Arc::new(world);
+            state.store.forget_analyses();
+            (state.store.of_language(Language::Script), state.inlay_refresh)
+        };
+        for snapshot in scripts {
+            self.publish(snapshot).await;
+        }
+        if refresh {
+            let _ = self.client.inlay_hint_refresh().await;
+        }
+    }
+}
+
+fn legend() -> SemanticTokensLegend {
+    let ty = |t: TokenType| match t {
+        TokenType::Function => SemanticTokenType::FUNCTION,
+        TokenType::Keyword => SemanticTokenType::KEYWORD,
+        TokenType::Property => SemanticTokenType::PROPERTY,
+        TokenType::EnumMember => SemanticTokenType::ENUM_MEMBER,
+        TokenType::String => SemanticTokenType::STRING,
+        TokenType::Number => SemanticTokenType::NUMBER,
+        TokenType::Comment => SemanticTokenType::COMMENT,
+        TokenType::Macro => SemanticTokenType::MACRO,
+    };
+    SemanticTokensLegend { token_types: TokenType::ALL.iter().map(|&t| ty(t)).collect(), token_modifiers: vec![] }
+}
+
+fn markdown(value: String) -> Documentation {
+    Documentation::MarkupContent(MarkupContent { kind: MarkupKind::Markdown, value })
+}
+
+#[async_trait]
+impl LanguageServer for Backend {
+    async fn initialize(&self, params: InitializeParams) -> Result<InitializeResult> {
+        #[allow(deprecated)]
+        let root = params
+            .workspace_folders
+            .as_ref()
+            .and_then(|f| f.first())
+            .and_then(|f| f.uri.to_file_path().ok())
+            .or_else(|| params.root_uri.as_ref().and_then(|u| u.to_file_path().ok()));
+        {
+            let mut state = self.state();
+            if let Some(options) = &params.initialization_options {
+                state.settings.update(options);
+            }
+            let caps = &params.capabilities;
+            state.inlay_refresh = caps
+                .workspace
+                .as_ref()
+                .and_then(|w| w.inlay_hint.as_ref())
+                .and_then(|i| i.refresh_support)
+                .unwrap_or(false);
+            state.dynamic_watch = caps
+                .workspace
+                .as_ref()
+                .and_then(|w| w.did_change_watched_files.as_ref())
+                .and_then(|d| d.dynamic_registration)
+                .unwrap_or(false);
+            state.root = root.or_else(|| std::env::current_dir().ok());
+        }
+        self.reload_world().await;
+        Ok(InitializeResult {
+            server_info: Some(ServerInfo {
+                name: "posh-lsp".to_string(),
+                version: Some(env!("CARGO_PKG_VERSION").into()),
+            }),
+            capabilities: ServerCapabilities {
+                text_document_sync: Some(TextDocumentSyncCapability::Options(TextDocumentSyncOptions {
+                    open_close: Some(true),
+                    change: Some(TextDocumentSyncKind::INCREMENTAL),
+                    save: Some(TextDocumentSyncSaveOptions::Supported(true)),
+                    ..Default::default()
+                })),
+                hover_provider: Some(HoverProviderCapability::Simple(true)),
+                inlay_hint_provider: Some(OneOf::Left(true)),
+                code_lens_provider: Some(CodeLensOptions { resolve_provider: Some(false) }),
+                completion_provider: Some(CompletionOptions {
+                    trigger_characters: Some(vec![":".into(), "[".into(), ",".into(), "-".into()]),
+                    ..Default::default()
+                }),
+                document_formatting_provider: Some(OneOf::Left(true)),
+                document_symbol_provider: Some(OneOf::Left(true)),
+                code_action_provider: Some(CodeActionProviderCapability::Options(CodeActionOptions {
+                    code_action_kinds: Some(vec![CodeActionKind::QUICKFIX]),
+                    ..Default::default()
+                })),
+                semantic_tokens_provider: Some(SemanticTokensServerCapabilities::SemanticTokensOptions(
+                    SemanticTokensOptions {
+                        legend: legend(),
+                        full: Some(SemanticTokensFullOptions::Bool(true)),
+                        ..Default::default()
+                    },
+                )),
+                ..Default::default()
+            },
+        })
+    }
+
+    async fn initialized(&self, _: InitializedParams) {
+        if !self.state().dynamic_watch {
+            return;
+        }
+        let watchers = ["**/posh.toml", "**/*.posh"]
+            .into_iter()
+            .map(|glob| FileSystemWatcher { glob_pattern: GlobPattern::String(glob.to_string()), kind: None })
+            .collect();
+        let options = DidChangeWatchedFilesRegistrationOptions { watchers };
+        let registration = Registration {
+            id: "posh-watch".to_string(),
+            method: "workspace/didChangeWatchedFiles".to_string(),
+            register_options: serde_json::to_value(options).ok(),
+        };
+        let _ = self.client.register_capability(vec![registration]).await;
+    }
+
+    async fn shutdown(&self) -> Result<()> {
+        Ok(())
+    }
+
+    async fn did_open(&self, params: DidOpenTextDocumentParams) {
+        let doc = params.text_document;
+        let Some(language) = ide::language_of(&doc.language_id, doc.uri.path(), &doc.text) else {
+            return;
+        };
+        let (uri, version) = (doc.uri.clone(), doc.version);
+        self.state().store.open(doc.uri, doc.version, doc.text, language);
+        self.publish_later(uri, version);
+    }
+
+    async fn did_change(&self, params: DidChangeTextDocumentParams) {
+        let (uri, version) = (params.text_document.uri, params.text_document.version);
+        if self.state().store.change(&uri, version, &params.content_changes) {
+            self.publish_later(uri, version);
+        }
+    }
+
+    async fn did_save(&self, params: DidSaveTextDocumentParams) {
+        // A saved annotation file changes what every script's commands fit.
+        if self.snapshot(&params.text_document.uri).is_some_and(|s| s.language == Language::Annotation) {
+            self.reload_world().await;
+        }
+    }
+
+    async fn did_close(&self, params: DidCloseTextDocumentParams) {
+        self.state().store.close(&params.text_document.uri);
+        self.client.publish_diagnostics(params.text_document.uri, Vec::new(), None).await;
+    }
+
+    async fn did_change_configuration(&self, params: DidChangeConfigurationParams) {
+        self.state().settings.update(&params.settings);
+        self.reload_world().await;
+    }
+
+    async fn did_change_watched_files(&self, _: DidChangeWatchedFilesParams) {
+        self.reload_world().await;
+    }
+
+    async fn inlay_hint(&self, params: InlayHintParams) -> Result<Option<Vec<InlayHint>>> {
+        let Some(snapshot) = self.snapshot(&params.text_document.uri).filter(|s| s.language == Language::Script) else {
+            return Ok(None);
+        };
+        let shown = self.shown(&snapshot).await;
+        let lines = Lines::new(&snapshot.text);
+        // The range is asked in the current text; a shifted analysis is filtered after mapping.
+        let range = lines.span(params.range);
+        let world = self.world();
+        let hints =
+            ide::inlay_hints::inlay_hints(&world, &shown.text, &shown.analysis, shown.shift.is_none().then_some(range));
+        let hints = hints
+            .into_iter()
+            .filter_map(|h| {
+                let offset = match shown.shift {
+                    Some(shift) => shift.offset(h.offset)?,
+                    None => h.offset,
+                };
+                (range.start <= offset && offset <= range.end).then_some((offset, h))
+            })
+            .map(|(offset, h)| {
+                let linked = h.parts.iter().any(|p| p.target.is_some() || p.tooltip.is_some());
+                let label = if linked {
+                    InlayHintLabel::LabelParts(
+                        h.parts
+                            .iter()
+                            .map(|p| InlayHintLabelPart {
+                                value: p.text.clone(),
+                                tooltip: p.tooltip.clone().map(InlayHintLabelPartTooltip::String),
+                                location: p.target.as_ref().and_then(location),
+                                command: None,
+                            })
+                            .collect(),
+                    )
+                } else {
+                    InlayHintLabel::String(h.label())
+                };
+                InlayHint {
+                    position: lines.position(offset),
+                    label,
+                    kind: None,
+                    text_edits: None,
+                    tooltip: Some(InlayHintTooltip::String(h.tooltip.clone())),
+                    padding_left: Some(h.kind == HintKind::Bytes),
+                    padding_right: Some(h.kind == HintKind::Placement),
+                    data: None,
+                }
+            })
+            .collect();
+        Ok(Some(hints))
+    }
+
+    async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
+        let position = params.text_document_position_params;
+        let Some(snapshot) = self.snapshot(&position.text_document.uri) else {
+            return Ok(None);
+        };
+        let lines = Lines::new(&snapshot.text);
+        let offset = lines.offset(position.position);
+        let hover = match snapshot.language {
+            Language::Annotation => ide::hover::annotation_hover(&snapshot.text, offset),
+            Language::Script => {
+                let analysis = self.analysis(&snapshot).await;
+                ide::hover::script_hover(&self.world(), &analysis, offset)
+            }
+        };
+        Ok(hover.map(|h| Hover {
+            contents: HoverContents::Markup(MarkupContent { kind: MarkupKind::Markdown, value: h.markdown }),
+            range: Some(lines.range(h.span)),
+        }))
+    }
+
+    async fn code_lens(&self, params: CodeLensParams) -> Result<Option<Vec<CodeLens>>> {
+        let Some(snapshot) = self.snapshot(&params.text_document.uri).filter(|s| s.language == Language::Script) else {
+            return Ok(None);
+        };
+        let shown = self.shown(&snapshot).await;
+        let lines = Lines::new(&snapshot.text);
+        let lenses = ide::code_lens::code_lenses(&shown.analysis)
+            .into_iter()
+            .filter_map(|lens| {
+                let span = match shown.shift {
+                    Some(shift) => shift.span(lens.span)?,
+                    None => lens.span,
+                };
+                Some(CodeLens {
+                    range: lines.range(span),
+                    command: Some(Command { title: lens.title, command: String::new(), arguments: None }),
+                    data: None,
+                })
+            })
+            .collect();
+        Ok(Some(lenses))
+    }
+
+    async fn completion(&self, params: CompletionParams) -> Result<Option<CompletionResponse>> {
+        let position = params.text_document_position;
+        let Some(snapshot) = self.snapshot(&position.text_document.uri).filter(|s| s.language == Language::Annotation)
+        else {
+            return Ok(None);
+        };
+        let lines = Lines::new(&snapshot.text);
+        let offset = lines.offset(position.position);
+        let items = ide::completion::completions(&snapshot.text, offset)
+            .into_iter()
+            .map(|c| {
+                use posh_core::annotation::keywords::KeywordKind as K;
+                let kind = match c.kind {
+                    K::Section => CompletionItemKind::KEYWORD,
+                    K::CommandOption | K::ArgField => CompletionItemKind::PROPERTY,
+                    K::Type | K::Size | K::Merge => CompletionItemKind::ENUM_MEMBER,
+                };
+                CompletionItem {
+                    label: c.label,
+                    kind: Some(kind),
+                    documentation: Some(markdown(c.doc)),
+                    text_edit: Some(CompletionTextEdit::Edit(TextEdit::new(lines.range(c.replace), c.insert))),
+                    ..Default::default()
+                }
+            })
+            .collect();
+        Ok(Some(CompletionResponse::Array(items)))
+    }
+
+    async fn formatting(&self, params: DocumentFormattingParams) -> Result<Option<Vec<TextEdit>>> {
+        let Some(snapshot) = self.snapshot(&params.text_document.uri).filter(|s| s.language == Language::Annotation)
+        else {
+            return Ok(None);
+        };
+        let lines = Lines::new(&snapshot.text);
+        Ok(Some(
+            ide::formatting::format(&snapshot.text)
+                .map(|edit| TextEdit::new(lines.range(edit.span), edit.new_text))
+                .into_iter()
+                .collect(),
+        ))
+    }
+
+    async fn document_symbol(&self, params: DocumentSymbolParams) -> Result<Option<DocumentSymbolResponse>> {
+        let Some(snapshot) = self.snapshot(&params.text_document.uri).filter(|s| s.language == Language::Annotation)
+        else {
+            return Ok(None);
+        };
+        let lines = Lines::new(&snapshot.text);
+        #[allow(deprecated)]
+        let symbols = ide::symbols::symbols(&snapshot.text)
+            .into_iter()
+            .map(|s| DocumentSymbol {
+                name: s.name,
+                detail: (!s.detail.is_empty()).then_some(s.detail),
+                kind: SymbolKind::FUNCTION,
+                tags: None,
+                deprecated: None,
+                range: lines.range(s.span),
+                selection_range: lines.range(s.name_span),
+                children: None,
+            })
+            .collect();
+        Ok(Some(DocumentSymbolResponse::Nested(symbols)))
+    }
+
+    async fn semantic_tokens_full(&self, params: SemanticTokensParams) -> Result<Option<SemanticTokensResult>> {
+        let Some(snapshot) = self.snapshot(&params.text_document.uri).filter(|s| s.language == Language::Annotation)
+        else {
+            return Ok(None);
+        };
+        let lines = Lines::new(&snapshot.text);
+        let mut data = Vec::new();
+        let (mut line, mut start) = (0, 0);
+        for token in ide::semantic_tokens::semantic_tokens(&snapshot.text) {
+            let range = lines.range(token.span);
+            if range.start.line != range.end.line {
+                continue;
+            }
+            let delta_line = range.start.line - line;
+            let delta_start = if delta_line == 0 { range.start.character - start } else { range.start.character };
+            data.push(SemanticToken {
+                delta_line,
+                delta_start,
+                length: range.end.character - range.start.character,
+                token_type: TokenType::ALL.iter().position(|&t| t == token.ty).unwrap_or(0) as u32,
+                token_modifiers_bitset: 0,
+            });
+            (line, start) = (range.start.line, range.start.character);
+        }
+        Ok(Some(SemanticTokensResult::Tokens(SemanticTokens { result_id: None, data })))
+    }
+
+    async fn code_action(&self, params: CodeActionParams) -> Result<Option<CodeActionResponse>> {
+        let Some(snapshot) = self.snapshot(&params.text_document.uri) else {
+            return Ok(None);
+        };
+        let lines = Lines::new(&snapshot.text);
+        let diags = self.document_diagnostics(&snapshot).await;
+        let actions = ide::code_actions::quick_fixes(&diags, lines.span(params.range))
+            .into_iter()
+            .map(|fix| {
+                let edits = fix.edits.iter().map(|e| TextEdit::new(lines.range(e.span), e.new_text.clone())).collect();
+                CodeActionOrCommand::CodeAction(CodeAction {
+                    title: fix.title,
+                    kind: Some(CodeActionKind::QUICKFIX),
+                    diagnostics: Some(vec![self.diagnostic(&lines, &fix.diagnostic)]),
+                    edit: Some(WorkspaceEdit {
+                        changes: Some([(snapshot.uri.clone(), edits)].into_iter().collect()),
+                        ..Default::default()
+                    }),
+                    is_preferred: Some(true),
+                    ..Default::default()
+                })
+            })
+            .collect();
+        Ok(Some(actions))
+    }
+}

@@ -1,0 +1,159 @@
+//! The protocol-free features, on plain text and byte offsets: hints are shown written into the
+//! script (`‹@logs›`), so each snapshot reads like the script a user sees.
+
+mod common;
+
+use std::path::Path;
+
+use common::{file_system, world};
+use posh_core::Span;
+use posh_lsp::check::render;
+use posh_lsp::ide::{self, Language, Shift};
+
+/// Each script with its hints written in, then its lenses and diagnostics.
+fn annotate(script: &str) -> String {
+    let fs = file_system();
+    let world = world(&fs);
+    assert_eq!(world.config_error, None);
+    let analysis = ide::analyze_script(&world, &fs, script);
+    let hints = ide::inlay_hints::inlay_hints(&world, script, &analysis, None);
+    for hint in &hints {
+        assert!(hint.label().chars().count() < 40, "{:?} is long", hint.label());
+    }
+    let mut out = ide::inlay_hints::render(script, &hints);
+    for lens in ide::code_lens::code_lenses(&analysis) {
+        out.push_str(&format!("lens {:?}: {}\n", lens.span.text(script), lens.title));
+    }
+    for diag in ide::diagnostics::script_diagnostics(&world, &analysis) {
+        out.push_str(&render(Path::new("s.sh"), script, &diag));
+    }
+    out
+}
+
+#[test]
+fn hints_where_the_machine_changes_and_bytes_cross() {
+    insta::assert_snapshot!(annotate(concat!(
+        "#!/bin/bash\n",
+        "# Strahlen zählen 🎉\n",
+        "cat /mnt/logs/ray*.log | grep 'rays traced' | cut -d ' ' -f 4 | sort -n | uniq -c > /proj/top.txt\n",
+        "grep -c ERROR /mnt/logs/ray0.log /mnt/a/big.txt\n",
+        "csvstat /mnt/a/t.csv | head -n 3\n",
+        "sort /proj/notes.txt | uniq\n",
+        "for f in /mnt/logs/*.log; do wc -l \"$f\"; done\n",
+    )));
+}
+
+#[test]
+fn diagnostics_only_for_what_can_be_acted_on() {
+    insta::assert_snapshot!(annotate(concat!(
+        "mytool /mnt/logs/ray1.log | sort | head\n",
+        "grep --no-such-option x /mnt/logs/ray2.log | wc -l\n",
+        "cat /mnt/a/big.txt | sort\n",
+        "mytool /proj/notes.txt | sort\n",
+        "echo hello | mytool\n",
+    )));
+}
+
+#[test]
+fn nothing_mounted_no_hints() {
+    let fs = posh_core::fs::MemoryFileSystem::new();
+    let world = ide::World::new("/proj");
+    let script = "cat a.txt | sort | uniq -c\nmytool x | y\n";
+    let analysis = ide::analyze_script(&world, &fs, script);
+    assert_eq!(ide::inlay_hints::inlay_hints(&world, script, &analysis, None), vec![]);
+    assert_eq!(ide::diagnostics::script_diagnostics(&world, &analysis), vec![]);
+    assert_eq!(ide::code_lens::code_lenses(&analysis), vec![]);
+}
+
+#[test]
+fn hint_parts_link_to_the_mount_and_the_annotation_entry() {
+    let fs = file_system();
+    let world = world(&fs);
+    let script = "csvstat /mnt/a/t.csv | sort\n";
+    let analysis = ide::analyze_script(&world, &fs, script);
+    let hints = ide::inlay_hints::inlay_hints(&world, script, &analysis, None);
+    let parts: Vec<String> = hints
+        .iter()
+        .flat_map(|h| &h.parts)
+        .map(|p| {
+            let target = p.target.as_ref().map(|t| format!(" -> {}:{:?}", t.path.display(), t.span.text(&t.text)));
+            format!("{:?}{} ({})", p.text, target.unwrap_or_default(), p.tooltip.clone().unwrap_or_default())
+        })
+        .collect();
+    insta::assert_snapshot!(parts.join("\n"));
+}
+
+#[test]
+fn hover_on_a_command() {
+    let fs = file_system();
+    let world = world(&fs);
+    let script = "cat /mnt/logs/ray*.log | grep -v 'rays traced' | sort\n";
+    let analysis = ide::analyze_script(&world, &fs, script);
+    let at = script.find("grep").unwrap() + 2;
+    let hover = ide::hover::script_hover(&world, &analysis, at).expect("a hover on grep");
+    assert_eq!(hover.span.text(script), "grep -v 'rays traced'");
+    insta::assert_snapshot!(hover.markdown);
+    assert_eq!(ide::hover::script_hover(&world, &analysis, script.len()), None);
+}
+
+#[test]
+fn a_broken_edit_keeps_the_last_good_plan_shifted() {
+    let fs = file_system();
+    let world = world(&fs);
+    let good = "cat /mnt/logs/ray0.log | sort\ncat /mnt/a/big.txt | grep x | sort\n";
+    // Typing an `if` at the top: no closer makes it parse, so only the prefix (nothing) plans.
+    let typing = format!("if [[ x ]] then )\n{good}");
+    let broken = ide::analyze_script(&world, &fs, &typing);
+    assert!(!broken.is_good());
+    assert!(broken.plan.pipelines.is_empty());
+    let previous = ide::analyze_script(&world, &fs, good);
+    assert!(previous.is_good());
+    let shift = Shift::between(good, &typing);
+    let hints = ide::inlay_hints::inlay_hints(&world, good, &previous, None);
+    let moved: Vec<(usize, String)> = hints.iter().filter_map(|h| Some((shift.offset(h.offset)?, h.label()))).collect();
+    assert_eq!(moved.len(), hints.len());
+    let shown = ide::inlay_hints::render(
+        &typing,
+        &moved
+            .iter()
+            .map(|(offset, label)| ide::inlay_hints::InlayHint {
+                offset: *offset,
+                kind: ide::inlay_hints::HintKind::Bytes,
+                parts: vec![ide::inlay_hints::LabelPart { text: label.clone(), tooltip: None, target: None }],
+                tooltip: String::new(),
+            })
+            .collect::<Vec<_>>(),
+    );
+    insta::assert_snapshot!(shown);
+    // An unclosed loop parses with a closer: its own analysis is good.
+    let open_loop = "for f in a b; do\n  cat /mnt/logs/ray0.log | sort\n";
+    assert!(ide::analyze_script(&world, &fs, open_loop).is_good());
+}
+
+#[test]
+fn shift_maps_offsets_around_an_edit() {
+    let shift = Shift::between("abc|def", "abXXc|def");
+    assert_eq!(shift.offset(1), Some(1));
+    assert_eq!(shift.offset(2), Some(2));
+    assert_eq!(shift.offset(3), Some(5));
+    assert_eq!(shift.offset(7), Some(9));
+    assert_eq!(shift.span(Span::new(4, 7)), Some(Span::new(6, 9)));
+    // Multi-byte characters are never cut.
+    let shift = Shift::between("é|x", "è|x");
+    assert_eq!(shift.offset(0), Some(0));
+    assert_eq!(shift.offset(1), None);
+    assert_eq!(shift.offset(2), Some(2));
+}
+
+#[test]
+fn languages_by_id_name_and_shebang() {
+    assert_eq!(ide::language_of("shellscript", "/x/a", ""), Some(Language::Script));
+    assert_eq!(ide::language_of("sh", "/x/a", ""), Some(Language::Script));
+    assert_eq!(ide::language_of("bash", "/x/a", ""), Some(Language::Script));
+    assert_eq!(ide::language_of("posh", "/x/a", ""), Some(Language::Annotation));
+    assert_eq!(ide::language_of("", "/x/a.posh", ""), Some(Language::Annotation));
+    assert_eq!(ide::language_of("plaintext", "/x/run", "#!/usr/bin/env bash\n"), Some(Language::Script));
+    assert_eq!(ide::language_of("plaintext", "/x/run", "#!/bin/sh -e\n"), Some(Language::Script));
+    assert_eq!(ide::language_of("python", "/x/run", "#!/usr/bin/env python3\n"), None);
+    assert_eq!(ide::language_of("plaintext", "/x/notes", "hello\n"), None);
+}
