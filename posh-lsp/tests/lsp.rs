@@ -1,0 +1,392 @@
+//! End to end through the protocol: the server runs on one end of an in-memory pipe, a small
+//! client on the other speaks JSON-RPC with Content-Length framing, and the tests compare the
+//! exact JSON (positions in UTF-16 code units, with non-ASCII text before them).
+
+use std::path::Path;
+use std::time::Duration;
+
+use posh_lsp::server::Backend;
+use serde_json::{Value, json};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
+use tower_lsp::{LspService, Server};
+
+const MB: u64 = 1_000_000;
+
+struct Client {
+    write: WriteHalf<DuplexStream>,
+    read: BufReader<ReadHalf<DuplexStream>>,
+    next_id: i64,
+    /// Messages from the server not yet asked for: notifications and its own requests.
+    pending: Vec<Value>,
+    /// The workspace directory, replaced by `ROOT` in what the tests compare.
+    root: String,
+}
+
+impl Client {
+    async fn start(root: &Path) -> Client {
+        let (ours, theirs) = tokio::io::duplex(1 << 20);
+        let (service, socket) = LspService::new(|client| Backend::with_debounce(client, Duration::from_millis(20)));
+        let (server_read, server_write) = tokio::io::split(theirs);
+        tokio::spawn(Server::new(server_read, server_write, socket).serve(service));
+        let (read, write) = tokio::io::split(ours);
+        Client { write, read: BufReader::new(read), next_id: 0, pending: Vec::new(), root: root.display().to_string() }
+    }
+
+    async fn send(&mut self, message: Value) {
+        let body = message.to_string();
+        let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
+        self.write.write_all(frame.as_bytes()).await.unwrap();
+    }
+
+    async fn receive(&mut self) -> Value {
+        let read = async {
+            let mut length = 0;
+            loop {
+                let mut line = String::new();
+                self.read.read_line(&mut line).await.unwrap();
+                let line = line.trim_end();
+                if line.is_empty() {
+                    break;
+                }
+                if let Some(n) = line.strip_prefix("Content-Length: ") {
+                    length = n.parse().unwrap();
+                }
+            }
+            let mut body = vec![0; length];
+            self.read.read_exact(&mut body).await.unwrap();
+            String::from_utf8(body).unwrap()
+        };
+        let body = tokio::time::timeout(Duration::from_secs(20), read).await.expect("the server answers");
+        serde_json::from_str(&body.replace(&self.root, "ROOT")).unwrap()
+    }
+
+    async fn request(&mut self, method: &str, params: Value) -> Value {
+        self.next_id += 1;
+        let id = self.next_id;
+        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
+        loop {
+            let message = self.receive().await;
+            if message.get("method").is_none() && message["id"] == json!(id) {
+                assert!(message.get("error").is_none(), "{method}: {message}");
+                return message["result"].clone();
+            }
+            self.answer_if_request(&message).await;
+            self.pending.push(message);
+        }
+    }
+
+    /// Answers a request from the server (registrations, refreshes) with `null`.
+    async fn answer_if_request(&mut self, message: &Value) {
+        if message.get("method").is_some() && message.get("id").is_some() {
+            self.send(json!({"jsonrpc": "2.0", "id": message["id"], "result": null})).await;
+        }
+    }
+
+    async fn notify(&mut self, method: &str, params: Value) {
+        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params})).await;
+    }
+
+    /// The next message from the server with this method (notification or request).
+    async fn expect(&mut self, method: &str) -> Value {
+        if let Some(i) = self.pending.iter().position(|m| m["method"] == method) {
+            return self.pending.remove(i);
+        }
+        loop {
+            let message = self.receive().await;
+            self.answer_if_request(&message).await;
+            if message["method"] == method {
+                return message;
+            }
+            self.pending.push(message);
+        }
+    }
+
+    /// Diagnostics published for `uri` at `version`.
+    async fn diagnostics(&mut self, uri: &str, version: i64) -> Value {
+        loop {
+            let message = self.expect("textDocument/publishDiagnostics").await;
+            if message["params"]["uri"] == uri && message["params"]["version"] == version {
+                return message["params"]["diagnostics"].clone();
+            }
+        }
+    }
+
+    fn has_pending(&self, method: &str) -> bool {
+        self.pending.iter().any(|m| m["method"] == method)
+    }
+}
+
+/// A workspace: posh.toml mounting `data/` (relative to it), five logs of 500 MB there (sparse
+/// files), and an annotation file of the project's own.
+fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("posh.toml"), "[[mount]]\nname = \"logs\"\npath = \"data\"\nproxy = \"10.0.0.1:4433\"\n")
+        .unwrap();
+    std::fs::create_dir(root.join("data")).unwrap();
+    for i in 0..5 {
+        std::fs::File::create(root.join(format!("data/ray{i}.log"))).unwrap().set_len(500 * MB).unwrap();
+    }
+    std::fs::create_dir(root.join("annotations")).unwrap();
+    std::fs::write(
+        root.join("annotations/tools.posh"),
+        "csvstat[filters_input, output_ratio:0.01]:\n- PARAMS:\n  - type:input_file, size:list, splittable\n",
+    )
+    .unwrap();
+    dir
+}
+
+async fn initialized(root: &Path, capabilities: Value) -> Client {
+    let mut client = Client::start(root).await;
+    let uri = format!("file://{}", root.display());
+    let result =
+        client.request("initialize", json!({"processId": null, "rootUri": uri, "capabilities": capabilities})).await;
+    assert_eq!(result["capabilities"]["inlayHintProvider"], json!(true));
+    assert_eq!(result["capabilities"]["textDocumentSync"]["change"], json!(2));
+    assert_eq!(result["serverInfo"]["name"], json!("posh-lsp"));
+    client.notify("initialized", json!({})).await;
+    client
+}
+
+const SCRIPT: &str = "#!/bin/bash\n# Größe 🎉\ncat data/ray*.log | grep 'é🎉' | wc -l\nmytool data/ray0.log | sort\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn script_hints_hover_lenses_and_diagnostics() {
+    let dir = workspace();
+    let mut client = initialized(dir.path(), json!({})).await;
+    let uri = format!("file://{}/count.sh", dir.path().display());
+    client
+        .notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "sh", "version": 1, "text": SCRIPT}}),
+        )
+        .await;
+    let diagnostics = client.diagnostics("file://ROOT/count.sh", 1).await;
+    assert_eq!(
+        diagnostics,
+        json!([
+            {"range": {"start": {"line": 2, "character": 0}, "end": {"line": 2, "character": 38}},
+             "severity": 2, "code": "S003", "source": "posh",
+             "message": "this pipeline still moves 625 MB across the network (bash would move 2.5 GB; threshold 100 MB)"},
+            {"range": {"start": {"line": 3, "character": 0}, "end": {"line": 3, "character": 6}},
+             "severity": 2, "code": "S001", "source": "posh",
+             "message": "`mytool` has no annotation, so it runs at the client and its input crosses the network"}
+        ])
+    );
+    let hints = client
+        .request(
+            "textDocument/inlayHint",
+            json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 4, "character": 0}}}),
+        )
+        .await;
+    insta::assert_snapshot!("script_inlay_hints", serde_json::to_string_pretty(&hints).unwrap());
+    let hover = client
+        .request("textDocument/hover", json!({"textDocument": {"uri": uri}, "position": {"line": 2, "character": 22}}))
+        .await;
+    assert_eq!(hover["range"], json!({"start": {"line": 2, "character": 20}, "end": {"line": 2, "character": 30}}));
+    insta::assert_snapshot!("script_hover", hover["contents"]["value"].as_str().unwrap());
+    let lenses = client.request("textDocument/codeLens", json!({"textDocument": {"uri": uri}})).await;
+    assert_eq!(
+        lenses,
+        json!([{"range": {"start": {"line": 2, "character": 0}, "end": {"line": 2, "character": 38}},
+                "command": {"title": "bash moves 2.5 GB, posh moves 625 MB", "command": ""}}])
+    );
+}
+
+fn range(line: u32, start: u32, end_line: u32, end: u32) -> Value {
+    json!({"start": {"line": line, "character": start}, "end": {"line": end_line, "character": end}})
+}
+
+/// The hints' positions and labels, compactly.
+fn hint_summary(hints: &Value) -> Vec<String> {
+    hints
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|h| {
+            let label = match &h["label"] {
+                Value::String(s) => s.clone(),
+                parts => parts.as_array().unwrap().iter().map(|p| p["value"].as_str().unwrap()).collect(),
+            };
+            format!("{}:{} {label}", h["position"]["line"], h["position"]["character"])
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn edits_apply_in_order_and_a_broken_edit_keeps_the_hints() {
+    let dir = workspace();
+    let mut client = initialized(dir.path(), json!({})).await;
+    let uri = format!("file://{}/edit.sh", dir.path().display());
+    let text = "# é🎉\ncat data/ray0.log | grep x | sort\n";
+    client
+        .notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "shellscript", "version": 1, "text": text}}),
+        )
+        .await;
+    let all = json!({"textDocument": {"uri": uri}, "range": range(0, 0, 9, 0)});
+    let hints = client.request("textDocument/inlayHint", all.clone()).await;
+    assert_eq!(hint_summary(&hints), vec!["1:0 @logs ¶", "1:28 ⇄ 250 MB", "1:29 @client ¶"]);
+    // Two edits in one notification, applied in order: a line inserted at the top, then two
+    // spaces at the start of what is now line 2.
+    client
+        .notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
+                {"range": range(0, 0, 0, 0), "text": "echo ü\n"},
+                {"range": range(2, 0, 2, 0), "text": "  "},
+            ]}),
+        )
+        .await;
+    let diags = client.diagnostics("file://ROOT/edit.sh", 2).await;
+    assert_eq!(diags[0]["range"], range(2, 2, 2, 35));
+    assert_eq!(diags[0]["code"], "S003");
+    let hints = client.request("textDocument/inlayHint", all.clone()).await;
+    assert_eq!(hint_summary(&hints), vec!["2:2 @logs ¶", "2:30 ⇄ 250 MB", "2:31 @client ¶"]);
+    // Typing `if ((` at the top leaves text no closer repairs: the last good hints stay, shifted.
+    client
+        .notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": 3}, "contentChanges": [
+                {"range": range(0, 0, 0, 0), "text": "if (( )\n"},
+            ]}),
+        )
+        .await;
+    let hints = client.request("textDocument/inlayHint", all.clone()).await;
+    assert_eq!(hint_summary(&hints), vec!["3:2 @logs ¶", "3:30 ⇄ 250 MB", "3:31 @client ¶"]);
+    // A stale version is ignored; closing clears the diagnostics.
+    client
+        .notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": 3}, "contentChanges": [{"text": "garbage"}]}),
+        )
+        .await;
+    let hints = client.request("textDocument/inlayHint", all).await;
+    assert_eq!(hint_summary(&hints).len(), 3);
+    client.notify("textDocument/didClose", json!({"textDocument": {"uri": uri}})).await;
+    let cleared = client.expect("textDocument/publishDiagnostics").await;
+    let cleared = if cleared["params"]["diagnostics"] == json!([]) {
+        cleared
+    } else {
+        client.expect("textDocument/publishDiagnostics").await
+    };
+    assert_eq!(cleared["params"]["diagnostics"], json!([]));
+}
+
+const ANNOTATIONS: &str = "# Größe 🎉\ncsvcut[filters_input]:\n- PARAMS:\n  - type:input_file, size:list, splitable\n";
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn annotation_files_diagnostics_fixes_completion_format_symbols_tokens() {
+    let dir = workspace();
+    let mut client = initialized(dir.path(), json!({})).await;
+    let uri = format!("file://{}/annotations/csv.posh", dir.path().display());
+    client
+        .notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "posh", "version": 1, "text": ANNOTATIONS}}),
+        )
+        .await;
+    let diagnostics = client.diagnostics("file://ROOT/annotations/csv.posh", 1).await;
+    assert_eq!(
+        diagnostics,
+        json!([{"range": range(3, 32, 3, 41), "severity": 1, "code": "A102", "source": "posh",
+                "message": "unknown field `splitable`: did you mean `splittable`?"}])
+    );
+    let actions = client
+        .request(
+            "textDocument/codeAction",
+            json!({"textDocument": {"uri": uri}, "range": range(3, 35, 3, 35), "context": {"diagnostics": []}}),
+        )
+        .await;
+    assert_eq!(
+        actions,
+        json!([{"title": "Replace with `splittable`", "kind": "quickfix", "isPreferred": true,
+                "diagnostics": diagnostics,
+                "edit": {"changes": {"file://ROOT/annotations/csv.posh": [{"range": range(3, 32, 3, 41), "newText": "splittable"}]}}}])
+    );
+    let completion = client
+        .request(
+            "textDocument/completion",
+            json!({"textDocument": {"uri": uri}, "position": {"line": 3, "character": 9}}),
+        )
+        .await;
+    let labels: Vec<&str> = completion.as_array().unwrap().iter().map(|c| c["label"].as_str().unwrap()).collect();
+    assert_eq!(labels, vec!["input_file", "output_file", "str"]);
+    assert_eq!(completion[0]["textEdit"], json!({"range": range(3, 9, 3, 9), "newText": "input_file"}));
+    let hover = client
+        .request("textDocument/hover", json!({"textDocument": {"uri": uri}, "position": {"line": 1, "character": 10}}))
+        .await;
+    assert_eq!(hover["range"], range(1, 7, 1, 20));
+    assert!(hover["contents"]["value"].as_str().unwrap().starts_with("**filters_input** (command option)"));
+    let symbols = client.request("textDocument/documentSymbol", json!({"textDocument": {"uri": uri}})).await;
+    assert_eq!(
+        symbols,
+        json!([{"name": "csvcut[filters_input]", "detail": "PARAMS", "kind": 12,
+                "range": range(1, 0, 3, 41), "selectionRange": range(1, 0, 1, 6)}])
+    );
+    let tokens = client.request("textDocument/semanticTokens/full", json!({"textDocument": {"uri": uri}})).await;
+    // The comment (9 UTF-16 units: `Größe` and the emoji count 1 and 2), the name, an option...
+    assert_eq!(
+        tokens["data"].as_array().unwrap()[..15],
+        json!([0, 0, 10, 6, 0, 1, 0, 6, 0, 0, 0, 7, 13, 2, 0]).as_array().unwrap()[..]
+    );
+    client
+        .notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [
+                {"range": range(3, 32, 3, 41), "text": "splittable"},
+            ]}),
+        )
+        .await;
+    assert_eq!(client.diagnostics("file://ROOT/annotations/csv.posh", 2).await, json!([]));
+    let formatted = client
+        .request(
+            "textDocument/formatting",
+            json!({"textDocument": {"uri": uri}, "options": {"tabSize": 2, "insertSpaces": true}}),
+        )
+        .await;
+    assert_eq!(formatted, json!([]));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn watched_files_reload_and_refresh_only_when_supported() {
+    let dir = workspace();
+    for refresh in [true, false] {
+        let capabilities = json!({"workspace": {"inlayHint": {"refreshSupport": refresh},
+                                                "didChangeWatchedFiles": {"dynamicRegistration": true}}});
+        let mut client = initialized(dir.path(), capabilities).await;
+        let registration = client.expect("client/registerCapability").await;
+        assert_eq!(registration["params"]["registrations"][0]["method"], "workspace/didChangeWatchedFiles");
+        let uri = format!("file://{}/w.sh", dir.path().display());
+        let text = "csvstat data/ray0.log | head\n";
+        client
+            .notify(
+                "textDocument/didOpen",
+                json!({"textDocument": {"uri": uri, "languageId": "bash", "version": 1, "text": text}}),
+            )
+            .await;
+        let _ = client.diagnostics("file://ROOT/w.sh", 1).await;
+        let all = json!({"textDocument": {"uri": uri}, "range": range(0, 0, 1, 0)});
+        let hints = client.request("textDocument/inlayHint", all.clone()).await;
+        assert_eq!(hint_summary(&hints), vec!["0:0 @logs ¶", "0:28 ⇄ 2.5 MB"]);
+        // The project's annotation for csvstat links to its file.
+        assert_eq!(hints[0]["label"][1]["location"]["uri"], "file://ROOT/annotations/tools.posh");
+        // Without the mount, nothing is remote any more.
+        let config = dir.path().join("posh.toml");
+        let saved = std::fs::read_to_string(&config).unwrap();
+        std::fs::write(&config, "# nothing mounted\n").unwrap();
+        client
+            .notify(
+                "workspace/didChangeWatchedFiles",
+                json!({"changes": [{"uri": "file://ROOT/posh.toml", "type": 2}]}),
+            )
+            .await;
+        let _ = client.diagnostics("file://ROOT/w.sh", 1).await;
+        let hints = client.request("textDocument/inlayHint", all).await;
+        assert_eq!(hints, json!([]));
+        // A refresh is asked for only from a client that said it supports it.
+        assert_eq!(client.has_pending("workspace/inlayHint/refresh"), refresh);
+        std::fs::write(&config, saved).unwrap();
+    }
+}
