@@ -10,7 +10,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 use tower_lsp::{LspService, Server};
 
-const MB: u64 = 1_000_000;
+mod common;
+
+use common::workspace;
 
 struct Client {
     write: WriteHalf<DuplexStream>,
@@ -114,26 +116,6 @@ impl Client {
     fn has_pending(&self, method: &str) -> bool {
         self.pending.iter().any(|m| m["method"] == method)
     }
-}
-
-/// A workspace: posh.toml mounting `data/` (relative to it), five logs of 500 MB there (sparse
-/// files), and an annotation file of the project's own.
-fn workspace() -> tempfile::TempDir {
-    let dir = tempfile::tempdir().unwrap();
-    let root = dir.path();
-    std::fs::write(root.join("posh.toml"), "[[mount]]\nname = \"logs\"\npath = \"data\"\nproxy = \"10.0.0.1:4433\"\n")
-        .unwrap();
-    std::fs::create_dir(root.join("data")).unwrap();
-    for i in 0..5 {
-        std::fs::File::create(root.join(format!("data/ray{i}.log"))).unwrap().set_len(500 * MB).unwrap();
-    }
-    std::fs::create_dir(root.join("annotations")).unwrap();
-    std::fs::write(
-        root.join("annotations/tools.posh"),
-        "csvstat[filters_input, output_ratio:0.01]:\n- PARAMS:\n  - type:input_file, size:list, splittable\n",
-    )
-    .unwrap();
-    dir
 }
 
 async fn initialized(root: &Path, capabilities: Value) -> Client {

@@ -38,3 +38,23 @@ pub fn file_system() -> MemoryFileSystem {
 pub fn world(fs: &MemoryFileSystem) -> World {
     World::load(fs, Path::new("/proj"), None, &[], Settings::default())
 }
+
+/// A workspace: posh.toml mounting `data/` (relative to it), five logs of 500 MB there (sparse
+/// files), and an annotation file of the project's own.
+pub fn workspace() -> tempfile::TempDir {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::write(root.join("posh.toml"), "[[mount]]\nname = \"logs\"\npath = \"data\"\nproxy = \"10.0.0.1:4433\"\n")
+        .unwrap();
+    std::fs::create_dir(root.join("data")).unwrap();
+    for i in 0..5 {
+        std::fs::File::create(root.join(format!("data/ray{i}.log"))).unwrap().set_len(500 * MB).unwrap();
+    }
+    std::fs::create_dir(root.join("annotations")).unwrap();
+    std::fs::write(
+        root.join("annotations/tools.posh"),
+        "csvstat[filters_input, output_ratio:0.01]:\n- PARAMS:\n  - type:input_file, size:list, splittable\n",
+    )
+    .unwrap();
+    dir
+}

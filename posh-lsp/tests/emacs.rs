@@ -1,0 +1,55 @@
+//! A real editor as the client: Emacs in batch mode with eglot (Debian's emacs-nox and
+//! elpa-eglot, which .ci/run installs) loads editors/emacs/posh.el, opens a script, and prints
+//! the inlay hints, the hover and the diagnostics it received from posh-lsp.
+
+mod common;
+
+use std::path::Path;
+use std::process::Command;
+
+#[test]
+fn emacs_with_eglot_receives_hints_hover_and_diagnostics() {
+    if Command::new("emacs").arg("--version").output().is_err() {
+        assert!(std::env::var_os("CI").is_none(), "CI must install emacs-nox and elpa-eglot (.ci/run)");
+        println!("SKIPPED: emacs is not installed (apt-get install emacs-nox elpa-eglot); the eglot test did not run");
+        return;
+    }
+    let dir = common::workspace();
+    let home = tempfile::tempdir().unwrap();
+    let script = dir.path().join("count.sh");
+    std::fs::write(
+        &script,
+        "#!/bin/bash\n# Größe 🎉\ncat data/ray*.log | grep 'é🎉' | wc -l\nmytool data/ray0.log | sort\n",
+    )
+    .unwrap();
+    let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let output = Command::new("emacs")
+        .args(["--batch", "-l"])
+        .arg(manifest.join("tests/emacs/eglot-client.el"))
+        .current_dir(dir.path())
+        .env("HOME", home.path())
+        .env("XDG_CONFIG_HOME", home.path().join(".config"))
+        .env("POSH_LSP", env!("CARGO_BIN_EXE_posh-lsp"))
+        .env("POSH_EL", manifest.join("../editors/emacs/posh.el"))
+        .env("POSH_SCRIPT", &script)
+        .env("POSH_HOVER_AT", "grep")
+        .output()
+        .expect("emacs runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "emacs failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    let lines: Vec<&str> = stdout.lines().collect();
+    let of = |prefix: &str| -> Vec<&str> { lines.iter().filter_map(|l| l.strip_prefix(prefix)).collect() };
+    assert_eq!(of("LANGUAGE "), vec!["sh"]);
+    assert_eq!(of("HINT "), vec!["2:0 @logs ¶", "2:38 ⇄ 625 MB"]);
+    let hover = of("HOVER ").join("\n");
+    assert!(hover.contains("grep é🎉"), "{hover}");
+    assert!(hover.contains("Runs at **@logs**: the cheapest place for the data it moves."), "{hover}");
+    assert!(hover.contains("bash alone would move 2.5 GB across the network, posh moves 625 MB"), "{hover}");
+    assert_eq!(
+        of("DIAG "),
+        vec![
+            "3: posh [S003]: this pipeline still moves 625 MB across the network (bash would move 2.5 GB; threshold 100 MB)",
+            "4: posh [S001]: `mytool` has no annotation, so it runs at the client and its input crosses the network",
+        ]
+    );
+}
