@@ -1,1 +1,68 @@
-fn main() {}
+//! What a keystroke costs: a 5,000-line script is edited by one character, and the language
+//! server's work for the new version is timed, parse and plan included: the inlay hints of the
+//! whole script and its diagnostics. Target: below 50 ms.
+//!
+//! `cargo bench -p posh-lsp --bench edit`
+
+#[path = "../tests/common/mod.rs"]
+mod common;
+
+use std::hint::black_box;
+
+use criterion::{Criterion, criterion_group, criterion_main};
+use posh_lsp::ide::{self, inlay_hints, diagnostics};
+
+/// About `lines` lines of script as people write them: pipelines over the mounts, loops,
+/// functions, conditionals, substitutions, comments.
+fn script(lines: usize) -> String {
+    let chunk = "\
+# Zählen, was die Strahlen taten 🎉
+count() {
+  grep -c 'rays traced' \"$1\" | sort -n
+}
+for log in /mnt/logs/ray*.log; do
+  count \"$log\" >> /proj/counts.txt
+done
+cat /mnt/logs/ray0.log /mnt/logs/ray1.log | grep -v DEBUG | cut -d ' ' -f 2 | sort | uniq -c > /proj/top.txt
+if [ -s /proj/counts.txt ]; then
+  csvstat /mnt/a/t.csv | head -n 3
+fi
+total=$(cat /mnt/a/big.txt | wc -l)
+echo \"$total\" && sort -u /proj/counts.txt | head
+";
+    let per_chunk = chunk.lines().count();
+    chunk.repeat(lines.div_ceil(per_chunk))
+}
+
+fn bench(c: &mut Criterion) {
+    let fs = common::file_system();
+    let world = common::world(&fs);
+    let before = script(5_000);
+    // One character typed in the middle: `DEBUG` becomes `DEBUGx` in one pipeline.
+    let middle = before.len() / 2;
+    let at = middle + before[middle..].find("DEBUG").expect("a DEBUG past the middle") + "DEBUG".len();
+    let mut after = before.clone();
+    after.insert(at, 'x');
+    let lines = after.lines().count();
+    let work = |text: &str| {
+        let analysis = ide::analyze_script(&world, &fs, text);
+        let hints = inlay_hints::inlay_hints(&world, text, &analysis, None);
+        let diags = diagnostics::script_diagnostics(&world, &analysis);
+        (analysis.plan.pipelines.len(), hints.len(), diags.len())
+    };
+    let (pipelines, hints, diags) = work(&after);
+    assert!(pipelines > 2_000 && hints > 1_000 && diags > 100, "{pipelines} {hints} {diags}");
+    let mut group = c.benchmark_group(format!("{lines}-line script, one character edited"));
+    group.sample_size(20);
+    group.bench_function("inlay hints + diagnostics", |b| b.iter(|| work(black_box(&after))));
+    group.bench_function("inlay hints of one screen", |b| {
+        b.iter(|| {
+            let analysis = ide::analyze_script(&world, &fs, black_box(&after));
+            inlay_hints::inlay_hints(&world, &after, &analysis, Some(posh_core::Span::new(at - 2_000, at + 2_000)))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, bench);
+criterion_main!(benches);
