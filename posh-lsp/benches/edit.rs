@@ -10,7 +10,7 @@ mod common;
 use std::hint::black_box;
 
 use criterion::{Criterion, criterion_group, criterion_main};
-use posh_lsp::ide::{self, inlay_hints, diagnostics};
+use posh_lsp::ide::{self, diagnostics, inlay_hints};
 
 /// About `lines` lines of script as people write them: pipelines over the mounts, loops,
 /// functions, conditionals, substitutions, comments.

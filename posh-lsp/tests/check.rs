@@ -65,3 +65,34 @@ fn explain_prints_a_code_s_documentation() {
     assert!(text.starts_with("A106 (second-splittable, error)\n\nAt most one argument"), "{text}");
     assert_eq!(posh_lsp(&["explain", "Z999"], Path::new(".")).status.code(), Some(2));
 }
+
+#[test]
+fn scripts_get_the_language_server_s_diagnostics() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let root = dir.path();
+    write(root, "posh.toml", "[[mount]]\nname = \"logs\"\npath = \"data\"\nproxy = \"10.0.0.1:4433\"\n");
+    std::fs::create_dir(root.join("data")).unwrap();
+    std::fs::File::create(root.join("data/big.log")).unwrap().set_len(400_000_000).unwrap();
+    write(root, "scripts/report.sh", "#!/bin/bash\n# Größe 🎉\ncat data/big.log | sort\nmytool data/big.log | wc -l\n");
+    write(root, "scripts/quiet.bash", "grep -c x data/big.log\n");
+    write(root, "scripts/run", "#!/usr/bin/env bash\nsort --bogus data/big.log\n");
+    let home = tempfile::tempdir().expect("tempdir");
+    let run = |args: &[&str]| {
+        Command::new(env!("CARGO_BIN_EXE_posh-lsp"))
+            .args(args)
+            .current_dir(root)
+            .env("XDG_CONFIG_HOME", home.path())
+            .output()
+            .expect("posh-lsp runs")
+    };
+    let out = run(&["check", "scripts", "scripts/run"]);
+    insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout), @r"
+    scripts/report.sh:3:1: warning[S003]: this pipeline still moves 400 MB across the network (bash would move 400 MB; threshold 100 MB)
+    scripts/report.sh:4:1: warning[S001]: `mytool` has no annotation, so it runs at the client and its input crosses the network
+    scripts/run:2:1: warning[S002]: no annotation entry of `sort` fits: the annotation does not know the option `--bogus`, so it runs at the client
+    ");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "checked 3 file(s): 0 error(s), 3 warning(s)\n");
+    // Warnings only: success, unless denied.
+    assert_eq!(out.status.code(), Some(0));
+    assert_eq!(run(&["check", "--deny-warnings", "scripts"]).status.code(), Some(1));
+}

@@ -38,6 +38,7 @@ fn hints_where_the_machine_changes_and_bytes_cross() {
         "cat /mnt/logs/ray*.log | grep 'rays traced' | cut -d ' ' -f 4 | sort -n | uniq -c > /proj/top.txt\n",
         "grep -c ERROR /mnt/logs/ray0.log /mnt/a/big.txt\n",
         "csvstat /mnt/a/t.csv | head -n 3\n",
+        "cat /mnt/logs/ray0.log /mnt/a/big.txt | grep -v x | sort > /proj/sorted.txt\n",
         "sort /proj/notes.txt | uniq\n",
         "for f in /mnt/logs/*.log; do wc -l \"$f\"; done\n",
     )));

@@ -23,9 +23,12 @@ pub fn completions(text: &str, offset: usize) -> Vec<Completion> {
     let Some(context) = context(before) else {
         return Vec::new();
     };
+    // Inside `list(...)` or `specific_size(...)` only the separator is a parameter.
+    let in_call = in_size_call(before);
     let typed = before.rsplit(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).next().unwrap_or("");
     keywords::of_kind(context)
         .filter(|k| k.name.starts_with(typed) || k.synonyms.iter().any(|s| s.starts_with(typed)))
+        .filter(|k| !in_call || k.value == ValueShape::Separator)
         .map(|k| {
             let insert = match (context, k.value) {
                 (KeywordKind::Section, _) => format!("{}:", k.name),
@@ -62,8 +65,7 @@ fn context(before: &str) -> Option<KeywordKind> {
             _ => None,
         };
     }
-    // Inside `(...)` of `list(` or `specific_size(`: their parameters.
-    if before[..field_start].ends_with("list(") || before[..field_start].ends_with("specific_size(") {
+    if in_size_call(before) {
         return Some(KeywordKind::Size);
     }
     let unclosed_bracket = before.rfind('[').is_some_and(|open| !before[open..].contains(']'));
@@ -82,4 +84,13 @@ fn context(before: &str) -> Option<KeywordKind> {
     } else {
         None
     }
+}
+
+/// The cursor is among the parameters of `list(` or `specific_size(`.
+fn in_size_call(before: &str) -> bool {
+    let Some(open) = before.rfind('(') else {
+        return false;
+    };
+    let head = &before[..open];
+    (head.ends_with("list") || head.ends_with("specific_size")) && !before[open..].contains(')')
 }

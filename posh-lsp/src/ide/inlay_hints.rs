@@ -70,58 +70,78 @@ fn pipeline_hints(world: &World, text: &str, plan: &PipelinePlan, command_spans:
             copies.entry(command).or_default().push(node);
         }
     }
-    let crossing = |filter: &dyn Fn(&Edge) -> bool| -> u64 {
-        plan.edges.iter().filter(|e| e.crosses && filter(e)).map(|e| e.bytes).sum()
+    // Every crossing edge is shown by exactly one hint: each is taken once.
+    let mut shown = vec![false; plan.edges.len()];
+    let mut take = |filter: &dyn Fn(&Edge) -> bool| -> u64 {
+        let mut bytes = 0;
+        for (i, edge) in plan.edges.iter().enumerate() {
+            if edge.crosses && !shown[i] && filter(edge) {
+                shown[i] = true;
+                bytes += edge.bytes;
+            }
+        }
+        bytes
     };
+    let is_file = |id: usize| matches!(plan.nodes[id].kind, NodeKind::ReadFile { .. } | NodeKind::WriteFile { .. });
     let mut previous: Option<(usize, String)> = None;
     for (&index, nodes) in &copies {
         let Some(&span) = command_spans.get(index) else {
             continue;
         };
         let ids: Vec<usize> = nodes.iter().map(|n| n.id).collect();
-        // The pipe into this command: from the previous command's copies or their merge.
-        let into = |e: &Edge| {
-            ids.contains(&e.to)
-                && match plan.nodes[e.from].kind {
-                    NodeKind::Command { command, .. } | NodeKind::Merge { command, .. } => command + 1 == index,
-                    _ => false,
-                }
-        };
-        let merges: Vec<usize> = plan
-            .nodes
-            .iter()
-            .filter(|n| matches!(n.kind, NodeKind::Merge { command, .. } if command + 1 == index))
-            .map(|n| n.id)
-            .collect();
-        let piped = crossing(&into) + crossing(&|e| merges.contains(&e.to));
+        // The pipe into this command: from the previous command's copies, into their merge, or
+        // from it.
+        let piped = take(&|e| {
+            let from_previous = |id: usize| match plan.nodes[id].kind {
+                NodeKind::Command { command, .. } | NodeKind::Merge { command, .. } => command + 1 == index,
+                _ => false,
+            };
+            (ids.contains(&e.to) && from_previous(e.from))
+                || matches!(plan.nodes[e.to].kind, NodeKind::Merge { command, .. } if command + 1 == index)
+        });
         if let Some((end, from)) = &previous
             && piped > 0
         {
             // Just after the `|` between the two commands.
             let offset = text[*end..span.start].rfind('|').map_or(span.start, |bar| end + bar + 1);
             let to = placement_label(nodes);
-            hints.push(bytes_hint(offset, piped, &format!("the pipe from {from} to {to}")));
+            hints.push(bytes_hint(offset, "⇄", piped, &format!("the pipe from {from} to {to}")));
         }
         let label = placement_label(nodes);
         let before = previous.as_ref().map_or("@client", |(_, l)| l.as_str());
         if label != before {
             hints.push(placement_hint(world, span.start, nodes));
         }
-        let is_file = |id: usize| matches!(plan.nodes[id].kind, NodeKind::ReadFile { .. } | NodeKind::WriteFile { .. });
-        let read = crossing(&|e| ids.contains(&e.to) && is_file(e.from));
-        let written = crossing(&|e| ids.contains(&e.from) && is_file(e.to));
+        let read = take(&|e| ids.contains(&e.to) && is_file(e.from));
+        let written = take(&|e| ids.contains(&e.from) && is_file(e.to));
         if read > 0 {
-            hints.push(files_hint(span.end, "⇐", read, "files this command reads from another machine"));
+            hints.push(bytes_hint(span.end, "⇐", read, "files this command reads from another machine"));
         }
         if written > 0 {
-            hints.push(files_hint(span.end, "⇒", written, "files this command writes on another machine"));
+            hints.push(bytes_hint(span.end, "⇒", written, "files this command writes on another machine"));
         }
         previous = Some((span.end, label));
     }
-    let output = crossing(&|e| matches!(plan.nodes[e.to].kind, NodeKind::Stdout | NodeKind::Stderr));
-    if output > 0 {
+    // What is left leaves the last command: its copies to their merge, the merge or the last
+    // command to the script's output or a file.
+    let rest = take(&|_| true);
+    if rest > 0 {
         let from = previous.map_or_else(|| "@client".to_string(), |(_, l)| l);
-        hints.push(bytes_hint(plan.span.end, output, &format!("the pipeline's output, from {from} to the client")));
+        let merge = plan
+            .nodes
+            .iter()
+            .find(|n| matches!(n.kind, NodeKind::Merge { command, .. } if command + 1 == copies.len()));
+        let what = match merge {
+            Some(Node { kind: NodeKind::Merge { kind, .. }, location, .. }) => {
+                format!(
+                    "the last command's output, from {from} to its merge ({}) at {}, and on",
+                    kind.keyword(),
+                    location.label()
+                )
+            }
+            _ => format!("the pipeline's output, from {from} to where the script sends it"),
+        };
+        hints.push(bytes_hint(plan.span.end, "⇄", rest, &what));
     }
 }
 
@@ -174,16 +194,7 @@ fn placement_hint(world: &World, offset: usize, nodes: &[&Node]) -> InlayHint {
     InlayHint { offset, kind: HintKind::Placement, parts, tooltip: nodes[0].why.explain() }
 }
 
-fn bytes_hint(offset: usize, bytes: u64, what: &str) -> InlayHint {
-    InlayHint {
-        offset,
-        kind: HintKind::Bytes,
-        parts: vec![LabelPart::plain(format!("⇄ {}", format_bytes(bytes)))],
-        tooltip: format!("{} predicted across the network: {what}", format_bytes(bytes)),
-    }
-}
-
-fn files_hint(offset: usize, arrow: &str, bytes: u64, what: &str) -> InlayHint {
+fn bytes_hint(offset: usize, arrow: &str, bytes: u64, what: &str) -> InlayHint {
     InlayHint {
         offset,
         kind: HintKind::Bytes,
