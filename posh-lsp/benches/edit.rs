@@ -9,7 +9,7 @@ mod common;
 
 use std::hint::black_box;
 
-use criterion::{Criterion, criterion_group, criterion_main};
+use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use posh_lsp::ide::{self, diagnostics, inlay_hints};
 
 /// About `lines` lines of script as people write them: pipelines over the mounts, loops,
@@ -44,23 +44,32 @@ fn bench(c: &mut Criterion) {
     let mut after = before.clone();
     after.insert(at, 'x');
     let lines = after.lines().count();
-    let work = |text: &str| {
-        let analysis = ide::analyze_script(&world, &fs, text);
+    // The server keeps each document's pipeline plans: the version before the edit warmed them.
+    let mut warm = ide::PlanCache::default();
+    ide::analyze_script_cached(&world, &fs, &before, &mut warm);
+    let work = |text: &str, cache: &mut ide::PlanCache| {
+        let analysis = ide::analyze_script_cached(&world, &fs, text, cache);
         let hints = inlay_hints::inlay_hints(&world, text, &analysis, None);
         let diags = diagnostics::script_diagnostics(&world, &analysis);
         (analysis.plan.pipelines.len(), hints.len(), diags.len())
     };
-    let (pipelines, hints, diags) = work(&after);
+    let (pipelines, hints, diags) = work(&after, &mut warm.clone());
     assert!(pipelines > 2_000 && hints > 1_000 && diags > 100, "{pipelines} {hints} {diags}");
     let mut group = c.benchmark_group(format!("{lines}-line script, one character edited"));
     group.sample_size(20);
-    group.bench_function("inlay hints + diagnostics", |b| b.iter(|| work(black_box(&after))));
+    group.bench_function("inlay hints + diagnostics", |b| {
+        b.iter_batched_ref(|| warm.clone(), |cache| work(black_box(&after), cache), BatchSize::SmallInput)
+    });
+    group.bench_function("inlay hints + diagnostics, nothing cached", |b| {
+        b.iter(|| work(black_box(&after), &mut ide::PlanCache::default()))
+    });
     group.bench_function("inlay hints of one screen", |b| {
         b.iter(|| {
-            let analysis = ide::analyze_script(&world, &fs, black_box(&after));
+            let analysis = ide::analyze_script_cached(&world, &fs, black_box(&after), &mut warm.clone());
             inlay_hints::inlay_hints(&world, &after, &analysis, Some(posh_core::Span::new(at - 2_000, at + 2_000)))
         })
     });
+    group.bench_function("parse only", |b| b.iter(|| posh_core::shell::parse_tolerant(black_box(&after))));
     group.finish();
 }
 

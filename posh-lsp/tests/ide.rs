@@ -158,3 +158,31 @@ fn languages_by_id_name_and_shebang() {
     assert_eq!(ide::language_of("python", "/x/run", "#!/usr/bin/env python3\n"), None);
     assert_eq!(ide::language_of("plaintext", "/x/notes", "hello\n"), None);
 }
+
+#[test]
+fn cached_plans_equal_fresh_ones_after_edits() {
+    let fs = file_system();
+    let world = world(&fs);
+    let mut cache = ide::PlanCache::default();
+    let before = "f() { sort \"$1\"; }\ncat /mnt/logs/ray0.log | grep x | sort\ncat <<EOF | grep a\nabc\nEOF\nf /mnt/a/big.txt\n";
+    ide::analyze_script_cached(&world, &fs, before, &mut cache);
+    let edits = [
+        // A line inserted above: every pipeline moves.
+        format!("echo é🎉\n{before}"),
+        // The here-document's body changes, its pipeline's text does not.
+        before.replace("abc", "abcdefgh"),
+        // A function appears whose name a pipeline uses.
+        format!("grep() {{ :; }}\n{before}"),
+        // The same pipeline twice.
+        format!("{before}cat /mnt/logs/ray0.log | grep x | sort\n"),
+    ];
+    // Pipelines taken from the cache: all four; all but the changed here-document; none once the
+    // function names change (which may change any plan); the repeated pipeline's second copy.
+    let reused = [4, 3, 0, 1];
+    for (text, reused) in edits.iter().zip(reused) {
+        let cached = ide::analyze_script_cached(&world, &fs, text, &mut cache);
+        let fresh = ide::analyze_script(&world, &fs, text);
+        assert_eq!(cached.plan, fresh.plan, "{text}");
+        assert_eq!(cache.reused(), reused, "{text}");
+    }
+}

@@ -1,10 +1,12 @@
 //! A script's analysis: its parse and its plan, for one version of its text. Every script
 //! feature reads one of these; the server computes it once per document version.
 
+use std::collections::HashMap;
+
 use posh_core::Span;
 use posh_core::fs::FileSystem;
-use posh_core::planner::{self, Plan, PlanContext, PlanOptions};
-use posh_core::shell::{self, Recovery, Script};
+use posh_core::planner::{self, NodeKind, PipelinePlan, Plan, PlanContext, PlanOptions};
+use posh_core::shell::{self, Pipeline, Recovery, RedirectTarget, Script};
 
 use super::World;
 
@@ -27,6 +29,12 @@ impl ScriptAnalysis {
 
 /// Parses (tolerantly) and plans a script.
 pub fn analyze_script(world: &World, fs: &dyn FileSystem, text: &str) -> ScriptAnalysis {
+    analyze_script_cached(world, fs, text, &mut PlanCache::default())
+}
+
+/// [`analyze_script`], re-planning only the pipelines `cache` has not seen: after a keystroke,
+/// that is the pipeline typed in. The cache must be dropped when the world or the files change.
+pub fn analyze_script_cached(world: &World, fs: &dyn FileSystem, text: &str, cache: &mut PlanCache) -> ScriptAnalysis {
     let (script, recovery) = shell::parse_tolerant_with_recovery(text);
     let ctx = PlanContext {
         library: &world.library,
@@ -35,8 +43,78 @@ pub fn analyze_script(world: &World, fs: &dyn FileSystem, text: &str) -> ScriptA
         cwd: world.root.clone(),
         options: PlanOptions::default(),
     };
-    let plan = planner::plan_script(&ctx, &script);
+    let functions = planner::function_names(&script);
+    let mut kept = HashMap::with_capacity(script.pipelines.len());
+    let mut pipelines = Vec::with_capacity(script.pipelines.len());
+    cache.reused = 0;
+    for pipeline in &script.pipelines {
+        let key = shape(pipeline, &functions);
+        let start = pipeline.span.start;
+        let relative = match cache.plans.remove(&key).or_else(|| kept.get(&key).cloned()) {
+            Some(plan) => {
+                cache.reused += 1;
+                plan
+            }
+            None => {
+                let mut plan = planner::plan_pipeline_in(&ctx, pipeline, &functions);
+                move_plan(&mut plan, |offset| offset - start);
+                plan
+            }
+        };
+        let mut plan = relative.clone();
+        move_plan(&mut plan, |offset| offset + start);
+        pipelines.push(plan);
+        kept.insert(key, relative);
+    }
+    cache.plans = kept;
+    let plan = Plan { pipelines, strategy: ctx.options.strategy };
     ScriptAnalysis { script, recovery, plan }
+}
+
+/// Pipeline plans by the shape of their pipeline (its model with offsets relative to its start,
+/// and the script's function names), with offsets relative to the pipeline's start.
+#[derive(Debug, Default, Clone)]
+pub struct PlanCache {
+    plans: HashMap<String, PipelinePlan>,
+    reused: usize,
+}
+
+impl PlanCache {
+    /// How many pipelines the last analysis took from the cache rather than planned.
+    pub fn reused(&self) -> usize {
+        self.reused
+    }
+}
+
+/// The pipeline as the planner sees it, wherever it stands in the script.
+fn shape(pipeline: &Pipeline, functions: &[String]) -> String {
+    let mut relative = pipeline.clone();
+    let start = pipeline.span.start;
+    let rel = |span: &mut Span| *span = Span::new(span.start - start, span.end - start);
+    rel(&mut relative.span);
+    relative.context.clear();
+    for command in &mut relative.commands {
+        rel(&mut command.span);
+        for word in command.words.iter_mut().chain(command.assignments.iter_mut()) {
+            rel(&mut word.span);
+        }
+        for redirect in &mut command.redirects {
+            rel(&mut redirect.span);
+            if let RedirectTarget::File(word) | RedirectTarget::Text(word) = &mut redirect.target {
+                rel(&mut word.span);
+            }
+        }
+    }
+    format!("{functions:?}{relative:?}")
+}
+
+fn move_plan(plan: &mut PipelinePlan, by: impl Fn(usize) -> usize) {
+    plan.span = Span::new(by(plan.span.start), by(plan.span.end));
+    for node in &mut plan.nodes {
+        if let NodeKind::Command { span, .. } = &mut node.kind {
+            *span = Span::new(by(span.start), by(span.end));
+        }
+    }
 }
 
 /// Maps offsets of an older text into a newer one: what lies before the first difference stays,

@@ -20,7 +20,7 @@ use std::sync::Arc;
 
 use posh_core::Span;
 
-pub use analysis::{ScriptAnalysis, Shift, analyze_script};
+pub use analysis::{PlanCache, ScriptAnalysis, Shift, analyze_script, analyze_script_cached};
 pub use world::{Settings, World};
 
 /// The two kinds of documents posh-lsp serves.

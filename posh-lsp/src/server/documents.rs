@@ -6,7 +6,9 @@ use std::sync::Arc;
 use tower_lsp::lsp_types::{TextDocumentContentChangeEvent, Url};
 
 use super::convert::apply_change;
-use crate::ide::{Language, ScriptAnalysis, Shift};
+use std::time::{Duration, Instant};
+
+use crate::ide::{Language, PlanCache, ScriptAnalysis, Shift};
 
 #[derive(Debug)]
 pub struct Document {
@@ -18,6 +20,9 @@ pub struct Document {
     /// The latest analysis that parsed well, with its text: shown (shifted) while the current
     /// text does not parse, so hints do not flicker away mid-edit.
     pub good: Option<(Arc<str>, Arc<ScriptAnalysis>)>,
+    /// Plans of this document's pipelines, so an edit re-plans only what it touched; with the
+    /// time it was started (file sizes go stale with it).
+    pub plans: Option<(Instant, PlanCache)>,
 }
 
 /// What a request works on: one version of one document.
@@ -46,7 +51,7 @@ pub struct Store {
 
 impl Store {
     pub fn open(&mut self, uri: Url, version: i32, text: String, language: Language) {
-        let doc = Document { version, text: text.into(), language, analysis: None, good: None };
+        let doc = Document { version, text: text.into(), language, analysis: None, good: None, plans: None };
         self.docs.insert(uri, doc);
     }
 
@@ -116,10 +121,27 @@ impl Store {
 }
 
 impl Store {
-    /// Drops every cached analysis (the world changed); last good ones stay as a fallback.
+    /// Drops every cached analysis and plan (the world changed); last good analyses stay as a
+    /// fallback.
     pub fn forget_analyses(&mut self) {
         for doc in self.docs.values_mut() {
             doc.analysis = None;
+            doc.plans = None;
+        }
+    }
+
+    /// The document's plan cache, lent out for one analysis (a fresh one when it is older than
+    /// `max_age` or lent to another analysis already).
+    pub fn take_plans(&mut self, uri: &Url, max_age: Duration) -> (Instant, PlanCache) {
+        match self.docs.get_mut(uri).and_then(|d| d.plans.take()) {
+            Some((since, cache)) if since.elapsed() < max_age => (since, cache),
+            _ => (Instant::now(), PlanCache::default()),
+        }
+    }
+
+    pub fn return_plans(&mut self, uri: &Url, plans: (Instant, PlanCache)) {
+        if let Some(doc) = self.docs.get_mut(uri) {
+            doc.plans = Some(plans);
         }
     }
 }

@@ -10,7 +10,7 @@ use tower_lsp::{LanguageServer, async_trait};
 
 use super::convert::{Lines, location};
 use super::documents::{Shown, Snapshot};
-use super::{Backend, FS_BUDGET};
+use super::{Backend, FS_BUDGET, FS_TTL};
 use crate::ide::semantic_tokens::TokenType;
 use crate::ide::{self, Language, ScriptAnalysis, World, inlay_hints::HintKind};
 
@@ -29,11 +29,16 @@ impl Backend {
             return done;
         }
         let (world, fs, text) = (self.world(), self.fs.clone(), snapshot.text.clone());
-        let computed =
-            tokio::task::spawn_blocking(move || Arc::new(ide::analyze_script(&world, &fs.budgeted(FS_BUDGET), &text)))
-                .await
-                .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-        self.state().store.store(snapshot, computed.clone());
+        let (since, mut plans) = self.state().store.take_plans(&snapshot.uri, FS_TTL);
+        let (computed, plans) = tokio::task::spawn_blocking(move || {
+            let analysis = ide::analyze_script_cached(&world, &fs.budgeted(FS_BUDGET), &text, &mut plans);
+            (Arc::new(analysis), plans)
+        })
+        .await
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        let mut state = self.state();
+        state.store.return_plans(&snapshot.uri, (since, plans));
+        state.store.store(snapshot, computed.clone());
         computed
     }
 
