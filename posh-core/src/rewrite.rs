@@ -53,12 +53,19 @@ pub fn why_not(script_text: &str, pipeline: &Pipeline, functions: &[String]) -> 
     pipeline.commands.iter().enumerate().find_map(|(i, command)| command_reason(command, i, functions))
 }
 
-/// Why a whole script stays with bash: it reads state a rewritten pipeline would change.
+/// Why a whole script stays with bash: it reads state a rewritten pipeline would change, or it
+/// waits for a process substitution, whose pipe `bash -c` (how a rewritten script runs) keeps
+/// open until the whole text is done, so the `wait` would never return.
 pub fn why_script_stays(text: &str) -> Option<String> {
-    ["PIPESTATUS", "BASH_SOURCE", "BASH_COMMAND", "BASH_EXECUTION_STRING", "$_", "${_}", "expand_aliases"]
+    let reads = ["PIPESTATUS", "BASH_SOURCE", "BASH_COMMAND", "BASH_EXECUTION_STRING", "$_", "${_}", "expand_aliases"]
         .iter()
         .find(|name| text.contains(*name))
-        .map(|name| format!("the script reads {name}, which the runtime call would change"))
+        .map(|name| format!("the script reads {name}, which the runtime call would change"));
+    let waits_for_substitution =
+        (text.contains(">(") || text.contains("<(")) && text.split(|c: char| !c.is_alphanumeric()).any(|w| w == "wait");
+    reads.or_else(|| {
+        waits_for_substitution.then(|| "the script waits with process substitutions, which `bash -c` keeps open".into())
+    })
 }
 
 fn command_reason(command: &Command, index: usize, functions: &[String]) -> Option<String> {
@@ -249,5 +256,13 @@ mod tests {
     fn scripts_reading_pipestatus_stay_whole() {
         let out = check("cat a | grep b\necho ${PIPESTATUS[@]}\n");
         assert!(out.contains("kept whole: the script reads PIPESTATUS"), "{out}");
+    }
+
+    #[test]
+    fn scripts_waiting_with_process_substitutions_stay_whole() {
+        let out = check("tee >(sort > s.txt) < a > /dev/null\nwait $!\ncat s.txt\n");
+        assert!(out.contains("kept whole: the script waits with process substitutions"), "{out}");
+        let out = check("diff <(sort a) <(sort b)\ncat a | wc -l\n");
+        assert!(!out.contains("kept whole"), "no wait, nothing to fear: {out}");
     }
 }

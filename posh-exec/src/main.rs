@@ -71,13 +71,11 @@ fn main() -> ExitCode {
     // `__run` is how a rewritten script hands a pipeline over; its words are not options.
     let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
     if raw.get(1).is_some_and(|a| a == "__run") {
-        return match runtime::decode(&raw[2..]) {
-            Ok(call) => ExitCode::from(runtime::run(&call)),
-            Err(e) => {
-                eprintln!("posh-exec: internal call: {e}");
-                ExitCode::from(2)
-            }
-        };
+        return ExitCode::from(runtime::trampoline(&raw[2..]));
+    }
+    // An embedded proxy confines each command through its own executable, as posh-proxy does.
+    if raw.get(1).is_some_and(|a| a == posh_exec::remote::sandbox::SANDBOX_ARG) {
+        return ExitCode::from(posh_exec::remote::sandbox::exec_confined(&raw[2..]));
     }
     let cli = Cli::parse();
     match run(cli) {
@@ -108,19 +106,23 @@ fn load_library(files: &[PathBuf]) -> Result<(posh_core::library::Library, bool)
     Ok((library, errors))
 }
 
-/// Where the client keeps its identity: `$XDG_STATE_HOME/posh/identity`, else
-/// `~/.local/state/posh/identity`.
-fn identity_dir() -> Result<PathBuf> {
+/// Where the client keeps its identity and pinned proxies: `$XDG_STATE_HOME/posh/`, else
+/// `~/.local/state/posh/`.
+fn client_state() -> Result<runtime::session::ClientState> {
     let state = std::env::var_os("XDG_STATE_HOME")
         .map(PathBuf::from)
         .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .context("neither XDG_STATE_HOME nor HOME is set: nowhere to keep the client identity")?;
-    Ok(state.join("posh/identity"))
+        .context("neither XDG_STATE_HOME nor HOME is set: nowhere to keep the client identity")?
+        .join("posh");
+    Ok(runtime::session::ClientState {
+        identity_dir: state.join("identity"),
+        known_proxies: state.join("known_proxies"),
+    })
 }
 
 fn run(cli: Cli) -> Result<u8> {
     if cli.print_identity {
-        let dir = identity_dir()?;
+        let dir = client_state()?.identity_dir;
         let identity = posh_exec::remote::identity::Identity::load_or_create(&dir, "posh-exec")?;
         println!("{}", identity.fingerprint());
         eprintln!("posh-exec: identity in {} (add the line above to a proxy's authorized-clients file)", dir.display());
@@ -182,7 +184,9 @@ fn run(cli: Cli) -> Result<u8> {
     match (&cli.command, rewritten) {
         (_, Some(text)) => {
             let rest = if cli.command.is_some() { cli.args.get(1..).unwrap_or_default() } else { &cli.args[1..] };
-            bash.arg("-c").arg(text).arg(&name).args(rest)
+            bash.arg("-c").arg(text).arg(&name).args(rest);
+            // posh-exec stays beside bash as the run's runtime.
+            return runtime::session::run_script(config, library, client_state()?, bash);
         }
         (Some(commands), None) => bash.arg("-c").arg(commands).args(&cli.args),
         (None, None) => bash.args(&cli.args),

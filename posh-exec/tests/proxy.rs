@@ -1,99 +1,16 @@
 //! posh-proxy end to end on loopback: the real binary, real certificates, real commands.
 
-use std::io::{BufRead, BufReader, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-use posh_exec::remote::{Identity, KnownProxies, Request, connect};
+#[path = "common/proxy.rs"]
+mod proxy_process;
 
-/// A running proxy; killed when dropped.
-struct Proxy {
-    child: Child,
-    addr: String,
-    fingerprint: String,
-    /// What it printed before its address.
-    early: Vec<String>,
-    stderr: mpsc::Receiver<String>,
-}
-
-impl Drop for Proxy {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-impl Proxy {
-    fn start(export: &Path, state: &Path, extra: &[&str]) -> Proxy {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_posh-proxy"))
-            .arg("--export")
-            .arg(export)
-            .args(["--listen", "127.0.0.1:0", "--state-dir"])
-            .arg(state)
-            .args(extra)
-            .env("RUST_LOG", "info")
-            .env("POSH_PROXY_TEST_SECRET", "hunter2")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .expect("posh-proxy starts");
-        let (tx, rx) = mpsc::channel();
-        let stderr = child.stderr.take().unwrap();
-        std::thread::spawn(move || {
-            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
-                if tx.send(line).is_err() {
-                    break;
-                }
-            }
-        });
-        let deadline = Instant::now() + Duration::from_secs(20);
-        let mut early = Vec::new();
-        loop {
-            let left = deadline.saturating_duration_since(Instant::now());
-            let Ok(line) = rx.recv_timeout(left) else {
-                let _ = child.kill();
-                let status = child.wait();
-                panic!("posh-proxy printed no address (ended: {status:?})");
-            };
-            if let Some(rest) = line.strip_prefix("posh-proxy: listening on ") {
-                let (addr, fingerprint) = rest.split_once(", fingerprint ").expect("address and fingerprint");
-                assert!(fingerprint.starts_with("SHA256:"), "{line}");
-                return Proxy {
-                    child,
-                    addr: addr.to_string(),
-                    fingerprint: fingerprint.to_string(),
-                    early,
-                    stderr: rx,
-                };
-            }
-            early.push(line);
-        }
-    }
-
-    /// Waits (bounded) for the proxy to exit and returns its status code.
-    fn wait_exit(&mut self, within: Duration) -> Option<i32> {
-        let deadline = Instant::now() + within;
-        while Instant::now() < deadline {
-            if let Some(status) = self.child.try_wait().unwrap() {
-                return status.code();
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        panic!("posh-proxy did not exit within {within:?}");
-    }
-
-    fn signal(&self, name: &str) {
-        let ok = Command::new("kill").args([name, &self.child.id().to_string()]).status().unwrap().success();
-        assert!(ok);
-    }
-
-    fn log(&self) -> String {
-        self.stderr.try_iter().collect::<Vec<_>>().join("\n")
-    }
-}
+use posh_exec::remote::protocol::Redirect;
+use posh_exec::remote::{Identity, JobCommand, KnownProxies, Request, connect};
+use proxy_process::Proxy;
 
 /// An export directory, a proxy state directory and a client directory, side by side, with a
 /// secret outside the export.
@@ -155,7 +72,7 @@ fn local(export: &Path, argv: &[&str], stdin: &[u8]) -> (Vec<u8>, Vec<u8>, i32) 
 
 fn request(argv: &[&str]) -> Request {
     let mut request = Request::new(argv);
-    request.env.insert("LC_ALL".to_string(), "C".to_string());
+    request.commands[0].env.insert("LC_ALL".to_string(), "C".to_string());
     request
 }
 
@@ -214,7 +131,7 @@ async fn the_environment_is_only_what_the_request_carries() {
     std::fs::write(setup.export().join("env.jq"), "env | .TMPDIR |= (startswith(\"/\") and test(\"posh-job-\"))\n")
         .unwrap();
     let mut show = request(&["jq", "-c", "-S", "-n", "-f", "env.jq"]);
-    show.env.insert("FOO".to_string(), "bar baz".to_string());
+    show.commands[0].env.insert("FOO".to_string(), "bar baz".to_string());
     let out = conn.run(&show, b"").await.unwrap();
     assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(
@@ -222,11 +139,11 @@ async fn the_environment_is_only_what_the_request_carries() {
         "{\"FOO\":\"bar baz\",\"LC_ALL\":\"C\",\"PATH\":\"/usr/local/bin:/usr/bin:/bin\",\"TMPDIR\":true}\n"
     );
     let mut bad = request(&["cat", "a.txt"]);
-    bad.env.insert("LD_PRELOAD".to_string(), "/tmp/evil.so".to_string());
+    bad.commands[0].env.insert("LD_PRELOAD".to_string(), "/tmp/evil.so".to_string());
     let err = conn.run(&bad, b"").await.unwrap_err().to_string();
     assert!(err.contains("LD_PRELOAD"), "{err}");
     let mut path = request(&["cat", "a.txt"]);
-    path.env.insert("PATH".to_string(), "/tmp".to_string());
+    path.commands[0].env.insert("PATH".to_string(), "/tmp".to_string());
     let err = conn.run(&path, b"").await.unwrap_err().to_string();
     assert!(err.contains("PATH"), "{err}");
 }
@@ -341,7 +258,7 @@ async fn paths_escaping_the_export_are_refused_and_nothing_runs() {
     }
     // A word the client declares a file is checked too, whatever the annotation says.
     let mut declared = request(&["grep", "-e", "../secret.txt", "a.txt"]);
-    declared.files = vec![2];
+    declared.commands[0].files = vec![2];
     let err = conn.run(&declared, b"").await.unwrap_err().to_string();
     assert!(err.contains("outside the export"), "{err}");
     // Inside the export, the same kinds of commands run.
@@ -366,7 +283,7 @@ async fn unannotated_commands_are_refused_and_nothing_runs() {
     assert!(err.contains("fits"), "{err}");
     // A request of another version.
     let mut future = request(&["cat", "a.txt"]);
-    future.version = 2;
+    future.version = 99;
     let err = conn.run(&future, b"").await.unwrap_err().to_string();
     assert!(err.contains("version"), "{err}");
     assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0);
@@ -504,4 +421,109 @@ async fn the_sandbox_stops_what_word_checks_cannot_see() {
     let inside = conn.run(&request(&["awk", "BEGIN { print \"y\" > \"inside.txt\" }"]), b"").await.unwrap();
     assert_eq!(inside.status, 0, "{}", String::from_utf8_lossy(&inside.stderr));
     assert_eq!(std::fs::read_to_string(setup.export().join("inside.txt")).unwrap(), "y\n");
+}
+
+fn command(argv: &[&str]) -> JobCommand {
+    JobCommand { argv: argv.iter().map(|s| s.to_string()).collect(), ..JobCommand::default() }
+}
+
+fn redirect(fd: u32, op: &str, target: &str) -> Redirect {
+    Redirect { fd, op: op.to_string(), target: target.to_string() }
+}
+
+fn leftovers(dir: &Path) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".posh-"))
+        .collect();
+    names.sort();
+    names
+}
+
+/// A job is a pipeline: commands wired by pipes, redirections applied at the proxy in bash's
+/// order, output files replaced only when the job is done, `>>` and `tee -a` keeping the old
+/// content, and statuses for every command.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_runs_a_pipeline_with_redirections_and_atomic_outputs() {
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let export = setup.export();
+    std::fs::write(export.join("out.txt"), "old\n").unwrap();
+
+    let mut job = Request::new(&["grep", "foo", "a.txt"]);
+    let mut sort = command(&["sort", "-r"]);
+    sort.redirects = vec![redirect(1, ">", "out.txt")];
+    job.commands.push(sort);
+    let out = conn.run(&job, b"").await.unwrap();
+    assert_eq!((out.statuses.clone(), out.stdout.clone()), (vec![0, 0], Vec::new()));
+    assert_eq!(std::fs::read_to_string(export.join("out.txt")).unwrap(), "food 3\nfoo 1\n");
+
+    // Append keeps what was there, through a redirection and through `tee -a`.
+    let mut append = Request::new(&["cat", "a.txt"]);
+    append.commands[0].redirects = vec![redirect(1, ">>", "out.txt")];
+    conn.run(&append, b"").await.unwrap();
+    let tee = Request::new(&["tee", "-a", "out.txt"]);
+    let out = conn.run(&tee, b"teed\n").await.unwrap();
+    assert_eq!(out.stdout, b"teed\n");
+    assert_eq!(std::fs::read_to_string(export.join("out.txt")).unwrap(), "food 3\nfoo 1\nfoo 1\nbar 2\nfood 3\nteed\n");
+
+    // stderr joins stdout with 2>&1; a failing redirection is reported, the command not run.
+    let mut both = Request::new(&["grep", "x", "missing.txt"]);
+    both.commands[0].redirects = vec![redirect(2, ">&", "1")];
+    let out = conn.run(&both, b"").await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "grep: missing.txt: No such file or directory\n");
+    let mut unreadable = Request::new(&["cat"]);
+    unreadable.commands[0].redirects = vec![redirect(0, "<", "missing.txt")];
+    let ended =
+        conn.run_job(&unreadable, None::<&[u8]>, &mut Vec::new(), &mut Vec::new(), &Default::default()).await.unwrap();
+    let error = ended.commands[0].error.clone().unwrap();
+    assert_eq!((error.redirect, error.message.as_str(), error.status), (Some(0), "No such file or directory", 1));
+    assert_eq!(leftovers(&export), Vec::<String>::new(), "no temporary file is left behind");
+}
+
+/// When nobody reads the output any more, the last command meets SIGPIPE, as under bash.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_reader_that_leaves_gives_the_command_sigpipe() {
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let big: String = (0..400_000).map(|i| format!("line {i}\n")).collect();
+    std::fs::write(setup.export().join("big.txt"), big).unwrap();
+    // A writer that takes one frame and then fails, like a pipe whose reader exited.
+    struct Closing(bool);
+    impl tokio::io::AsyncWrite for Closing {
+        fn poll_write(
+            mut self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+            buf: &[u8],
+        ) -> std::task::Poll<std::io::Result<usize>> {
+            if std::mem::replace(&mut self.0, true) {
+                return std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
+            }
+            std::task::Poll::Ready(Ok(buf.len()))
+        }
+        fn poll_flush(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+        fn poll_shutdown(
+            self: std::pin::Pin<&mut Self>,
+            _: &mut std::task::Context<'_>,
+        ) -> std::task::Poll<std::io::Result<()>> {
+            std::task::Poll::Ready(Ok(()))
+        }
+    }
+    let job = Request::new(&["cat", "big.txt"]);
+    let ended = tokio::time::timeout(
+        Duration::from_secs(20),
+        conn.run_job(&job, None::<&[u8]>, &mut Closing(false), &mut Vec::new(), &Default::default()),
+    )
+    .await
+    .unwrap()
+    .unwrap();
+    assert_eq!(ended.commands[0].status(), 128 + 13, "{ended:?}");
 }

@@ -10,8 +10,11 @@
 //! replaced by `<ROOT>` in outputs and file contents before comparing.
 //!
 //! Modes: `local` has no configuration at all; `mounted` puts a `posh.toml` in `work/` that makes
-//! `data/` an embedded mount, so posh-exec treats the data as remote storage. The case format is
-//! described in `tests/oracle/README.md`.
+//! `data/` an embedded mount (an in-process proxy), so posh-exec treats the data as remote
+//! storage; `proxied` starts one real `posh-proxy` process on loopback for the whole suite,
+//! exporting the directory that holds every run's root, and the `posh.toml` makes that whole
+//! directory its mount: the case's data, its working directory and the files it writes are all
+//! on the proxy's side. The case format is described in `tests/oracle/README.md`.
 
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
@@ -252,6 +255,84 @@ enum Mode {
     Local,
     /// `work/posh.toml` makes `work/data` an embedded mount.
     Mounted,
+    /// `work/posh.toml` mounts the runs' parent directory, served by a posh-proxy process.
+    Proxied,
+}
+
+/// Where runs happen and what `posh.toml` they get (the same for bash and posh-exec, so the
+/// files left behind compare equal).
+struct Setting {
+    /// Runs' roots are made here.
+    parent: tempfile::TempDir,
+    config: Option<String>,
+    /// The proxy of the `proxied` mode, killed when dropped.
+    _proxy: Option<ProxyProcess>,
+}
+
+impl Setting {
+    fn new(mode: Mode) -> Setting {
+        let parent = tempfile::tempdir().expect("tempdir");
+        let (config, proxy) = match mode {
+            Mode::Local => (None, None),
+            Mode::Mounted => (Some(MOUNTED_CONFIG.to_string()), None),
+            Mode::Proxied => {
+                let proxy = ProxyProcess::start(parent.path());
+                let config = format!(
+                    "# Every run's root lies under the directory a posh-proxy process exports.\n\
+                     [[mount]]\nname = \"shared\"\npath = \"../..\"\nproxy = \"{}\"\n",
+                    proxy.addr
+                );
+                (Some(config), Some(proxy))
+            }
+        };
+        Setting { parent, config, _proxy: proxy }
+    }
+}
+
+/// A `posh-proxy` process on loopback serving any client (trust is tested elsewhere).
+pub(crate) struct ProxyProcess {
+    child: std::process::Child,
+    pub addr: String,
+    _state: tempfile::TempDir,
+}
+
+impl ProxyProcess {
+    pub(crate) fn start(export: &Path) -> ProxyProcess {
+        use std::io::BufRead as _;
+        let state = tempfile::tempdir().expect("tempdir");
+        let binary = posh_exec().with_file_name(format!("posh-proxy{}", std::env::consts::EXE_SUFFIX));
+        let mut child = Command::new(&binary)
+            .arg("--export")
+            .arg(export)
+            .args(["--listen", "127.0.0.1:0", "--allow-any-client", "--max-jobs", "64", "--state-dir"])
+            .arg(state.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|e| panic!("cannot start {}: {e}", binary.display()));
+        let mut lines = std::io::BufReader::new(child.stderr.take().expect("stderr")).lines();
+        let addr = loop {
+            match lines.next() {
+                Some(Ok(line)) => {
+                    if let Some(rest) = line.strip_prefix("posh-proxy: listening on ") {
+                        break rest.split(',').next().expect("an address").to_string();
+                    }
+                }
+                _ => panic!("posh-proxy ended without printing its address"),
+            }
+        };
+        // Keep draining its log, or the proxy would block on a full pipe.
+        std::thread::spawn(move || lines.for_each(drop));
+        ProxyProcess { child, addr, _state: state }
+    }
+}
+
+impl Drop for ProxyProcess {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 const MOUNTED_CONFIG: &str = "# The oracle's data directory, served by an in-process proxy.\n\
@@ -266,15 +347,15 @@ struct Run {
     files: BTreeMap<String, Node>,
 }
 
-fn run_case(case: &Case, mode: Mode, shell: &Path) -> Run {
-    let root = tempfile::tempdir().expect("tempdir");
+fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
+    let root = tempfile::tempdir_in(setting.parent.path()).expect("tempdir");
     let work = root.path().join("work");
     let xdg = root.path().join("xdg");
     std::fs::create_dir_all(&xdg).expect("create xdg dir");
     copy_tree(&corpus_dir().join("data"), &work.join("data"));
     std::fs::write(work.join("case.sh"), &case.source).expect("write case");
-    if mode == Mode::Mounted {
-        std::fs::write(work.join("posh.toml"), MOUNTED_CONFIG).expect("write posh.toml");
+    if let Some(config) = &setting.config {
+        std::fs::write(work.join("posh.toml"), config).expect("write posh.toml");
     }
     let mut command = Command::new(shell);
     command
@@ -285,6 +366,7 @@ fn run_case(case: &Case, mode: Mode, shell: &Path) -> Run {
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
         .env("HOME", &work)
         .env("XDG_CONFIG_HOME", &xdg)
+        .env("XDG_STATE_HOME", root.path().join("state"))
         .env("LC_ALL", "C");
     match &case.stdin {
         Some(file) => {
@@ -396,12 +478,13 @@ fn run_oracle(mode: Mode) {
     if mode == Mode::Mounted {
         assert_mount_is_seen(&posh);
     }
+    let setting = Setting::new(mode);
     let start = Instant::now();
     let mut report = String::new();
     let mut failed = 0;
     for case in &cases {
-        let bash = run_case(case, mode, Path::new("bash"));
-        let posh_run = run_case(case, mode, &posh);
+        let bash = run_case(case, &setting, Path::new("bash"));
+        let posh_run = run_case(case, &setting, &posh);
         let mut problems = Vec::new();
         let expected = format!("exit {}", case.status);
         if bash.outcome.status != expected {
@@ -466,4 +549,9 @@ fn oracle_local() {
 #[test]
 fn oracle_mounted() {
     run_oracle(Mode::Mounted);
+}
+
+#[test]
+fn oracle_proxied() {
+    run_oracle(Mode::Proxied);
 }

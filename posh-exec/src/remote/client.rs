@@ -11,10 +11,12 @@ use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, Server
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
-use tokio::io::{AsyncRead, AsyncWrite, AsyncWriteExt, BufReader};
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
 use super::identity::{Identity, fingerprint};
-use super::protocol::{self, Exit, Header, Request, TAG_EXIT, TAG_STDERR, TAG_STDOUT};
+use super::protocol::{
+    self, Ended, Exit, Header, Request, TAG_EXIT, TAG_STDERR, TAG_STDIN, TAG_STDIN_END, TAG_STDOUT, TAG_STDOUT_CLOSED,
+};
 
 /// The proxies this client has met: one `ADDRESS FINGERPRINT` line each, `#` comments.
 /// A proxy not yet listed is recorded on first connection (trust on first use); a listed proxy
@@ -135,18 +137,60 @@ pub struct Connection {
 pub struct Output {
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
-    /// The exit status as a shell reports it (128 + signal for a killed command).
+    /// The last command's exit status as a shell reports it (128 + signal for a killed command).
     pub status: i32,
+    /// Every command's, in order.
+    pub statuses: Vec<i32>,
+}
+
+/// Bytes that crossed to and from a proxy, framing included, counted as they pass.
+#[derive(Debug, Default)]
+pub struct Traffic {
+    sent: std::sync::atomic::AtomicU64,
+    received: std::sync::atomic::AtomicU64,
+}
+
+impl Traffic {
+    fn add_sent(&self, n: u64) {
+        self.sent.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    fn add_received(&self, n: u64) {
+        self.received.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// (sent to the proxy, received from it).
+    pub fn totals(&self) -> (u64, u64) {
+        use std::sync::atomic::Ordering::Relaxed;
+        (self.sent.load(Relaxed), self.received.load(Relaxed))
+    }
+}
+
+/// Which certificate a proxy must present.
+#[derive(Clone, Copy, Debug)]
+pub enum Pin<'a> {
+    /// The one recorded in the known-proxies file; on first use, any, which is then recorded.
+    Known(&'a KnownProxies),
+    /// Exactly this fingerprint (an embedded proxy, whose certificate the client made).
+    Exactly(&'a str),
 }
 
 /// Connects to the proxy at `addr` (`host:port`), pinning its certificate in `known`.
 pub async fn connect(addr: &str, identity: &Identity, known: &KnownProxies) -> Result<Connection> {
+    connect_pinned(addr, identity, Pin::Known(known)).await
+}
+
+/// Connects to the proxy at `addr`, accepting only the certificate `pin` allows.
+pub async fn connect_pinned(addr: &str, identity: &Identity, pin: Pin<'_>) -> Result<Connection> {
     let target: SocketAddr = tokio::net::lookup_host(addr)
         .await
         .with_context(|| format!("cannot resolve proxy address {addr}"))?
         .next()
         .ok_or_else(|| anyhow!("proxy address {addr} resolves to nothing"))?;
-    let expected = known.lookup(addr)?;
+    let expected = match pin {
+        Pin::Known(known) => known.lookup(addr)?,
+        Pin::Exactly(fingerprint) => Some(fingerprint.to_string()),
+    };
     let provider = Arc::new(rustls::crypto::ring::default_provider());
     let seen = Arc::new(Mutex::new(None));
     let verifier = Arc::new(PinnedServer {
@@ -177,6 +221,9 @@ pub async fn connect(addr: &str, identity: &Identity, known: &KnownProxies) -> R
             if let (Some(expected), Some(got)) = (&expected, &got)
                 && expected != got
             {
+                let Pin::Known(known) = pin else {
+                    bail!("proxy {addr} presented certificate fingerprint {got}, not {expected}; refusing to connect");
+                };
                 bail!(
                     "proxy {addr} presented certificate fingerprint {got}, but {} records {expected} for it; \
                      refusing to connect (if the proxy's key was replaced on purpose, remove its line from that file)",
@@ -187,7 +234,7 @@ pub async fn connect(addr: &str, identity: &Identity, known: &KnownProxies) -> R
         }
     };
     let got = got.ok_or_else(|| anyhow!("proxy {addr} presented no certificate"))?;
-    if expected.is_none() {
+    if let (Pin::Known(known), None) = (pin, &expected) {
         known.record(addr, &got)?;
         tracing::info!("recorded proxy {addr} with fingerprint {got} in {}", known.path().display());
     }
@@ -207,72 +254,51 @@ impl Connection {
     /// Runs a job with the given standard input and collects its output.
     pub async fn run(&self, request: &Request, stdin: &[u8]) -> Result<Output> {
         let mut output = Output::default();
-        output.status = self.run_streaming(request, stdin, &mut output.stdout, &mut output.stderr).await?;
+        let ended =
+            self.run_job(request, Some(stdin), &mut output.stdout, &mut output.stderr, &Traffic::default()).await?;
+        output.statuses = ended.commands.iter().map(Exit::status).collect();
+        output.status = output.statuses.last().copied().unwrap_or(0);
         Ok(output)
     }
 
-    /// Runs a job: `stdin` is streamed to the command while its output is written to `stdout`
-    /// and `stderr` as it arrives. Returns the exit status (128 + signal when killed).
-    /// A refusal is an error naming the proxy and its reason; nothing ran.
-    pub async fn run_streaming<I, O, E>(
+    /// Runs a job: `stdin` (or nothing: the first command meets end of file) is streamed to it
+    /// while its output is written to `stdout` and `stderr` as it arrives; the bytes that cross,
+    /// framing included, are added to `traffic`. A refusal is an error naming the proxy and its
+    /// reason; nothing ran.
+    pub async fn run_job<I, O, E>(
         &self,
         request: &Request,
-        mut stdin: I,
+        stdin: Option<I>,
         stdout: &mut O,
         stderr: &mut E,
-    ) -> Result<i32>
+        traffic: &Traffic,
+    ) -> Result<Ended>
     where
         I: AsyncRead + Unpin,
         O: AsyncWrite + Unpin,
         E: AsyncWrite + Unpin,
     {
-        let command = request.argv.join(" ");
-        let (mut send, recv) = self.conn.open_bi().await.map_err(|e| self.lost(e.into()))?;
-        protocol::write_line(&mut send, request).await.map_err(|e| self.lost(e))?;
+        let job = self.start(request, traffic).await?;
+        job.finish(stdin, stdout, stderr, traffic).await
+    }
 
-        let writer = async move {
-            // The proxy stops the stream when the command no longer reads (or a refusal):
-            // that ends the copy and is not an error of the job.
-            if let Err(e) = tokio::io::copy(&mut stdin, &mut send).await {
-                tracing::debug!("standard input not fully sent: {e}");
-            }
-            let _ = send.finish();
-        };
-        let reader = async {
-            let mut recv = BufReader::new(recv);
-            let header: Header = protocol::read_line(&mut recv).await.map_err(|e| self.lost(e))?;
-            if !header.ok {
-                bail!(
-                    "proxy {} refused `{command}`: {}",
-                    self.addr,
-                    header.error.unwrap_or_else(|| "no reason given".to_string())
-                );
-            }
-            loop {
-                let frame = protocol::read_frame(&mut recv).await.map_err(|e| self.lost(e))?;
-                match frame {
-                    Some((TAG_STDOUT, bytes)) => stdout.write_all(&bytes).await?,
-                    Some((TAG_STDERR, bytes)) => stderr.write_all(&bytes).await?,
-                    Some((TAG_EXIT, json)) => {
-                        let exit: Exit = serde_json::from_slice(&json)
-                            .with_context(|| format!("proxy {} sent a malformed exit status", self.addr))?;
-                        stdout.flush().await?;
-                        stderr.flush().await?;
-                        return Ok(exit.status());
-                    }
-                    Some((tag, _)) => bail!("proxy {} sent an unknown frame tag {tag}", self.addr),
-                    None => bail!("proxy {} ended `{command}` without an exit status", self.addr),
-                }
-            }
-        };
-        tokio::pin!(writer, reader);
-        let mut writer_done = false;
-        loop {
-            tokio::select! {
-                result = &mut reader => return result,
-                () = &mut writer, if !writer_done => writer_done = true,
-            }
+    /// Sends a job and waits for the proxy to accept it: until then nothing ran and no input was
+    /// taken, so a refused job (busy, say) can still run elsewhere.
+    pub async fn start(&self, request: &Request, traffic: &Traffic) -> Result<Job<'_>, StartError> {
+        let command = request.commands.iter().map(|c| c.argv.join(" ")).collect::<Vec<_>>().join(" | ");
+        let lost = |e: std::io::Error| StartError::Lost(self.lost(e));
+        let (mut send, recv) = self.conn.open_bi().await.map_err(|e| lost(e.into()))?;
+        let request_line = serde_json::to_vec(request).map_err(|e| lost(e.into()))?;
+        protocol::write_line(&mut send, request).await.map_err(lost)?;
+        traffic.add_sent(request_line.len() as u64 + 1);
+        let mut recv = BufReader::new(recv);
+        let header: Header = protocol::read_line(&mut recv).await.map_err(lost)?;
+        traffic.add_received(serde_json::to_vec(&header).map_or(0, |h| h.len() as u64 + 1));
+        if !header.ok {
+            let reason = header.error.unwrap_or_else(|| "no reason given".to_string());
+            return Err(StartError::Refused { proxy: self.addr.clone(), command, reason });
         }
+        Ok(Job { connection: self, command, send, recv })
     }
 
     /// An I/O failure on the connection, explained by the connection's close reason if it has one.
@@ -283,6 +309,130 @@ impl Connection {
             }
             Some(reason) => anyhow!("lost the connection to proxy {}: {reason}", self.addr),
             None => anyhow!("stream to proxy {} failed: {e}", self.addr),
+        }
+    }
+}
+
+/// Why a job did not start. Nothing ran.
+#[derive(Debug, thiserror::Error)]
+pub enum StartError {
+    #[error("proxy {proxy} refused `{command}`: {reason}")]
+    Refused { proxy: String, command: String, reason: String },
+    #[error("{0:#}")]
+    Lost(anyhow::Error),
+}
+
+impl StartError {
+    /// The proxy has no free slot (`--max-jobs`).
+    pub fn is_busy(&self) -> bool {
+        matches!(self, StartError::Refused { reason, .. } if reason == "busy")
+    }
+}
+
+/// A job the proxy accepted: its commands are running.
+#[derive(Debug)]
+pub struct Job<'c> {
+    connection: &'c Connection,
+    command: String,
+    send: quinn::SendStream,
+    recv: BufReader<quinn::RecvStream>,
+}
+
+impl Job<'_> {
+    /// Streams the job's input and output (see [`Connection::run_job`]) until its commands end.
+    /// When `stdout` stops accepting (a reader that left), the proxy is told, and the last
+    /// command meets SIGPIPE as it would under bash; stderr still flows.
+    pub async fn finish<I, O, E>(
+        self,
+        stdin: Option<I>,
+        stdout: &mut O,
+        stderr: &mut E,
+        traffic: &Traffic,
+    ) -> Result<Ended>
+    where
+        I: AsyncRead + Unpin,
+        O: AsyncWrite + Unpin,
+        E: AsyncWrite + Unpin,
+    {
+        let Job { connection, command, mut send, mut recv } = self;
+        let (closed_tx, mut closed) = tokio::sync::watch::channel(false);
+        let writer = async move {
+            let mut buf = vec![0u8; 256 * 1024];
+            if let Some(mut stdin) = stdin {
+                loop {
+                    let n = tokio::select! {
+                        n = stdin.read(&mut buf) => n,
+                        () = async { let _ = closed.wait_for(|c| *c).await; } => break,
+                    };
+                    match n {
+                        Ok(0) => break,
+                        Ok(n) => {
+                            // The proxy stops the stream when the job ended without reading all.
+                            if protocol::write_frame(&mut send, TAG_STDIN, &buf[..n]).await.is_err() {
+                                return;
+                            }
+                            traffic.add_sent(n as u64 + 5);
+                        }
+                        Err(e) => {
+                            tracing::debug!("standard input not fully read: {e}");
+                            break;
+                        }
+                    }
+                }
+            }
+            if protocol::write_frame(&mut send, TAG_STDIN_END, &[]).await.is_ok() {
+                traffic.add_sent(5);
+            }
+            // The stream stays open for a later "stdout closed" until the job ends.
+            let _ = closed.wait_for(|c| *c).await;
+            if protocol::write_frame(&mut send, TAG_STDOUT_CLOSED, &[]).await.is_ok() {
+                traffic.add_sent(5);
+            }
+            let _ = send.finish();
+        };
+        let reader = async {
+            let mut stdout_open = true;
+            loop {
+                let frame = protocol::read_frame(&mut recv).await.map_err(|e| connection.lost(e))?;
+                let Some((tag, bytes)) = frame else {
+                    bail!("proxy {} ended `{command}` without its exit statuses", connection.addr);
+                };
+                traffic.add_received(bytes.len() as u64 + 5);
+                match tag {
+                    TAG_STDOUT if stdout_open => {
+                        if stdout.write_all(&bytes).await.and(stdout.flush().await).is_err() {
+                            stdout_open = false;
+                            let _ = closed_tx.send(true);
+                        }
+                    }
+                    TAG_STDOUT => {}
+                    TAG_STDERR => {
+                        let _ = stderr.write_all(&bytes).await;
+                        let _ = stderr.flush().await;
+                    }
+                    TAG_EXIT => {
+                        let ended: Ended = serde_json::from_slice(&bytes)?;
+                        // Nothing more is coming; the writer may stop.
+                        let _ = closed_tx.send(true);
+                        return Ok(ended);
+                    }
+                    other => bail!("proxy {} sent an unknown frame {other}", connection.addr),
+                }
+            }
+        };
+        tokio::pin!(writer, reader);
+        let mut writer_done = false;
+        loop {
+            tokio::select! {
+                result = &mut reader => {
+                    if result.is_ok() && !writer_done {
+                        // Let the writer finish the stream cleanly.
+                        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), &mut writer).await;
+                    }
+                    return result;
+                }
+                () = &mut writer, if !writer_done => writer_done = true,
+            }
         }
     }
 }

@@ -7,44 +7,76 @@ use std::path::{Component, Path, PathBuf};
 use posh_core::annotation::model::ArgType;
 use posh_core::library::Library;
 
-use super::protocol::{Request, VERSION};
+use super::protocol::{JobCommand, Redirect, Request, VERSION};
 
 /// The only `PATH` a command run by the proxy sees.
 pub const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
 
-/// A request that passed every check.
+/// A command that passed every check.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Checked {
     pub argv: Vec<String>,
-    /// Canonical, under the export root.
-    pub cwd: PathBuf,
     /// The complete environment of the command.
     pub env: Vec<(String, String)>,
+    /// The command's redirections, targets resolved.
+    pub redirects: Vec<CheckedRedirect>,
+    /// Output files named by argv words: (word, byte range in it, resolved path).
+    pub outputs: Vec<(usize, std::ops::Range<usize>, PathBuf)>,
 }
 
-/// Checks a request against the library and the export root (which must be canonical).
-/// The error is the message sent back to the client.
-pub fn check(library: &Library, root: &Path, request: &Request) -> Result<Checked, String> {
+/// A redirection the proxy applies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum CheckedRedirect {
+    /// `fd < path`.
+    Read { fd: u32, path: PathBuf },
+    /// `fd > path` (`append` for `>>`); `clobber` for `>|`.
+    Write { fd: u32, path: PathBuf, append: bool, clobber: bool },
+    /// `fd >& source`.
+    Dup { fd: u32, source: u32 },
+}
+
+/// Checks a request's version and working directory (against the canonical export root) and
+/// returns the directory, canonical.
+pub fn check_request(root: &Path, request: &Request) -> Result<PathBuf, String> {
     if request.version != VERSION {
         return Err(format!("unsupported request version {} (this proxy speaks {VERSION})", request.version));
     }
-    let Some(program) = request.argv.first() else {
+    if request.commands.is_empty() {
+        return Err("a job without commands".to_string());
+    }
+    let cwd = resolve(root, root, &request.cwd).map_err(|e| format!("working directory `{}`: {e}", request.cwd))?;
+    if !cwd.is_dir() {
+        return Err(format!("working directory `{}` is not a directory under the export", request.cwd));
+    }
+    if let Some(name) = &request.view
+        && (name.is_empty() || name.contains('/') || name == "." || name == "..")
+    {
+        return Err(format!("`{name}` cannot name the export in a view"));
+    }
+    Ok(cwd)
+}
+
+/// Checks one command against the library and the export root (which must be canonical);
+/// `cwd` comes from [`check_request`]. The error is the message sent back to the client.
+pub fn check(library: &Library, root: &Path, cwd: &Path, command: &JobCommand) -> Result<Checked, String> {
+    let Some(program) = command.argv.first() else {
         return Err("empty command".to_string());
     };
     if program.is_empty() || program.contains('/') {
         return Err(format!("`{program}`: the command must be a bare name, found in the proxy's PATH"));
     }
-    let invocation = library.match_argv(&request.argv).map_err(|e| format!("refused: {e}; nothing was run"))?;
-
-    let cwd = resolve(root, root, &request.cwd).map_err(|e| format!("working directory `{}`: {e}", request.cwd))?;
-    if !cwd.is_dir() {
-        return Err(format!("working directory `{}` is not a directory under the export", request.cwd));
-    }
+    let invocation = library.match_argv(&command.argv).map_err(|e| format!("refused: {e}; nothing was run"))?;
 
     let mut files: Vec<String> = Vec::new();
+    let mut outputs = Vec::new();
     for value in &invocation.values {
         if matches!(value.ty, ArgType::InputFile | ArgType::OutputFile) {
             files.push(invocation.value_text(value).to_string());
+        }
+        let text = invocation.value_text(value);
+        if value.ty == ArgType::OutputFile && text != "-" {
+            let path = resolve(root, cwd, text).map_err(|e| format!("`{text}`: {e}"))?;
+            outputs.push((value.word, value.range.clone(), path));
         }
     }
     for default in &invocation.defaults {
@@ -52,8 +84,8 @@ pub fn check(library: &Library, root: &Path, request: &Request) -> Result<Checke
             files.push(default.value.clone());
         }
     }
-    for &index in &request.files {
-        match request.argv.get(index) {
+    for &index in &command.files {
+        match command.argv.get(index) {
             Some(word) => files.push(word.clone()),
             None => return Err(format!("file index {index} is out of range")),
         }
@@ -62,15 +94,41 @@ pub fn check(library: &Library, root: &Path, request: &Request) -> Result<Checke
         if file == "-" {
             continue; // standard input or output
         }
-        resolve(root, &cwd, file).map_err(|e| format!("`{file}`: {e}"))?;
+        resolve(root, cwd, file).map_err(|e| format!("`{file}`: {e}"))?;
     }
+    let redirects =
+        command.redirects.iter().map(|r| check_redirect(root, cwd, r)).collect::<Result<Vec<_>, String>>()?;
 
     let mut env = vec![("PATH".to_string(), PATH.to_string())];
-    for (name, value) in &request.env {
+    for (name, value) in &command.env {
         check_env_name(name)?;
         env.push((name.clone(), value.clone()));
     }
-    Ok(Checked { argv: request.argv.clone(), cwd, env })
+    Ok(Checked { argv: command.argv.clone(), env, redirects, outputs })
+}
+
+fn check_redirect(root: &Path, cwd: &Path, redirect: &Redirect) -> Result<CheckedRedirect, String> {
+    let fd = redirect.fd;
+    if fd > 2 {
+        return Err(format!("redirection of descriptor {fd}: only 0, 1 and 2 are supported"));
+    }
+    let path = || -> Result<PathBuf, String> {
+        if redirect.target == "/dev/null" {
+            return Ok(PathBuf::from("/dev/null"));
+        }
+        resolve(root, cwd, &redirect.target).map_err(|e| format!("`{}`: {e}", redirect.target))
+    };
+    Ok(match redirect.op.as_str() {
+        "<" => CheckedRedirect::Read { fd, path: path()? },
+        ">" | ">|" | ">>" => {
+            CheckedRedirect::Write { fd, path: path()?, append: redirect.op == ">>", clobber: redirect.op == ">|" }
+        }
+        ">&" => match redirect.target.parse::<u32>() {
+            Ok(source) if source <= 2 => CheckedRedirect::Dup { fd, source },
+            _ => return Err(format!("`{fd}>&{}`: only descriptors 0 to 2 can be duplicated", redirect.target)),
+        },
+        other => return Err(format!("redirection `{other}` is not supported by the proxy")),
+    })
 }
 
 /// Names a request may not set: they would change which program runs or what it loads.
@@ -107,9 +165,12 @@ fn check_env_name(name: &str) -> Result<(), String> {
 /// exist yet (an output) is allowed as long as its existing prefix is under `root` and no `..`
 /// follows a missing component.
 pub fn resolve(root: &Path, base: &Path, path: &str) -> Result<PathBuf, String> {
-    let rel = Path::new(path);
+    let mut rel = Path::new(path);
+    let mut base = base;
     if rel.is_absolute() {
-        return Err("absolute paths are refused; paths are relative to the export root".to_string());
+        // An absolute path is the proxy's own: it must name something under the export root.
+        rel = rel.strip_prefix(root).map_err(|_| "the absolute path is not under the export root".to_string())?;
+        base = root;
     }
     let escapes = || "the path leads outside the export".to_string();
     let mut current = base.to_path_buf();
@@ -166,6 +227,11 @@ mod tests {
         assert_eq!(resolve(&root, &root, "").unwrap(), root);
         assert!(resolve(&root, &root, "../secret").is_err());
         assert!(resolve(&root, &root, "/etc/passwd").is_err());
+        assert_eq!(
+            resolve(&root, &root.join("sub"), root.join("a.txt").to_str().unwrap()).unwrap(),
+            root.join("a.txt")
+        );
+        assert!(resolve(&root, &root, root.join("../secret").to_str().unwrap()).is_err());
         assert!(resolve(&root, &root, "out").is_err());
         assert!(resolve(&root, &root, "dangling").is_err());
         assert!(resolve(&root, &root, "new/../../x").is_err());

@@ -50,6 +50,16 @@ impl Identity {
         Ok(Identity { cert: CertificateDer::from(cert), key: PrivatePkcs8KeyDer::from(key), fingerprint })
     }
 
+    /// A fresh identity kept in memory only (an embedded proxy's, which lives as long as its run).
+    pub fn ephemeral(name: &str) -> Result<Identity> {
+        let generated = rcgen::generate_simple_self_signed(vec![name.to_string()])
+            .context("cannot generate a key pair and certificate")?;
+        let cert = generated.cert.der().to_vec();
+        let fingerprint = fingerprint(&cert);
+        let key = PrivatePkcs8KeyDer::from(generated.key_pair.serialize_der());
+        Ok(Identity { cert: CertificateDer::from(cert), key, fingerprint })
+    }
+
     /// `SHA256:` and the unpadded base64 of the certificate's SHA-256 digest (as ssh prints keys).
     pub fn fingerprint(&self) -> &str {
         &self.fingerprint

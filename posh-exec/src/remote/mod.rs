@@ -7,10 +7,11 @@
 pub mod client;
 pub mod confine;
 pub mod identity;
+pub mod job;
 pub mod protocol;
 pub mod proxy;
 pub mod sandbox;
 
-pub use client::{Connection, KnownProxies, Output, connect};
+pub use client::{Connection, Job, KnownProxies, Output, Pin, StartError, Traffic, connect, connect_pinned};
 pub use identity::{Identity, fingerprint};
-pub use protocol::Request;
+pub use protocol::{JobCommand, Request};

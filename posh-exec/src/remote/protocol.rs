@@ -9,7 +9,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWri
 /// The ALPN protocol name both sides require.
 pub const ALPN: &[u8] = b"posh/1";
 /// The request version this code speaks.
-pub const VERSION: u32 = 1;
+pub const VERSION: u32 = 2;
 /// The longest request or header line accepted, newline included.
 pub const MAX_LINE: usize = 1 << 20;
 /// The largest frame payload either side sends or accepts.
@@ -18,33 +18,67 @@ pub const MAX_FRAME: usize = 1 << 20;
 /// fingerprint is.
 pub const SERVER_NAME: &str = "posh-proxy";
 
-/// QUIC settings both ends use: keep-alives well inside quinn's idle timeout, so a quiet job (a
-/// `sort` still reading) does not lose its connection.
+/// QUIC settings both ends use: keep-alives well inside the idle timeout, so a quiet job (a
+/// `sort` still reading) keeps its connection while a lost peer is noticed within seconds.
 pub fn transport() -> std::sync::Arc<quinn::TransportConfig> {
     let mut transport = quinn::TransportConfig::default();
-    transport.keep_alive_interval(Some(std::time::Duration::from_secs(5)));
+    transport.keep_alive_interval(Some(std::time::Duration::from_secs(2)));
+    // A proxy (or client) that vanished is given up on after this long without a packet.
+    transport.max_idle_timeout(Some(std::time::Duration::from_secs(10).try_into().expect("a valid timeout")));
     std::sync::Arc::new(transport)
 }
 
-/// One job: a command to run at the proxy.
+/// One job: a pipeline of commands to run at the proxy, the first reading the stream's input, the
+/// last writing the stream's output, every command's stderr going back as stderr frames.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Request {
     pub version: u32,
-    pub argv: Vec<String>,
     /// The working directory, relative to the proxy's export root (`""` is the root).
     #[serde(default)]
     pub cwd: String,
+    /// The client's working directory is the mount's parent, where the export is known by this
+    /// name: the job then runs in a directory of its own holding only `NAME` (a link to the
+    /// export root), so relative words (`data/a.log`) reach the command as they were written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub view: Option<String>,
+    pub commands: Vec<JobCommand>,
+    /// bash's `noclobber`: `>` refuses to replace an existing regular file.
+    #[serde(default)]
+    pub noclobber: bool,
+}
+
+/// One command of a job.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct JobCommand {
+    pub argv: Vec<String>,
     /// Locale variables and the command's explicit assignments; nothing else reaches it.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Indices of argv words the client knows to be file paths (checked like the proxy's own).
     #[serde(default)]
     pub files: Vec<usize>,
+    /// Applied in order over the command's pipes, as bash applies them.
+    #[serde(default)]
+    pub redirects: Vec<Redirect>,
+}
+
+/// `fd op target`: `<`, `>`, `>|`, `>>` with a path under the export (or `/dev/null`), `>&` with
+/// a descriptor number (0 to 2).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Redirect {
+    pub fd: u32,
+    pub op: String,
+    pub target: String,
 }
 
 impl Request {
+    /// A job of one command.
     pub fn new(argv: &[&str]) -> Request {
-        Request { version: VERSION, argv: argv.iter().map(|s| s.to_string()).collect(), ..Request::default() }
+        Request {
+            version: VERSION,
+            commands: vec![JobCommand { argv: argv.iter().map(|s| s.to_string()).collect(), ..JobCommand::default() }],
+            ..Request::default()
+        }
     }
 }
 
@@ -56,30 +90,57 @@ pub struct Header {
     pub error: Option<String>,
 }
 
-/// How the command ended: exactly one of the two is set.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+/// How one command ended: `code` or `signal`, or `error` when it could not start.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Exit {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub code: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub signal: Option<i32>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<StartError>,
+}
+
+/// Why a command did not start, for the client to report in bash's words with its own paths.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StartError {
+    /// The redirection that failed (index into the command's list); `None`: the program itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub redirect: Option<usize>,
+    pub message: String,
+    pub status: i32,
 }
 
 impl Exit {
     /// The status a shell would report: the exit code, or 128 + the signal.
     pub fn status(&self) -> i32 {
-        match (self.code, self.signal) {
-            (Some(code), _) => code,
-            (None, Some(signal)) => 128 + signal,
-            (None, None) => 255,
+        match (self.code, self.signal, &self.error) {
+            (_, _, Some(error)) => error.status,
+            (Some(code), _, _) => code,
+            (None, Some(signal), _) => 128 + signal,
+            (None, None, None) => 255,
         }
     }
 }
 
-/// Frame tags.
+/// The last frame of a job: how each command ended, in order.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Ended {
+    pub commands: Vec<Exit>,
+}
+
+/// Frame tags, proxy to client.
 pub const TAG_STDOUT: u8 = 1;
 pub const TAG_STDERR: u8 = 2;
+/// The payload is [`Ended`] as JSON; nothing follows.
 pub const TAG_EXIT: u8 = 3;
+/// Frame tags, client to proxy (after the request line).
+pub const TAG_STDIN: u8 = 4;
+/// The job's input is complete.
+pub const TAG_STDIN_END: u8 = 5;
+/// Nobody reads the job's output any more: the proxy closes the last command's stdout (which
+/// then meets SIGPIPE, as under bash) and sends no more stdout frames; stderr still flows.
+pub const TAG_STDOUT_CLOSED: u8 = 6;
 
 /// Writes one JSON value and a newline.
 pub async fn write_line<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, value: &T) -> io::Result<()> {
@@ -127,4 +188,13 @@ pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> io::Result<Option<(u
     let mut payload = vec![0u8; len];
     r.read_exact(&mut payload).await?;
     Ok(Some((head[0], payload)))
+}
+
+/// The text a shell uses for an OS error: strerror without Rust's " (os error N)".
+pub fn os_message(error: &io::Error) -> String {
+    let text = error.to_string();
+    match text.find(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
 }

@@ -3,7 +3,6 @@
 use std::future::Future;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,18 +12,20 @@ use rustls::DistinguishedName;
 use rustls::crypto::WebPkiSupportedAlgorithms;
 use rustls::pki_types::{CertificateDer, UnixTime};
 use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
-use tokio::io::{AsyncReadExt, BufReader};
+use tokio::io::BufReader;
 use tokio::sync::{Semaphore, watch};
 
-use super::confine;
 use super::identity::{Identity, fingerprint};
-use super::protocol::{self, Exit, Header, Request, TAG_EXIT, TAG_STDERR, TAG_STDOUT};
+use super::protocol::{self, Exit, Header, Request};
+use super::{confine, job};
 
 /// Who may connect.
 #[derive(Clone, Debug)]
 pub enum Authorization {
     /// Fingerprints listed in this file (read again for every connection).
     File(PathBuf),
+    /// Exactly these fingerprints (an embedded proxy serves its own client only).
+    Only(Vec<String>),
     AnyClient,
 }
 
@@ -36,6 +37,9 @@ pub struct ProxyConfig {
     pub max_jobs: usize,
     /// How long running jobs may go on after a shutdown signal before they are killed.
     pub grace: Duration,
+    /// The program that confines each command (`EXE __sandbox ROOT TMP -- ARGV`); `None`: this
+    /// executable, which must then handle `__sandbox`.
+    pub launcher: Option<PathBuf>,
 }
 
 /// Requires a client certificate and checks that the client holds its key; which certificates
@@ -202,22 +206,22 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
         conn.close(1u32.into(), b"a client certificate is required");
         anyhow::bail!("{remote} presented no certificate");
     };
-    match &shared.config.authorization {
-        Authorization::AnyClient => {}
-        Authorization::File(path) => {
-            let authorized = authorized_fingerprints(path).unwrap_or_else(|e| {
-                tracing::error!("cannot read {}: {e}; refusing every client", path.display());
-                Vec::new()
-            });
-            if !authorized.contains(&client) {
-                tracing::warn!("refused {remote}: client {client} is not authorized");
-                let reason = format!(
-                    "client {client} is not authorized by this proxy (add it to the proxy's authorized-clients file)"
-                );
-                conn.close(2u32.into(), reason.as_bytes());
-                return Ok(());
-            }
-        }
+    let authorized = match &shared.config.authorization {
+        Authorization::AnyClient => None,
+        Authorization::File(path) => Some(authorized_fingerprints(path).unwrap_or_else(|e| {
+            tracing::error!("cannot read {}: {e}; refusing every client", path.display());
+            Vec::new()
+        })),
+        Authorization::Only(list) => Some(list.clone()),
+    };
+    if let Some(authorized) = authorized
+        && !authorized.contains(&client)
+    {
+        tracing::warn!("refused {remote}: client {client} is not authorized");
+        let reason =
+            format!("client {client} is not authorized by this proxy (add it to the proxy's authorized-clients file)");
+        conn.close(2u32.into(), reason.as_bytes());
+        return Ok(());
     }
     tracing::info!("client {client} connected from {remote}");
     loop {
@@ -236,6 +240,15 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
     }
     tracing::info!("client {client} at {remote} disconnected");
     Ok(())
+}
+
+/// A directory standing for the client's working directory when that is the mount's parent:
+/// it holds only `name`, a link to the export root.
+fn make_view(tmp: &Path, name: &str, export: &Path) -> std::io::Result<PathBuf> {
+    let view = tmp.join("cwd");
+    std::fs::create_dir(&view)?;
+    std::os::unix::fs::symlink(export, view.join(name))?;
+    Ok(view)
 }
 
 async fn refuse(mut send: quinn::SendStream, recv: &mut quinn::RecvStream, error: String) -> Result<()> {
@@ -261,102 +274,38 @@ async fn handle_job(mut send: quinn::SendStream, recv: quinn::RecvStream, shared
     let Ok(permit) = shared.jobs.clone().try_acquire_owned() else {
         return refuse(send, recv.get_mut(), "busy".to_string()).await;
     };
-    let checked = match confine::check(&shared.library, &shared.config.export, &request) {
-        Ok(checked) => checked,
+    let cwd = match confine::check_request(&shared.config.export, &request) {
+        Ok(cwd) => cwd,
         Err(e) => return refuse(send, recv.get_mut(), e).await,
     };
     // Each job gets its own temporary directory (sort spills there), the only writable place
-    // outside the export; the sandbox launcher confines the command to both.
+    // outside the export; the sandbox launcher confines the commands to both.
     let tmp = match tempfile::Builder::new().prefix("posh-job-").tempdir() {
         Ok(tmp) => tmp,
         Err(e) => return refuse(send, recv.get_mut(), format!("cannot make a temporary directory: {e}")).await,
     };
-    let launcher = std::env::current_exe().context("the proxy's own executable")?;
-    let mut command = tokio::process::Command::new(launcher);
-    command
-        .arg(super::sandbox::SANDBOX_ARG)
-        .arg(&shared.config.export)
-        .arg(tmp.path())
-        .arg("--")
-        .args(&checked.argv)
-        .current_dir(&checked.cwd)
-        .env_clear()
-        .envs(checked.env.iter().map(|(k, v)| (k, v)))
-        .env("TMPDIR", tmp.path())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true)
-        .process_group(0);
-    let mut child = match command.spawn() {
-        Ok(child) => child,
-        Err(e) => return refuse(send, recv.get_mut(), format!("cannot run `{}`: {e}", checked.argv[0])).await,
+    let cwd = match &request.view {
+        None => cwd,
+        Some(name) => match make_view(tmp.path(), name, &shared.config.export) {
+            Ok(view) => view,
+            Err(e) => return refuse(send, recv.get_mut(), format!("cannot make the job's view: {e}")).await,
+        },
     };
-    tracing::info!("running {:?} in {}", checked.argv, checked.cwd.display());
-    protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
-
-    let mut child_stdin = child.stdin.take().context("no stdin pipe")?;
-    let mut child_stdout = child.stdout.take().context("no stdout pipe")?;
-    let mut child_stderr = child.stderr.take().context("no stderr pipe")?;
-    let send_ref = &mut send;
-    let output = async move {
-        let mut out_buf = vec![0u8; 64 * 1024];
-        let mut err_buf = vec![0u8; 64 * 1024];
-        let (mut out_done, mut err_done) = (false, false);
-        while !(out_done && err_done) {
-            tokio::select! {
-                n = child_stdout.read(&mut out_buf), if !out_done => match n? {
-                    0 => out_done = true,
-                    n => protocol::write_frame(send_ref, TAG_STDOUT, &out_buf[..n]).await?,
-                },
-                n = child_stderr.read(&mut err_buf), if !err_done => match n? {
-                    0 => err_done = true,
-                    n => protocol::write_frame(send_ref, TAG_STDERR, &err_buf[..n]).await?,
-                },
-            }
+    let mut checked = Vec::with_capacity(request.commands.len());
+    for command in &request.commands {
+        match confine::check(&shared.library, &shared.config.export, &cwd, command) {
+            Ok(c) => checked.push(c),
+            Err(e) => return refuse(send, recv.get_mut(), e).await,
         }
-        Ok::<_, std::io::Error>(())
-    };
-    let recv_ref = &mut recv;
-    let input = async move {
-        let result = tokio::io::copy(recv_ref, &mut child_stdin).await;
-        drop(child_stdin);
-        result
-    };
-    let mut kill = shared.kill.clone();
-    let io = async {
-        tokio::pin!(output, input);
-        let mut input_done = false;
-        loop {
-            tokio::select! {
-                result = &mut output => return result,
-                result = &mut input, if !input_done => {
-                    input_done = true;
-                    if let Err(e) = result {
-                        tracing::debug!("standard input ended early: {e}");
-                    }
-                }
-            }
-        }
-    };
-    let io_result = tokio::select! {
-        result = io => result,
-        _ = kill.wait_for(|k| *k) => Err(std::io::Error::other("killed at shutdown")),
-    };
-    if let Err(e) = &io_result {
-        tracing::info!("killing {:?}: {e}", checked.argv);
-        let _ = child.start_kill();
     }
-    // The command no longer reads what the client sends.
-    let _ = recv.get_mut().stop(0u32.into());
-    let status = child.wait().await?;
-    let exit = {
-        use std::os::unix::process::ExitStatusExt;
-        Exit { code: status.code(), signal: status.signal() }
+    let launcher = match &shared.config.launcher {
+        Some(launcher) => launcher.clone(),
+        None => std::env::current_exe().context("the proxy's own executable")?,
     };
-    tracing::info!("{:?} ended: {exit:?}", checked.argv);
-    let json = serde_json::to_vec(&exit)?;
-    protocol::write_frame(&mut send, TAG_EXIT, &json).await?;
+    protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
+    let place = job::JobPlace { export: &shared.config.export, cwd: &cwd, tmp: tmp.path(), launcher: &launcher };
+    let ended = job::run(&place, &checked, request.noclobber, &mut recv, &mut send, shared.kill.clone()).await?;
+    tracing::info!("job ended: {:?}", ended.commands.iter().map(Exit::status).collect::<Vec<_>>());
     let _ = send.finish();
     // The command is done: its slot is free (a client running jobs one after another must not
     // meet "busy"). The stream still counts as in flight until the client has acknowledged the

@@ -1,0 +1,324 @@
+//! Runs a placed pipeline: local commands as processes, each run of consecutive commands on one
+//! proxy as one job over its own stream, split copies concatenated in order, every status
+//! collected for the pipeline's status (and `--stats`).
+
+use std::collections::BTreeMap;
+use std::fs::File;
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
+
+use posh_exec::remote::protocol::{Request, VERSION};
+use posh_exec::remote::{StartError, Traffic};
+use tokio::io::AsyncWriteExt as _;
+use tokio::task::JoinSet;
+
+use super::PipelineCall;
+use super::local::{self, Caller};
+use super::placement::{Step, Unit};
+use super::session::Session;
+
+/// Statuses of steps: (command index, status).
+type Statuses = Vec<(usize, i32)>;
+
+/// Runs `units` (from [`super::placement`]); returns the pipeline's status as bash computes it.
+/// Without a session every step must be local.
+pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller: &Caller, units: &[Unit]) -> u8 {
+    let mut started = Started::default();
+    let mut traffic: BTreeMap<usize, Arc<Traffic>> = BTreeMap::new();
+    let mut input = caller.dup(0);
+    for (u, unit) in units.iter().enumerate() {
+        let (output, next_input) = if u + 1 == units.len() { (caller.dup(1), None) } else { pipe() };
+        if unit.is_split() {
+            // Copies read their own files, never the pipe.
+            drop(input.take());
+            let mut readers = Vec::new();
+            for lane in &unit.lanes {
+                let (writer, reader) = pipe();
+                readers.extend(reader);
+                let ctx = LaneContext { session, call, caller, traffic: &mut traffic };
+                run_lane(ctx, lane, None, writer, &mut started);
+            }
+            started.tasks.spawn(async move {
+                concatenate(readers, output).await;
+                Vec::new()
+            });
+        } else {
+            let ctx = LaneContext { session, call, caller, traffic: &mut traffic };
+            run_lane(ctx, &unit.lanes[0], input.take(), output, &mut started);
+        }
+        input = next_input;
+    }
+    drop(input);
+
+    let mut statuses: Vec<Vec<i32>> = vec![Vec::new(); call.commands.len()];
+    for (command, status) in started.wait().await {
+        statuses[command].push(status);
+    }
+    let statuses: Vec<i32> = call
+        .commands
+        .iter()
+        .zip(&statuses)
+        .map(|(command, copies)| combine_copies(&command.argv[0].to_string_lossy(), copies))
+        .collect();
+    let status = if call.pipefail {
+        statuses.iter().rev().copied().find(|&s| s != 0).unwrap_or(0)
+    } else {
+        *statuses.last().expect("a pipeline has a command")
+    };
+    if let Some(path) = &call.stats {
+        let mounts = session.map_or(&[][..], |s| &s.config.mounts[..]);
+        let record = super::stats::Record {
+            call,
+            units,
+            statuses: &statuses,
+            status: (status & 0xff) as u8,
+            mounts,
+            traffic: &traffic,
+        };
+        record.append(path, caller);
+    }
+    (status & 0xff) as u8
+}
+
+/// The status of a command run as several copies. Any failure wins (`cat a missing` fails as
+/// one command would), except for the grep family, where 1 only means "no line selected": a
+/// copy that selected lines makes the whole succeed.
+fn combine_copies(program: &str, copies: &[i32]) -> i32 {
+    let name = program.rsplit('/').next().unwrap_or(program);
+    let grep_like = matches!(name, "grep" | "egrep" | "fgrep" | "zgrep" | "rg");
+    match copies {
+        [] => 1,
+        [one] => *one,
+        _ if grep_like && copies.iter().all(|&s| s <= 1) => *copies.iter().min().unwrap_or(&1),
+        _ => copies.iter().copied().find(|&s| s != 0).unwrap_or(0),
+    }
+}
+
+/// A pipe as (write end, read end); both `None` if the system has no descriptor left (the
+/// commands then meet a closed descriptor, and the failure shows in their statuses).
+fn pipe() -> (Option<OwnedFd>, Option<OwnedFd>) {
+    match std::io::pipe() {
+        Ok((reader, writer)) => (Some(OwnedFd::from(writer)), Some(OwnedFd::from(reader))),
+        Err(_) => (None, None),
+    }
+}
+
+/// What a pipeline has started: tasks (remote jobs, fan-ins, statuses known at once) and local
+/// processes, each with the index of its command.
+#[derive(Default)]
+struct Started {
+    tasks: JoinSet<Statuses>,
+    children: Vec<(usize, std::process::Child)>,
+}
+
+impl Started {
+    /// Waits for everything; returns every step's status.
+    async fn wait(self) -> Statuses {
+        let Started { tasks, children } = self;
+        let waits = tokio::task::spawn_blocking(move || {
+            children
+                .into_iter()
+                .map(|(command, mut child)| (command, child.wait().map_or(1, local::shell_status)))
+                .collect::<Statuses>()
+        });
+        let mut statuses: Statuses = tasks.join_all().await.into_iter().flatten().collect();
+        statuses.extend(waits.await.unwrap_or_default());
+        statuses
+    }
+}
+
+struct LaneContext<'a> {
+    session: Option<&'a Arc<Session>>,
+    call: &'a PipelineCall,
+    caller: &'a Caller,
+    traffic: &'a mut BTreeMap<usize, Arc<Traffic>>,
+}
+
+/// Starts the steps of one lane, reading `input` and writing `output`: local steps as processes
+/// (into `children`), runs of remote steps on one mount as one job (a task in `tasks`).
+fn run_lane(
+    ctx: LaneContext<'_>,
+    steps: &[Step],
+    mut input: Option<OwnedFd>,
+    output: Option<OwnedFd>,
+    started: &mut Started,
+) {
+    let mut output = Some(output);
+    let mut i = 0;
+    while i < steps.len() {
+        let group_end = match &steps[i].remote {
+            None => i + 1,
+            Some(first) => {
+                i + steps[i..]
+                    .iter()
+                    .take_while(|s| {
+                        s.remote
+                            .as_ref()
+                            .is_some_and(|r| r.mount == first.mount && r.cwd == first.cwd && r.view == first.view)
+                    })
+                    .count()
+            }
+        };
+        let (step_output, next_input) = if group_end == steps.len() { (output.take().flatten(), None) } else { pipe() };
+        let group = &steps[i..group_end];
+        match (&group[0].remote, ctx.session) {
+            (Some(remote), Some(session)) => {
+                let traffic = ctx.traffic.entry(remote.mount).or_default().clone();
+                let job = RemoteGroup {
+                    session: session.clone(),
+                    call: ctx.call.clone(),
+                    steps: group.to_vec(),
+                    stdin: input.take(),
+                    stdout: step_output,
+                    stderr: ctx.caller.dup(2),
+                    caller: Caller {
+                        fds: [0, 1, 2].map(|fd| ctx.caller.dup(fd)),
+                        cwd: ctx.caller.cwd.clone(),
+                        env: ctx.caller.env.clone(),
+                    },
+                    traffic,
+                };
+                started.tasks.spawn(job.run());
+            }
+            _ => start_local(ctx.caller, ctx.call, group, input.take(), step_output, started),
+        }
+        input = next_input;
+        i = group_end;
+    }
+}
+
+/// Starts `steps` at the client as a chain of processes.
+fn start_local(
+    caller: &Caller,
+    call: &PipelineCall,
+    steps: &[Step],
+    mut input: Option<OwnedFd>,
+    output: Option<OwnedFd>,
+    started: &mut Started,
+) {
+    let mut output = Some(output);
+    for (k, step) in steps.iter().enumerate() {
+        let (stdout, next_input) = if k + 1 == steps.len() { (output.take().flatten(), None) } else { pipe() };
+        let command = &call.commands[step.command];
+        match local::spawn(caller, call, command, &step.argv, [input.take(), stdout, caller.dup(2)]) {
+            Ok(child) => started.children.push((step.command, child)),
+            Err(status) => {
+                let index = step.command;
+                started.tasks.spawn(async move { vec![(index, status)] });
+            }
+        }
+        // Our copies of the pipe ends go here, so EOF and SIGPIPE reach the children.
+        input = next_input;
+    }
+}
+
+/// Consecutive steps on one proxy, run as one job.
+struct RemoteGroup {
+    session: Arc<Session>,
+    call: PipelineCall,
+    steps: Vec<Step>,
+    stdin: Option<OwnedFd>,
+    stdout: Option<OwnedFd>,
+    stderr: Option<OwnedFd>,
+    caller: Caller,
+    traffic: Arc<Traffic>,
+}
+
+impl RemoteGroup {
+    async fn run(self) -> Statuses {
+        let remote = self.steps[0].remote.as_ref().expect("a remote group");
+        let mount = &self.session.config.mounts[remote.mount];
+        let request = Request {
+            version: VERSION,
+            cwd: remote.cwd.clone(),
+            view: remote.view.clone(),
+            commands: self.steps.iter().filter_map(|s| s.remote.as_ref().map(|r| r.job.clone())).collect(),
+            noclobber: self.call.noclobber,
+        };
+        let connection = match self.session.connection(remote.mount).await {
+            Some(connection) => connection,
+            None => return self.run_here().await,
+        };
+        let job = match connection.start(&request, &self.traffic).await {
+            Ok(job) => job,
+            Err(e @ StartError::Refused { .. }) => {
+                let what = if e.is_busy() { format!("proxy {} is busy", connection.addr()) } else { e.to_string() };
+                self.caller.warn(&format!("{what}; running it at the client instead (mount {})", mount.name));
+                return self.run_here().await;
+            }
+            Err(StartError::Lost(e)) => {
+                self.caller.warn(&format!("{e:#}; running it at the client instead (mount {})", mount.name));
+                return self.run_here().await;
+            }
+        };
+        let stdin = self.stdin.map(|fd| tokio::fs::File::from_std(File::from(fd)));
+        let mut stdout = async_writer(self.stdout);
+        let mut stderr = async_writer(self.stderr);
+        let ended = job.finish(stdin, &mut stdout, &mut stderr, &self.traffic).await;
+        let _ = stdout.shutdown().await;
+        match ended {
+            Ok(ended) => self
+                .steps
+                .iter()
+                .zip(&ended.commands)
+                .map(|(step, exit)| {
+                    if let Some(error) = &exit.error {
+                        let command = &self.call.commands[step.command];
+                        let what = match error.redirect {
+                            Some(r) => {
+                                let original = step.remote.as_ref().and_then(|s| s.redirect_of.get(r)).copied();
+                                original.and_then(|o| command.redirects.get(o)).map_or_else(
+                                    || "redirection".to_string(),
+                                    |(_, _, target)| target.to_string_lossy().into_owned(),
+                                )
+                            }
+                            None => command.argv[0].to_string_lossy().into_owned(),
+                        };
+                        self.caller.bash_error(&self.call.name, command.line, &what, &error.message);
+                    }
+                    (step.command, exit.status())
+                })
+                .collect(),
+            Err(e) => {
+                let line = self.call.commands[self.steps[0].command].line;
+                self.caller.bash_error(&self.call.name, line, "posh", &format!("{e:#}"));
+                self.steps.iter().map(|s| (s.command, 255)).collect()
+            }
+        }
+    }
+
+    /// The steps at the client, on the same descriptors: the proxy took nothing from them.
+    async fn run_here(self) -> Statuses {
+        let local: Vec<Step> = self.steps.iter().map(|s| Step { remote: None, ..s.clone() }).collect();
+        let mut started = Started::default();
+        start_local(&self.caller, &self.call, &local, self.stdin, self.stdout, &mut started);
+        started.wait().await
+    }
+}
+
+/// An async writer on a descriptor of ours or the caller's (blocking I/O on a worker thread, so
+/// a descriptor shared with other processes keeps its flags); a closed one swallows everything.
+fn async_writer(fd: Option<OwnedFd>) -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
+    match fd {
+        Some(fd) => Box::new(tokio::fs::File::from_std(File::from(fd))),
+        None => Box::new(tokio::io::sink()),
+    }
+}
+
+/// Copies each reader to `output` in order: split work fans in as the unsplit command's output
+/// would have come.
+async fn concatenate(readers: Vec<OwnedFd>, output: Option<OwnedFd>) {
+    let mut output = async_writer(output);
+    let mut open = true;
+    for reader in readers {
+        if !open {
+            // Nobody reads any more: dropping the pipe gives the copies SIGPIPE, as under bash.
+            continue;
+        }
+        let mut reader = tokio::fs::File::from_std(File::from(reader));
+        if tokio::io::copy(&mut reader, &mut output).await.is_err() || output.flush().await.is_err() {
+            open = false;
+        }
+    }
+    let _ = output.shutdown().await;
+}

@@ -1,0 +1,149 @@
+//! How `posh-exec __run` hands a pipeline to the runtime of its script run: over a Unix socket,
+//! its standard descriptors (SCM_RIGHTS), working directory, environment and the call's words;
+//! the runtime answers with the pipeline's status byte.
+
+use std::ffi::{OsStr, OsString};
+use std::io::{IoSlice, IoSliceMut, Read, Write};
+use std::mem::MaybeUninit;
+use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+use std::os::unix::net::UnixStream;
+use std::path::PathBuf;
+
+use rustix::net::{
+    RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer, SendAncillaryMessage, SendFlags,
+    recvmsg, sendmsg,
+};
+
+/// The environment variable through which a script run tells `__run` where its runtime listens.
+pub const SOCKET_VAR: &str = "__posh_runtime";
+
+/// What a `__run` process hands over.
+#[derive(Debug)]
+pub struct Handoff {
+    /// Descriptors 0, 1 and 2 of the caller; `None` where closed.
+    pub fds: [Option<OwnedFd>; 3],
+    pub cwd: PathBuf,
+    pub env: Vec<(OsString, OsString)>,
+    /// The words after `__run`.
+    pub args: Vec<OsString>,
+}
+
+fn push_item(out: &mut Vec<u8>, item: &[u8]) {
+    out.extend_from_slice(&(item.len() as u32).to_be_bytes());
+    out.extend_from_slice(item);
+}
+
+/// Sends the caller's side: its open standard descriptors, cwd, environment and `args`.
+pub fn send(stream: &UnixStream, args: &[OsString]) -> std::io::Result<()> {
+    // A closed descriptor cannot be sent; the mask says which were open.
+    let standard: [Option<OwnedFd>; 3] =
+        [std::io::stdin().as_fd(), std::io::stdout().as_fd(), std::io::stderr().as_fd()]
+            .map(|fd| fd.try_clone_to_owned().ok());
+    let open: Vec<BorrowedFd<'_>> = standard.iter().flatten().map(|fd| fd.as_fd()).collect();
+    let mask: u8 = (0..3).filter(|&i| standard[i].is_some()).fold(0, |mask, i| mask | (1 << i));
+    let mut payload = Vec::new();
+    push_item(&mut payload, &[mask]);
+    push_item(&mut payload, std::env::current_dir()?.as_os_str().as_bytes());
+    let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+    push_item(&mut payload, env.len().to_string().as_bytes());
+    for (key, value) in &env {
+        let mut pair = key.as_bytes().to_vec();
+        pair.push(b'=');
+        pair.extend_from_slice(value.as_bytes());
+        push_item(&mut payload, &pair);
+    }
+    for arg in args {
+        push_item(&mut payload, arg.as_bytes());
+    }
+    let mut framed = (payload.len() as u64).to_be_bytes().to_vec();
+    framed.extend_from_slice(&payload);
+
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut control = SendAncillaryBuffer::new(&mut space);
+    if !open.is_empty() {
+        control.push(SendAncillaryMessage::ScmRights(&open));
+    }
+    // The descriptors travel with the first byte; the rest follows as plain data.
+    let sent = sendmsg(stream, &[IoSlice::new(&framed[..1])], &mut control, SendFlags::empty())?;
+    debug_assert_eq!(sent, 1);
+    (&*stream).write_all(&framed[1..])
+}
+
+/// Receives what [`send`] sent.
+pub fn receive(stream: &UnixStream) -> std::io::Result<Handoff> {
+    let mut first = [0u8; 1];
+    let mut space = [MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(3))];
+    let mut control = RecvAncillaryBuffer::new(&mut space);
+    let got = recvmsg(stream, &mut [IoSliceMut::new(&mut first)], &mut control, RecvFlags::CMSG_CLOEXEC)?;
+    if got.bytes == 0 {
+        return Err(std::io::Error::new(std::io::ErrorKind::UnexpectedEof, "the caller went away"));
+    }
+    let mut received: Vec<OwnedFd> = Vec::new();
+    for message in control.drain() {
+        if let RecvAncillaryMessage::ScmRights(fds) = message {
+            received.extend(fds);
+        }
+    }
+    let mut rest = [0u8; 7];
+    (&*stream).read_exact(&mut rest)?;
+    let mut length = [0u8; 8];
+    length[0] = first[0];
+    length[1..].copy_from_slice(&rest);
+    let length = u64::from_be_bytes(length);
+    if length > 64 << 20 {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, "handoff too large"));
+    }
+    let mut payload = vec![0u8; length as usize];
+    (&*stream).read_exact(&mut payload)?;
+
+    let mut items = Items { bytes: &payload };
+    let bad = || std::io::Error::new(std::io::ErrorKind::InvalidData, "malformed handoff");
+    let mask = *items.next().and_then(|m| m.first()).ok_or_else(bad)?;
+    let cwd = PathBuf::from(OsStr::from_bytes(items.next().ok_or_else(bad)?));
+    let count: usize =
+        std::str::from_utf8(items.next().ok_or_else(bad)?).ok().and_then(|c| c.parse().ok()).ok_or_else(bad)?;
+    let mut env = Vec::with_capacity(count);
+    for _ in 0..count {
+        let pair = items.next().ok_or_else(bad)?;
+        let equals = pair.iter().position(|&b| b == b'=').ok_or_else(bad)?;
+        env.push((OsStr::from_bytes(&pair[..equals]).into(), OsStr::from_bytes(&pair[equals + 1..]).into()));
+    }
+    let args = std::iter::from_fn(|| items.next()).map(|a| OsString::from_vec(a.to_vec())).collect();
+    let mut received = received.into_iter();
+    let fds = [0, 1, 2].map(|i| if mask & (1 << i) != 0 { received.next() } else { None });
+    Ok(Handoff { fds, cwd, env, args })
+}
+
+struct Items<'a> {
+    bytes: &'a [u8],
+}
+
+impl<'a> Iterator for Items<'a> {
+    type Item = &'a [u8];
+
+    fn next(&mut self) -> Option<&'a [u8]> {
+        let (length, rest) = self.bytes.split_first_chunk::<4>()?;
+        let length = u32::from_be_bytes(*length) as usize;
+        let item = rest.get(..length)?;
+        self.bytes = &rest[length..];
+        Some(item)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_handoff_carries_descriptors_and_words() {
+        let (caller, runtime) = UnixStream::pair().unwrap();
+        let args: Vec<OsString> = ["s.sh", "", "", "a b", "\u{e9}"].iter().map(OsString::from).collect();
+        send(&caller, &args).unwrap();
+        let handoff = receive(&runtime).unwrap();
+        assert_eq!(handoff.args, args);
+        assert_eq!(handoff.cwd, std::env::current_dir().unwrap());
+        assert_eq!(handoff.env.len(), std::env::vars_os().count());
+        assert!(handoff.fds.iter().all(Option::is_some), "the test runner has 0, 1 and 2 open");
+    }
+}

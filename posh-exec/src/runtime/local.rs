@@ -1,0 +1,149 @@
+//! Commands at the client, wired as bash wires them: redirections applied in order on top of the
+//! pipes, assignments in the environment, the caller's working directory, and bash's own
+//! messages (word for word) for what cannot start.
+
+use std::ffi::OsString;
+use std::fs::{File, OpenOptions};
+use std::io::Write as _;
+use std::os::fd::{AsFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt as _;
+use std::os::unix::fs::OpenOptionsExt as _;
+use std::os::unix::process::ExitStatusExt as _;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+
+use posh_exec::remote::protocol::os_message;
+
+use super::{CommandCall, PipelineCall};
+
+/// The process whose pipeline runs: its standard descriptors (`None` where closed), and, when it
+/// is not this process, its working directory and environment.
+#[derive(Debug)]
+pub struct Caller {
+    pub fds: [Option<OwnedFd>; 3],
+    pub cwd: Option<PathBuf>,
+    pub env: Option<Vec<(OsString, OsString)>>,
+}
+
+impl Caller {
+    pub fn this_process() -> Caller {
+        let fds = [std::io::stdin().as_fd(), std::io::stdout().as_fd(), std::io::stderr().as_fd()]
+            .map(|fd| fd.try_clone_to_owned().ok());
+        Caller { fds, cwd: None, env: None }
+    }
+
+    /// A copy of the caller's descriptor `fd` (0 to 2), `None` when closed.
+    pub fn dup(&self, fd: usize) -> Option<OwnedFd> {
+        self.fds[fd].as_ref().and_then(|f| f.try_clone().ok())
+    }
+
+    /// Writes `name: line N: what: message` to the caller's stderr, as bash does.
+    pub fn bash_error(&self, name: &str, line: usize, what: &str, error: &dyn std::fmt::Display) {
+        if let Some(fd) = self.dup(2) {
+            let _ = writeln!(File::from(fd), "{name}: line {line}: {what}: {error}");
+        }
+    }
+
+    /// Writes a line of posh's own to the caller's stderr.
+    pub fn warn(&self, message: &str) {
+        if let Some(fd) = self.dup(2) {
+            let _ = writeln!(File::from(fd), "posh-exec: {message}");
+        }
+    }
+}
+
+/// The status a shell reports for an ended process: its code, or 128 + the signal.
+pub fn shell_status(status: std::process::ExitStatus) -> i32 {
+    status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))
+}
+
+/// Applies `command`'s redirections in order over `fds` (0, 1, 2) and starts `argv` (the command's words,
+/// or a split copy's); `Err` is the status of a command that could not start (bash's message
+/// already written).
+pub fn spawn(
+    caller: &Caller,
+    call: &PipelineCall,
+    command: &CommandCall,
+    argv: &[OsString],
+    mut fds: [Option<OwnedFd>; 3],
+) -> Result<Child, i32> {
+    for (fd, op, target) in &command.redirects {
+        let fd = *fd as usize;
+        let path = match &caller.cwd {
+            Some(cwd) => cwd.join(target),
+            None => PathBuf::from(target),
+        };
+        let opened = match op.as_str() {
+            ">&" => {
+                let source: usize = target.to_str().and_then(|t| t.parse().ok()).unwrap_or(usize::MAX);
+                match fds.get(source).and_then(|f| f.as_ref()).map(|f| f.try_clone()) {
+                    Some(Ok(copy)) => {
+                        fds[fd] = Some(copy);
+                        continue;
+                    }
+                    _ => {
+                        caller.bash_error(&call.name, command.line, &target.to_string_lossy(), &"Bad file descriptor");
+                        return Err(1);
+                    }
+                }
+            }
+            "<" => OpenOptions::new().read(true).open(&path),
+            ">" | "&>" if call.noclobber => {
+                OpenOptions::new().write(true).create_new(true).mode(0o666).open(&path).or_else(|e| {
+                    let regular = std::fs::metadata(&path).is_ok_and(|m| m.is_file());
+                    if regular {
+                        Err(std::io::Error::other("cannot overwrite existing file"))
+                    } else {
+                        OpenOptions::new().write(true).open(&path).map_err(|_| e)
+                    }
+                })
+            }
+            ">" | ">|" | "&>" => OpenOptions::new().write(true).create(true).truncate(true).mode(0o666).open(&path),
+            ">>" | "&>>" => OpenOptions::new().append(true).create(true).mode(0o666).open(&path),
+            other => {
+                caller.bash_error(&call.name, command.line, other, &"unsupported redirection");
+                return Err(1);
+            }
+        };
+        let file = match opened {
+            Ok(file) => OwnedFd::from(file),
+            Err(e) => {
+                caller.bash_error(&call.name, command.line, &target.to_string_lossy(), &os_message(&e));
+                return Err(1);
+            }
+        };
+        if op.starts_with('&') {
+            fds[2] = Some(file.try_clone().map_err(|_| 1)?);
+            fds[1] = Some(file);
+        } else if fd <= 2 {
+            fds[fd] = Some(file);
+        }
+    }
+    // A descriptor the caller had closed (or a split copy's unused input) is /dev/null: the
+    // runtime may be another process than the caller, so nothing is inherited from it.
+    let [stdin, stdout, stderr] = fds.map(|fd| fd.map_or_else(Stdio::null, Stdio::from));
+    let Some((program, args)) = argv.split_first() else { return Err(0) };
+    let mut process = Command::new(program);
+    process.args(args).stdin(stdin).stdout(stdout).stderr(stderr);
+    if let Some(env) = &caller.env {
+        process.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+    }
+    if let Some(cwd) = &caller.cwd {
+        process.current_dir(cwd);
+    }
+    for (var, value) in &command.assignments {
+        process.env(var, value);
+    }
+    process.spawn().map_err(|e| {
+        let (message, status) = match e.kind() {
+            std::io::ErrorKind::NotFound if !program.as_bytes().contains(&b'/') => {
+                ("command not found".to_string(), 127)
+            }
+            std::io::ErrorKind::NotFound => (os_message(&e), 127),
+            std::io::ErrorKind::PermissionDenied => (os_message(&e), 126),
+            _ => (os_message(&e), 126),
+        };
+        caller.bash_error(&call.name, command.line, &program.to_string_lossy(), &message);
+        status
+    })
+}

@@ -1,0 +1,301 @@
+//! Where each command of a handed-over pipeline runs. bash has expanded every word, so the
+//! pipeline is planned again with its words as literals (the planner then knows every file) and
+//! the plan is made executable: each remote command must have all its files and redirections on
+//! its proxy's mount, and is written in the proxy's terms (paths under the export root).
+
+use std::ffi::{OsStr, OsString};
+use std::path::Path;
+
+use posh_core::annotation::MergeKind;
+use posh_core::annotation::model::ArgType;
+use posh_core::config::Config;
+use posh_core::fs::normalize_path;
+use posh_core::library::Library;
+use posh_core::planner::{self, Location, NodeKind, PipelinePlan, PlanContext, PlanOptions};
+use posh_exec::remote::protocol::{JobCommand, Redirect};
+
+use super::{CommandCall, PipelineCall};
+use crate::os_fs::OsFileSystem;
+
+/// One command (or one copy of a split command) and where it runs.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Step {
+    /// Index of the command in the pipeline.
+    pub command: usize,
+    /// The words to run at the client (a copy's subset of the files).
+    pub argv: Vec<OsString>,
+    pub remote: Option<RemoteStep>,
+}
+
+/// A step in the proxy's terms.
+#[derive(Clone, Debug, PartialEq)]
+pub struct RemoteStep {
+    /// Index into the configuration's mounts.
+    pub mount: usize,
+    /// The working directory relative to the export root.
+    pub cwd: String,
+    /// Set when the working directory is the mount's parent (see `Request::view`).
+    pub view: Option<String>,
+    pub job: JobCommand,
+    /// For each of `job.redirects`, the command's redirection it came from (for messages).
+    pub redirect_of: Vec<usize>,
+}
+
+/// Consecutive commands of the pipeline: one lane, or a split with one lane per copy whose
+/// outputs are concatenated in order.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Unit {
+    pub commands: std::ops::Range<usize>,
+    pub lanes: Vec<Vec<Step>>,
+}
+
+impl Unit {
+    pub fn is_split(&self) -> bool {
+        self.lanes.len() > 1
+    }
+}
+
+/// What a remote command may see of the client's environment: its locale.
+fn is_locale(name: &OsStr) -> bool {
+    let name = name.as_encoded_bytes();
+    name == b"LANG" || name == b"LANGUAGE" || name == b"TZ" || name.starts_with(b"LC_")
+}
+
+/// Plans `call` run in `cwd`. Every command runs at the client when the plan cannot be made
+/// executable (words that are not UTF-8, say).
+pub fn place(
+    library: &Library,
+    config: &Config,
+    call: &PipelineCall,
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+) -> Vec<Unit> {
+    let all_local = || all_local(call);
+    let Some(text) = pipeline_text(call) else { return all_local() };
+    let script = posh_core::shell::parse(&text);
+    let [pipeline] = &script.pipelines[..] else { return all_local() };
+    if !script.errors.is_empty() || pipeline.commands.len() != call.commands.len() {
+        return all_local();
+    }
+    let ctx =
+        PlanContext { library, config, fs: &OsFileSystem, cwd: cwd.to_path_buf(), options: PlanOptions::default() };
+    let plan = planner::plan_pipeline_in(&ctx, pipeline, &[]);
+    let locale: Vec<(OsString, OsString)> = env.iter().filter(|(k, _)| is_locale(k)).cloned().collect();
+    let legalize = |command: usize, argv: Vec<String>, location: &Location| -> Step {
+        let argv_os: Vec<OsString> = argv.iter().map(OsString::from).collect();
+        let Location::Mount(name) = location else { return local_step(command, argv_os) };
+        if command == 0 && reads_stdin(library, &argv, &call.commands[0]) {
+            // The script's input is at the client; a proxy would only get it shipped over.
+            return local_step(command, argv_os);
+        }
+        match remote_step(library, config, name, &call.commands[command], argv, cwd, &locale) {
+            Some(remote) => Step { command, argv: argv_os, remote: Some(remote) },
+            None => local_step(command, argv_os),
+        }
+    };
+    let mut units = Vec::new();
+    let mut i = 0;
+    while i < call.commands.len() {
+        let copies = copies(&plan, i);
+        let merge = plan.nodes.iter().filter_map(|n| match n.kind {
+            NodeKind::Merge { kind, command } if command >= i => Some((command, kind)),
+            _ => None,
+        });
+        let end = merge.min_by_key(|(command, _)| *command);
+        match (copies.len(), end) {
+            (0 | 1, _) | (_, None) => {
+                let (argv, location) = copies
+                    .first()
+                    .map(|(argv, location)| (argv.clone(), location.clone()))
+                    .unwrap_or_else(|| (utf8_argv(&call.commands[i]), Location::Client));
+                units.push(Unit { commands: i..i + 1, lanes: vec![vec![legalize(i, argv, &location)]] });
+                i += 1;
+            }
+            (n, Some((last, kind))) => {
+                let region = i..last + 1;
+                let lanes: Option<Vec<Vec<Step>>> = (0..n)
+                    .map(|k| {
+                        region
+                            .clone()
+                            .map(|c| {
+                                copies_of_len(&plan, c, n).map(|copies| legalize(c, copies[k].0.clone(), &copies[k].1))
+                            })
+                            .collect()
+                    })
+                    .collect();
+                match lanes {
+                    // Only concatenation is done at the client so far; other merges run unsplit.
+                    Some(lanes) if kind == MergeKind::Concat => units.push(Unit { commands: region.clone(), lanes }),
+                    _ => units.extend(region.clone().map(|c| Unit {
+                        commands: c..c + 1,
+                        lanes: vec![vec![local_step(c, call.commands[c].argv.clone())]],
+                    })),
+                }
+                i = region.end;
+            }
+        }
+    }
+    coalesce(units)
+}
+
+/// Joins neighbouring unsplit units into one lane, so that commands placed together on a proxy
+/// run there as one job.
+fn coalesce(units: Vec<Unit>) -> Vec<Unit> {
+    let mut joined: Vec<Unit> = Vec::new();
+    for unit in units {
+        match joined.last_mut() {
+            Some(last) if !last.is_split() && !unit.is_split() => {
+                last.commands.end = unit.commands.end;
+                last.lanes[0].extend(unit.lanes.into_iter().flatten());
+            }
+            _ => joined.push(unit),
+        }
+    }
+    joined
+}
+
+/// Every command at the client, as bash would run them.
+pub fn all_local(call: &PipelineCall) -> Vec<Unit> {
+    vec![Unit {
+        commands: 0..call.commands.len(),
+        lanes: vec![call.commands.iter().enumerate().map(|(i, c)| local_step(i, c.argv.clone())).collect()],
+    }]
+}
+
+fn local_step(command: usize, argv: Vec<OsString>) -> Step {
+    Step { command, argv, remote: None }
+}
+
+fn utf8_argv(command: &CommandCall) -> Vec<String> {
+    command.argv.iter().map(|a| a.to_string_lossy().into_owned()).collect()
+}
+
+/// The copies of command `index`, in copy order: (argv, location).
+fn copies(plan: &PipelinePlan, index: usize) -> Vec<(Vec<String>, Location)> {
+    let mut copies: Vec<_> = plan
+        .copies_of(index)
+        .filter_map(|n| match &n.kind {
+            NodeKind::Command { argv, copy, .. } => {
+                Some((copy.map_or(0, |(i, _)| i), argv.clone(), n.location.clone()))
+            }
+            _ => None,
+        })
+        .collect();
+    copies.sort_by_key(|(i, _, _)| *i);
+    copies.into_iter().map(|(_, argv, location)| (argv, location)).collect()
+}
+
+fn copies_of_len(plan: &PipelinePlan, index: usize, n: usize) -> Option<Vec<(Vec<String>, Location)>> {
+    Some(copies(plan, index)).filter(|c| c.len() == n)
+}
+
+/// Whether a command reads its standard input: no `<` and no input file but `-` (by its
+/// annotation; an unknown invocation is assumed to read it).
+fn reads_stdin(library: &Library, argv: &[String], command: &CommandCall) -> bool {
+    if command.redirects.iter().any(|(fd, op, _)| *fd == 0 && op == "<") {
+        return false;
+    }
+    match library.match_argv(argv) {
+        Ok(invocation) => {
+            let inputs = invocation.input_files();
+            inputs.is_empty() || inputs.iter().any(|f| f == "-")
+        }
+        Err(_) => true,
+    }
+}
+
+/// The pipeline as shell text with every word quoted: what the planner parses.
+fn pipeline_text(call: &PipelineCall) -> Option<String> {
+    let quote = |w: &OsStr| w.to_str().map(|w| shell_words::quote(w).into_owned());
+    let mut commands = Vec::new();
+    for command in &call.commands {
+        let mut words = Vec::new();
+        for (var, value) in &command.assignments {
+            words.push(format!("{}={}", var.to_str()?, quote(value)?));
+        }
+        for word in &command.argv {
+            words.push(quote(word)?);
+        }
+        for (fd, op, target) in &command.redirects {
+            let fd = if op.starts_with('&') { String::new() } else { fd.to_string() };
+            words.push(format!("{fd}{op}{}", quote(target)?));
+        }
+        commands.push(words.join(" "));
+    }
+    Some(commands.join(" | ") + "\n")
+}
+
+/// `command` (with the copy's `argv`) as a job for the proxy of mount `name`, or `None` when it
+/// cannot run there: a file or redirection elsewhere, a word that is not UTF-8.
+fn remote_step(
+    library: &Library,
+    config: &Config,
+    name: &str,
+    command: &CommandCall,
+    argv: Vec<String>,
+    cwd: &Path,
+    locale: &[(OsString, OsString)],
+) -> Option<RemoteStep> {
+    let mount_index = config.mounts.iter().position(|m| m.name == name)?;
+    let mount = &config.mounts[mount_index];
+    let on_mount = |path: &Path| config.mount_for(path).is_some_and(|m| m.name == name);
+    // Words reach the command as bash expanded them (a grep prefix or an error message names the
+    // file as the script did), so the proxy must see the same paths: relative ones from a working
+    // directory on the mount, or from its parent through a view; absolute ones only when the
+    // proxy's path is the client's.
+    let cwd = normalize_path(cwd);
+    let (job_cwd, view) = match cwd.strip_prefix(&mount.path) {
+        Ok(rest) => (Some(rest.to_str()?.to_string()), None),
+        Err(_) if mount.path.parent() == Some(&cwd) => (None, Some(mount.path.file_name()?.to_str()?.to_string())),
+        Err(_) => (None, None),
+    };
+    let same_paths = normalize_path(&mount.export) == mount.path;
+    let passes = |word: &str| -> bool {
+        if word == "/dev/null" {
+            return true;
+        }
+        let path = Path::new(word);
+        if path.is_absolute() {
+            same_paths && on_mount(&normalize_path(path))
+        } else {
+            (job_cwd.is_some() || view.is_some()) && on_mount(&normalize_path(&cwd.join(path)))
+        }
+    };
+
+    let invocation = library.match_argv(&argv).ok()?;
+    let files = invocation.values.iter().filter(|v| matches!(v.ty, ArgType::InputFile | ArgType::OutputFile));
+    let defaults = invocation.defaults.iter().filter(|d| matches!(d.ty, ArgType::InputFile | ArgType::OutputFile));
+    let all_pass = files.map(|v| invocation.value_text(v)).chain(defaults.map(|d| d.value.as_str()));
+    if !all_pass.filter(|w| *w != "-").all(passes) {
+        return None;
+    }
+    let mut redirects = Vec::new();
+    let mut redirect_of = Vec::new();
+    for (index, (fd, op, target)) in command.redirects.iter().enumerate() {
+        let target = target.to_str()?;
+        let mut push = |fd: u32, op: &str, target: String| {
+            redirects.push(Redirect { fd, op: op.to_string(), target });
+            redirect_of.push(index);
+        };
+        match op.as_str() {
+            ">&" => push(*fd, ">&", target.to_string()),
+            "<" | ">" | ">|" | ">>" if passes(target) => push(*fd, op, target.to_string()),
+            "&>" | "&>>" if passes(target) => {
+                push(1, &op[1..], target.to_string());
+                push(2, ">&", "1".to_string());
+            }
+            _ => return None,
+        }
+    }
+    let mut env = std::collections::BTreeMap::new();
+    for (var, value) in locale.iter().chain(&command.assignments) {
+        env.insert(var.to_str()?.to_string(), value.to_str()?.to_string());
+    }
+    Some(RemoteStep {
+        mount: mount_index,
+        cwd: job_cwd.unwrap_or_default(),
+        view,
+        job: JobCommand { argv, env, files: Vec::new(), redirects },
+        redirect_of,
+    })
+}

@@ -1,0 +1,89 @@
+//! `--stats`: one JSON line per pipeline run by the runtime, with where each command ran and the
+//! bytes measured on the streams to and from each proxy.
+
+use std::collections::BTreeMap;
+use std::fs::OpenOptions;
+use std::io::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+
+use posh_core::config::Mount;
+use posh_exec::remote::Traffic;
+
+use super::PipelineCall;
+use super::local::Caller;
+use super::placement::Unit;
+
+#[derive(Debug)]
+pub struct Record<'a> {
+    pub call: &'a PipelineCall,
+    pub units: &'a [Unit],
+    pub statuses: &'a [i32],
+    pub status: u8,
+    pub mounts: &'a [Mount],
+    /// Per mount index.
+    pub traffic: &'a BTreeMap<usize, Arc<Traffic>>,
+}
+
+impl Record<'_> {
+    /// Where command `index` ran: `client`, a mount's name, or the places of its copies.
+    fn locations(&self, index: usize) -> Vec<String> {
+        let unit = self.units.iter().find(|u| u.commands.contains(&index));
+        let steps = unit.into_iter().flat_map(|u| u.lanes.iter().flatten()).filter(|s| s.command == index);
+        steps
+            .map(|s| match &s.remote {
+                Some(remote) => self.mounts.get(remote.mount).map_or("?".to_string(), |m| m.name.clone()),
+                None => "client".to_string(),
+            })
+            .collect()
+    }
+
+    fn to_json(&self) -> serde_json::Value {
+        let commands: Vec<serde_json::Value> = self
+            .call
+            .commands
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let locations = self.locations(i);
+                let location = match &locations[..] {
+                    [one] => serde_json::json!(one),
+                    many => serde_json::json!(many),
+                };
+                serde_json::json!({
+                    "line": c.line,
+                    "command": c.argv.first().map(|a| a.to_string_lossy().into_owned()),
+                    "location": location,
+                    "status": self.statuses[i],
+                })
+            })
+            .collect();
+        let proxies: serde_json::Map<String, serde_json::Value> = self
+            .traffic
+            .iter()
+            .filter_map(|(mount, traffic)| {
+                let (sent, received) = traffic.totals();
+                let name = self.mounts.get(*mount)?.name.clone();
+                Some((name, serde_json::json!({ "bytes_to_proxy": sent, "bytes_from_proxy": received })))
+            })
+            .collect();
+        serde_json::json!({
+            "line": self.call.commands[0].line,
+            "commands": commands,
+            "status": self.status,
+            "proxies": proxies,
+        })
+    }
+
+    /// Appends the record to `path`; a failure is reported on the caller's stderr.
+    pub fn append(&self, path: &Path, caller: &Caller) {
+        let written = OpenOptions::new()
+            .append(true)
+            .create(true)
+            .open(path)
+            .and_then(|mut file| file.write_all(format!("{}\n", self.to_json()).as_bytes()));
+        if let Err(e) = written {
+            caller.warn(&format!("{}: cannot write statistics: {e}", path.display()));
+        }
+    }
+}

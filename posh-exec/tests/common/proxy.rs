@@ -1,0 +1,96 @@
+//! A real `posh-proxy` process for tests: started on loopback, its address and fingerprint read
+//! from what it prints, killed when dropped. Each test binary uses part of it.
+#![allow(dead_code)]
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// A running proxy; killed when dropped.
+pub struct Proxy {
+    pub child: Child,
+    pub addr: String,
+    pub fingerprint: String,
+    /// What it printed before its address.
+    pub early: Vec<String>,
+    stderr: mpsc::Receiver<String>,
+}
+
+impl Drop for Proxy {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Proxy {
+    pub fn start(export: &Path, state: &Path, extra: &[&str]) -> Proxy {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_posh-proxy"))
+            .arg("--export")
+            .arg(export)
+            .args(["--listen", "127.0.0.1:0", "--state-dir"])
+            .arg(state)
+            .args(extra)
+            .env("RUST_LOG", "info")
+            .env("POSH_PROXY_TEST_SECRET", "hunter2")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .expect("posh-proxy starts");
+        let (tx, rx) = mpsc::channel();
+        let stderr = child.stderr.take().unwrap();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let deadline = Instant::now() + Duration::from_secs(20);
+        let mut early = Vec::new();
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            let Ok(line) = rx.recv_timeout(left) else {
+                let _ = child.kill();
+                let status = child.wait();
+                panic!("posh-proxy printed no address (ended: {status:?})");
+            };
+            if let Some(rest) = line.strip_prefix("posh-proxy: listening on ") {
+                let (addr, fingerprint) = rest.split_once(", fingerprint ").expect("address and fingerprint");
+                assert!(fingerprint.starts_with("SHA256:"), "{line}");
+                return Proxy {
+                    child,
+                    addr: addr.to_string(),
+                    fingerprint: fingerprint.to_string(),
+                    early,
+                    stderr: rx,
+                };
+            }
+            early.push(line);
+        }
+    }
+
+    /// Waits (bounded) for the proxy to exit and returns its status code.
+    pub fn wait_exit(&mut self, within: Duration) -> Option<i32> {
+        let deadline = Instant::now() + within;
+        while Instant::now() < deadline {
+            if let Some(status) = self.child.try_wait().unwrap() {
+                return status.code();
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        panic!("posh-proxy did not exit within {within:?}");
+    }
+
+    pub fn signal(&self, name: &str) {
+        let ok = Command::new("kill").args([name, &self.child.id().to_string()]).status().unwrap().success();
+        assert!(ok);
+    }
+
+    pub fn log(&self) -> String {
+        self.stderr.try_iter().collect::<Vec<_>>().join("\n")
+    }
+}

@@ -1,0 +1,213 @@
+//! posh-exec with real posh-proxy processes on loopback, one per mount, each exporting its own
+//! directory: output identical to bash, only results crossing, and every way a proxy can fail
+//! the client handled without losing anything.
+
+#[path = "common/proxy.rs"]
+mod proxy_process;
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use proxy_process::Proxy;
+
+/// A client home, two mounts (`logs`, `archive`) beside the script, a proxy for each.
+struct Cluster {
+    dir: tempfile::TempDir,
+    proxies: Vec<Proxy>,
+}
+
+const MOUNTS: [&str; 2] = ["logs", "archive"];
+
+impl Cluster {
+    fn new(proxy_args: &[&str]) -> Cluster {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path().to_path_buf();
+        let big: String = (0..40_000).map(|i| format!("{i} INFO request served in {} ms\n", i % 97)).collect();
+        let old: String = (0..5_000).map(|i| format!("{i} INFO archived x\n")).collect();
+        for mount in MOUNTS {
+            std::fs::create_dir_all(root.join(mount)).unwrap();
+        }
+        std::fs::write(root.join("logs/big.log"), format!("{big}9 ERROR rare failure\n{big}")).unwrap();
+        std::fs::write(root.join("archive/old.log"), format!("{old}7 ERROR rare archived\n")).unwrap();
+        let mut cluster = Cluster { dir, proxies: Vec::new() };
+        let fingerprint = String::from_utf8(cluster.posh(&["--print-identity"]).stdout).unwrap();
+        let authorized = root.join("authorized");
+        std::fs::write(&authorized, fingerprint).unwrap();
+        for mount in MOUNTS {
+            let mut args = vec!["--authorized-clients", authorized.to_str().unwrap()];
+            args.extend_from_slice(proxy_args);
+            cluster.proxies.push(Proxy::start(&root.join(mount), &root.join(format!("state-{mount}")), &args));
+        }
+        let config: String = MOUNTS
+            .iter()
+            .zip(&cluster.proxies)
+            .map(|(m, p)| format!("[[mount]]\nname = \"{m}\"\npath = \"{m}\"\nproxy = \"{}\"\n", p.addr))
+            .collect();
+        std::fs::write(root.join("posh.toml"), config).unwrap();
+        cluster
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(program);
+        command
+            .current_dir(self.root())
+            .env("LC_ALL", "C")
+            .env_remove("POSH_CONFIG")
+            .env("XDG_CONFIG_HOME", self.root().join("config"))
+            .env("XDG_STATE_HOME", self.root().join("client"))
+            .stdin(Stdio::null());
+        command
+    }
+
+    fn posh(&self, args: &[&str]) -> Output {
+        self.command(env!("CARGO_BIN_EXE_posh-exec")).args(args).output().unwrap()
+    }
+
+    fn bash(&self, args: &[&str]) -> Output {
+        self.command("bash").args(args).output().unwrap()
+    }
+
+    fn stats(&self) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(self.root().join("stats.json")).unwrap();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+#[test]
+fn several_proxies_run_their_mounts_commands_and_only_results_cross() {
+    let cluster = Cluster::new(&[]);
+    let script = "cat logs/big.log | grep rare\n\
+                  grep -c archived archive/old.log\n\
+                  cat logs/big.log archive/old.log | grep rare\n\
+                  grep rare logs/big.log > logs/found.txt\n\
+                  grep -h rare logs/big.log archive/old.log nothing.log\n\
+                  cat logs/found.txt\n";
+    std::fs::write(cluster.root().join("s.sh"), script).unwrap();
+    let bash = cluster.bash(&["s.sh"]);
+    std::fs::remove_file(cluster.root().join("logs/found.txt")).unwrap();
+    let posh = cluster.posh(&["--stats", "stats.json", "s.sh"]);
+    assert_eq!(text(&posh.stdout), text(&bash.stdout));
+    assert_eq!(text(&posh.stderr), text(&bash.stderr));
+    assert_eq!(posh.status.code(), bash.status.code());
+    assert_eq!(std::fs::read_to_string(cluster.root().join("logs/found.txt")).unwrap(), "9 ERROR rare failure\n");
+
+    let stats = cluster.stats();
+    let big = std::fs::metadata(cluster.root().join("logs/big.log")).unwrap().len();
+    // `cat big.log | grep rare`: both at the proxy, only the matching line (and the protocol's
+    // hundred-odd bytes) comes back.
+    assert_eq!(stats[0]["commands"][0]["location"], "logs");
+    assert_eq!(stats[0]["commands"][1]["location"], "logs");
+    let back = stats[0]["proxies"]["logs"]["bytes_from_proxy"].as_u64().unwrap();
+    assert!(back < 200 && big > 2_000_000, "{back} bytes came back for a {big}-byte file");
+    // Files on two mounts: one copy per proxy, fanned in in order.
+    assert_eq!(stats[2]["commands"][0]["location"], serde_json::json!(["logs", "archive"]));
+    assert!(stats[2]["proxies"]["archive"]["bytes_from_proxy"].as_u64().unwrap() < 200);
+}
+
+#[test]
+fn a_proxy_that_refuses_leaves_the_work_to_the_client_with_a_warning() {
+    let cluster = Cluster::new(&[]);
+    std::fs::write(cluster.root().join("s.sh"), "cat logs/big.log | grep rare\ngrep -c ERROR archive/old.log\n")
+        .unwrap();
+    let bash = cluster.bash(&["s.sh"]);
+    // Not authorized: the proxies read the file for every connection.
+    std::fs::write(cluster.root().join("authorized"), "# nobody\n").unwrap();
+    let posh = cluster.posh(&["s.sh"]);
+    assert_eq!(text(&posh.stdout), text(&bash.stdout));
+    assert_eq!(posh.status.code(), bash.status.code());
+    let stderr = text(&posh.stderr);
+    assert!(stderr.contains("not authorized") && stderr.contains("mount logs"), "{stderr}");
+    assert!(stderr.contains("mount archive"), "{stderr}");
+
+    // A pinned fingerprint that does not match: refused, named, and the client does the work.
+    let cluster = Cluster::new(&[]);
+    std::fs::write(cluster.root().join("s.sh"), "cat logs/big.log | grep rare\n").unwrap();
+    let known = cluster.root().join("client/posh/known_proxies");
+    std::fs::create_dir_all(known.parent().unwrap()).unwrap();
+    std::fs::write(&known, format!("{} SHA256:not-the-right-one\n", cluster.proxies[0].addr)).unwrap();
+    let posh = cluster.posh(&["s.sh"]);
+    assert_eq!(text(&posh.stdout), "9 ERROR rare failure\n");
+    let stderr = text(&posh.stderr);
+    assert!(stderr.contains("SHA256:not-the-right-one") && stderr.contains("refusing to connect"), "{stderr}");
+}
+
+fn mkfifo(path: &Path) {
+    assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
+}
+
+/// Waits until `dir` holds one of the proxy's temporary output files: the job is running.
+fn wait_for_temporary(dir: &Path) -> PathBuf {
+    let deadline = Instant::now() + Duration::from_secs(20);
+    loop {
+        let found = std::fs::read_dir(dir)
+            .unwrap()
+            .map(|e| e.unwrap().path())
+            .find(|p| p.file_name().unwrap().to_string_lossy().starts_with(".posh-"));
+        if let Some(found) = found {
+            return found;
+        }
+        assert!(Instant::now() < deadline, "the job did not start");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+#[test]
+fn a_busy_proxy_leaves_the_work_to_the_client() {
+    let cluster = Cluster::new(&["--max-jobs", "1"]);
+    let fifo = cluster.root().join("logs/fifo");
+    mkfifo(&fifo);
+    // The one slot is taken by a job blocked on a FIFO (after a file that makes it worth placing
+    // at the proxy: a FIFO has no size).
+    std::fs::write(cluster.root().join("hold.sh"), "cat logs/big.log logs/fifo > logs/held.txt\n").unwrap();
+    let mut holder = cluster.command(env!("CARGO_BIN_EXE_posh-exec")).arg("hold.sh").spawn().unwrap();
+    let writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    wait_for_temporary(&cluster.root().join("logs"));
+
+    std::fs::write(cluster.root().join("s.sh"), "grep rare logs/big.log\n").unwrap();
+    let posh = cluster.posh(&["s.sh"]);
+    assert_eq!(text(&posh.stdout), "9 ERROR rare failure\n");
+    let stderr = text(&posh.stderr);
+    assert!(stderr.contains("is busy") && stderr.contains("at the client"), "{stderr}");
+
+    drop(writer);
+    assert!(holder.wait().unwrap().success());
+}
+
+#[test]
+fn a_lost_proxy_is_an_error_naming_it_and_the_line_and_the_old_output_stays() {
+    let cluster = Cluster::new(&[]);
+    let fifo = cluster.root().join("logs/fifo");
+    mkfifo(&fifo);
+    std::fs::write(cluster.root().join("logs/out.txt"), "old content\n").unwrap();
+    let script = "echo start\ncat logs/big.log logs/fifo > logs/out.txt\necho \"status $?\"\n";
+    std::fs::write(cluster.root().join("s.sh"), script).unwrap();
+    let child = cluster
+        .command(env!("CARGO_BIN_EXE_posh-exec"))
+        .arg("s.sh")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    std::io::Write::write_all(&mut writer, b"half of the new content\n").unwrap();
+    wait_for_temporary(&cluster.root().join("logs"));
+    let addr = cluster.proxies[0].addr.clone();
+    cluster.proxies[0].signal("-KILL");
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(30), "posh-exec took {:?} to notice", started.elapsed());
+    drop(writer);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains(&addr) && stderr.contains("s.sh: line 2:"), "{stderr}");
+    assert_eq!(text(&out.stdout), "start\nstatus 255\n");
+    assert_eq!(std::fs::read_to_string(cluster.root().join("logs/out.txt")).unwrap(), "old content\n");
+}
