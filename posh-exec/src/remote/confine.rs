@@ -48,10 +48,11 @@ pub fn check_request(root: &Path, request: &Request) -> Result<PathBuf, String> 
     if !cwd.is_dir() {
         return Err(format!("working directory `{}` is not a directory under the export", request.cwd));
     }
-    if let Some(name) = &request.view
-        && (name.is_empty() || name.contains('/') || name == "." || name == "..")
-    {
-        return Err(format!("`{name}` cannot name the export in a view"));
+    if let Some(view) = &request.view {
+        let normal = Path::new(view).components().all(|c| matches!(c, Component::Normal(_)));
+        if view.is_empty() || !normal {
+            return Err(format!("`{view}` cannot place the export in a view"));
+        }
     }
     Ok(cwd)
 }
@@ -167,11 +168,14 @@ fn check_env_name(name: &str) -> Result<(), String> {
 pub fn resolve(root: &Path, base: &Path, path: &str) -> Result<PathBuf, String> {
     let mut rel = Path::new(path);
     let mut base = base;
+    // A base outside the root is a job's view (see `Request::view`): its own directories may be
+    // crossed on the way to the export, but the path must end under the root.
     if rel.is_absolute() {
         // An absolute path is the proxy's own: it must name something under the export root.
         rel = rel.strip_prefix(root).map_err(|_| "the absolute path is not under the export root".to_string())?;
         base = root;
     }
+    let in_view = !base.starts_with(root);
     let escapes = || "the path leads outside the export".to_string();
     let mut current = base.to_path_buf();
     let mut missing = false;
@@ -203,9 +207,13 @@ pub fn resolve(root: &Path, base: &Path, path: &str) -> Result<PathBuf, String> 
             }
             Component::RootDir | Component::Prefix(_) => return Err(escapes()),
         }
-        if !current.starts_with(root) {
+        let within = current.starts_with(root) || (in_view && current.starts_with(base));
+        if !within {
             return Err(escapes());
         }
+    }
+    if !current.starts_with(root) {
+        return Err(escapes());
     }
     Ok(current)
 }
@@ -232,6 +240,14 @@ mod tests {
             root.join("a.txt")
         );
         assert!(resolve(&root, &root, root.join("../secret").to_str().unwrap()).is_err());
+        // Through a view: its directories lead to the export, nowhere else.
+        let view = dir.path().join("view");
+        std::fs::create_dir_all(view.join("a")).unwrap();
+        std::os::unix::fs::symlink(&root, view.join("a/export")).unwrap();
+        assert_eq!(resolve(&root, &view, "a/export/sub/x").unwrap(), root.join("sub/x"));
+        assert_eq!(resolve(&root, &view, "a/../a/export").unwrap(), root);
+        assert!(resolve(&root, &view, "a").is_err(), "the view itself is not the export");
+        assert!(resolve(&root, &view, "../secret").is_err());
         assert!(resolve(&root, &root, "out").is_err());
         assert!(resolve(&root, &root, "dangling").is_err());
         assert!(resolve(&root, &root, "new/../../x").is_err());

@@ -36,9 +36,10 @@ pub struct Request {
     /// The working directory, relative to the proxy's export root (`""` is the root).
     #[serde(default)]
     pub cwd: String,
-    /// The client's working directory is the mount's parent, where the export is known by this
-    /// name: the job then runs in a directory of its own holding only `NAME` (a link to the
-    /// export root), so relative words (`data/a.log`) reach the command as they were written.
+    /// The client's working directory lies above the mount, which is at this relative path from
+    /// it (`examples/data`): the job then runs in a directory of its own holding only those
+    /// directories and a link to the export root at the path, so relative words
+    /// (`examples/data/a.log`) reach the command as they were written.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub view: Option<String>,
     pub commands: Vec<JobCommand>,

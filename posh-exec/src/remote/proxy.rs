@@ -242,12 +242,13 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
     Ok(())
 }
 
-/// A directory standing for the client's working directory when that is the mount's parent:
-/// it holds only `name`, a link to the export root.
-fn make_view(tmp: &Path, name: &str, export: &Path) -> std::io::Result<PathBuf> {
+/// A directory standing for the client's working directory when that is above the mount: it
+/// holds only the directories down to the mount and, at `at`, a link to the export root.
+fn make_view(tmp: &Path, at: &str, export: &Path) -> std::io::Result<PathBuf> {
     let view = tmp.join("cwd");
-    std::fs::create_dir(&view)?;
-    std::os::unix::fs::symlink(export, view.join(name))?;
+    let link = view.join(at);
+    std::fs::create_dir_all(link.parent().unwrap_or(&view))?;
+    std::os::unix::fs::symlink(export, link)?;
     Ok(view)
 }
 

@@ -34,7 +34,7 @@ pub struct RemoteStep {
     pub mount: usize,
     /// The working directory relative to the export root.
     pub cwd: String,
-    /// Set when the working directory is the mount's parent (see `Request::view`).
+    /// Where the mount lies below the working directory, when it does (see `Request::view`).
     pub view: Option<String>,
     pub job: JobCommand,
     /// For each of `job.redirects`, the command's redirection it came from (for messages).
@@ -241,12 +241,14 @@ fn remote_step(
     let on_mount = |path: &Path| config.mount_for(path).is_some_and(|m| m.name == name);
     // Words reach the command as bash expanded them (a grep prefix or an error message names the
     // file as the script did), so the proxy must see the same paths: relative ones from a working
-    // directory on the mount, or from its parent through a view; absolute ones only when the
+    // directory on the mount, or from above it through a view; absolute ones only when the
     // proxy's path is the client's.
     let cwd = normalize_path(cwd);
     let (job_cwd, view) = match cwd.strip_prefix(&mount.path) {
         Ok(rest) => (Some(rest.to_str()?.to_string()), None),
-        Err(_) if mount.path.parent() == Some(&cwd) => (None, Some(mount.path.file_name()?.to_str()?.to_string())),
+        Err(_) if mount.path.starts_with(&cwd) => {
+            (None, Some(mount.path.strip_prefix(&cwd).ok()?.to_str()?.to_string()))
+        }
         Err(_) => (None, None),
     };
     let same_paths = normalize_path(&mount.export) == mount.path;
