@@ -90,7 +90,8 @@ fn several_proxies_run_their_mounts_commands_and_only_results_cross() {
                   cat logs/big.log archive/old.log | grep rare\n\
                   grep rare logs/big.log > logs/found.txt\n\
                   grep -h rare logs/big.log archive/old.log nothing.log\n\
-                  cat logs/found.txt\n";
+                  cat logs/found.txt\n\
+                  grep -c rare logs/big.log | cat - archive/old.log | wc -l\n";
     std::fs::write(cluster.root().join("s.sh"), script).unwrap();
     let bash = cluster.bash(&["s.sh"]);
     std::fs::remove_file(cluster.root().join("logs/found.txt")).unwrap();
@@ -111,6 +112,11 @@ fn several_proxies_run_their_mounts_commands_and_only_results_cross() {
     // Files on two mounts: one copy per proxy, fanned in in order.
     assert_eq!(stats[2]["commands"][0]["location"], serde_json::json!(["logs", "archive"]));
     assert!(stats[2]["proxies"]["archive"]["bytes_from_proxy"].as_u64().unwrap() < 200);
+    // An edge between two proxies (relayed by the client): grep's count from `logs` feeds cat and
+    // wc at `archive`, next to the file cat reads.
+    assert_eq!(stats[6]["commands"][0]["location"], "logs");
+    assert_eq!(stats[6]["commands"][1]["location"], "archive");
+    assert_eq!(stats[6]["commands"][2]["location"], "archive");
 }
 
 #[test]

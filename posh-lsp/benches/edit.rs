@@ -45,9 +45,9 @@ fn bench(c: &mut Criterion) {
     after.insert(at, 'x');
     let lines = after.lines().count();
     // The server keeps each document's pipeline plans: the version before the edit warmed them.
-    let mut warm = ide::PlanCache::default();
+    let mut warm = ide::AnalysisCache::default();
     ide::analyze_script_cached(&world, &fs, &before, &mut warm);
-    let work = |text: &str, cache: &mut ide::PlanCache| {
+    let work = |text: &str, cache: &mut ide::AnalysisCache| {
         let analysis = ide::analyze_script_cached(&world, &fs, text, cache);
         let hints = inlay_hints::inlay_hints(&world, text, &analysis, None);
         let diags = diagnostics::script_diagnostics(&world, &analysis);
@@ -61,7 +61,7 @@ fn bench(c: &mut Criterion) {
         b.iter_batched_ref(|| warm.clone(), |cache| work(black_box(&after), cache), BatchSize::SmallInput)
     });
     group.bench_function("inlay hints + diagnostics, nothing cached", |b| {
-        b.iter(|| work(black_box(&after), &mut ide::PlanCache::default()))
+        b.iter(|| work(black_box(&after), &mut ide::AnalysisCache::default()))
     });
     group.bench_function("inlay hints of one screen", |b| {
         b.iter(|| {

@@ -163,26 +163,64 @@ fn languages_by_id_name_and_shebang() {
 fn cached_plans_equal_fresh_ones_after_edits() {
     let fs = file_system();
     let world = world(&fs);
-    let mut cache = ide::PlanCache::default();
-    let before = "f() { sort \"$1\"; }\ncat /mnt/logs/ray0.log | grep x | sort\ncat <<EOF | grep a\nabc\nEOF\nf /mnt/a/big.txt\n";
-    ide::analyze_script_cached(&world, &fs, before, &mut cache);
+    let mut cache = ide::AnalysisCache::default();
+    // Six different blocks of nine lines: each ends in a blank line, where chunks may be cut.
+    let before: String = (0..6)
+        .map(|i| format!("f() {{ sort \"$1\"; }}\ncat /mnt/logs/ray{i}.log | grep x | sort\ncat <<EOF | grep a\nabc\nEOF\nf /mnt/a/big.txt\necho {i}\necho 2\n\n"))
+        .collect();
+    ide::analyze_script_cached(&world, &fs, &before, &mut cache);
     let edits = [
         // A line inserted above: every pipeline moves.
         format!("echo é🎉\n{before}"),
-        // The here-document's body changes, its pipeline's text does not.
-        before.replace("abc", "abcdefgh"),
-        // A function appears whose name a pipeline uses.
-        format!("grep() {{ :; }}\n{before}"),
-        // The same pipeline twice.
+        // A here-document's body changes, its pipeline's text does not.
+        before.replacen("abc", "abcdefgh", 1),
+        // A pipeline added at the end.
         format!("{before}cat /mnt/logs/ray0.log | grep x | sort\n"),
+        // A function appears whose name a pipeline uses: every plan may change.
+        format!("grep() {{ :; }}\n{before}"),
     ];
-    // Pipelines taken from the cache: all four; all but the changed here-document; none once the
-    // function names change (which may change any plan); the repeated pipeline's second copy.
-    let reused = [4, 3, 0, 1];
-    for (text, reused) in edits.iter().zip(reused) {
+    let mut reused = Vec::new();
+    for text in &edits {
         let cached = ide::analyze_script_cached(&world, &fs, text, &mut cache);
         let fresh = ide::analyze_script(&world, &fs, text);
         assert_eq!(cached.plan, fresh.plan, "{text}");
-        assert_eq!(cache.reused(), reused, "{text}");
+        reused.push(cache.reused());
     }
+    // Of 30 pipelines (31 with the new ones), the chunks an edit did not touch were reused.
+    assert!(reused[0] >= 20 && reused[1] >= 20 && reused[2] >= 20, "{reused:?}");
+    assert_eq!(reused[3], 0);
+}
+
+/// The oracle suite's scripts (every shell construct the runtime is checked on), one after the
+/// other, then edited one character at a time: the chunked, cached parse always equals brush's
+/// parse of the whole text.
+#[test]
+fn chunked_parsing_equals_whole_parsing_on_the_oracle_scripts() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/oracle");
+    let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
+    names.sort();
+    let mut source = String::new();
+    // All but the case whose point is a syntax error.
+    for path in
+        names.iter().filter(|p| p.extension().is_some_and(|x| x == "sh") && !p.ends_with("syntax-error-late.sh"))
+    {
+        source.push_str(&std::fs::read_to_string(path).unwrap());
+        source.push('\n');
+    }
+    assert!(source.lines().count() > 500, "the oracle scripts are there");
+    let mut cache = ide::chunks::ChunkCache::default();
+    let whole = posh_core::shell::parse_tolerant_with_recovery(&source);
+    assert_eq!(whole.0.errors, vec![]);
+    assert_eq!(ide::chunks::parse(&source, &mut cache), whole);
+    let mut reused = 0;
+    for (n, at) in (0..source.len()).step_by(source.len() / 97).enumerate() {
+        let at = (at..source.len()).find(|&i| source.is_char_boundary(i)).unwrap();
+        let mut edited = source.clone();
+        edited.insert(at, [' ', 'x', ';', '\n', '"', '|'][n % 6]);
+        let mut warm = cache.clone();
+        let chunked = ide::chunks::parse(&edited, &mut warm);
+        assert_eq!(chunked, posh_core::shell::parse_tolerant_with_recovery(&edited), "edit at {at}");
+        reused += warm.reused();
+    }
+    assert!(reused > 1_000, "chunks were reused: {reused}");
 }

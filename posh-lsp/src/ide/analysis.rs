@@ -1,14 +1,13 @@
 //! A script's analysis: its parse and its plan, for one version of its text. Every script
 //! feature reads one of these; the server computes it once per document version.
 
-use std::collections::HashMap;
-
 use posh_core::Span;
 use posh_core::fs::FileSystem;
 use posh_core::planner::{self, NodeKind, PipelinePlan, Plan, PlanContext, PlanOptions};
-use posh_core::shell::{self, Pipeline, Recovery, RedirectTarget, Script};
+use posh_core::shell::{Recovery, Script};
 
 use super::World;
+use super::chunks::{self, ChunkCache};
 
 #[derive(Debug)]
 pub struct ScriptAnalysis {
@@ -29,13 +28,18 @@ impl ScriptAnalysis {
 
 /// Parses (tolerantly) and plans a script.
 pub fn analyze_script(world: &World, fs: &dyn FileSystem, text: &str) -> ScriptAnalysis {
-    analyze_script_cached(world, fs, text, &mut PlanCache::default())
+    analyze_script_cached(world, fs, text, &mut AnalysisCache::default())
 }
 
-/// [`analyze_script`], re-planning only the pipelines `cache` has not seen: after a keystroke,
-/// that is the pipeline typed in. The cache must be dropped when the world or the files change.
-pub fn analyze_script_cached(world: &World, fs: &dyn FileSystem, text: &str, cache: &mut PlanCache) -> ScriptAnalysis {
-    let (script, recovery) = shell::parse_tolerant_with_recovery(text);
+/// [`analyze_script`], re-parsing and re-planning only the chunks `cache` has not seen: after a
+/// keystroke, the one typed in. The cache must be dropped when the world or the files change.
+pub fn analyze_script_cached(
+    world: &World,
+    fs: &dyn FileSystem,
+    text: &str,
+    cache: &mut AnalysisCache,
+) -> ScriptAnalysis {
+    let (script, recovery) = chunks::parse(text, &mut cache.chunks);
     let ctx = PlanContext {
         library: &world.library,
         config: &world.config,
@@ -44,68 +48,69 @@ pub fn analyze_script_cached(world: &World, fs: &dyn FileSystem, text: &str, cac
         options: PlanOptions::default(),
     };
     let functions = planner::function_names(&script);
-    let mut kept = HashMap::with_capacity(script.pipelines.len());
-    let mut pipelines = Vec::with_capacity(script.pipelines.len());
     cache.reused = 0;
-    for pipeline in &script.pipelines {
-        let key = shape(pipeline, &functions);
-        let start = pipeline.span.start;
-        let relative = match cache.plans.remove(&key).or_else(|| kept.get(&key).cloned()) {
-            Some(plan) => {
-                cache.reused += 1;
+    let pipelines = if cache.chunks.layout.is_empty() {
+        // Parsed whole (the text does not parse): nothing to reuse.
+        script.pipelines.iter().map(|p| planner::plan_pipeline_in(&ctx, p, &functions)).collect()
+    } else {
+        // Chunk by chunk: a chunk of the same text, in a script with the same functions, has the
+        // same plans, moved.
+        let mut pipelines = Vec::with_capacity(script.pipelines.len());
+        let mut next = 0;
+        for (start, key) in &cache.chunks.layout {
+            let Some(chunk) = cache.chunks.chunks.get_mut(key) else {
+                continue;
+            };
+            let count = chunk.pipelines.len();
+            let ours = &script.pipelines[next..next + count];
+            next += count;
+            let relative = match &chunk.plans {
+                Some((made_with, plans)) if *made_with == functions => {
+                    cache.reused += count;
+                    plans.clone()
+                }
+                _ => {
+                    let plans: Vec<PipelinePlan> = ours
+                        .iter()
+                        .map(|p| {
+                            let mut plan = planner::plan_pipeline_in(&ctx, p, &functions);
+                            move_plan(&mut plan, |offset| offset - start);
+                            plan
+                        })
+                        .collect();
+                    chunk.plans = Some((functions.clone(), plans.clone()));
+                    plans
+                }
+            };
+            pipelines.extend(relative.into_iter().map(|mut plan| {
+                move_plan(&mut plan, |offset| offset + start);
                 plan
-            }
-            None => {
-                let mut plan = planner::plan_pipeline_in(&ctx, pipeline, &functions);
-                move_plan(&mut plan, |offset| offset - start);
-                plan
-            }
-        };
-        let mut plan = relative.clone();
-        move_plan(&mut plan, |offset| offset + start);
-        pipelines.push(plan);
-        kept.insert(key, relative);
-    }
-    cache.plans = kept;
+            }));
+        }
+        pipelines
+    };
     let plan = Plan { pipelines, strategy: ctx.options.strategy };
     ScriptAnalysis { script, recovery, plan }
 }
 
-/// Pipeline plans by the shape of their pipeline (its model with offsets relative to its start,
-/// and the script's function names), with offsets relative to the pipeline's start.
+/// What an analysis keeps for the next version of the same document: its chunks, parsed and
+/// planned.
 #[derive(Debug, Default, Clone)]
-pub struct PlanCache {
-    plans: HashMap<String, PipelinePlan>,
+pub struct AnalysisCache {
+    chunks: ChunkCache,
     reused: usize,
 }
 
-impl PlanCache {
+impl AnalysisCache {
     /// How many pipelines the last analysis took from the cache rather than planned.
     pub fn reused(&self) -> usize {
         self.reused
     }
-}
 
-/// The pipeline as the planner sees it, wherever it stands in the script.
-fn shape(pipeline: &Pipeline, functions: &[String]) -> String {
-    let mut relative = pipeline.clone();
-    let start = pipeline.span.start;
-    let rel = |span: &mut Span| *span = Span::new(span.start - start, span.end - start);
-    rel(&mut relative.span);
-    relative.context.clear();
-    for command in &mut relative.commands {
-        rel(&mut command.span);
-        for word in command.words.iter_mut().chain(command.assignments.iter_mut()) {
-            rel(&mut word.span);
-        }
-        for redirect in &mut command.redirects {
-            rel(&mut redirect.span);
-            if let RedirectTarget::File(word) | RedirectTarget::Text(word) = &mut redirect.target {
-                rel(&mut word.span);
-            }
-        }
+    /// How many chunks of text the last analysis took from the cache rather than parsed.
+    pub fn reused_chunks(&self) -> usize {
+        self.chunks.reused()
     }
-    format!("{functions:?}{relative:?}")
 }
 
 fn move_plan(plan: &mut PipelinePlan, by: impl Fn(usize) -> usize) {

@@ -4,6 +4,7 @@
 
 pub mod analysis;
 mod annotation_tree;
+pub mod chunks;
 pub mod code_actions;
 pub mod code_lens;
 pub mod completion;
@@ -20,7 +21,7 @@ use std::sync::Arc;
 
 use posh_core::Span;
 
-pub use analysis::{PlanCache, ScriptAnalysis, Shift, analyze_script, analyze_script_cached};
+pub use analysis::{AnalysisCache, ScriptAnalysis, Shift, analyze_script, analyze_script_cached};
 pub use world::{Settings, World};
 
 /// The two kinds of documents posh-lsp serves.

@@ -8,7 +8,7 @@ use tower_lsp::lsp_types::{TextDocumentContentChangeEvent, Url};
 use super::convert::apply_change;
 use std::time::{Duration, Instant};
 
-use crate::ide::{Language, PlanCache, ScriptAnalysis, Shift};
+use crate::ide::{AnalysisCache, Language, ScriptAnalysis, Shift};
 
 #[derive(Debug)]
 pub struct Document {
@@ -22,7 +22,7 @@ pub struct Document {
     pub good: Option<(Arc<str>, Arc<ScriptAnalysis>)>,
     /// Plans of this document's pipelines, so an edit re-plans only what it touched; with the
     /// time it was started (file sizes go stale with it).
-    pub plans: Option<(Instant, PlanCache)>,
+    pub plans: Option<(Instant, AnalysisCache)>,
 }
 
 /// What a request works on: one version of one document.
@@ -132,14 +132,14 @@ impl Store {
 
     /// The document's plan cache, lent out for one analysis (a fresh one when it is older than
     /// `max_age` or lent to another analysis already).
-    pub fn take_plans(&mut self, uri: &Url, max_age: Duration) -> (Instant, PlanCache) {
+    pub fn take_plans(&mut self, uri: &Url, max_age: Duration) -> (Instant, AnalysisCache) {
         match self.docs.get_mut(uri).and_then(|d| d.plans.take()) {
             Some((since, cache)) if since.elapsed() < max_age => (since, cache),
-            _ => (Instant::now(), PlanCache::default()),
+            _ => (Instant::now(), AnalysisCache::default()),
         }
     }
 
-    pub fn return_plans(&mut self, uri: &Url, plans: (Instant, PlanCache)) {
+    pub fn return_plans(&mut self, uri: &Url, plans: (Instant, AnalysisCache)) {
         if let Some(doc) = self.docs.get_mut(uri) {
             doc.plans = Some(plans);
         }

@@ -1,0 +1,317 @@
+//! Incremental parsing. brush-parser has no incremental mode and a 5,000-line script takes about
+//! 100 ms to parse, too slow for every keystroke. So a script is cut, at line starts that a
+//! cheap scan finds at the top level (no open quote, bracket, compound command, here-document or
+//! continuation), into chunks chosen by their content (so an edit moves no boundary but its
+//! own), each parsed on its own and cached by its text.
+//!
+//! A cut in the wrong place cannot go unnoticed: a statement split in two leaves at least one
+//! side that does not parse (an unclosed `do`, `if`, `{`, quote, `|`), and a chunk that does not
+//! parse is joined with the next and parsed again; when that does not help either, the whole
+//! text is parsed as usual (`shell::parse_tolerant_with_recovery`). Here-documents and
+//! backslash continuations, the two constructs whose halves could parse on their own, are never
+//! cut.
+
+use std::collections::HashMap;
+
+use posh_core::Span;
+use posh_core::planner::PipelinePlan;
+use posh_core::shell::{self, Pipeline, Recovery, RedirectTarget, Script};
+
+/// Fewer lines than this never make a chunk of their own.
+const MIN_LINES: usize = 8;
+/// A chunk failing to parse is joined with at most this many following chunks.
+const MAX_JOINS: usize = 3;
+
+/// Parsed chunks by their text, with offsets relative to the chunk's start.
+#[derive(Debug, Default, Clone)]
+pub struct ChunkCache {
+    pub(crate) chunks: HashMap<String, Chunk>,
+    reused: usize,
+    /// The last parse's chunks in order (start, text); empty when it parsed the text whole.
+    pub(crate) layout: Vec<(usize, String)>,
+}
+
+#[derive(Debug, Clone)]
+pub(crate) struct Chunk {
+    pub pipelines: Vec<Pipeline>,
+    /// The pipelines' plans, and the script's function names they were made with.
+    pub plans: Option<(Vec<String>, Vec<PipelinePlan>)>,
+}
+
+impl ChunkCache {
+    /// How many chunks the last parse took from the cache.
+    pub fn reused(&self) -> usize {
+        self.reused
+    }
+}
+
+/// Parses `source` chunk by chunk; the result is what `shell::parse_tolerant_with_recovery`
+/// gives for the whole text.
+pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
+    let bounds = boundaries(source);
+    let mut kept: HashMap<String, Chunk> = HashMap::new();
+    let mut pipelines = Vec::new();
+    cache.reused = 0;
+    cache.layout.clear();
+    let mut i = 0;
+    while i + 1 < bounds.len() {
+        let start = bounds[i];
+        let mut parsed = None;
+        for end_index in (i + 1..bounds.len()).take(MAX_JOINS + 1) {
+            let text = &source[start..bounds[end_index]];
+            if let Some(found) = cache.chunks.remove(text).or_else(|| kept.get(text).cloned()) {
+                cache.reused += 1;
+                parsed = Some((end_index, text, found));
+                break;
+            }
+            let script = shell::parse(text);
+            if script.errors.is_empty() {
+                parsed = Some((end_index, text, Chunk { pipelines: script.pipelines, plans: None }));
+                break;
+            }
+        }
+        let Some((end_index, text, chunk)) = parsed else {
+            cache.layout.clear();
+            return shell::parse_tolerant_with_recovery(source);
+        };
+        pipelines.extend(chunk.pipelines.iter().cloned().map(|mut p| {
+            move_pipeline(&mut p, |offset| offset + start);
+            p
+        }));
+        cache.layout.push((start, text.to_string()));
+        kept.insert(text.to_string(), chunk);
+        i = end_index;
+    }
+    cache.chunks = kept;
+    (Script { pipelines, errors: Vec::new() }, Recovery::None)
+}
+
+/// Applies `by` to every offset in a pipeline.
+pub(crate) fn move_pipeline(pipeline: &mut Pipeline, by: impl Fn(usize) -> usize) {
+    let moved = |span: &mut Span| *span = Span::new(by(span.start), by(span.end));
+    moved(&mut pipeline.span);
+    for command in &mut pipeline.commands {
+        moved(&mut command.span);
+        for word in command.words.iter_mut().chain(command.assignments.iter_mut()) {
+            moved(&mut word.span);
+        }
+        for redirect in &mut command.redirects {
+            moved(&mut redirect.span);
+            if let RedirectTarget::File(word) | RedirectTarget::Text(word) = &mut redirect.target {
+                moved(&mut word.span);
+            }
+        }
+    }
+}
+
+/// `0`, the chosen cuts, and the text's length. A cut is chosen by the line before it (a blank
+/// line, or one whose hash says so) once a chunk has enough lines, so an edit changes the
+/// boundaries of its own chunk and perhaps the next, never those further on.
+fn boundaries(source: &str) -> Vec<usize> {
+    let mut bounds = vec![0];
+    let mut lines_since = 0;
+    for (cut, (line_before, lines)) in top_level_cuts(source) {
+        lines_since += lines;
+        let content_cut = line_before.trim().is_empty() || fnv(line_before).is_multiple_of(4);
+        if lines_since >= MIN_LINES && content_cut {
+            bounds.push(cut);
+            lines_since = 0;
+        }
+    }
+    if bounds.last() != Some(&source.len()) {
+        bounds.push(source.len());
+    }
+    bounds
+}
+
+fn fnv(text: &str) -> u64 {
+    text.bytes().fold(0xcbf29ce484222325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3))
+}
+
+/// Scanning state across lines.
+#[derive(Debug, Default)]
+struct Scan {
+    quote: Option<char>,
+    /// `(` not yet closed (a `)` with none open, as in `case` patterns, is ignored).
+    parens: usize,
+    /// Open `if`, `case`, `do`, `{`.
+    depth: usize,
+    /// Here-documents announced on the current line: (delimiter, tabs stripped).
+    announced: Vec<(String, bool)>,
+    /// Here-document bodies being read, first first.
+    bodies: Vec<(String, bool)>,
+}
+
+/// Line starts at the top level, each with the line before it and the number of lines since
+/// the previous candidate.
+fn top_level_cuts(source: &str) -> Vec<(usize, (&str, usize))> {
+    let mut scan = Scan::default();
+    let mut out = Vec::new();
+    let mut offset = 0;
+    let mut lines = 0;
+    for line in source.split_inclusive('\n') {
+        offset += line.len();
+        lines += 1;
+        let content = line.trim_end_matches('\n');
+        if let Some((delimiter, strip)) = scan.bodies.first() {
+            let text = if *strip { content.trim_start_matches('\t') } else { content };
+            if text == delimiter {
+                scan.bodies.remove(0);
+            }
+            if !scan.bodies.is_empty() {
+                continue;
+            }
+        } else if !scan.line(content) {
+            continue;
+        }
+        scan.bodies.append(&mut scan.announced);
+        let open = scan.quote.is_some() || scan.parens > 0 || scan.depth > 0 || !scan.bodies.is_empty();
+        let trimmed = content.trim_end();
+        let joined = trimmed.ends_with('|') || trimmed.ends_with("&&");
+        if !open && !joined && line.ends_with('\n') && offset < source.len() {
+            out.push((offset, (content, lines)));
+            lines = 0;
+        }
+    }
+    out
+}
+
+impl Scan {
+    /// Reads one line; false when it ends in a backslash continuation.
+    fn line(&mut self, line: &str) -> bool {
+        let chars: Vec<char> = line.chars().collect();
+        let mut i = 0;
+        let mut word = String::new();
+        while i < chars.len() {
+            let c = chars[i];
+            match self.quote {
+                Some('\'') => {
+                    if c == '\'' {
+                        self.quote = None;
+                    }
+                }
+                Some(q) => {
+                    if c == '\\' {
+                        i += 1;
+                    } else if c == q {
+                        self.quote = None;
+                    }
+                }
+                None => {
+                    if c.is_alphanumeric() || c == '_' || c == '{' || c == '}' {
+                        word.push(c);
+                        i += 1;
+                        continue;
+                    }
+                    self.word(&std::mem::take(&mut word));
+                    match c {
+                        '\\' if i + 1 == chars.len() => return false,
+                        '\\' => i += 1,
+                        '#' if i == 0 || chars[i - 1].is_whitespace() => break,
+                        '\'' | '"' | '`' => self.quote = Some(c),
+                        '(' => self.parens += 1,
+                        ')' => self.parens = self.parens.saturating_sub(1),
+                        '<' if chars.get(i + 1) == Some(&'<') && chars.get(i + 2) != Some(&'<') => {
+                            i = self.here_document(&chars, i + 2);
+                            continue;
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            i += 1;
+        }
+        self.word(&word);
+        true
+    }
+
+    fn word(&mut self, word: &str) {
+        match word {
+            "if" | "case" | "do" | "{" => self.depth += 1,
+            "fi" | "esac" | "done" | "}" => self.depth = self.depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+
+    /// After `<<`: records the delimiter; returns where scanning goes on.
+    fn here_document(&mut self, chars: &[char], mut i: usize) -> usize {
+        let strip = chars.get(i) == Some(&'-');
+        if strip {
+            i += 1;
+        }
+        while chars.get(i).is_some_and(|c| *c == ' ' || *c == '\t') {
+            i += 1;
+        }
+        let mut delimiter = String::new();
+        while let Some(&c) = chars.get(i) {
+            if c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '(' | ')') {
+                break;
+            }
+            if !matches!(c, '\'' | '"' | '\\') {
+                delimiter.push(c);
+            }
+            i += 1;
+        }
+        if !delimiter.is_empty() {
+            self.announced.push((delimiter, strip));
+        }
+        i
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn chunks(source: &str) -> Vec<&str> {
+        boundaries(source).windows(2).map(|w| &source[w[0]..w[1]]).collect()
+    }
+
+    #[test]
+    fn cuts_only_at_the_top_level() {
+        let mut source = String::new();
+        for i in 0..12 {
+            source.push_str(&format!("echo {i}\n"));
+        }
+        source.push_str(
+            "for f in a b; do\n  echo \"$f\n  still quoted\" | sort\n\n\ndone\ncat <<EOF | wc -l\n\n\nbody\nEOF\n",
+        );
+        source.push_str("a \\\n  b\nx=$(\n\n\n echo)\n");
+        for i in 0..12 {
+            source.push_str(&format!("echo {i}\n"));
+        }
+        let found: Vec<usize> = top_level_cuts(&source).iter().map(|(cut, _)| *cut).collect();
+        for (what, inside) in
+            [("  still", true), ("done", true), ("body", true), ("EOF\n", true), ("  b\n", true), (" echo)", true)]
+        {
+            let at = source.find(what).unwrap();
+            let line_start = source[..at].rfind('\n').map_or(0, |i| i + 1);
+            assert_eq!(!found.contains(&line_start), inside, "{what:?}");
+        }
+        // The line after the loop, after the here-document and after the substitution start
+        // top-level statements.
+        for what in ["cat <<EOF", "a \\", "x=$("] {
+            assert!(found.contains(&source.find(what).unwrap()), "{what:?}");
+        }
+        assert_eq!(chunks(&source).concat(), source);
+    }
+
+    #[test]
+    fn chunked_parse_equals_the_whole_parse() {
+        let chunk = "f() {\n  grep -c x \"$1\" | sort\n}\n\nfor l in *.log; do\n  f \"$l\" >> c.txt\ndone\ncat <<'E' | wc -l\nx\n\nE\nif [ -s c ]; then\n  cat a b | grep 'a\nb' | wc -l\nfi\necho \"$(ls | head)\" && sort -u c | head\n# done\n";
+        let source = chunk.repeat(40);
+        let mut cache = ChunkCache::default();
+        let (script, recovery) = parse(&source, &mut cache);
+        assert_eq!(recovery, Recovery::None);
+        assert_eq!(script, shell::parse(&source));
+        assert!(boundaries(&source).len() > 10);
+        // An edit re-parses its chunk only, and the result is still the whole parse's.
+        let edited = source.replacen("grep -c x", "grep -c xy", 20);
+        let (script, _) = parse(&edited, &mut cache);
+        assert_eq!(script, shell::parse(&edited));
+        assert!(cache.reused() > 5, "{}", cache.reused());
+        // A broken text falls back to the tolerant whole parse.
+        let broken = format!("{source}for x in a; do\n  cat x | sort\n");
+        assert_eq!(parse(&broken, &mut cache), shell::parse_tolerant_with_recovery(&broken));
+    }
+}
