@@ -1,0 +1,166 @@
+#!/usr/bin/env bash
+# Stream throughput of the posh runtime: a 1 GiB file read by a command at a posh-proxy on
+# loopback and streamed over QUIC to the client, versus the same bytes through a plain TCP copy
+# on loopback (socat), as a ratio measured in one run (target: at least 0.5 of plain TCP on these
+# 2 cores). These machines are shared and noisy: compare within a run, never against a number
+# from another day.
+#
+#   bench/throughput.sh [RUNS]      (default 3 runs of each; the median is reported)
+#
+# It always builds release binaries itself (`cargo build --release -p posh-exec`; a debug build
+# says nothing about throughput) and uses $CARGO_TARGET_DIR/release (else target/release).
+# Needs socat. The file lives in a temporary directory that is removed at the end.
+#
+# What streams: `tail -c +1 DATA/big.bin` (the whole file) with DATA mounted from the proxy. A
+# plain `cat DATA/big.bin` (or `cat ... | wc -c`) does not measure the stream: reading the file at
+# the client costs the planner the same as streaming cat's output, so the tie keeps cat at the
+# client, and `wc -c` would move to the proxy with cat. `tail -c +1` is a filter to the planner,
+# so it runs at the proxy and every byte crosses the QUIC stream; every run checks that with
+# --stats (tail's location is the mount, bytes_from_proxy at least the file's size). The client
+# counts the bytes with `wc -c`. The same command with no network (`tail -c +1 big.bin | wc -c`)
+# is printed as the ceiling.
+# The baseline is plain TCP on loopback: `socat -u FILE:big.bin TCP-LISTEN:P` sending and
+# `socat -u TCP:127.0.0.1:P STDOUT | wc -c` receiving, with a 128 KiB buffer (`-b 131072`, cat's
+# own read size; the ratio is against this one) and with socat's default 8 KiB buffer. Each
+# timing includes connection setup (and for posh-exec: bash, the runtime and the TLS handshake).
+#
+# Measured 2026-11-22 on the 2-core VM (other sessions compiling at the same time), 3 runs each,
+# medians: posh-exec from posh-proxy 245.0 MB/s (4.4 s for 1 GiB; CPU per run: client 3.6 s,
+# proxy 2.8 s, so both cores are busy); plain TCP (socat -b 131072) 829.1 MB/s; ratio 0.29: the
+# target of 0.5 is not met. socat with its 8 KiB default: 791.2 MB/s (ratio 0.30); `tail -c +1`
+# alone, no network: 1162.0 MB/s. Two more runs of the script that evening (load average 4-5):
+# 240.8 vs 706.4 MB/s (0.34) and 177.3 vs 687.8 MB/s (0.25).
+# Where the time goes (perf stat and perf record of one run): the CPU, not the link. The client
+# made 112k context switches and 128k futex calls per GiB (each stdout frame, 30-40 KB, is written
+# through tokio::fs::File, a blocking-pool hand-off, and flushed before the next frame is read)
+# and copies each byte twice in user space (into a fresh zeroed Vec per frame, then into the
+# File's buffer); the proxy sent ~750k AES-GCM sealed packets of <= 1452 bytes (quinn's default
+# MTU bound) in 82k sendmsg calls and read its command's 64 KiB pipe in frames of about that size.
+# In both processes about a third of the samples were the kernel switching and waking threads,
+# under a third the binaries' own code (AES-GCM about 6%).
+set -euo pipefail
+shopt -s inherit_errexit
+root=$(cd "$(dirname "$0")/.." && pwd)
+runs=${1:-3}
+size_mib=1024
+cargo build --release -q -p posh-exec --manifest-path "$root/Cargo.toml"
+bin=${CARGO_TARGET_DIR:-$root/target}/release
+posh=$bin/posh-exec
+proxy=$bin/posh-proxy
+for tool in "$posh" "$proxy"; do [ -x "$tool" ] || { echo "throughput.sh: $tool was not built" >&2; exit 1; }; done
+command -v socat > /dev/null || { echo "throughput.sh: socat is needed (apt-get install socat)" >&2; exit 1; }
+
+work=$(mktemp -d)
+proxy_pid=
+socat_pid=
+cleanup() {
+  [ -n "$socat_pid" ] && kill "$socat_pid" 2> /dev/null || true
+  if [ -n "$proxy_pid" ]; then
+    kill "$proxy_pid" 2> /dev/null || true
+    wait "$proxy_pid" 2> /dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+mkdir -p "$work/data" "$work/client-state" "$work/proxy-state" "$work/xdg"
+data=$work/data
+export XDG_CONFIG_HOME=$work/xdg XDG_STATE_HOME=$work/client-state LC_ALL=C
+unset POSH_CONFIG
+
+head -c "${size_mib}M" /dev/urandom > "$data/big.bin"
+bytes=$(stat -c %s "$data/big.bin")
+cat "$data/big.bin" > /dev/null # into the page cache: both sides read it from memory
+
+# The proxy serves only this client; it picks a free port and prints it.
+"$posh" --print-identity > "$work/authorized-clients" 2> /dev/null
+"$proxy" --export "$data" --listen 127.0.0.1:0 --state-dir "$work/proxy-state" \
+  --authorized-clients "$work/authorized-clients" 2> "$work/proxy.log" &
+proxy_pid=$!
+addr=
+for _ in $(seq 100); do
+  addr=$(sed -n 's/^posh-proxy: listening on \([^,]*\), fingerprint .*/\1/p' "$work/proxy.log")
+  [ -n "$addr" ] && break
+  kill -0 "$proxy_pid" 2> /dev/null || break
+  sleep 0.1
+done
+[ -n "$addr" ] || { echo "throughput.sh: posh-proxy did not start:" >&2; cat "$work/proxy.log" >&2; exit 1; }
+printf '[[mount]]\nname = "big"\npath = "%s"\nproxy = "%s"\n' "$data" "$addr" > "$work/posh.toml"
+script="tail -c +1 $data/big.bin"
+
+# A free TCP port for the baseline.
+port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($14 + $15) * 1000 / hz }' "/proc/$1/stat"; }
+now_ms() { echo $(($(date +%s%N) / 1000000)); }
+mbps() { echo "scale=1; $bytes * 1000 / $1 / 1000000" | bc; } # MB/s (10^6 bytes) from milliseconds
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
+check_count() { # check_count WHAT FILE: FILE holds wc -c's count of the whole file
+  local count
+  count=$(tr -d ' ' < "$2")
+  [ "$count" = "$bytes" ] || { echo "throughput.sh: $1 delivered $count bytes, not $bytes" >&2; exit 1; }
+}
+
+# Each run sets `ms` (wall time); posh_run also `client_cpu` (ms of posh-exec, bash and wc) and
+# `proxy_cpu` (ms of posh-proxy and the command it ran, while the proxy is otherwise idle).
+local_run() {
+  local start
+  start=$(now_ms)
+  tail -c +1 "$data/big.bin" | wc -c > "$work/count"
+  ms=$(($(now_ms) - start))
+  check_count "tail -c +1 (local)" "$work/count"
+}
+
+posh_run() {
+  local start proxy_before TIMEFORMAT='%U %S'
+  proxy_before=$(cpu_ms "$proxy_pid")
+  start=$(now_ms)
+  { time "$posh" --config "$work/posh.toml" --stats "$work/stats.json" -c "$script" 2> "$work/posh.err" |
+    wc -c > "$work/count"; } 2> "$work/time" ||
+    { echo "throughput.sh: posh-exec failed:" >&2; cat "$work/posh.err" >&2; exit 1; }
+  ms=$(($(now_ms) - start))
+  proxy_cpu=$(($(cpu_ms "$proxy_pid") - proxy_before))
+  client_cpu=$(awk '{ printf "%d", ($1 + $2) * 1000 }' "$work/time")
+  check_count posh-exec "$work/count"
+  # Every byte must have crossed the stream: tail ran at the proxy.
+  python3 - "$work/stats.json" "$bytes" << 'PY'
+import json, sys
+record = json.loads(open(sys.argv[1]).readline())
+where = {c["command"]: c["location"] for c in record["commands"]}
+crossed = record["proxies"].get("big", {}).get("bytes_from_proxy", 0)
+if where != {"tail": "big"} or crossed < int(sys.argv[2]):
+    sys.exit(f"throughput.sh: the pipeline did not stream from the proxy: {json.dumps(record)}")
+PY
+}
+
+tcp_run() { # tcp_run BUFFER_BYTES
+  local start
+  socat -b "$1" -u "FILE:$data/big.bin" "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr" &
+  socat_pid=$!
+  for _ in $(seq 200); do ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.01; done
+  start=$(now_ms)
+  socat -b "$1" -u "TCP:127.0.0.1:$port" STDOUT | wc -c > "$work/count"
+  ms=$(($(now_ms) - start))
+  wait "$socat_pid"
+  socat_pid=
+  check_count "socat -b $1" "$work/count"
+}
+
+local_ms=() posh_ms=() tcp_ms=() tcp8k_ms=()
+for i in $(seq "$runs"); do
+  local_run
+  local_ms+=("$ms")
+  posh_run
+  posh_ms+=("$ms")
+  echo "run $i: posh-exec $(mbps "$ms") MB/s (${ms} ms; CPU ms: client ${client_cpu}, proxy ${proxy_cpu})"
+  tcp_run 131072
+  tcp_ms+=("$ms")
+  tcp_run 8192
+  tcp8k_ms+=("$ms")
+  echo "       plain TCP $(mbps "${tcp_ms[-1]}") MB/s (${tcp_ms[-1]} ms), with socat's 8 KiB buffer" \
+    "$(mbps "$ms") MB/s (${ms} ms); tail -c +1 locally $(mbps "${local_ms[-1]}") MB/s"
+done
+posh_median=$(median "${posh_ms[@]}") tcp=$(median "${tcp_ms[@]}") tcp8k=$(median "${tcp8k_ms[@]}")
+echo "median of $runs, $bytes bytes: posh-exec from posh-proxy $(mbps "$posh_median") MB/s;" \
+  "plain TCP (socat -b 131072) $(mbps "$tcp") MB/s; ratio $(echo "scale=2; $tcp / $posh_median" | bc) (target >= 0.5)"
+echo "  (socat with its default 8 KiB buffer $(mbps "$tcp8k") MB/s, ratio $(echo "scale=2; $tcp8k / $posh_median" | bc);" \
+  "the command alone, no network: $(mbps "$(median "${local_ms[@]}")") MB/s)"
