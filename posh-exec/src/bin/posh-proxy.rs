@@ -110,6 +110,7 @@ async fn run(args: Args) -> Result<()> {
         authorization,
         max_jobs: args.max_jobs as usize,
         grace: Duration::from_secs(args.grace_secs),
+        library: posh_core::library::Library::builtin(),
         launcher: None,
     };
     proxy::serve(endpoint, config, shutdown).await

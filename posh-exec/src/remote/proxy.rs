@@ -37,6 +37,8 @@ pub struct ProxyConfig {
     pub max_jobs: usize,
     /// How long running jobs may go on after a shutdown signal before they are killed.
     pub grace: Duration,
+    /// The commands the proxy agrees to run (posh-proxy: the shipped library).
+    pub library: Library,
     /// The program that confines each command (`EXE __sandbox ROOT TMP -- ARGV`); `None`: this
     /// executable, which must then handle `__sandbox`.
     pub launcher: Option<PathBuf>,
@@ -119,7 +121,6 @@ pub fn authorized_fingerprints(path: &Path) -> std::io::Result<Vec<String>> {
 
 struct Shared {
     config: ProxyConfig,
-    library: Library,
     jobs: Arc<Semaphore>,
     /// True once a shutdown began: new jobs are refused.
     stopping: watch::Receiver<bool>,
@@ -153,7 +154,6 @@ pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: imp
     let max_jobs = config.max_jobs.max(1);
     let shared = Arc::new(Shared {
         config,
-        library: Library::builtin(),
         jobs: Arc::new(Semaphore::new(max_jobs)),
         stopping,
         kill,
@@ -294,7 +294,7 @@ async fn handle_job(mut send: quinn::SendStream, recv: quinn::RecvStream, shared
     };
     let mut checked = Vec::with_capacity(request.commands.len());
     for command in &request.commands {
-        match confine::check(&shared.library, &shared.config.export, &cwd, command) {
+        match confine::check(&shared.config.library, &shared.config.export, &cwd, command) {
             Ok(c) => checked.push(c),
             Err(e) => return refuse(send, recv.get_mut(), e).await,
         }

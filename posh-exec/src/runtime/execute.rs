@@ -58,7 +58,9 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
         .commands
         .iter()
         .zip(&statuses)
-        .map(|(command, copies)| combine_copies(&command.argv[0].to_string_lossy(), copies))
+        .map(|(command, copies)| {
+            combine_copies(&command.argv.first().map(|a| a.to_string_lossy()).unwrap_or_default(), copies)
+        })
         .collect();
     let status = if call.pipefail {
         statuses.iter().rev().copied().find(|&s| s != 0).unwrap_or(0)

@@ -62,7 +62,7 @@ impl Session {
                         let known = KnownProxies::new(&self.state.known_proxies);
                         connect(&mount.proxy.to_string(), identity, &known).await
                     }
-                    ProxyAddress::Embedded => start_embedded(mount, identity).await,
+                    ProxyAddress::Embedded => start_embedded(mount, identity, &self.library).await,
                 };
                 match connected {
                     Ok(connection) => Some(Arc::new(connection)),
@@ -122,9 +122,10 @@ async fn wait_until_closed(stream: &UnixStream) {
     let _ = closed.await;
 }
 
-/// Starts an in-process proxy on loopback for `mount`, serving only this client, and connects
-/// to it with its certificate pinned.
-async fn start_embedded(mount: &posh_core::config::Mount, client: &Identity) -> Result<Connection> {
+/// Starts an in-process proxy on loopback for `mount`, serving only this client the commands of
+/// the client's own library (`--annotations` included), and connects to it, its certificate
+/// pinned.
+async fn start_embedded(mount: &posh_core::config::Mount, client: &Identity, library: &Library) -> Result<Connection> {
     let host = Identity::ephemeral("posh-embedded")?;
     let endpoint = proxy::endpoint(&host, "127.0.0.1:0".parse()?)?;
     let addr = endpoint.local_addr()?;
@@ -135,6 +136,7 @@ async fn start_embedded(mount: &posh_core::config::Mount, client: &Identity) -> 
         authorization: Authorization::Only(vec![client.fingerprint().to_string()]),
         max_jobs: 64,
         grace: Duration::from_secs(1),
+        library: library.clone(),
         launcher: Some(std::env::current_exe().context("posh-exec's own executable")?),
     };
     tokio::spawn(async move {
