@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use posh_core::Span;
 use posh_core::planner::PipelinePlan;
-use posh_core::shell::{self, Pipeline, Recovery, RedirectTarget, Script};
+use posh_core::shell::{self, Pipeline, Recovery, RedirectTarget, Script, ShellError};
 
 /// Fewer lines than this never make a chunk of their own.
 const MIN_LINES: usize = 8;
@@ -34,6 +34,9 @@ pub struct ChunkCache {
 #[derive(Debug, Clone)]
 pub(crate) struct Chunk {
     pub pipelines: Vec<Pipeline>,
+    /// Parse errors of a chunk that parsed only with a closer appended.
+    pub errors: Vec<ShellError>,
+    pub recovery: Recovery,
     /// The pipelines' plans, and the script's function names they were made with.
     pub plans: Option<(Vec<String>, Vec<PipelinePlan>)>,
 }
@@ -45,12 +48,15 @@ impl ChunkCache {
     }
 }
 
-/// Parses `source` chunk by chunk; the result is what `shell::parse_tolerant_with_recovery`
-/// gives for the whole text.
+/// Parses `source` chunk by chunk. For a text that parses, the result is what
+/// `shell::parse_tolerant_with_recovery` gives for the whole text; for one broken mid-edit, the
+/// broken chunk is closed on its own (see below).
 pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
     let bounds = boundaries(source);
     let mut kept: HashMap<String, Chunk> = HashMap::new();
     let mut pipelines = Vec::new();
+    let mut errors = Vec::new();
+    let mut recovery = Recovery::None;
     cache.reused = 0;
     cache.layout.clear();
     let mut i = 0;
@@ -66,14 +72,32 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
             }
             let script = shell::parse(text);
             if script.errors.is_empty() {
-                parsed = Some((end_index, text, Chunk { pipelines: script.pipelines, plans: None }));
+                let chunk =
+                    Chunk { pipelines: script.pipelines, errors: Vec::new(), recovery: Recovery::None, plans: None };
+                parsed = Some((end_index, text, chunk));
                 break;
             }
         }
+        // The text does not parse here, typically mid-edit: a closer appended to this chunk alone
+        // usually repairs it (as bash would not, but the chunks after it are what they were), and
+        // parsing goes on after it. When none does, the whole text is parsed tolerantly.
+        let parsed = parsed.or_else(|| {
+            let text = &source[start..bounds[i + 1]];
+            let (script, how) = shell::parse_tolerant_with_recovery(text);
+            let chunk = Chunk { pipelines: script.pipelines, errors: script.errors, recovery: how, plans: None };
+            matches!(how, Recovery::Closer(_)).then_some((i + 1, text, chunk))
+        });
         let Some((end_index, text, chunk)) = parsed else {
             cache.layout.clear();
             return shell::parse_tolerant_with_recovery(source);
         };
+        if recovery == Recovery::None {
+            recovery = chunk.recovery;
+        }
+        errors.extend(chunk.errors.iter().map(|e| ShellError {
+            span: Span::new(e.span.start + start, e.span.end + start),
+            message: e.message.clone(),
+        }));
         pipelines.extend(chunk.pipelines.iter().cloned().map(|mut p| {
             move_pipeline(&mut p, |offset| offset + start);
             p
@@ -83,7 +107,7 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
         i = end_index;
     }
     cache.chunks = kept;
-    (Script { pipelines, errors: Vec::new() }, Recovery::None)
+    (Script { pipelines, errors }, recovery)
 }
 
 /// Applies `by` to every offset in a pipeline.
@@ -310,8 +334,18 @@ mod tests {
         let (script, _) = parse(&edited, &mut cache);
         assert_eq!(script, shell::parse(&edited));
         assert!(cache.reused() > 5, "{}", cache.reused());
-        // A broken text falls back to the tolerant whole parse.
+        // A broken end of text: the closer repairs its chunk, as it repairs the whole.
         let broken = format!("{source}for x in a; do\n  cat x | sort\n");
         assert_eq!(parse(&broken, &mut cache), shell::parse_tolerant_with_recovery(&broken));
+        // Broken in the middle: the chunk is closed on its own, the ones after it stay.
+        let at = source.len() / 2 + source[source.len() / 2..].find("fi\n").unwrap() + 3;
+        let middle = format!("{}for x in a; do\n{}", &source[..at], &source[at..]);
+        let (script, recovery) = parse(&middle, &mut cache);
+        assert_eq!(recovery, Recovery::Closer("\ndone"));
+        assert_eq!(script.errors.len(), 1);
+        assert_eq!(script.pipelines.len(), shell::parse(&source).pipelines.len());
+        // Nothing closes it: the whole text is parsed tolerantly.
+        let hopeless = format!("{}) )\n{}", &source[..at], &source[at..]);
+        assert_eq!(parse(&hopeless, &mut cache), shell::parse_tolerant_with_recovery(&hopeless));
     }
 }
