@@ -49,6 +49,8 @@ fn main() -> ExitCode {
             match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
                 Ok(runtime) => {
                     runtime.block_on(posh_lsp::server::serve_stdio());
+                    // The thread blocked reading standard input would hold a normal shutdown.
+                    runtime.shutdown_background();
                     ExitCode::SUCCESS
                 }
                 Err(e) => {

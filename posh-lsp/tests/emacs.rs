@@ -40,6 +40,7 @@ fn emacs_with_eglot_receives_hints_hover_and_diagnostics() {
     let lines: Vec<&str> = stdout.lines().collect();
     let of = |prefix: &str| -> Vec<&str> { lines.iter().filter_map(|l| l.strip_prefix(prefix)).collect() };
     assert_eq!(of("LANGUAGE "), vec!["sh"]);
+    assert_eq!(of("SHUTDOWN "), vec!["answered nil", "exit 0"], "{stdout}");
     assert_eq!(of("HINT "), vec!["2:0 @logs ¶", "2:38 ⇄ 625 MB"]);
     let hover = of("HOVER ").join("\n");
     assert!(hover.contains("grep é🎉"), "{hover}");

@@ -5,7 +5,7 @@
 use std::path::Path;
 use std::time::Duration;
 
-use posh_lsp::server::Backend;
+use posh_lsp::server::{Backend, Compat};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
 use tower_lsp::{LspService, Server};
@@ -29,6 +29,7 @@ impl Client {
         let (ours, theirs) = tokio::io::duplex(1 << 20);
         let (service, socket) = LspService::new(|client| Backend::with_debounce(client, Duration::from_millis(20)));
         let (server_read, server_write) = tokio::io::split(theirs);
+        let (service, _exit) = Compat::new(service);
         tokio::spawn(Server::new(server_read, server_write, socket).serve(service));
         let (read, write) = tokio::io::split(ours);
         Client { write, read: BufReader::new(read), next_id: 0, pending: Vec::new(), root: root.display().to_string() }
@@ -173,6 +174,8 @@ async fn script_hints_hover_lenses_and_diagnostics() {
         json!([{"range": {"start": {"line": 2, "character": 0}, "end": {"line": 2, "character": 38}},
                 "command": {"title": "bash moves 2.5 GB, posh moves 625 MB", "command": ""}}])
     );
+    // `shutdown` as eglot 1.9 sends it, with `"params": null`.
+    assert_eq!(client.request("shutdown", Value::Null).await, Value::Null);
 }
 
 fn range(line: u32, start: u32, end_line: u32, end: u32) -> Value {

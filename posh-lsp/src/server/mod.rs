@@ -15,7 +15,11 @@ use std::path::PathBuf;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use serde_json::Value;
+use tokio::sync::Notify;
+use tower_lsp::jsonrpc::Request;
 use tower_lsp::{Client, LspService, Server};
+use tower_service::Service;
 
 use crate::ide::{Settings, World};
 use crate::os_fs::CachedFs;
@@ -93,8 +97,66 @@ impl Backend {
     }
 }
 
-/// Serves the protocol on standard input and output until the client exits.
+/// Serves the protocol on standard input and output until the client sends `exit` or closes
+/// standard input.
 pub async fn serve_stdio() {
     let (service, socket) = LspService::new(Backend::new);
-    Server::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service).await;
+    let (service, exit) = Compat::new(service);
+    let server = Server::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service);
+    tokio::select! {
+        () = server => {}
+        () = exit.notified() => {}
+    }
+}
+
+/// What tower-lsp needs around it to serve real clients: `shutdown` and `exit` with
+/// `"params": null` (as eglot 1.9 sends them) are passed on without params, which is how
+/// tower-lsp accepts them; and `exit` is announced through the `Notify` that [`Compat::new`]
+/// returns, since tower-lsp itself stops only when standard input closes.
+pub struct Compat<S> {
+    inner: S,
+    exit: Arc<Notify>,
+}
+
+impl<S> Compat<S> {
+    pub fn new(inner: S) -> (Compat<S>, Arc<Notify>) {
+        let exit = Arc::new(Notify::new());
+        (Compat { inner, exit: exit.clone() }, exit)
+    }
+}
+
+impl<S> std::fmt::Debug for Compat<S> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Compat")
+    }
+}
+
+impl<S: Service<Request>> Service<Request> for Compat<S> {
+    type Response = S::Response;
+    type Error = S::Error;
+    type Future = S::Future;
+
+    fn poll_ready(&mut self, cx: &mut std::task::Context<'_>) -> std::task::Poll<Result<(), S::Error>> {
+        self.inner.poll_ready(cx)
+    }
+
+    fn call(&mut self, request: Request) -> S::Future {
+        let exit = request.method() == "exit";
+        let bare = matches!(request.method(), "shutdown" | "exit") && request.params() == Some(&Value::Null);
+        let request = if bare {
+            let (method, id, _) = request.into_parts();
+            let builder = Request::build(method);
+            match id {
+                Some(id) => builder.id(id).finish(),
+                None => builder.finish(),
+            }
+        } else {
+            request
+        };
+        let answer = self.inner.call(request);
+        if exit {
+            self.exit.notify_one();
+        }
+        answer
+    }
 }

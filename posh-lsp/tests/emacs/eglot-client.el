@@ -57,8 +57,15 @@
                             (lambda (a b) (< (flymake-diagnostic-beg a) (flymake-diagnostic-beg b)))))
           (princ (format "DIAG %d: %s\n"
                          (line-number-at-pos (flymake-diagnostic-beg diag))
-                         (flymake-diagnostic-text diag)))))
-      ;; Not `eglot-shutdown': eglot 1.9 sends `shutdown' with `params: null', which tower-lsp
-      ;; refuses; leaving Emacs ends the server with it.
+                         (flymake-diagnostic-text diag))))
+        ;; A clean shutdown, as eglot starts it: `shutdown' and `exit' with null params. (Not
+        ;; `eglot-shutdown' itself: its jsonrpc deletes the process without waiting for it.)
+        (let ((process (jsonrpc--process server))
+              (deadline (+ (float-time) 10)))
+          (princ (format "SHUTDOWN answered %S\n" (jsonrpc-request server :shutdown nil)))
+          (jsonrpc-notify server :exit nil)
+          (while (and (process-live-p process) (< (float-time) deadline))
+            (accept-process-output nil 0.1))
+          (princ (format "SHUTDOWN %s %s\n" (process-status process) (process-exit-status process)))))
       (kill-emacs 0))
   (error (posh-test--fail "%S" err)))
