@@ -232,3 +232,41 @@ fn chunked_parsing_equals_whole_parsing_on_the_oracle_scripts() {
     }
     assert!(reused > 1_000, "chunks were reused: {reused}");
 }
+
+#[test]
+fn the_user_s_annotations_load_and_the_workspace_s_win() {
+    let mut fs = file_system();
+    let mine = "mytool:\n- PARAMS:\n  - type:str, size:list\n";
+    fs.add_text("/home/u/.config/posh/annotations/mine.posh", mine);
+    fs.add_text(
+        "/home/u/.config/posh/annotations/more.posh",
+        "wc2[filters_input]:\n- PARAMS:\n  - type:input_file, size:list\n",
+    );
+    fs.add_text("/proj/.posh/project.posh", "mytool[filters_input]:\n- PARAMS:\n  - type:input_file, size:list\n");
+    let world =
+        ide::World::load(&fs, Path::new("/proj"), Some(Path::new("/home/u/.config")), &[], ide::Settings::default());
+    let script = "mytool /mnt/logs/ray1.log | sort\nwc2 /mnt/a/big.txt\n";
+    let analysis = ide::analyze_script(&world, &fs, script);
+    // The project's entry (an input file) replaced the user's (a string), so mytool is placed
+    // at its data; the user's other file still counts.
+    let hints = ide::inlay_hints::inlay_hints(&world, script, &analysis, None);
+    assert_eq!(
+        ide::inlay_hints::render(script, &hints),
+        "‹@logs ¶›mytool /mnt/logs/ray1.log |‹⇄ 250 MB› ‹@client ¶›sort\n‹@a ¶›wc2 /mnt/a/big.txt‹⇄ 450 MB›\n"
+    );
+    assert_eq!(
+        ide::diagnostics::script_diagnostics(&world, &analysis)
+            .iter()
+            .filter(|d| d.code != posh_core::Code::ScriptMovesMuch)
+            .count(),
+        0
+    );
+    let targets: Vec<String> = hints
+        .iter()
+        .flat_map(|h| &h.parts)
+        .filter_map(|p| p.target.as_ref())
+        .map(|t| t.path.display().to_string())
+        .collect();
+    assert!(targets.contains(&"/proj/.posh/project.posh".to_string()), "{targets:?}");
+    assert!(targets.contains(&"/home/u/.config/posh/annotations/more.posh".to_string()), "{targets:?}");
+}

@@ -375,3 +375,25 @@ async fn watched_files_reload_and_refresh_only_when_supported() {
         std::fs::write(&config, saved).unwrap();
     }
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_threshold_comes_from_the_client() {
+    let dir = workspace();
+    let mut client = Client::start(dir.path()).await;
+    let uri = format!("file://{}", dir.path().display());
+    let init = json!({"processId": null, "rootUri": uri, "capabilities": {}, "initializationOptions": {"maxMovedBytes": 10_000_000_000u64}});
+    client.request("initialize", init).await;
+    client.notify("initialized", json!({})).await;
+    let script = format!("{uri}/t.sh");
+    client
+        .notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": script, "languageId": "sh", "version": 1, "text": "cat data/ray0.log | sort\n"}}),
+        )
+        .await;
+    assert_eq!(client.diagnostics("file://ROOT/t.sh", 1).await, json!([]));
+    client.notify("workspace/didChangeConfiguration", json!({"settings": {"posh": {"maxMovedBytes": 1000}}})).await;
+    let diagnostics = client.diagnostics("file://ROOT/t.sh", 1).await;
+    assert_eq!(diagnostics[0]["code"], "S003");
+    assert!(diagnostics[0]["message"].as_str().unwrap().ends_with("threshold 1.0 KB)"), "{diagnostics}");
+}
