@@ -48,7 +48,8 @@
     (,(regexp-opt posh-annotation-sections 'words) . font-lock-keyword-face)
     (,(regexp-opt posh-annotation-keywords 'symbols) . font-lock-builtin-face)
     (,(regexp-opt posh-annotation-values 'symbols) . font-lock-constant-face))
-  "Highlighting for `posh-annotation-mode' (the server's semantic tokens refine it).")
+  "Highlighting for `posh-annotation-mode'.
+The server's semantic tokens refine it where the client shows them.")
 
 (defvar posh-annotation-mode-syntax-table
   (let ((table (make-syntax-table)))

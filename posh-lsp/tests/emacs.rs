@@ -1,6 +1,7 @@
 //! A real editor as the client: Emacs in batch mode with eglot (Debian's emacs-nox and
 //! elpa-eglot, which .ci/run installs) loads editors/emacs/posh.el, opens a script, and prints
-//! the inlay hints, the hover and the diagnostics it received from posh-lsp.
+//! the inlay hints, the hover and the diagnostics it received from posh-lsp; then an annotation
+//! file, in posh.el's `posh-annotation-mode`, with its diagnostics and hover.
 
 mod common;
 
@@ -22,6 +23,9 @@ fn emacs_with_eglot_receives_hints_hover_and_diagnostics() {
         "#!/bin/bash\n# Größe 🎉\ncat data/ray*.log | grep 'é🎉' | wc -l\nmytool data/ray0.log | sort\n",
     )
     .unwrap();
+    let annotations = dir.path().join("annotations/csv.posh");
+    std::fs::write(&annotations, "csvcut[filters_input]:\n- PARAMS:\n  - type:input_file, size:list, splitable\n")
+        .unwrap();
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
     let output = Command::new("emacs")
         .args(["--batch", "-l"])
@@ -33,6 +37,7 @@ fn emacs_with_eglot_receives_hints_hover_and_diagnostics() {
         .env("POSH_EL", manifest.join("../editors/emacs/posh.el"))
         .env("POSH_SCRIPT", &script)
         .env("POSH_HOVER_AT", "grep")
+        .env("POSH_ANNOTATIONS", &annotations)
         .output()
         .expect("emacs runs");
     let stdout = String::from_utf8_lossy(&output.stdout);
@@ -53,4 +58,10 @@ fn emacs_with_eglot_receives_hints_hover_and_diagnostics() {
             "4: posh [S001]: `mytool` has no annotation, so it runs at the client and its input crosses the network",
         ]
     );
+    // The annotation file: posh-annotation-mode, language id `posh`, the validator's diagnostic
+    // and the keyword table's hover.
+    assert_eq!(of("ALANGUAGE "), vec!["posh"]);
+    assert_eq!(of("ADIAG "), vec!["3: posh [A102]: unknown field `splitable`: did you mean `splittable`?"]);
+    assert_eq!(of("AHOVER "), vec!["**filters_input** (command option)"]);
+    assert_eq!(of("ASHUTDOWN "), vec!["answered nil", "exit 0"], "{stdout}");
 }

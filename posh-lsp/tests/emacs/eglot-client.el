@@ -5,6 +5,8 @@
 ;;   HINT line:character label        for each inlay hint of the whole script
 ;;   HOVER text                        eglot's rendering of the hover at $POSH_HOVER_AT (a string)
 ;;   DIAG line: code message           flymake's diagnostics, as eglot fed them
+;; then opens $POSH_ANNOTATIONS (posh-annotation-mode, from posh.el) with a second server:
+;;   ALANGUAGE id, ADIAG line: code message, AHOVER text   (hover on `filters_input')
 ;; Exits 1 on any error.
 
 (require 'eglot)
@@ -13,6 +15,27 @@
 (defun posh-test--fail (fmt &rest args)
   (princ (concat "FAIL " (apply #'format fmt args) "\n"))
   (kill-emacs 1))
+
+(defun posh-test--diagnostics (prefix)
+  "Prints flymake's diagnostics of the current buffer once they arrived."
+  (let ((deadline (+ (float-time) 10)))
+    (while (and (null (flymake-diagnostics)) (< (float-time) deadline))
+      (accept-process-output nil 0.1)))
+  (dolist (diag (sort (flymake-diagnostics)
+                      (lambda (a b) (< (flymake-diagnostic-beg a) (flymake-diagnostic-beg b)))))
+    (princ (format "%s %d: %s\n" prefix
+                   (line-number-at-pos (flymake-diagnostic-beg diag))
+                   (flymake-diagnostic-text diag)))))
+
+(defun posh-test--shutdown (server prefix)
+  "`shutdown' and `exit' as eglot sends them (null params); prints how the server ended."
+  (let ((process (jsonrpc--process server))
+        (deadline (+ (float-time) 10)))
+    (princ (format "%s answered %S\n" prefix (jsonrpc-request server :shutdown nil)))
+    (jsonrpc-notify server :exit nil)
+    (while (and (process-live-p process) (< (float-time) deadline))
+      (accept-process-output nil 0.1))
+    (princ (format "%s %s %s\n" prefix (process-status process) (process-exit-status process)))))
 
 (condition-case err
     (progn
@@ -49,23 +72,22 @@
           (dolist (line (split-string text "\n"))
             (princ (format "HOVER %s\n" line))))
         ;; Diagnostics arrive after the server's debounce; flymake holds them.
-        (let ((deadline (+ (float-time) 10)))
-          (while (and (null (flymake-diagnostics)) (< (float-time) deadline))
-            (accept-process-output nil 0.1)
-            (when (and (boundp 'flymake-mode) flymake-mode) (flymake-start))))
-        (dolist (diag (sort (flymake-diagnostics)
-                            (lambda (a b) (< (flymake-diagnostic-beg a) (flymake-diagnostic-beg b)))))
-          (princ (format "DIAG %d: %s\n"
-                         (line-number-at-pos (flymake-diagnostic-beg diag))
-                         (flymake-diagnostic-text diag))))
-        ;; A clean shutdown, as eglot starts it: `shutdown' and `exit' with null params. (Not
-        ;; `eglot-shutdown' itself: its jsonrpc deletes the process without waiting for it.)
-        (let ((process (jsonrpc--process server))
-              (deadline (+ (float-time) 10)))
-          (princ (format "SHUTDOWN answered %S\n" (jsonrpc-request server :shutdown nil)))
-          (jsonrpc-notify server :exit nil)
-          (while (and (process-live-p process) (< (float-time) deadline))
-            (accept-process-output nil 0.1))
-          (princ (format "SHUTDOWN %s %s\n" (process-status process) (process-exit-status process)))))
+        (posh-test--diagnostics "DIAG")
+        ;; Not `eglot-shutdown' itself: its jsonrpc deletes the process without waiting for it.
+        (posh-test--shutdown server "SHUTDOWN"))
+      ;; An annotation file, in the mode posh.el defines.
+      (find-file (getenv "POSH_ANNOTATIONS"))
+      (unless (eq major-mode 'posh-annotation-mode)
+        (posh-test--fail "%s opened in %s" (buffer-file-name) major-mode))
+      (apply #'eglot (eglot--guess-contact))
+      (let ((server (eglot-current-server)))
+        (princ (format "ALANGUAGE %s\n" (eglot--language-id server)))
+        (posh-test--diagnostics "ADIAG")
+        (goto-char (point-min))
+        (search-forward "filters_input")
+        (goto-char (match-beginning 0))
+        (let ((hover (jsonrpc-request server :textDocument/hover (eglot--TextDocumentPositionParams))))
+          (princ (format "AHOVER %s\n" (car (split-string (plist-get (plist-get hover :contents) :value) "\n")))))
+        (posh-test--shutdown server "ASHUTDOWN"))
       (kill-emacs 0))
   (error (posh-test--fail "%S" err)))
