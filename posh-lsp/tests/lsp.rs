@@ -3,121 +3,15 @@
 //! exact JSON (positions in UTF-16 code units, with non-ASCII text before them).
 
 use std::path::Path;
-use std::time::Duration;
 
-use posh_lsp::server::{Backend, Compat};
 use serde_json::{Value, json};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream, ReadHalf, WriteHalf};
-use tower_lsp::{LspService, Server};
 
+#[path = "common/client.rs"]
+mod client;
 mod common;
 
+use client::Client;
 use common::workspace;
-
-struct Client {
-    write: WriteHalf<DuplexStream>,
-    read: BufReader<ReadHalf<DuplexStream>>,
-    next_id: i64,
-    /// Messages from the server not yet asked for: notifications and its own requests.
-    pending: Vec<Value>,
-    /// The workspace directory, replaced by `ROOT` in what the tests compare.
-    root: String,
-}
-
-impl Client {
-    async fn start(root: &Path) -> Client {
-        let (ours, theirs) = tokio::io::duplex(1 << 20);
-        let (service, socket) = LspService::new(|client| Backend::with_debounce(client, Duration::from_millis(20)));
-        let (server_read, server_write) = tokio::io::split(theirs);
-        let (service, _exit) = Compat::new(service);
-        tokio::spawn(Server::new(server_read, server_write, socket).serve(service));
-        let (read, write) = tokio::io::split(ours);
-        Client { write, read: BufReader::new(read), next_id: 0, pending: Vec::new(), root: root.display().to_string() }
-    }
-
-    async fn send(&mut self, message: Value) {
-        let body = message.to_string();
-        let frame = format!("Content-Length: {}\r\n\r\n{body}", body.len());
-        self.write.write_all(frame.as_bytes()).await.unwrap();
-    }
-
-    async fn receive(&mut self) -> Value {
-        let read = async {
-            let mut length = 0;
-            loop {
-                let mut line = String::new();
-                self.read.read_line(&mut line).await.unwrap();
-                let line = line.trim_end();
-                if line.is_empty() {
-                    break;
-                }
-                if let Some(n) = line.strip_prefix("Content-Length: ") {
-                    length = n.parse().unwrap();
-                }
-            }
-            let mut body = vec![0; length];
-            self.read.read_exact(&mut body).await.unwrap();
-            String::from_utf8(body).unwrap()
-        };
-        let body = tokio::time::timeout(Duration::from_secs(20), read).await.expect("the server answers");
-        serde_json::from_str(&body.replace(&self.root, "ROOT")).unwrap()
-    }
-
-    async fn request(&mut self, method: &str, params: Value) -> Value {
-        self.next_id += 1;
-        let id = self.next_id;
-        self.send(json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params})).await;
-        loop {
-            let message = self.receive().await;
-            if message.get("method").is_none() && message["id"] == json!(id) {
-                assert!(message.get("error").is_none(), "{method}: {message}");
-                return message["result"].clone();
-            }
-            self.answer_if_request(&message).await;
-            self.pending.push(message);
-        }
-    }
-
-    /// Answers a request from the server (registrations, refreshes) with `null`.
-    async fn answer_if_request(&mut self, message: &Value) {
-        if message.get("method").is_some() && message.get("id").is_some() {
-            self.send(json!({"jsonrpc": "2.0", "id": message["id"], "result": null})).await;
-        }
-    }
-
-    async fn notify(&mut self, method: &str, params: Value) {
-        self.send(json!({"jsonrpc": "2.0", "method": method, "params": params})).await;
-    }
-
-    /// The next message from the server with this method (notification or request).
-    async fn expect(&mut self, method: &str) -> Value {
-        if let Some(i) = self.pending.iter().position(|m| m["method"] == method) {
-            return self.pending.remove(i);
-        }
-        loop {
-            let message = self.receive().await;
-            self.answer_if_request(&message).await;
-            if message["method"] == method {
-                return message;
-            }
-            self.pending.push(message);
-        }
-    }
-
-    /// Diagnostics published for `uri` at `version`.
-    async fn diagnostics(&mut self, uri: &str, version: i64) -> Value {
-        loop {
-            let message = self.expect("textDocument/publishDiagnostics").await;
-            if message["params"]["uri"] == uri && message["params"]["version"] == version {
-                return message["params"]["diagnostics"].clone();
-            }
-        }
-    }
-
-    fn has_pending(&self, method: &str) -> bool {
-        self.pending.iter().any(|m| m["method"] == method)
-    }
-}
 
 async fn initialized(root: &Path, capabilities: Value) -> Client {
     let mut client = Client::start(root).await;
