@@ -399,8 +399,9 @@ impl Job<'_> {
                 };
                 traffic.add_received(bytes.len() as u64 + 5);
                 match tag {
+                    // Not flushed per frame: the next frame is read while this one is written.
                     TAG_STDOUT if stdout_open => {
-                        if stdout.write_all(&bytes).await.and(stdout.flush().await).is_err() {
+                        if stdout.write_all(&bytes).await.is_err() {
                             stdout_open = false;
                             let _ = closed_tx.send(true);
                         }
@@ -411,6 +412,9 @@ impl Job<'_> {
                         let _ = stderr.flush().await;
                     }
                     TAG_EXIT => {
+                        if stdout_open {
+                            let _ = stdout.flush().await;
+                        }
                         let ended: Ended = serde_json::from_slice(&bytes)?;
                         // Nothing more is coming; the writer may stop.
                         let _ = closed_tx.send(true);

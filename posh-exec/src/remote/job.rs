@@ -149,6 +149,8 @@ where
 {
     let (stdin_read, stdin_write) = std::io::pipe()?;
     let (stdout_read, stdout_write) = std::io::pipe()?;
+    // A larger pipe lets the command run ahead of the network by more than 64 KiB (best effort).
+    let _ = rustix::pipe::fcntl_setpipe_size(&stdout_read, 1 << 20);
     let (stderr_read, stderr_write) = std::io::pipe()?;
     let mut pending: Vec<PendingOutput> = Vec::new();
     let mut ends: Vec<Option<Exit>> = vec![None; commands.len()];
@@ -244,7 +246,10 @@ where
                 _ = async { let _ = closed.wait_for(|c| *c).await; }, if stdout.is_some() => stdout = None,
                 n = read_some(&mut stdout, &mut out_buf), if stdout.is_some() => match n? {
                     0 => stdout = None,
-                    n => protocol::write_frame(send, TAG_STDOUT, &out_buf[..n]).await?,
+                    n => {
+                        let n = fill(stdout.as_ref(), &mut out_buf, n);
+                        protocol::write_frame(send, TAG_STDOUT, &out_buf[..n]).await?;
+                    }
                 },
                 n = read_some(&mut stderr, &mut err_buf), if stderr.is_some() => match n? {
                     0 => stderr = None,
@@ -304,6 +309,19 @@ where
     let ended = Ended { commands: ends };
     protocol::write_frame(send, TAG_EXIT, &serde_json::to_vec(&ended)?).await?;
     Ok(ended)
+}
+
+/// Tops up `buf` (holding `n` bytes) with what the pipe has ready without waiting: larger frames
+/// cost less per byte than one frame per pipe read.
+fn fill(pipe: Option<&tokio::net::unix::pipe::Receiver>, buf: &mut [u8], mut n: usize) -> usize {
+    let Some(pipe) = pipe else { return n };
+    while n < buf.len() {
+        match pipe.try_read(&mut buf[n..]) {
+            Ok(0) | Err(_) => break,
+            Ok(more) => n += more,
+        }
+    }
+    n
 }
 
 async fn read_some(pipe: &mut Option<tokio::net::unix::pipe::Receiver>, buf: &mut [u8]) -> std::io::Result<usize> {
