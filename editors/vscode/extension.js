@@ -20,7 +20,11 @@ function activate(context) {
       { scheme: "file", language: "shellscript" },
       { scheme: "file", language: "posh" },
     ],
-    initializationOptions: { maxMovedBytes: config.get("maxMovedBytes", 100000000) },
+    initializationOptions: {
+      maxMovedBytes: config.get("maxMovedBytes", 100000000),
+      placement: config.get("placement", "cost-based"),
+      copiesPerMount: config.get("copiesPerMount", 1),
+    },
     synchronize: {
       configurationSection: "posh",
       fileEvents: [

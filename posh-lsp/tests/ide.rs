@@ -270,3 +270,17 @@ fn the_user_s_annotations_load_and_the_workspace_s_win() {
     assert!(targets.contains(&"/proj/.posh/project.posh".to_string()), "{targets:?}");
     assert!(targets.contains(&"/home/u/.config/posh/annotations/more.posh".to_string()), "{targets:?}");
 }
+
+#[test]
+fn splits_show_their_copies_as_posh_exec_will_run_them() {
+    let fs = file_system();
+    let mut world = world(&fs);
+    world.settings.update(&serde_json::json!({"posh": {"copiesPerMount": 5}}));
+    let script = "cat /mnt/logs/ray*.log | grep -v DEBUG | wc -l\n";
+    let analysis = ide::analyze_script(&world, &fs, script);
+    let hints = ide::inlay_hints::inlay_hints(&world, script, &analysis, None);
+    insta::assert_snapshot!(ide::inlay_hints::render(script, &hints), @"‹@logs x5 ¶›cat /mnt/logs/ray*.log | grep -v DEBUG | wc -l‹⇄ 125 MB›");
+    world.settings.update(&serde_json::json!({"placement": "greedy", "copiesPerMount": 1}));
+    let analysis = ide::analyze_script(&world, &fs, script);
+    assert_eq!(analysis.plan.strategy, posh_core::planner::Strategy::Greedy);
+}

@@ -3,7 +3,7 @@
 
 use posh_core::Span;
 use posh_core::fs::FileSystem;
-use posh_core::planner::{self, NodeKind, PipelinePlan, Plan, PlanContext, PlanOptions};
+use posh_core::planner::{self, NodeKind, PipelinePlan, Plan, PlanContext};
 use posh_core::shell::{Recovery, Script};
 
 use super::World;
@@ -45,7 +45,7 @@ pub fn analyze_script_cached(
         config: &world.config,
         fs,
         cwd: world.root.clone(),
-        options: PlanOptions::default(),
+        options: world.settings.plan.clone(),
     };
     let functions = planner::function_names(&script);
     cache.reused = 0;

@@ -10,28 +10,41 @@ use posh_core::annotation::CommandEntry;
 use posh_core::config::{self, Config};
 use posh_core::fs::{FileKind, FileSystem};
 use posh_core::library::Library;
+use posh_core::planner::{PlanOptions, Strategy};
 
 use super::Target;
 
 /// What the client may set (`initializationOptions`, `workspace/didChangeConfiguration`).
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug)]
 pub struct Settings {
     /// A pipeline predicted to move more than this many bytes under posh gets `S003`.
     pub max_moved_bytes: u64,
+    /// How posh-exec will plan (its `--placement` and `--copies-per-mount`), so the hints show
+    /// what it will do.
+    pub plan: PlanOptions,
 }
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { max_moved_bytes: 100_000_000 }
+        Settings { max_moved_bytes: 100_000_000, plan: PlanOptions::default() }
     }
 }
 
 impl Settings {
-    /// Reads `{"maxMovedBytes": N}`; anything else keeps the current value.
+    /// Reads `{"maxMovedBytes": N, "copiesPerMount": N, "placement": "cost-based" | "greedy"}`,
+    /// at the top level or under `posh`; anything else keeps the current value.
     pub fn update(&mut self, json: &serde_json::Value) {
         let posh = json.get("posh").unwrap_or(json);
         if let Some(n) = posh.get("maxMovedBytes").and_then(|v| v.as_u64()) {
             self.max_moved_bytes = n;
+        }
+        if let Some(n) = posh.get("copiesPerMount").and_then(|v| v.as_u64()).filter(|&n| n >= 1) {
+            self.plan.copies_per_mount = usize::try_from(n).unwrap_or(usize::MAX);
+        }
+        match posh.get("placement").and_then(|v| v.as_str()) {
+            Some("greedy") => self.plan.strategy = Strategy::Greedy,
+            Some("cost-based") => self.plan.strategy = Strategy::CostBased,
+            _ => {}
         }
     }
 }
