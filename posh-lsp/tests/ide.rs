@@ -96,6 +96,11 @@ fn hover_on_a_command() {
     assert_eq!(hover.span.text(script), "grep -v 'rays traced'");
     insta::assert_snapshot!(hover.markdown);
     assert_eq!(ide::hover::script_hover(&world, &analysis, script.len()), None);
+    // Inside a substitution, the inner command.
+    let script = "echo \"$(grep -c x /mnt/logs/ray0.log)\"\n";
+    let analysis = ide::analyze_script(&world, &fs, script);
+    let hover = ide::hover::script_hover(&world, &analysis, script.find("-c").unwrap()).expect("a hover");
+    assert_eq!(hover.span.text(script), "grep -c x /mnt/logs/ray0.log");
 }
 
 #[test]

@@ -20,71 +20,73 @@ pub struct Hover {
 }
 
 pub fn script_hover(world: &World, analysis: &ScriptAnalysis, offset: usize) -> Option<Hover> {
-    for plan in &analysis.plan.pipelines {
-        if offset < plan.span.start || offset > plan.span.end {
-            continue;
+    let covers = |span: &Span| span.start <= offset && offset <= span.end;
+    // The innermost command under the cursor: `cat` rather than the `echo` around `$(cat a)`.
+    let (plan, command) = analysis
+        .plan
+        .pipelines
+        .iter()
+        .filter(|plan| covers(&plan.span))
+        .flat_map(|plan| {
+            plan.nodes.iter().filter_map(move |n| match &n.kind {
+                NodeKind::Command { command, span, .. } if covers(span) => Some((plan, *command, span.len())),
+                _ => None,
+            })
+        })
+        .min_by_key(|&(_, _, len)| len)
+        .map(|(plan, command, _)| (plan, command))?;
+    let copies: Vec<_> = plan.copies_of(command).collect();
+    let first = copies.first()?;
+    let NodeKind::Command { argv, text, span, annotation, .. } = &first.kind else {
+        return None;
+    };
+    let ids: Vec<usize> = copies.iter().map(|n| n.id).collect();
+    let mut md = String::new();
+    let _ = writeln!(md, "```sh\n{text}\n```");
+    let places: Vec<String> = copies.iter().map(|n| n.location.label()).collect();
+    let place =
+        if copies.len() > 1 { format!("{} copies: {}", copies.len(), places.join(", ")) } else { places[0].clone() };
+    let _ = writeln!(md, "Runs at **{place}**: {}.\n", first.why.explain());
+    for location in copies.iter().map(|n| &n.location) {
+        if let Location::Mount(name) = location
+            && let Some(mount) = world.describe_mount(name)
+        {
+            let _ = writeln!(md, "{mount}.\n");
+            break;
         }
-        let copies: Vec<_> = plan
-            .nodes
-            .iter()
-            .filter(|n| matches!(&n.kind, NodeKind::Command { span, .. } if span.start <= offset && offset <= span.end))
-            .collect();
-        let first = copies.first()?;
-        let NodeKind::Command { argv, text, span, annotation, .. } = &first.kind else {
-            return None;
-        };
-        let ids: Vec<usize> = copies.iter().map(|n| n.id).collect();
-        let mut md = String::new();
-        let _ = writeln!(md, "```sh\n{text}\n```");
-        let places: Vec<String> = copies.iter().map(|n| n.location.label()).collect();
-        let place = if copies.len() > 1 {
-            format!("{} copies: {}", copies.len(), places.join(", "))
-        } else {
-            places[0].clone()
-        };
-        let _ = writeln!(md, "Runs at **{place}**: {}.\n", first.why.explain());
-        for location in copies.iter().map(|n| &n.location) {
-            if let Location::Mount(name) = location
-                && let Some(mount) = world.describe_mount(name)
-            {
-                let _ = writeln!(md, "{mount}.\n");
-                break;
-            }
-        }
-        match (annotation, world.library.match_argv(argv)) {
-            (Some(annotation), Ok(invocation)) => {
-                let _ = writeln!(md, "Annotation: `{annotation}`\n");
-                let _ = writeln!(md, "Words:\n```\n{}```", invocation.describe());
-            }
-            (Some(annotation), Err(_)) => {
-                let _ = writeln!(md, "Annotation: `{annotation}`\n");
-            }
-            (None, _) => {}
-        }
-        let bytes_in: u64 = plan.edges.iter().filter(|e| ids.contains(&e.to)).map(|e| e.bytes).sum();
-        let bytes_out: u64 = plan.edges.iter().filter(|e| ids.contains(&e.from)).map(|e| e.bytes).sum();
-        let crossing: u64 = plan
-            .edges
-            .iter()
-            .filter(|e| e.crosses && (ids.contains(&e.to) || ids.contains(&e.from)))
-            .map(|e| e.bytes)
-            .sum();
-        let _ = writeln!(
-            md,
-            "Predicted: {} in, {} out, {} of it across the network.\n",
-            format_bytes(bytes_in),
-            format_bytes(bytes_out),
-            format_bytes(crossing)
-        );
-        let _ = write!(
-            md,
-            "This pipeline: bash alone would move {} across the network, posh moves {}.",
-            format_bytes(plan.bash_bytes),
-            format_bytes(plan.posh_bytes)
-        );
-        return Some(Hover { span: *span, markdown: md });
     }
-    None
+    match (annotation, world.library.match_argv(argv)) {
+        (Some(annotation), Ok(invocation)) => {
+            let _ = writeln!(md, "Annotation: `{annotation}`\n");
+            let _ = writeln!(md, "Words:\n```\n{}```", invocation.describe());
+        }
+        (Some(annotation), Err(_)) => {
+            let _ = writeln!(md, "Annotation: `{annotation}`\n");
+        }
+        (None, _) => {}
+    }
+    let bytes_in: u64 = plan.edges.iter().filter(|e| ids.contains(&e.to)).map(|e| e.bytes).sum();
+    let bytes_out: u64 = plan.edges.iter().filter(|e| ids.contains(&e.from)).map(|e| e.bytes).sum();
+    let crossing: u64 = plan
+        .edges
+        .iter()
+        .filter(|e| e.crosses && (ids.contains(&e.to) || ids.contains(&e.from)))
+        .map(|e| e.bytes)
+        .sum();
+    let _ = writeln!(
+        md,
+        "Predicted: {} in, {} out, {} of it across the network.\n",
+        format_bytes(bytes_in),
+        format_bytes(bytes_out),
+        format_bytes(crossing)
+    );
+    let _ = write!(
+        md,
+        "This pipeline: bash alone would move {} across the network, posh moves {}.",
+        format_bytes(plan.bash_bytes),
+        format_bytes(plan.posh_bytes)
+    );
+    Some(Hover { span: *span, markdown: md })
 }
 
 pub fn annotation_hover(text: &str, offset: usize) -> Option<Hover> {
