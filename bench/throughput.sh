@@ -5,7 +5,7 @@
 # 2 cores). These machines are shared and noisy: compare within a run, never against a number
 # from another day.
 #
-#   bench/throughput.sh [RUNS]      (default 3 runs of each; the median is reported)
+#   bench/throughput.sh [RUNS]      (default 5 runs of each; medians are reported)
 #
 # It always builds release binaries itself (`cargo build --release -p posh-exec`; a debug build
 # says nothing about throughput) and uses $CARGO_TARGET_DIR/release (else target/release).
@@ -19,29 +19,32 @@
 # --stats (tail's location is the mount, bytes_from_proxy at least the file's size). The client
 # counts the bytes with `wc -c`. The same command with no network (`tail -c +1 big.bin | wc -c`)
 # is printed as the ceiling.
-# The baseline is plain TCP on loopback: `socat -u FILE:big.bin TCP-LISTEN:P` sending and
-# `socat -u TCP:127.0.0.1:P STDOUT | wc -c` receiving, with a 128 KiB buffer (`-b 131072`, cat's
-# own read size; the ratio is against this one) and with socat's default 8 KiB buffer. Each
-# timing includes connection setup (and for posh-exec: bash, the runtime and the TLS handshake).
+# The baseline is plain TCP on loopback carrying the same command's output:
+# `tail -c +1 big.bin | socat -u STDIN TCP-LISTEN:P` sending and `socat -u TCP:127.0.0.1:P STDOUT |
+# wc -c` receiving, both with a 128 KiB buffer (`-b 131072`, cat's own read size); the ratio is
+# against this one. Also printed: socat reading the file itself (no `tail`, which costs about a
+# second of CPU per GiB with its 8 KiB reads and writes on these 2 cores). Each timing includes
+# connection setup (and for posh-exec: bash, the runtime and the TLS handshake).
 #
-# Measured 2026-11-22 on the 2-core VM (other sessions compiling at the same time), 3 runs each,
-# medians: posh-exec from posh-proxy 245.0 MB/s (4.4 s for 1 GiB; CPU per run: client 3.6 s,
-# proxy 2.8 s, so both cores are busy); plain TCP (socat -b 131072) 829.1 MB/s; ratio 0.29: the
-# target of 0.5 is not met. socat with its 8 KiB default: 791.2 MB/s (ratio 0.30); `tail -c +1`
-# alone, no network: 1162.0 MB/s. Two more runs of the script that evening (load average 4-5):
-# 240.8 vs 706.4 MB/s (0.34) and 177.3 vs 687.8 MB/s (0.25).
-# Where the time goes (perf stat and perf record of one run): the CPU, not the link. The client
-# made 112k context switches and 128k futex calls per GiB (each stdout frame, 30-40 KB, is written
-# through tokio::fs::File, a blocking-pool hand-off, and flushed before the next frame is read)
-# and copies each byte twice in user space (into a fresh zeroed Vec per frame, then into the
-# File's buffer); the proxy sent ~750k AES-GCM sealed packets of <= 1452 bytes (quinn's default
-# MTU bound) in 82k sendmsg calls and read its command's 64 KiB pipe in frames of about that size.
-# In both processes about a third of the samples were the kernel switching and waking threads,
-# under a third the binaries' own code (AES-GCM about 6%).
+# Measured 2026-11-22 22:19 UTC on the 2-core VM (load average 3: other sessions compiling),
+# medians of 5 runs: posh-exec from posh-proxy 340.3 MB/s, plain TCP 858.3 MB/s, ratio 0.39 (the
+# target of 0.5 is not met); CPU for the GiB on both sides: posh 5.24 s (client 2.48, proxy with
+# tail 2.76), plain TCP 1.92 s. socat reading the file itself 1153.3 MB/s (ratio 0.29); tail -c +1
+# alone 1364.3 MB/s. Two earlier runs at load 4-5: 219.1 vs 490.2 MB/s (0.44), 223.4 vs 445.1
+# MB/s (0.43). Wall times swing 2x with the load, CPU per GiB much less: read both.
+# Where the time goes (perf record, perf stat): CPU, in both processes about a third in the
+# kernel switching and waking threads. Per GiB the client made ~100k context switches and futex
+# calls: every stdout frame (30-40 KB) is written through tokio::fs::File (a blocking-pool
+# hand-off) and flushed before the next frame is read, on a 2-worker runtime; the proxy reads its
+# command's stdout pipe (64 KiB) in frames of that size and sends ~750k packets of <= 1452 bytes.
+# Tried in a scratch copy (not in this tree): a 1-worker runtime on both sides and no per-frame
+# flush, then plain blocking writes of stdout frames, then a 1 MiB job stdout pipe
+# (F_SETPIPE_SZ) brought the CPU per GiB from 7.3 s to 4.2 s (same-minute A/B) and the ratio to
+# 0.52-0.57; a larger QUIC MTU (quinn's bound raised to 9000 or 65000) changed nothing measurable.
 set -euo pipefail
 shopt -s inherit_errexit
 root=$(cd "$(dirname "$0")/.." && pwd)
-runs=${1:-3}
+runs=${1:-5}
 size_mib=1024
 cargo build --release -q -p posh-exec --manifest-path "$root/Cargo.toml"
 bin=${CARGO_TARGET_DIR:-$root/target}/release
@@ -52,9 +55,7 @@ command -v socat > /dev/null || { echo "throughput.sh: socat is needed (apt-get 
 
 work=$(mktemp -d)
 proxy_pid=
-socat_pid=
 cleanup() {
-  [ -n "$socat_pid" ] && kill "$socat_pid" 2> /dev/null || true
   if [ -n "$proxy_pid" ]; then
     kill "$proxy_pid" 2> /dev/null || true
     wait "$proxy_pid" 2> /dev/null || true
@@ -90,7 +91,8 @@ script="tail -c +1 $data/big.bin"
 # A free TCP port for the baseline.
 port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
 
-cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($14 + $15) * 1000 / hz }' "/proc/$1/stat"; }
+# CPU of a process and of the children it reaped (the proxy's commands), in ms.
+cpu_ms() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%d", ($14 + $15 + $16 + $17) * 1000 / hz }' "/proc/$1/stat"; }
 now_ms() { echo $(($(date +%s%N) / 1000000)); }
 mbps() { echo "scale=1; $bytes * 1000 / $1 / 1000000" | bc; } # MB/s (10^6 bytes) from milliseconds
 median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
@@ -100,8 +102,8 @@ check_count() { # check_count WHAT FILE: FILE holds wc -c's count of the whole f
   [ "$count" = "$bytes" ] || { echo "throughput.sh: $1 delivered $count bytes, not $bytes" >&2; exit 1; }
 }
 
-# Each run sets `ms` (wall time); posh_run also `client_cpu` (ms of posh-exec, bash and wc) and
-# `proxy_cpu` (ms of posh-proxy and the command it ran, while the proxy is otherwise idle).
+# Each run sets `ms` (wall time) and `cpu` (ms of CPU on both sides); posh_run also `client_cpu`
+# (posh-exec, bash and wc) and `proxy_cpu` (posh-proxy and tail, the proxy being otherwise idle).
 local_run() {
   local start
   start=$(now_ms)
@@ -120,6 +122,7 @@ posh_run() {
   ms=$(($(now_ms) - start))
   proxy_cpu=$(($(cpu_ms "$proxy_pid") - proxy_before))
   client_cpu=$(awk '{ printf "%d", ($1 + $2) * 1000 }' "$work/time")
+  cpu=$((client_cpu + proxy_cpu))
   check_count posh-exec "$work/count"
   # Every byte must have crossed the stream: tail ran at the proxy.
   python3 - "$work/stats.json" "$bytes" << 'PY'
@@ -132,35 +135,44 @@ if where != {"tail": "big"} or crossed < int(sys.argv[2]):
 PY
 }
 
-tcp_run() { # tcp_run BUFFER_BYTES
-  local start
-  socat -b "$1" -u "FILE:$data/big.bin" "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr" &
-  socat_pid=$!
-  for _ in $(seq 200); do ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.01; done
+tcp_run() { # tcp_run pipe|file: the sending socat reads `tail -c +1`'s output, or the file itself
+  local start TIMEFORMAT='%U %S'
   start=$(now_ms)
-  socat -b "$1" -u "TCP:127.0.0.1:$port" STDOUT | wc -c > "$work/count"
-  ms=$(($(now_ms) - start))
-  wait "$socat_pid"
-  socat_pid=
-  check_count "socat -b $1" "$work/count"
+  { time (
+    if [ "$1" = pipe ]; then
+      tail -c +1 "$data/big.bin" | socat -b 131072 -u STDIN "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr" &
+    else
+      socat -b 131072 -u "FILE:$data/big.bin" "TCP-LISTEN:$port,bind=127.0.0.1,reuseaddr" &
+    fi
+    for _ in $(seq 200); do ss -Hltn "sport = :$port" | grep -q . && break; sleep 0.01; done
+    start=$(now_ms)
+    socat -b 131072 -u "TCP:127.0.0.1:$port" STDOUT | wc -c > "$work/count"
+    echo $(($(now_ms) - start)) > "$work/ms"
+    wait
+  ); } 2> "$work/time"
+  ms=$(cat "$work/ms")
+  cpu=$(awk '{ printf "%d", ($1 + $2) * 1000 }' "$work/time")
+  check_count "socat ($1)" "$work/count"
 }
 
-local_ms=() posh_ms=() tcp_ms=() tcp8k_ms=()
+local_ms=() posh_ms=() tcp_ms=() file_ms=() ratios=() posh_cpu=() tcp_cpu=()
 for i in $(seq "$runs"); do
   local_run
   local_ms+=("$ms")
   posh_run
-  posh_ms+=("$ms")
-  echo "run $i: posh-exec $(mbps "$ms") MB/s (${ms} ms; CPU ms: client ${client_cpu}, proxy ${proxy_cpu})"
-  tcp_run 131072
-  tcp_ms+=("$ms")
-  tcp_run 8192
-  tcp8k_ms+=("$ms")
-  echo "       plain TCP $(mbps "${tcp_ms[-1]}") MB/s (${tcp_ms[-1]} ms), with socat's 8 KiB buffer" \
-    "$(mbps "$ms") MB/s (${ms} ms); tail -c +1 locally $(mbps "${local_ms[-1]}") MB/s"
+  posh_ms+=("$ms") posh_cpu+=("$cpu")
+  echo "run $i: posh-exec $(mbps "$ms") MB/s (${ms} ms, CPU ${cpu} ms: client ${client_cpu}, proxy ${proxy_cpu})"
+  tcp_run pipe
+  tcp_ms+=("$ms") tcp_cpu+=("$cpu")
+  tcp_run file
+  file_ms+=("$ms")
+  ratios+=("$(echo "scale=2; ${tcp_ms[-1]} / ${posh_ms[-1]}" | bc)")
+  echo "       plain TCP $(mbps "${tcp_ms[-1]}") MB/s (${tcp_ms[-1]} ms, CPU ${tcp_cpu[-1]} ms): ratio ${ratios[-1]};" \
+    "socat reading the file itself $(mbps "$ms") MB/s; tail -c +1 locally $(mbps "${local_ms[-1]}") MB/s"
 done
-posh_median=$(median "${posh_ms[@]}") tcp=$(median "${tcp_ms[@]}") tcp8k=$(median "${tcp8k_ms[@]}")
+posh_median=$(median "${posh_ms[@]}") tcp=$(median "${tcp_ms[@]}") file=$(median "${file_ms[@]}")
 echo "median of $runs, $bytes bytes: posh-exec from posh-proxy $(mbps "$posh_median") MB/s;" \
-  "plain TCP (socat -b 131072) $(mbps "$tcp") MB/s; ratio $(echo "scale=2; $tcp / $posh_median" | bc) (target >= 0.5)"
-echo "  (socat with its default 8 KiB buffer $(mbps "$tcp8k") MB/s, ratio $(echo "scale=2; $tcp8k / $posh_median" | bc);" \
-  "the command alone, no network: $(mbps "$(median "${local_ms[@]}")") MB/s)"
+  "plain TCP $(mbps "$tcp") MB/s; ratio (median of the runs' own) $(median "${ratios[@]}") (target >= 0.5)"
+echo "  CPU for the GiB, both sides: posh $(median "${posh_cpu[@]}") ms, plain TCP $(median "${tcp_cpu[@]}") ms"
+echo "  (socat reading the file itself $(mbps "$file") MB/s, ratio $(echo "scale=2; $file / $posh_median" | bc);" \
+  "tail -c +1 alone, no network: $(mbps "$(median "${local_ms[@]}")") MB/s)"
