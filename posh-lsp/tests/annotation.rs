@@ -67,6 +67,10 @@ fn hover_shows_the_keyword_table() {
         .collect();
     insta::assert_snapshot!(out.join("\n"));
     assert_eq!(hover(at("csvlook")), None);
+    // A misspelt keyword: what its code means.
+    let (span, markdown) = hover(at("splitable")).expect("a hover on the unknown field");
+    assert_eq!(span, "splitable");
+    assert!(markdown.starts_with("**A102** (unknown-field): An argument field"), "{markdown}");
 }
 
 #[test]

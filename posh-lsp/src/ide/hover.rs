@@ -4,13 +4,13 @@
 
 use std::fmt::Write as _;
 
-use posh_core::Span;
 use posh_core::annotation::{self, keywords::KeywordKind};
 use posh_core::planner::render::format_bytes;
 use posh_core::planner::{Location, NodeKind};
+use posh_core::{Code, Diagnostic, Span};
 
-use super::annotation_tree;
 use super::{ScriptAnalysis, World};
+use super::{annotation_tree, diagnostics};
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Hover {
@@ -86,13 +86,29 @@ pub fn script_hover(world: &World, analysis: &ScriptAnalysis, offset: usize) -> 
         format_bytes(plan.bash_bytes),
         format_bytes(plan.posh_bytes)
     );
+    md.push_str(&code_docs(&diagnostics::script_diagnostics(world, analysis), offset));
     Some(Hover { span: *span, markdown: md })
+}
+
+/// The documentation of the diagnostic codes reported at `offset` (each code's doc comment is
+/// its documentation everywhere: here, in `posh-lsp explain`, in the docs).
+fn code_docs(diagnostics: &[Diagnostic], offset: usize) -> String {
+    let mut codes: Vec<Code> =
+        diagnostics.iter().filter(|d| d.span.start <= offset && offset <= d.span.end).map(|d| d.code).collect();
+    codes.sort();
+    codes.dedup();
+    codes.iter().map(|c| format!("\n\n---\n\n**{}** ({}): {}", c.as_str(), c.name(), c.doc())).collect()
 }
 
 pub fn annotation_hover(text: &str, offset: usize) -> Option<Hover> {
     let parsed = annotation::parse(text);
     let located = annotation_tree::token_at(&parsed.tree, offset)?;
-    let keyword = annotation_tree::keyword_at(&located, text)?;
+    let codes = code_docs(&parsed.diagnostics, offset);
+    let Some(keyword) = annotation_tree::keyword_at(&located, text) else {
+        // A word that is no keyword: the diagnostics' explanation, if it has any.
+        let codes = codes.strip_prefix("\n\n---\n\n")?;
+        return Some(Hover { span: located.token.span, markdown: codes.to_string() });
+    };
     let kind = match keyword.kind {
         KeywordKind::Section => "section",
         KeywordKind::CommandOption => "command option",
@@ -108,5 +124,6 @@ pub fn annotation_hover(text: &str, offset: usize) -> Option<Hover> {
     if keyword.extension {
         md.push_str("\n\nA posh extension of the original POSH language.");
     }
+    md.push_str(&codes);
     Some(Hover { span: located.token.span, markdown: md })
 }
