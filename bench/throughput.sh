@@ -26,21 +26,24 @@
 # second of CPU per GiB with its 8 KiB reads and writes on these 2 cores). Each timing includes
 # connection setup (and for posh-exec: bash, the runtime and the TLS handshake).
 #
-# Measured 2026-11-22 22:19 UTC on the 2-core VM (load average 3: other sessions compiling),
-# medians of 5 runs: posh-exec from posh-proxy 340.3 MB/s, plain TCP 858.3 MB/s, ratio 0.39 (the
-# target of 0.5 is not met); CPU for the GiB on both sides: posh 5.24 s (client 2.48, proxy with
-# tail 2.76), plain TCP 1.92 s. socat reading the file itself 1153.3 MB/s (ratio 0.29); tail -c +1
-# alone 1364.3 MB/s. Two earlier runs at load 4-5: 219.1 vs 490.2 MB/s (0.44), 223.4 vs 445.1
-# MB/s (0.43). Wall times swing 2x with the load, CPU per GiB much less: read both.
-# Where the time goes (perf record, perf stat): CPU, in both processes about a third in the
-# kernel switching and waking threads. Per GiB the client made ~100k context switches and futex
-# calls: every stdout frame (30-40 KB) is written through tokio::fs::File (a blocking-pool
-# hand-off) and flushed before the next frame is read, on a 2-worker runtime; the proxy reads its
-# command's stdout pipe (64 KiB) in frames of that size and sends ~750k packets of <= 1452 bytes.
-# Tried in a scratch copy (not in this tree): a 1-worker runtime on both sides and no per-frame
-# flush, then plain blocking writes of stdout frames, then a 1 MiB job stdout pipe
-# (F_SETPIPE_SZ) brought the CPU per GiB from 7.3 s to 4.2 s (same-minute A/B) and the ratio to
-# 0.52-0.57; a larger QUIC MTU (quinn's bound raised to 9000 or 65000) changed nothing measurable.
+# Measured 2026-11-22 at 2ee61f5 (after 7574e69: 1 MiB job pipe, fuller frames, no flush per
+# frame) on the 2-core VM, other sessions building at the same time; medians of 5 runs:
+#   22:34 UTC, load 1.5-2: posh-exec 296.1 MB/s, plain TCP 633.4 MB/s, ratio 0.50 (per-run 0.38
+#     to 0.79); CPU for the GiB on both sides: posh 5.92 s (client 2.81, proxy with tail 3.11),
+#     plain TCP 2.49 s; socat reading the file itself 812.2 MB/s; tail -c +1 alone 1147.1 MB/s.
+#   22:19 UTC, load 3: posh-exec 340.3 MB/s, plain TCP 858.3 MB/s, ratio 0.39; CPU 5.24 s vs 1.92 s.
+# Wall times swing 2x with the load, CPU per GiB much less: read both. By CPU, posh needs about
+# 2.4x what a TCP copy needs, and on 2 cores that is what bounds it.
+# Where the CPU goes (perf record, perf stat; before 7574e69): about a third of both processes'
+# samples were the kernel switching and waking threads; the client made ~100k context switches
+# and futex calls per GiB, writing every stdout frame through tokio::fs::File (a blocking-pool
+# hand-off) on a 2-worker runtime; AES-GCM was about 6%. Same-minute A/B in a scratch copy of
+# 2ee61f5 (not in this tree), 4 runs each at load 1, wall / CPU per GiB: as is 3.60 s / 5.99 s;
+# 1-worker tokio runtimes in posh-exec and posh-proxy 3.17 s / 5.03 s; and also writing stdout
+# frames with plain blocking writes instead of tokio::fs::File 3.15 s / 4.74 s. The MTU bound of
+# 7574e69 (65,000) does not take effect: quinn clamps the search to the peer's
+# max_udp_payload_size (EndpointConfig, default 1472), so packets are 1472 bytes (strace: GSO
+# sends of 10 x 1472); raising it in EndpointConfig on both sides still left 1452-byte packets.
 set -euo pipefail
 shopt -s inherit_errexit
 root=$(cd "$(dirname "$0")/.." && pwd)
