@@ -127,12 +127,16 @@ fn a_proxy_that_refuses_leaves_the_work_to_the_client_with_a_warning() {
     let bash = cluster.bash(&["s.sh"]);
     // Not authorized: the proxies read the file for every connection.
     std::fs::write(cluster.root().join("authorized"), "# nobody\n").unwrap();
-    let posh = cluster.posh(&["s.sh"]);
+    let posh = cluster.posh(&["--stats", "stats.json", "s.sh"]);
     assert_eq!(text(&posh.stdout), text(&bash.stdout));
     assert_eq!(posh.status.code(), bash.status.code());
     let stderr = text(&posh.stderr);
     assert!(stderr.contains("not authorized") && stderr.contains("mount logs"), "{stderr}");
     assert!(stderr.contains("mount archive"), "{stderr}");
+    // --stats says where the commands ran in the end.
+    let stats = cluster.stats();
+    assert_eq!(stats[0]["commands"][0]["location"], "client");
+    assert_eq!(stats[1]["commands"][0]["location"], "client");
 
     // A pinned fingerprint that does not match: refused, named, and the client does the work.
     let cluster = Cluster::new(&[]);

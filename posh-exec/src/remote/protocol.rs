@@ -14,8 +14,6 @@ pub const VERSION: u32 = 2;
 pub const MAX_LINE: usize = 1 << 20;
 /// The largest frame payload either side sends or accepts.
 pub const MAX_FRAME: usize = 1 << 20;
-/// The largest UDP payload path MTU discovery looks for (what loopback's 64 KiB MTU allows).
-const MAX_UDP_PAYLOAD: u16 = 65_000;
 /// The name the client asks for in TLS; the certificate's names are not checked, its pinned
 /// fingerprint is.
 pub const SERVER_NAME: &str = "posh-proxy";
@@ -27,11 +25,6 @@ pub fn transport() -> std::sync::Arc<quinn::TransportConfig> {
     transport.keep_alive_interval(Some(std::time::Duration::from_secs(2)));
     // A proxy (or client) that vanished is given up on after this long without a packet.
     transport.max_idle_timeout(Some(std::time::Duration::from_secs(10).try_into().expect("a valid timeout")));
-    // Path MTU discovery may go past Ethernet's 1452 bytes where the path allows (loopback, jumbo
-    // frames): fewer, larger packets cost far less CPU per byte on a fast link.
-    let mut mtu = quinn::MtuDiscoveryConfig::default();
-    mtu.upper_bound(MAX_UDP_PAYLOAD);
-    transport.mtu_discovery_config(Some(mtu));
     std::sync::Arc::new(transport)
 }
 

@@ -9,6 +9,8 @@ use std::sync::Arc;
 
 use posh_exec::remote::protocol::{Request, VERSION};
 use posh_exec::remote::{StartError, Traffic};
+use std::future::Future as _;
+
 use tokio::io::AsyncWriteExt as _;
 use tokio::task::JoinSet;
 
@@ -17,8 +19,23 @@ use super::local::{self, Caller};
 use super::placement::{Step, Unit};
 use super::session::Session;
 
-/// Statuses of steps: (command index, status).
-type Statuses = Vec<(usize, i32)>;
+/// How a step ended, and where it ran in the end (a proxy may have left it to the client).
+#[derive(Clone, Copy, Debug)]
+pub struct StepEnd {
+    pub command: usize,
+    pub copy: usize,
+    pub status: i32,
+    /// The mount whose proxy ran it; `None`: the client.
+    pub mount: Option<usize>,
+}
+
+impl StepEnd {
+    fn local(step: &Step, status: i32) -> StepEnd {
+        StepEnd { command: step.command, copy: step.copy, status, mount: None }
+    }
+}
+
+type Statuses = Vec<StepEnd>;
 
 /// Runs `units` (from [`super::placement`]); returns the pipeline's status as bash computes it.
 /// Without a session every step must be local.
@@ -50,9 +67,11 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
     }
     drop(input);
 
+    let mut ends = started.wait().await;
+    ends.sort_by_key(|end| (end.command, end.copy));
     let mut statuses: Vec<Vec<i32>> = vec![Vec::new(); call.commands.len()];
-    for (command, status) in started.wait().await {
-        statuses[command].push(status);
+    for end in &ends {
+        statuses[end.command].push(end.status);
     }
     let statuses: Vec<i32> = call
         .commands
@@ -71,7 +90,7 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
         let mounts = session.map_or(&[][..], |s| &s.config.mounts[..]);
         let record = super::stats::Record {
             call,
-            units,
+            ends: &ends,
             statuses: &statuses,
             status: (status & 0xff) as u8,
             mounts,
@@ -110,7 +129,7 @@ fn pipe() -> (Option<OwnedFd>, Option<OwnedFd>) {
 #[derive(Default)]
 struct Started {
     tasks: JoinSet<Statuses>,
-    children: Vec<(usize, std::process::Child)>,
+    children: Vec<(StepEnd, std::process::Child)>,
 }
 
 impl Started {
@@ -120,7 +139,7 @@ impl Started {
         let waits = tokio::task::spawn_blocking(move || {
             children
                 .into_iter()
-                .map(|(command, mut child)| (command, child.wait().map_or(1, local::shell_status)))
+                .map(|(end, mut child)| StepEnd { status: child.wait().map_or(1, local::shell_status), ..end })
                 .collect::<Statuses>()
         });
         let mut statuses: Statuses = tasks.join_all().await.into_iter().flatten().collect();
@@ -170,7 +189,9 @@ fn run_lane(
                     session: session.clone(),
                     call: ctx.call.clone(),
                     steps: group.to_vec(),
-                    stdin: input.take(),
+                    // A remote first command does not read the script's input (placement keeps
+                    // those at the client), and must not take any of it from later commands.
+                    stdin: input.take().filter(|_| group[0].command != 0),
                     stdout: step_output,
                     stderr: ctx.caller.dup(2),
                     caller: Caller {
@@ -203,10 +224,10 @@ fn start_local(
         let (stdout, next_input) = if k + 1 == steps.len() { (output.take().flatten(), None) } else { pipe() };
         let command = &call.commands[step.command];
         match local::spawn(caller, call, command, &step.argv, [input.take(), stdout, caller.dup(2)]) {
-            Ok(child) => started.children.push((step.command, child)),
+            Ok(child) => started.children.push((StepEnd::local(step, 0), child)),
             Err(status) => {
-                let index = step.command;
-                started.tasks.spawn(async move { vec![(index, status)] });
+                let end = StepEnd::local(step, status);
+                started.tasks.spawn(async move { vec![end] });
             }
         }
         // Our copies of the pipe ends go here, so EOF and SIGPIPE reach the children.
@@ -253,11 +274,12 @@ impl RemoteGroup {
                 return self.run_here().await;
             }
         };
-        let stdin = self.stdin.map(|fd| tokio::fs::File::from_std(File::from(fd)));
+        let stdin = self.stdin.and_then(|fd| pipe_reader(fd).ok());
         let mut stdout = async_writer(self.stdout);
         let mut stderr = async_writer(self.stderr);
         let ended = job.finish(stdin, &mut stdout, &mut stderr, &self.traffic).await;
-        let _ = stdout.shutdown().await;
+        // Everything written before the status goes back to bash.
+        let _ = tokio::join!(stdout.shutdown(), stderr.shutdown());
         match ended {
             Ok(ended) => self
                 .steps
@@ -278,13 +300,16 @@ impl RemoteGroup {
                         };
                         self.caller.bash_error(&self.call.name, command.line, &what, &error.message);
                     }
-                    (step.command, exit.status())
+                    StepEnd { command: step.command, copy: step.copy, status: exit.status(), mount: Some(remote.mount) }
                 })
                 .collect(),
             Err(e) => {
                 let line = self.call.commands[self.steps[0].command].line;
                 self.caller.bash_error(&self.call.name, line, "posh", &format!("{e:#}"));
-                self.steps.iter().map(|s| (s.command, 255)).collect()
+                self.steps
+                    .iter()
+                    .map(|s| StepEnd { status: 255, mount: Some(remote.mount), ..StepEnd::local(s, 0) })
+                    .collect()
             }
         }
     }
@@ -298,13 +323,82 @@ impl RemoteGroup {
     }
 }
 
-/// An async writer on a descriptor of ours or the caller's (blocking I/O on a worker thread, so
-/// a descriptor shared with other processes keeps its flags); a closed one swallows everything.
+/// An async writer on a descriptor that may be shared with other processes (the caller's stdout),
+/// so its flags must not change: writes go into a pipe of ours, non-blocking, and a thread of
+/// its own copies that pipe to the descriptor with blocking writes (splice where the kernel can).
+/// When the descriptor's reader goes away, the thread stops and writes to the pipe fail with
+/// EPIPE, as they would on the descriptor. Shutting the writer down waits until the thread has
+/// written everything: the pipeline's status must not reach bash before its output.
+/// A closed descriptor swallows everything.
 fn async_writer(fd: Option<OwnedFd>) -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
-    match fd {
-        Some(fd) => Box::new(tokio::fs::File::from_std(File::from(fd))),
-        None => Box::new(tokio::io::sink()),
+    let Some(fd) = fd else { return Box::new(tokio::io::sink()) };
+    let relayed = std::io::pipe().and_then(|(reader, writer)| {
+        let sender = tokio::net::unix::pipe::Sender::from_owned_fd(OwnedFd::from(writer))?;
+        let (done_tx, done) = tokio::sync::oneshot::channel();
+        std::thread::Builder::new().name("posh-output".into()).spawn(move || {
+            let mut reader = reader;
+            let _ = std::io::copy(&mut reader, &mut File::from(fd));
+            let _ = done_tx.send(());
+        })?;
+        Ok(RelayedWriter { pipe: Some(sender), done })
+    });
+    match relayed {
+        Ok(writer) => Box::new(writer),
+        Err(e) => Box::new(RelayedWriter::failed(e)),
     }
+}
+
+/// See [`async_writer`]. `pipe` is `None` once shut down (or when it could not be set up).
+struct RelayedWriter {
+    pipe: Option<tokio::net::unix::pipe::Sender>,
+    done: tokio::sync::oneshot::Receiver<()>,
+}
+
+impl RelayedWriter {
+    /// A writer that could not be set up: writes fail with `error`'s kind.
+    fn failed(error: std::io::Error) -> RelayedWriter {
+        tracing::debug!("no relay for an output: {error}");
+        let (done_tx, done) = tokio::sync::oneshot::channel();
+        let _ = done_tx.send(());
+        RelayedWriter { pipe: None, done }
+    }
+}
+
+impl tokio::io::AsyncWrite for RelayedWriter {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        match &mut self.pipe {
+            Some(pipe) => std::pin::Pin::new(pipe).poll_write(cx, buf),
+            None => std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into())),
+        }
+    }
+
+    fn poll_flush(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        match &mut self.pipe {
+            Some(pipe) => std::pin::Pin::new(pipe).poll_flush(cx),
+            None => std::task::Poll::Ready(Ok(())),
+        }
+    }
+
+    fn poll_shutdown(
+        mut self: std::pin::Pin<&mut Self>,
+        cx: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        // Closing our end gives the thread end of file; it is done once all is written.
+        self.pipe = None;
+        std::pin::Pin::new(&mut self.done).poll(cx).map(|_| Ok(()))
+    }
+}
+
+/// An async reader on a pipe of ours (no other process shares its read end).
+fn pipe_reader(fd: OwnedFd) -> std::io::Result<tokio::net::unix::pipe::Receiver> {
+    tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
 }
 
 /// Copies each reader to `output` in order: split work fans in as the unsplit command's output
@@ -317,7 +411,7 @@ async fn concatenate(readers: Vec<OwnedFd>, output: Option<OwnedFd>) {
             // Nobody reads any more: dropping the pipe gives the copies SIGPIPE, as under bash.
             continue;
         }
-        let mut reader = tokio::fs::File::from_std(File::from(reader));
+        let Ok(mut reader) = pipe_reader(reader) else { continue };
         if tokio::io::copy(&mut reader, &mut output).await.is_err() || output.flush().await.is_err() {
             open = false;
         }

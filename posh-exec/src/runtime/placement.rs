@@ -22,6 +22,8 @@ use crate::os_fs::OsFileSystem;
 pub struct Step {
     /// Index of the command in the pipeline.
     pub command: usize,
+    /// Which copy of a split command (its lane), 0 when unsplit.
+    pub copy: usize,
     /// The words to run at the client (a copy's subset of the files).
     pub argv: Vec<OsString>,
     pub remote: Option<RemoteStep>,
@@ -81,17 +83,16 @@ pub fn place(
         PlanContext { library, config, fs: &OsFileSystem, cwd: cwd.to_path_buf(), options: PlanOptions::default() };
     let plan = planner::plan_pipeline_in(&ctx, pipeline, &[]);
     let locale: Vec<(OsString, OsString)> = env.iter().filter(|(k, _)| is_locale(k)).cloned().collect();
-    let legalize = |command: usize, argv: Vec<String>, location: &Location| -> Step {
+    let legalize = |command: usize, copy: usize, argv: Vec<String>, location: &Location| -> Step {
         let argv_os: Vec<OsString> = argv.iter().map(OsString::from).collect();
-        let Location::Mount(name) = location else { return local_step(command, argv_os) };
+        let local = Step { command, copy, argv: argv_os, remote: None };
+        let Location::Mount(name) = location else { return local };
         if command == 0 && reads_stdin(library, &argv, &call.commands[0]) {
             // The script's input is at the client; a proxy would only get it shipped over.
-            return local_step(command, argv_os);
+            return local;
         }
-        match remote_step(library, config, name, &call.commands[command], argv, cwd, &locale) {
-            Some(remote) => Step { command, argv: argv_os, remote: Some(remote) },
-            None => local_step(command, argv_os),
-        }
+        let remote = remote_step(library, config, name, &call.commands[command], argv, cwd, &locale);
+        Step { remote, ..local }
     };
     let mut units = Vec::new();
     let mut i = 0;
@@ -108,7 +109,7 @@ pub fn place(
                     .first()
                     .map(|(argv, location)| (argv.clone(), location.clone()))
                     .unwrap_or_else(|| (utf8_argv(&call.commands[i]), Location::Client));
-                units.push(Unit { commands: i..i + 1, lanes: vec![vec![legalize(i, argv, &location)]] });
+                units.push(Unit { commands: i..i + 1, lanes: vec![vec![legalize(i, 0, argv, &location)]] });
                 i += 1;
             }
             (n, Some((last, kind))) => {
@@ -118,7 +119,8 @@ pub fn place(
                         region
                             .clone()
                             .map(|c| {
-                                copies_of_len(&plan, c, n).map(|copies| legalize(c, copies[k].0.clone(), &copies[k].1))
+                                copies_of_len(&plan, c, n)
+                                    .map(|copies| legalize(c, k, copies[k].0.clone(), &copies[k].1))
                             })
                             .collect()
                     })
@@ -163,7 +165,7 @@ pub fn all_local(call: &PipelineCall) -> Vec<Unit> {
 }
 
 fn local_step(command: usize, argv: Vec<OsString>) -> Step {
-    Step { command, argv, remote: None }
+    Step { command, copy: 0, argv, remote: None }
 }
 
 fn utf8_argv(command: &CommandCall) -> Vec<String> {

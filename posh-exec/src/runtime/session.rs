@@ -150,8 +150,10 @@ async fn start_embedded(mount: &posh_core::config::Mount, client: &Identity, lib
 /// Runs `bash` (already given the rewritten script) with a session beside it; returns bash's
 /// status as posh-exec's.
 pub fn run_script(config: Config, library: Library, state: ClientState, mut bash: Command) -> Result<u8> {
+    // One worker: the runtime mostly waits, and on a small machine a second worker costs more in
+    // thread hand-offs than it gives (bench/throughput.sh).
     let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
+        .worker_threads(1)
         .enable_all()
         .build()
         .context("cannot start the runtime")?;

@@ -11,13 +11,14 @@ use posh_core::config::Mount;
 use posh_exec::remote::Traffic;
 
 use super::PipelineCall;
+use super::execute::StepEnd;
 use super::local::Caller;
-use super::placement::Unit;
 
 #[derive(Debug)]
 pub struct Record<'a> {
     pub call: &'a PipelineCall,
-    pub units: &'a [Unit],
+    /// Every step, ordered by command and copy.
+    pub ends: &'a [StepEnd],
     pub statuses: &'a [i32],
     pub status: u8,
     pub mounts: &'a [Mount],
@@ -26,13 +27,14 @@ pub struct Record<'a> {
 }
 
 impl Record<'_> {
-    /// Where command `index` ran: `client`, a mount's name, or the places of its copies.
+    /// Where command `index` ran in the end: `client`, a mount's name, or the places of its
+    /// copies.
     fn locations(&self, index: usize) -> Vec<String> {
-        let unit = self.units.iter().find(|u| u.commands.contains(&index));
-        let steps = unit.into_iter().flat_map(|u| u.lanes.iter().flatten()).filter(|s| s.command == index);
-        steps
-            .map(|s| match &s.remote {
-                Some(remote) => self.mounts.get(remote.mount).map_or("?".to_string(), |m| m.name.clone()),
+        self.ends
+            .iter()
+            .filter(|end| end.command == index)
+            .map(|end| match end.mount {
+                Some(mount) => self.mounts.get(mount).map_or("?".to_string(), |m| m.name.clone()),
                 None => "client".to_string(),
             })
             .collect()
