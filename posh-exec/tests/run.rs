@@ -99,3 +99,28 @@ fn the_client_identity_is_created_once_and_printed() {
     assert_eq!(String::from_utf8_lossy(&print().stdout), fingerprint, "the same identity the second time");
     assert!(dir.path().join("posh/identity").is_dir());
 }
+
+/// A command at a proxy that does not read the script's input leaves it to the commands after
+/// it, as under bash; one that reads it runs at the client.
+#[test]
+fn the_scripts_input_stays_for_the_commands_that_read_it() {
+    let dir = mounted();
+    std::fs::write(dir.path().join("s.sh"), "grep a data/x.txt\nhead -n 2\n").unwrap();
+    let run = |program: &str, args: &[&str]| {
+        use std::io::Write as _;
+        let mut child = common::isolated(program, dir.path())
+            .args(args)
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .expect("runs");
+        child.stdin.take().expect("stdin").write_all(b"first\nsecond\nthird\n").expect("write");
+        String::from_utf8(child.wait_with_output().expect("ends").stdout).expect("UTF-8")
+    };
+    let bash = run("bash", &["s.sh"]);
+    assert_eq!(bash, "a 1\nfirst\nsecond\n");
+    assert_eq!(run(env!("CARGO_BIN_EXE_posh-exec"), &["--stats", "stats.json", "s.sh"]), bash);
+    let stats = std::fs::read_to_string(dir.path().join("stats.json")).expect("stats");
+    let records: Vec<serde_json::Value> = stats.lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();
+    assert_eq!(records[0]["commands"][0]["location"], "data", "{stats}");
+}
