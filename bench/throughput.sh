@@ -32,6 +32,12 @@
 #     to 0.79); CPU for the GiB on both sides: posh 5.92 s (client 2.81, proxy with tail 3.11),
 #     plain TCP 2.49 s; socat reading the file itself 812.2 MB/s; tail -c +1 alone 1147.1 MB/s.
 #   22:19 UTC, load 3: posh-exec 340.3 MB/s, plain TCP 858.3 MB/s, ratio 0.39; CPU 5.24 s vs 1.92 s.
+#   22:50 UTC, load under 1, after the runtime review (one tokio worker in posh-exec and
+#     posh-proxy, the client's output relayed by a thread instead of tokio::fs::File, no MTU
+#     bound), medians of 3 runs: posh-exec 312.7 MB/s, plain TCP 556.3 MB/s, ratio 0.55 (per-run
+#     0.46, 0.55, 0.75); CPU for the GiB: posh 5.36 s (client 2.59, proxy with tail 2.77), plain
+#     TCP 2.64 s. The same minute before the proxy's single worker: ratio 0.41 (0.34 to 0.62),
+#     posh 5.98 s of CPU.
 # Wall times swing 2x with the load, CPU per GiB much less: read both. By CPU, posh needs about
 # 2.4x what a TCP copy needs, and on 2 cores that is what bounds it.
 # Where the CPU goes (perf record, perf stat; before 7574e69): about a third of both processes'

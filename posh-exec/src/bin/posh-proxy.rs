@@ -132,7 +132,9 @@ fn main() -> ExitCode {
                 .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
         )
         .init();
-    let runtime = match tokio::runtime::Runtime::new() {
+    // One worker: jobs are processes of their own, the proxy only moves their bytes, and a second
+    // worker costs more in thread hand-offs than it gives (bench/throughput.sh).
+    let runtime = match tokio::runtime::Builder::new_multi_thread().worker_threads(1).enable_all().build() {
         Ok(runtime) => runtime,
         Err(e) => {
             eprintln!("posh-proxy: cannot start the runtime: {e}");
