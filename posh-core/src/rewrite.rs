@@ -4,7 +4,7 @@
 //! without changing what the script means, is replaced in place by ONE simple command:
 //!
 //! ```text
-//! "$__posh_exe" __run NAME "$SHELLOPTS" STATS ␟C LINE [␟A VAR=value]... [␟R FD OP TARGET]... ␟W WORD... ␟C ...
+//! __posh_runtime="$__posh_runtime" "$__posh_exe" __run NAME "$SHELLOPTS" STATS ␟C LINE [␟A VAR=value]... [␟R FD OP TARGET]... ␟W WORD... ␟C ...
 //! ```
 //!
 //! where `␟X` is the unit separator (0x1f) and a letter. Bash expands every word, assignment
@@ -23,6 +23,18 @@ use crate::text::Span;
 pub const RUNTIME_VAR: &str = "__posh_exe";
 /// The variable holding the `--stats` file (empty for none); the prologue sets it.
 pub const STATS_VAR: &str = "__posh_stats";
+/// Where the run's runtime listens (empty for none); the prologue sets it as a shell variable and
+/// each call exports it to the runtime call alone, so no other command sees it in its environment.
+pub const SOCKET_VAR: &str = "__posh_runtime";
+
+/// What the prologue of a rewritten script sets.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Prologue<'a> {
+    /// The runtime's executable.
+    pub runtime: &'a str,
+    pub stats: Option<&'a str>,
+    pub socket: Option<&'a str>,
+}
 
 /// Marks in the runtime call. Unit separator plus a letter: no expanded word a script could
 /// plausibly produce.
@@ -140,7 +152,8 @@ fn quoted_value(raw: &str) -> bool {
 /// The runtime call that replaces one pipeline (without the here-document/here-string, which the
 /// caller keeps from the source).
 fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineIndex) -> String {
-    let mut out = format!("\"${RUNTIME_VAR}\" __run \"$0\" \"$SHELLOPTS\" \"${STATS_VAR}\"");
+    let mut out =
+        format!("{SOCKET_VAR}=\"${SOCKET_VAR}\" \"${RUNTIME_VAR}\" __run \"$0\" \"$SHELLOPTS\" \"${STATS_VAR}\"");
     let mark = |m: &str| format!(" $'\\x1f{}'", &m[1..]);
     let mut stdin_redirect = String::new();
     for command in &pipeline.commands {
@@ -185,8 +198,9 @@ fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineInde
 }
 
 /// Replaces the pipelines at `chosen` (indices into `script.pipelines`; each must have passed
-/// [`why_not`]) by runtime calls, and sets [`RUNTIME_VAR`] and [`STATS_VAR`] on the first line.
-pub fn rewrite(source: &str, script: &Script, chosen: &[usize], runtime: &str, stats: Option<&str>) -> Rewritten {
+/// [`why_not`]) by runtime calls, and sets [`RUNTIME_VAR`], [`STATS_VAR`] and [`SOCKET_VAR`] on the
+/// first line.
+pub fn rewrite(source: &str, script: &Script, chosen: &[usize], prologue: Prologue<'_>) -> Rewritten {
     let lines = crate::text::LineIndex::new(source);
     let mut spans: Vec<(Span, String)> = chosen
         .iter()
@@ -203,7 +217,12 @@ pub fn rewrite(source: &str, script: &Script, chosen: &[usize], runtime: &str, s
         .collect();
     spans.sort_by_key(|(span, _)| span.start);
     let quote = |text: &str| format!("'{}'", text.replace('\'', "'\\''"));
-    let mut text = format!("{RUNTIME_VAR}={}; {STATS_VAR}={}; ", quote(runtime), quote(stats.unwrap_or_default()));
+    let mut text = format!(
+        "{RUNTIME_VAR}={}; {STATS_VAR}={}; {SOCKET_VAR}={}; ",
+        quote(prologue.runtime),
+        quote(prologue.stats.unwrap_or_default()),
+        quote(prologue.socket.unwrap_or_default())
+    );
     let mut at = 0;
     for (span, call) in &spans {
         text.push_str(&source[at..span.start]);
@@ -234,7 +253,8 @@ mod tests {
                 Some(why) => kept.push_str(&format!("kept: {} ({why})\n", &source[pipeline.span.range()])),
             }
         }
-        let rewritten = rewrite(source, &script, &chosen, "/opt/posh-exec", None);
+        let rewritten =
+            rewrite(source, &script, &chosen, Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
         format!("{}\n--\n{kept}", rewritten.text.replace('\u{1f}', "␟"))
     }
 

@@ -41,9 +41,9 @@ struct Cli {
     /// runtime calls) instead of running it.
     #[arg(long, conflicts_with = "explain")]
     print_rewritten: bool,
-    /// Append one JSON line per pipeline run by the posh runtime to FILE (emptied first): its
-    /// line, where each command ran, the statuses, and the bytes that crossed to and from each
-    /// proxy.
+    /// Append one JSON line per pipeline run by the posh runtime to FILE (a regular file is emptied
+    /// first; `/dev/stderr` works too): its line, where each command ran, the statuses, and the
+    /// bytes that crossed to and from each proxy.
     #[arg(long, value_name = "FILE", conflicts_with = "explain")]
     stats: Option<PathBuf>,
     /// The configuration file (else $POSH_CONFIG, the nearest posh.toml, ~/.config/posh/posh.toml).
@@ -166,15 +166,27 @@ fn run(cli: Cli) -> Result<u8> {
     };
     let stats = match &cli.stats {
         Some(path) => {
-            std::fs::write(path, "").with_context(|| format!("{}: cannot write statistics", path.display()))?;
+            // A regular file starts empty; anything else (`--stats /dev/stderr`, a link to a
+            // terminal, a pipe or whatever the caller's stderr is) is only appended to.
+            let regular = std::fs::symlink_metadata(path).map_or(true, |m| m.is_file());
+            std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .truncate(false)
+                .open(path)
+                .and_then(|file| if regular { file.set_len(0) } else { Ok(()) })
+                .with_context(|| format!("{}: cannot write statistics", path.display()))?;
             Some(std::path::absolute(path)?.to_string_lossy().into_owned())
         }
         None => None,
     };
+    // The runtime's socket exists before the rewrite, which names it.
+    let socket = (needs_library && !cli.print_rewritten).then(runtime::session::RuntimeSocket::bind).transpose()?;
+    let socket_path = socket.as_ref().map(|s| s.path());
     let rewritten = source
         .as_deref()
         .filter(|_| needs_library)
-        .and_then(|source| offload::rewrite(source, &library, &config, stats.as_deref()));
+        .and_then(|source| offload::rewrite(source, &library, &config, stats.as_deref(), socket_path));
     if cli.print_rewritten {
         let text = rewritten.or(source).unwrap_or_default();
         print!("{}", text.replace('\u{1f}', "␟"));
@@ -186,7 +198,8 @@ fn run(cli: Cli) -> Result<u8> {
             let rest = if cli.command.is_some() { cli.args.get(1..).unwrap_or_default() } else { &cli.args[1..] };
             bash.arg("-c").arg(text).arg(&name).args(rest);
             // posh-exec stays beside bash as the run's runtime.
-            return runtime::session::run_script(config, library, client_state()?, bash);
+            let socket = socket.context("a rewritten script comes with the runtime's socket")?;
+            return runtime::session::run_script(config, library, client_state()?, socket, bash);
         }
         (Some(commands), None) => bash.arg("-c").arg(commands).args(&cli.args),
         (None, None) => bash.args(&cli.args),

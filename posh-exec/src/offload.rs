@@ -10,7 +10,13 @@ use posh_core::rewrite;
 use crate::os_fs::OsFileSystem;
 
 /// The rewritten script, or `None` to run the original.
-pub fn rewrite(source: &str, library: &Library, config: &Config, stats: Option<&str>) -> Option<String> {
+pub fn rewrite(
+    source: &str,
+    library: &Library,
+    config: &Config,
+    stats: Option<&str>,
+    socket: Option<&str>,
+) -> Option<String> {
     if config.mounts.is_empty() {
         return None;
     }
@@ -43,7 +49,8 @@ pub fn rewrite(source: &str, library: &Library, config: &Config, stats: Option<&
         return None;
     }
     let runtime = std::env::current_exe().ok()?;
-    Some(rewrite::rewrite(source, &script, &chosen, &runtime.to_string_lossy(), stats).text)
+    let prologue = rewrite::Prologue { runtime: &runtime.to_string_lossy(), stats, socket };
+    Some(rewrite::rewrite(source, &script, &chosen, prologue).text)
 }
 
 /// Statically, some node may run on a proxy, or a word only the shell knows may name a mount's

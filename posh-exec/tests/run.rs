@@ -124,3 +124,18 @@ fn the_scripts_input_stays_for_the_commands_that_read_it() {
     let records: Vec<serde_json::Value> = stats.lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();
     assert_eq!(records[0]["commands"][0]["location"], "data", "{stats}");
 }
+
+/// The runtime's socket reaches the runtime call alone: commands see the environment bash gives
+/// them, with nothing of posh's in it.
+#[test]
+fn no_posh_variable_reaches_the_commands_environment() {
+    let dir = mounted();
+    std::fs::write(dir.path().join("s.sh"), "grep a data/x.txt\nenv | grep -c __posh\nprintenv | grep -c __posh\n")
+        .unwrap();
+    let bash = common::isolated("bash", dir.path()).arg("s.sh").output().expect("bash runs");
+    let posh = posh_exec(&["--stats", "stats.json", "s.sh"], dir.path());
+    assert_eq!(String::from_utf8_lossy(&posh.stdout), String::from_utf8_lossy(&bash.stdout));
+    assert_eq!(String::from_utf8_lossy(&posh.stdout), "a 1\n0\n0\n");
+    let stats = std::fs::read_to_string(dir.path().join("stats.json")).expect("stats");
+    assert!(stats.contains("\"location\":\"data\""), "the first pipeline went through the runtime: {stats}");
+}

@@ -15,8 +15,9 @@ use rustix::net::{
     recvmsg, sendmsg,
 };
 
-/// The environment variable through which a script run tells `__run` where its runtime listens.
-pub const SOCKET_VAR: &str = "__posh_runtime";
+/// The environment variable through which a rewritten script tells `__run` where its runtime
+/// listens (set for the call alone, see `posh_core::rewrite::SOCKET_VAR`).
+pub use posh_core::rewrite::SOCKET_VAR;
 
 /// What a `__run` process hands over.
 #[derive(Debug)]

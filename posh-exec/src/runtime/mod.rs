@@ -96,7 +96,7 @@ pub fn decode(args: &[OsString]) -> Result<PipelineCall, String> {
 /// [`session`]) and exits with the status it answers; without one (the rewritten text run by hand)
 /// runs it here, every command at the client.
 pub fn trampoline(args: &[OsString]) -> u8 {
-    let Some(socket) = std::env::var_os(handoff::SOCKET_VAR) else {
+    let Some(socket) = std::env::var_os(handoff::SOCKET_VAR).filter(|s| !s.is_empty()) else {
         return match decode(args) {
             Ok(call) => run_here(&call),
             Err(e) => {

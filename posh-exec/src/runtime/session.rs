@@ -15,7 +15,7 @@ use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
 use posh_exec::remote::{Connection, Identity, KnownProxies, Pin, connect, connect_pinned};
 use tokio::sync::OnceCell;
 
-use super::handoff::{self, SOCKET_VAR};
+use super::handoff;
 use super::local::Caller;
 use super::{decode, execute, placement};
 
@@ -147,9 +147,39 @@ async fn start_embedded(mount: &posh_core::config::Mount, client: &Identity, lib
     connect_pinned(&addr.to_string(), client, Pin::Exactly(host.fingerprint())).await
 }
 
-/// Runs `bash` (already given the rewritten script) with a session beside it; returns bash's
-/// status as posh-exec's.
-pub fn run_script(config: Config, library: Library, state: ClientState, mut bash: Command) -> Result<u8> {
+/// The socket a run's runtime listens on, in a private temporary directory (made before the
+/// script is rewritten: the rewritten text names it).
+#[derive(Debug)]
+pub struct RuntimeSocket {
+    dir: tempfile::TempDir,
+    path: String,
+    listener: UnixListener,
+}
+
+impl RuntimeSocket {
+    pub fn bind() -> Result<RuntimeSocket> {
+        let dir =
+            tempfile::Builder::new().prefix("posh-run-").tempdir().context("cannot make the runtime's directory")?;
+        let socket = dir.path().join("runtime.sock");
+        let path = socket.to_str().context("the temporary directory's path is not UTF-8")?.to_string();
+        let listener = UnixListener::bind(&socket).with_context(|| format!("cannot listen on {path}"))?;
+        Ok(RuntimeSocket { dir, path, listener })
+    }
+
+    pub fn path(&self) -> &str {
+        &self.path
+    }
+}
+
+/// Runs `bash` (already given the rewritten script, which names `socket`) with a session beside
+/// it; returns bash's status as posh-exec's.
+pub fn run_script(
+    config: Config,
+    library: Library,
+    state: ClientState,
+    socket: RuntimeSocket,
+    mut bash: Command,
+) -> Result<u8> {
     // One worker: the runtime mostly waits, and on a small machine a second worker costs more in
     // thread hand-offs than it gives (bench/throughput.sh).
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -157,9 +187,7 @@ pub fn run_script(config: Config, library: Library, state: ClientState, mut bash
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
-    let dir = tempfile::Builder::new().prefix("posh-run-").tempdir().context("cannot make the runtime's directory")?;
-    let socket = dir.path().join("runtime.sock");
-    let listener = UnixListener::bind(&socket).with_context(|| format!("cannot listen on {}", socket.display()))?;
+    let RuntimeSocket { dir, listener, .. } = socket;
     let session = Arc::new(Session {
         connections: config.mounts.iter().map(|_| OnceCell::new()).collect(),
         config,
@@ -173,7 +201,6 @@ pub fn run_script(config: Config, library: Library, state: ClientState, mut bash
         use tokio::signal::unix::{SignalKind, signal};
         (signal(SignalKind::interrupt()), signal(SignalKind::quit()))
     });
-    bash.env(SOCKET_VAR, &socket);
     let mut child = bash.spawn().context("cannot start bash")?;
     std::thread::spawn(move || {
         for stream in listener.incoming().flatten() {
