@@ -91,10 +91,14 @@ fn several_proxies_run_their_mounts_commands_and_only_results_cross() {
                   grep rare logs/big.log > logs/found.txt\n\
                   grep -h rare logs/big.log archive/old.log nothing.log\n\
                   cat logs/found.txt\n\
-                  grep -c rare logs/big.log | cat - archive/old.log | wc -l\n";
+                  grep -c rare logs/big.log | cat - archive/old.log | wc -l\n\
+                  grep -h ERROR logs/big.log archive/old.log > merged.txt\n\
+                  cat merged.txt\n";
     std::fs::write(cluster.root().join("s.sh"), script).unwrap();
     let bash = cluster.bash(&["s.sh"]);
-    std::fs::remove_file(cluster.root().join("logs/found.txt")).unwrap();
+    for written in ["logs/found.txt", "merged.txt"] {
+        std::fs::remove_file(cluster.root().join(written)).unwrap();
+    }
     let posh = cluster.posh(&["--stats", "stats.json", "s.sh"]);
     assert_eq!(text(&posh.stdout), text(&bash.stdout));
     assert_eq!(text(&posh.stderr), text(&bash.stderr));

@@ -125,9 +125,14 @@ pub fn place(
                             .collect()
                     })
                     .collect();
+                // A redirection belongs to the command as a whole (`grep x a b > out` writes out
+                // once), not to each copy: such regions run unsplit.
+                let redirected = region.clone().any(|c| !call.commands[c].redirects.is_empty());
                 match lanes {
                     // Only concatenation is done at the client so far; other merges run unsplit.
-                    Some(lanes) if kind == MergeKind::Concat => units.push(Unit { commands: region.clone(), lanes }),
+                    Some(lanes) if kind == MergeKind::Concat && !redirected => {
+                        units.push(Unit { commands: region.clone(), lanes })
+                    }
                     _ => units.extend(region.clone().map(|c| Unit {
                         commands: c..c + 1,
                         lanes: vec![vec![local_step(c, call.commands[c].argv.clone())]],
