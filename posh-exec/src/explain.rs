@@ -49,8 +49,7 @@ pub fn run(
 pub fn load_config(explicit: Option<&Path>) -> Result<Config> {
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let env = std::env::var_os("POSH_CONFIG").map(std::path::PathBuf::from);
-    let user = std::env::var_os("XDG_CONFIG_HOME")
-        .map(std::path::PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".config")));
+    let user =
+        posh_core::config::xdg_base_dir(std::env::var_os("XDG_CONFIG_HOME"), std::env::var_os("HOME"), ".config");
     Ok(posh_core::config::load(&OsFileSystem, explicit, env.as_deref(), &cwd, user.as_deref())?)
 }

@@ -109,11 +109,10 @@ fn load_library(files: &[PathBuf]) -> Result<(posh_core::library::Library, bool)
 /// Where the client keeps its identity and pinned proxies: `$XDG_STATE_HOME/posh/`, else
 /// `~/.local/state/posh/`.
 fn client_state() -> Result<runtime::session::ClientState> {
-    let state = std::env::var_os("XDG_STATE_HOME")
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".local/state")))
-        .context("neither XDG_STATE_HOME nor HOME is set: nowhere to keep the client identity")?
-        .join("posh");
+    let state =
+        posh_core::config::xdg_base_dir(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"), ".local/state")
+            .context("neither XDG_STATE_HOME nor HOME is set: nowhere to keep the client identity")?
+            .join("posh");
     Ok(runtime::session::ClientState {
         identity_dir: state.join("identity"),
         known_proxies: state.join("known_proxies"),

@@ -15,10 +15,7 @@ pub const LISTING_LIMIT: usize = 2_000;
 
 /// The user's configuration directory: `$XDG_CONFIG_HOME`, else `~/.config`.
 pub fn user_config_dir() -> Option<PathBuf> {
-    std::env::var_os("XDG_CONFIG_HOME")
-        .filter(|d| !d.is_empty())
-        .map(PathBuf::from)
-        .or_else(|| std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".config")))
+    posh_core::config::xdg_base_dir(std::env::var_os("XDG_CONFIG_HOME"), std::env::var_os("HOME"), ".config")
 }
 
 #[derive(Debug, Clone)]

@@ -1,5 +1,6 @@
 //! Finding the configuration file, the way git finds its repository.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use super::{Config, ConfigError, ConfigErrorKind};
@@ -55,6 +56,16 @@ pub fn discover(
         }
     }
     Ok(None)
+}
+
+/// An XDG base directory from the values of its variable and `$HOME`: the variable when set and
+/// not empty, else `HOME/fallback` (`.config`, `.local/state`). `None` when neither is known.
+/// The caller reads the environment; posh-core does not.
+pub fn xdg_base_dir(variable: Option<OsString>, home: Option<OsString>, fallback: &str) -> Option<PathBuf> {
+    match variable.filter(|v| !v.is_empty()) {
+        Some(dir) => Some(PathBuf::from(dir)),
+        None => home.filter(|h| !h.is_empty()).map(|h| PathBuf::from(h).join(fallback)),
+    }
 }
 
 /// [`discover`] and [`Config::parse`]: the configuration to run with.

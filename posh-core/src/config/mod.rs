@@ -22,7 +22,7 @@ use toml::de::{DeTable, DeValue};
 use crate::fs::normalize_path;
 use crate::text::{LineIndex, Span};
 
-pub use discover::{FILE_NAME, discover, load};
+pub use discover::{FILE_NAME, discover, load, xdg_base_dir};
 pub use units::{
     DEFAULT_BANDWIDTH_BYTES_PER_SEC, DEFAULT_RTT, format_bandwidth, format_rtt, parse_bandwidth, parse_rtt,
 };

@@ -528,3 +528,12 @@ fn relative_mount_paths_are_relative_to_the_config_file() {
     // Without a file's directory to anchor it, a relative path is still an error.
     assert!(Config::parse("[[mount]]\npath = \"logs\"\nproxy = \"embedded\"\n", Path::new("posh.toml")).is_err());
 }
+
+#[test]
+fn xdg_base_directories_fall_back_to_home() {
+    let some = |s: &str| Some(std::ffi::OsString::from(s));
+    assert_eq!(xdg_base_dir(some("/x/state"), some("/home/u"), ".local/state"), Some(PathBuf::from("/x/state")));
+    assert_eq!(xdg_base_dir(some(""), some("/home/u"), ".config"), Some(PathBuf::from("/home/u/.config")));
+    assert_eq!(xdg_base_dir(None, some("/home/u"), ".config"), Some(PathBuf::from("/home/u/.config")));
+    assert_eq!(xdg_base_dir(None, None, ".config"), None);
+}

@@ -42,11 +42,10 @@ struct Args {
 }
 
 fn default_state_dir() -> Result<PathBuf> {
-    if let Some(dir) = std::env::var_os("XDG_STATE_HOME").filter(|d| !d.is_empty()) {
-        return Ok(PathBuf::from(dir).join("posh-proxy"));
-    }
-    let home = std::env::var_os("HOME").context("neither XDG_STATE_HOME nor HOME is set; pass --state-dir")?;
-    Ok(PathBuf::from(home).join(".local/state/posh-proxy"))
+    let state =
+        posh_core::config::xdg_base_dir(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"), ".local/state")
+            .context("neither XDG_STATE_HOME nor HOME is set; pass --state-dir")?;
+    Ok(state.join("posh-proxy"))
 }
 
 /// Installs the SIGTERM and SIGINT handlers now (a signal that arrives before the returned future

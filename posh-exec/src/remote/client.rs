@@ -151,12 +151,12 @@ pub struct Traffic {
 }
 
 impl Traffic {
-    fn add_sent(&self, n: u64) {
-        self.sent.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    fn add_sent(&self, n: usize) {
+        self.sent.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
     }
 
-    fn add_received(&self, n: u64) {
-        self.received.fetch_add(n, std::sync::atomic::Ordering::Relaxed);
+    fn add_received(&self, n: usize) {
+        self.received.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// (sent to the proxy, received from it).
@@ -288,12 +288,10 @@ impl Connection {
         let command = request.commands.iter().map(|c| c.argv.join(" ")).collect::<Vec<_>>().join(" | ");
         let lost = |e: std::io::Error| StartError::Lost(self.lost(e));
         let (mut send, recv) = self.conn.open_bi().await.map_err(|e| lost(e.into()))?;
-        let request_line = serde_json::to_vec(request).map_err(|e| lost(e.into()))?;
-        protocol::write_line(&mut send, request).await.map_err(lost)?;
-        traffic.add_sent(request_line.len() as u64 + 1);
+        traffic.add_sent(protocol::write_line(&mut send, request).await.map_err(lost)?);
         let mut recv = BufReader::new(recv);
-        let header: Header = protocol::read_line(&mut recv).await.map_err(lost)?;
-        traffic.add_received(serde_json::to_vec(&header).map_or(0, |h| h.len() as u64 + 1));
+        let (header, read): (Header, usize) = protocol::read_line(&mut recv).await.map_err(lost)?;
+        traffic.add_received(read);
         if !header.ok {
             let reason = header.error.unwrap_or_else(|| "no reason given".to_string());
             return Err(StartError::Refused { proxy: self.addr.clone(), command, reason });
@@ -368,10 +366,10 @@ impl Job<'_> {
                         Ok(0) => break,
                         Ok(n) => {
                             // The proxy stops the stream when the job ended without reading all.
-                            if protocol::write_frame(&mut send, TAG_STDIN, &buf[..n]).await.is_err() {
-                                return;
+                            match protocol::write_frame(&mut send, TAG_STDIN, &buf[..n]).await {
+                                Ok(sent) => traffic.add_sent(sent),
+                                Err(_) => return,
                             }
-                            traffic.add_sent(n as u64 + 5);
                         }
                         Err(e) => {
                             tracing::debug!("standard input not fully read: {e}");
@@ -380,13 +378,13 @@ impl Job<'_> {
                     }
                 }
             }
-            if protocol::write_frame(&mut send, TAG_STDIN_END, &[]).await.is_ok() {
-                traffic.add_sent(5);
+            if let Ok(sent) = protocol::write_frame(&mut send, TAG_STDIN_END, &[]).await {
+                traffic.add_sent(sent);
             }
             // The stream stays open for a later "stdout closed" until the job ends.
             let _ = closed.wait_for(|c| *c).await;
-            if protocol::write_frame(&mut send, TAG_STDOUT_CLOSED, &[]).await.is_ok() {
-                traffic.add_sent(5);
+            if let Ok(sent) = protocol::write_frame(&mut send, TAG_STDOUT_CLOSED, &[]).await {
+                traffic.add_sent(sent);
             }
             let _ = send.finish();
         };
@@ -397,7 +395,7 @@ impl Job<'_> {
                 let Some((tag, bytes)) = frame else {
                     bail!("proxy {} ended `{command}` without its exit statuses", connection.addr);
                 };
-                traffic.add_received(bytes.len() as u64 + 5);
+                traffic.add_received(protocol::FRAME_HEADER + bytes.len());
                 match tag {
                     // Not flushed per frame: the next frame is read while this one is written.
                     TAG_STDOUT if stdout_open => {

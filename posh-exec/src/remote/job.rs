@@ -3,7 +3,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
+use std::os::unix::fs::PermissionsExt as _;
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -30,8 +30,30 @@ struct PendingOutput {
     path: PathBuf,
 }
 
-/// Opens `path` for a `>` or `>>` redirection. A regular file (or a new one) is written under a
-/// temporary name that starts as a copy of the old file when appending (`tee -a` and `>>` alike).
+/// Starts a replacement for the regular (or new) file `path`: a temporary file in its directory,
+/// with the old file's mode and, when `keep`, a copy of its content (for appending: `>>` and
+/// `tee -a` alike). It replaces `path` when the job completes; returns its path.
+fn stage(path: &Path, keep: bool, command: usize, pending: &mut Vec<PendingOutput>) -> std::io::Result<PathBuf> {
+    let existing = std::fs::metadata(path).ok();
+    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    let temp = tempfile::Builder::new().prefix(".posh-").suffix(".tmp").tempfile_in(dir)?;
+    let mode = existing.as_ref().map_or(0o644, |m| m.permissions().mode() & 0o7777);
+    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(mode))?;
+    if keep && existing.is_some() {
+        std::fs::copy(path, temp.path())?;
+    }
+    let staged = temp.path().to_path_buf();
+    pending.push(PendingOutput { command, temp: temp.into_temp_path(), path: path.to_path_buf() });
+    Ok(staged)
+}
+
+/// Whether `path` exists and is not a regular file (a device, a FIFO): nothing to replace
+/// atomically, it is written in place.
+fn is_special(path: &Path) -> bool {
+    std::fs::metadata(path).is_ok_and(|m| !m.is_file())
+}
+
+/// Opens `path` for a `>` (`>|` with `clobber`) or `>>` redirection, through [`stage`].
 fn open_output(
     path: &Path,
     append: bool,
@@ -40,29 +62,19 @@ fn open_output(
     command: usize,
     pending: &mut Vec<PendingOutput>,
 ) -> std::io::Result<File> {
-    let existing = std::fs::metadata(path).ok();
-    if existing.as_ref().is_some_and(|m| !m.is_file()) {
-        // A device or a FIFO: nothing to replace atomically.
+    if is_special(path) {
         return OpenOptions::new().write(true).append(append).open(path);
     }
-    if noclobber && !clobber && !append && existing.is_some() {
+    if noclobber && !clobber && !append && path.exists() {
         return Err(std::io::Error::other("cannot overwrite existing file"));
     }
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let temp = tempfile::Builder::new().prefix(".posh-").suffix(".tmp").tempfile_in(dir)?;
-    let mode = existing.as_ref().map_or(0o644, |m| m.permissions().mode() & 0o7777);
-    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(mode))?;
-    if append && existing.is_some() {
-        std::fs::copy(path, temp.path())?;
-    }
+    let staged = stage(path, append, command, pending)?;
     // `>` does not open for appending (a program may seek), `>>` does, as bash opens them.
-    let file = OpenOptions::new().write(true).append(append).mode(0o644).open(temp.path())?;
-    pending.push(PendingOutput { command, temp: temp.into_temp_path(), path: path.to_path_buf() });
-    Ok(file)
+    OpenOptions::new().write(true).append(append).open(staged)
 }
 
-/// The argv to run: every output file word pointed at a temporary copy of its file, so that
-/// what the command writes appears only when the job completes.
+/// The argv to run: every output file word pointed at a staged copy of its file (see [`stage`];
+/// the old content is kept for `tee -a`, a truncating writer empties it itself).
 fn argv_with_temporary_outputs(
     checked: &Checked,
     command: usize,
@@ -73,15 +85,12 @@ fn argv_with_temporary_outputs(
     let mut outputs: Vec<_> = checked.outputs.iter().collect();
     outputs.sort_by_key(|(word, range, _)| (std::cmp::Reverse(*word), std::cmp::Reverse(range.start)));
     for (word, range, path) in outputs {
-        if std::fs::metadata(path).is_ok_and(|m| !m.is_file()) {
+        if is_special(path) {
             continue;
         }
-        let before = pending.len();
-        // Opened for appending: the copy of the old content is kept for `tee -a`; a truncating
-        // writer empties it itself.
-        drop(open_output(path, true, true, false, command, pending)?);
-        let temp = pending[before].temp.to_str().ok_or_else(|| std::io::Error::other("temporary path not UTF-8"))?;
-        argv[*word].replace_range(range.clone(), temp);
+        let staged = stage(path, true, command, pending)?;
+        let staged = staged.to_str().ok_or_else(|| std::io::Error::other("temporary path not UTF-8"))?;
+        argv[*word].replace_range(range.clone(), staged);
     }
     Ok(argv)
 }
@@ -253,7 +262,9 @@ where
                 },
                 n = read_some(&mut stderr, &mut err_buf), if stderr.is_some() => match n? {
                     0 => stderr = None,
-                    n => protocol::write_frame(send, TAG_STDERR, &err_buf[..n]).await?,
+                    n => {
+                        protocol::write_frame(send, TAG_STDERR, &err_buf[..n]).await?;
+                    }
                 },
             }
         }

@@ -143,15 +143,20 @@ pub const TAG_STDIN_END: u8 = 5;
 /// then meets SIGPIPE, as under bash) and sends no more stdout frames; stderr still flows.
 pub const TAG_STDOUT_CLOSED: u8 = 6;
 
-/// Writes one JSON value and a newline.
-pub async fn write_line<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, value: &T) -> io::Result<()> {
+/// The bytes a frame adds to its payload: the tag and the length.
+pub const FRAME_HEADER: usize = 5;
+
+/// Writes one JSON value and a newline; returns the bytes written.
+pub async fn write_line<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, value: &T) -> io::Result<usize> {
     let mut line = serde_json::to_vec(value).map_err(io::Error::other)?;
     line.push(b'\n');
-    w.write_all(&line).await
+    w.write_all(&line).await?;
+    Ok(line.len())
 }
 
-/// Reads one line (at most [`MAX_LINE`] bytes) and parses it as JSON.
-pub async fn read_line<R: AsyncBufRead + Unpin, T: for<'de> Deserialize<'de>>(r: &mut R) -> io::Result<T> {
+/// Reads one line (at most [`MAX_LINE`] bytes) and parses it as JSON; returns it with the bytes
+/// read.
+pub async fn read_line<R: AsyncBufRead + Unpin, T: for<'de> Deserialize<'de>>(r: &mut R) -> io::Result<(T, usize)> {
     let mut line = Vec::new();
     let n = r.take(MAX_LINE as u64).read_until(b'\n', &mut line).await?;
     if n == 0 {
@@ -160,22 +165,25 @@ pub async fn read_line<R: AsyncBufRead + Unpin, T: for<'de> Deserialize<'de>>(r:
     if line.last() != Some(&b'\n') {
         return Err(io::Error::new(io::ErrorKind::InvalidData, "line too long or unterminated"));
     }
-    serde_json::from_slice(&line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))
+    let value = serde_json::from_slice(&line).map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+    Ok((value, n))
 }
 
-/// Writes one frame: a tag byte, the payload length as a big-endian u32, the payload.
-pub async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, tag: u8, payload: &[u8]) -> io::Result<()> {
+/// Writes one frame: a tag byte, the payload length as a big-endian u32, the payload; returns
+/// the bytes written.
+pub async fn write_frame<W: AsyncWrite + Unpin>(w: &mut W, tag: u8, payload: &[u8]) -> io::Result<usize> {
     let len = u32::try_from(payload.len()).map_err(io::Error::other)?;
-    let mut head = [0u8; 5];
+    let mut head = [0u8; FRAME_HEADER];
     head[0] = tag;
     head[1..].copy_from_slice(&len.to_be_bytes());
     w.write_all(&head).await?;
-    w.write_all(payload).await
+    w.write_all(payload).await?;
+    Ok(FRAME_HEADER + payload.len())
 }
 
 /// Reads one frame; `None` at a clean end of stream before a frame starts.
 pub async fn read_frame<R: AsyncRead + Unpin>(r: &mut R) -> io::Result<Option<(u8, Vec<u8>)>> {
-    let mut head = [0u8; 5];
+    let mut head = [0u8; FRAME_HEADER];
     match r.read_exact(&mut head[..1]).await {
         Ok(_) => {}
         Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(None),

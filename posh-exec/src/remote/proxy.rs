@@ -266,7 +266,7 @@ async fn handle_job(mut send: quinn::SendStream, recv: quinn::RecvStream, shared
     let _in_flight = InFlight::new(&shared.in_flight);
     let mut recv = BufReader::new(recv);
     let request: Request = match protocol::read_line(&mut recv).await {
-        Ok(request) => request,
+        Ok((request, _)) => request,
         Err(e) => return refuse(send, recv.get_mut(), format!("bad request: {e}")).await,
     };
     if *shared.stopping.borrow() {

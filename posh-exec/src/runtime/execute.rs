@@ -193,12 +193,7 @@ fn run_lane(
                     // those at the client), and must not take any of it from later commands.
                     stdin: input.take().filter(|_| group[0].command != 0),
                     stdout: step_output,
-                    stderr: ctx.caller.dup(2),
-                    caller: Caller {
-                        fds: [0, 1, 2].map(|fd| ctx.caller.dup(fd)),
-                        cwd: ctx.caller.cwd.clone(),
-                        env: ctx.caller.env.clone(),
-                    },
+                    caller: ctx.caller.duplicate(),
                     traffic,
                 };
                 started.tasks.spawn(job.run());
@@ -242,7 +237,7 @@ struct RemoteGroup {
     steps: Vec<Step>,
     stdin: Option<OwnedFd>,
     stdout: Option<OwnedFd>,
-    stderr: Option<OwnedFd>,
+    /// Its stderr is the jobs' stderr; its cwd and environment serve a fallback at the client.
     caller: Caller,
     traffic: Arc<Traffic>,
 }
@@ -276,7 +271,7 @@ impl RemoteGroup {
         };
         let stdin = self.stdin.and_then(|fd| pipe_reader(fd).ok());
         let mut stdout = async_writer(self.stdout);
-        let mut stderr = async_writer(self.stderr);
+        let mut stderr = async_writer(self.caller.dup(2));
         let ended = job.finish(stdin, &mut stdout, &mut stderr, &self.traffic).await;
         // Everything written before the status goes back to bash.
         let _ = tokio::join!(stdout.shutdown(), stderr.shutdown());

@@ -32,6 +32,11 @@ impl Caller {
         Caller { fds, cwd: None, env: None }
     }
 
+    /// The same caller, with copies of its descriptors (for work that outlives the borrow).
+    pub fn duplicate(&self) -> Caller {
+        Caller { fds: [0, 1, 2].map(|fd| self.dup(fd)), cwd: self.cwd.clone(), env: self.env.clone() }
+    }
+
     /// A copy of the caller's descriptor `fd` (0 to 2), `None` when closed.
     pub fn dup(&self, fd: usize) -> Option<OwnedFd> {
         self.fds[fd].as_ref().and_then(|f| f.try_clone().ok())

@@ -11,6 +11,7 @@ use posh_core::annotation::model::ArgType;
 use posh_core::config::Config;
 use posh_core::fs::normalize_path;
 use posh_core::library::Library;
+use posh_core::matcher::Invocation;
 use posh_core::planner::{self, Location, NodeKind, PipelinePlan, PlanContext, PlanOptions};
 use posh_exec::remote::protocol::{JobCommand, Redirect};
 
@@ -87,11 +88,13 @@ pub fn place(
         let argv_os: Vec<OsString> = argv.iter().map(OsString::from).collect();
         let local = Step { command, copy, argv: argv_os, remote: None };
         let Location::Mount(name) = location else { return local };
-        if command == 0 && reads_stdin(library, &argv, &call.commands[0]) {
+        // An invocation no entry fits stays at the client (the proxy would refuse it).
+        let Ok(invocation) = library.match_argv(&argv) else { return local };
+        if command == 0 && reads_stdin(&invocation, &call.commands[0]) {
             // The script's input is at the client; a proxy would only get it shipped over.
             return local;
         }
-        let remote = remote_step(library, config, name, &call.commands[command], argv, cwd, &locale);
+        let remote = remote_step(config, name, &call.commands[command], &invocation, cwd, &locale);
         Step { remote, ..local }
     };
     let mut units = Vec::new();
@@ -196,19 +199,14 @@ fn copies_of_len(plan: &PipelinePlan, index: usize, n: usize) -> Option<Vec<(Vec
     Some(copies(plan, index)).filter(|c| c.len() == n)
 }
 
-/// Whether a command reads its standard input: no `<` and no input file but `-` (by its
-/// annotation; an unknown invocation is assumed to read it).
-fn reads_stdin(library: &Library, argv: &[String], command: &CommandCall) -> bool {
+/// Whether a command reads its standard input: no `<` and, by its annotation, no input file but
+/// `-`.
+fn reads_stdin(invocation: &Invocation<'_>, command: &CommandCall) -> bool {
     if command.redirects.iter().any(|(fd, op, _)| *fd == 0 && op == "<") {
         return false;
     }
-    match library.match_argv(argv) {
-        Ok(invocation) => {
-            let inputs = invocation.input_files();
-            inputs.is_empty() || inputs.iter().any(|f| f == "-")
-        }
-        Err(_) => true,
-    }
+    let inputs = invocation.input_files();
+    inputs.is_empty() || inputs.iter().any(|f| f == "-")
 }
 
 /// The pipeline as shell text with every word quoted: what the planner parses.
@@ -235,11 +233,10 @@ fn pipeline_text(call: &PipelineCall) -> Option<String> {
 /// `command` (with the copy's `argv`) as a job for the proxy of mount `name`, or `None` when it
 /// cannot run there: a file or redirection elsewhere, a word that is not UTF-8.
 fn remote_step(
-    library: &Library,
     config: &Config,
     name: &str,
     command: &CommandCall,
-    argv: Vec<String>,
+    invocation: &Invocation<'_>,
     cwd: &Path,
     locale: &[(OsString, OsString)],
 ) -> Option<RemoteStep> {
@@ -271,7 +268,6 @@ fn remote_step(
         }
     };
 
-    let invocation = library.match_argv(&argv).ok()?;
     let files = invocation.values.iter().filter(|v| matches!(v.ty, ArgType::InputFile | ArgType::OutputFile));
     let defaults = invocation.defaults.iter().filter(|d| matches!(d.ty, ArgType::InputFile | ArgType::OutputFile));
     let all_pass = files.map(|v| invocation.value_text(v)).chain(defaults.map(|d| d.value.as_str()));
@@ -304,7 +300,7 @@ fn remote_step(
         mount: mount_index,
         cwd: job_cwd.unwrap_or_default(),
         view,
-        job: JobCommand { argv, env, files: Vec::new(), redirects },
+        job: JobCommand { argv: invocation.argv.clone(), env, files: Vec::new(), redirects },
         redirect_of,
     })
 }

@@ -76,21 +76,22 @@ impl Session {
             .clone()
     }
 
-    /// Runs one handed-over pipeline; returns its status.
+    /// Runs one handed-over pipeline and answers with its status.
     fn serve(self: &Arc<Session>, stream: UnixStream) {
-        let handoff = match handoff::receive(&stream) {
+        let handoff::Handoff { fds, cwd, env, args } = match handoff::receive(&stream) {
             Ok(handoff) => handoff,
             Err(e) => {
                 eprintln!("posh-exec: a pipeline could not be handed over: {e}");
                 return;
             }
         };
-        let caller = Caller { fds: handoff.fds, cwd: Some(handoff.cwd), env: Some(handoff.env) };
-        let status = match decode(&handoff.args) {
-            Ok(call) => {
-                let cwd = caller.cwd.clone().unwrap_or_default();
-                let env = caller.env.clone().unwrap_or_default();
-                let units = placement::place(&self.library, &self.config, &call, &cwd, &env);
+        let call = decode(&args).map(|call| {
+            let units = placement::place(&self.library, &self.config, &call, &cwd, &env);
+            (call, units)
+        });
+        let caller = Caller { fds, cwd: Some(cwd), env: Some(env) };
+        let status = match call {
+            Ok((call, units)) => {
                 let run = execute::execute(Some(self), &call, &caller, &units);
                 // The caller gone (killed, Ctrl-C) ends the pipeline: its jobs are dropped.
                 let gone = wait_until_closed(&stream);
