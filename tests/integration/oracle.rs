@@ -9,6 +9,9 @@
 //! `HOME`, `XDG_CONFIG_HOME` and `LC_ALL=C`. The root's path differs between runs, so it is
 //! replaced by `<ROOT>` in outputs and file contents before comparing.
 //!
+//! Every mode runs twice: with stdout and stderr captured as two pipes, and into one file opened
+//! once (`> log 2>&1`), where a remote job's two streams must keep bash's bytes and order.
+//!
 //! Modes: `local` has no configuration at all; `mounted` puts a `posh.toml` in `work/` that makes
 //! `data/` an embedded mount (an in-process proxy), so posh-exec treats the data as remote
 //! storage; `proxied` starts one real `posh-proxy` process on loopback for the whole suite,
@@ -51,20 +54,55 @@ pub(crate) struct Outcome {
     pub stderr: Vec<u8>,
 }
 
+/// How a run's stdout and stderr are captured.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Capture {
+    /// Two pipes, read separately.
+    Pipes,
+    /// One regular file opened once and given as both, as `> log 2>&1` does: every byte lands
+    /// in `Outcome::stdout`, interleaved as written, and `stderr` stays empty.
+    OneFile,
+}
+
 /// Runs `command` in its own process group, with stdout and stderr captured, killing the whole
 /// group after `timeout` (a hung `yes` must not hang the suite).
-pub(crate) fn run_with_timeout(mut command: Command, timeout: Duration) -> Outcome {
-    command.stdout(Stdio::piped()).stderr(Stdio::piped()).process_group(0);
+pub(crate) fn run_with_timeout(command: Command, timeout: Duration) -> Outcome {
+    run_captured(command, timeout, Capture::Pipes)
+}
+
+/// [`run_with_timeout`], capturing as `capture` says.
+pub(crate) fn run_captured(mut command: Command, timeout: Duration, capture: Capture) -> Outcome {
+    let log = match capture {
+        Capture::Pipes => {
+            command.stdout(Stdio::piped()).stderr(Stdio::piped());
+            None
+        }
+        Capture::OneFile => {
+            let log = tempfile::tempfile().expect("a temporary file");
+            command.stdout(log.try_clone().expect("dup")).stderr(log.try_clone().expect("dup"));
+            Some(log)
+        }
+    };
+    command.process_group(0);
     let mut child = command.spawn().unwrap_or_else(|e| panic!("cannot start {command:?}: {e}"));
-    let reader = |mut pipe: Box<dyn std::io::Read + Send>| {
+    let reader = |pipe: Option<Box<dyn std::io::Read + Send>>| {
         std::thread::spawn(move || {
             let mut bytes = Vec::new();
-            let _ = pipe.read_to_end(&mut bytes);
+            if let Some(mut pipe) = pipe {
+                let _ = pipe.read_to_end(&mut bytes);
+            }
             bytes
         })
     };
-    let stdout = reader(Box::new(child.stdout.take().expect("stdout is piped")));
-    let stderr = reader(Box::new(child.stderr.take().expect("stderr is piped")));
+    let stdout = reader(child.stdout.take().map(|p| Box::new(p) as _));
+    let stderr = reader(child.stderr.take().map(|p| Box::new(p) as _));
+    let group_alive = |pgid: u32| {
+        Command::new("kill")
+            .args(["-0", "--", &format!("-{pgid}")])
+            .stderr(Stdio::null())
+            .status()
+            .is_ok_and(|s| s.success())
+    };
     let start = Instant::now();
     let mut timed_out = false;
     let status = loop {
@@ -80,12 +118,17 @@ pub(crate) fn run_with_timeout(mut command: Command, timeout: Duration) -> Outco
         std::thread::sleep(Duration::from_millis(2));
     };
     if !timed_out {
-        // Background processes still holding the pipes get the rest of the time budget.
+        // Background processes still holding the pipes (or, writing into one file, still alive)
+        // get the rest of the time budget.
         let deadline = start + timeout;
-        while !(stdout.is_finished() && stderr.is_finished()) && Instant::now() < deadline {
+        let done = || match capture {
+            Capture::Pipes => stdout.is_finished() && stderr.is_finished(),
+            Capture::OneFile => !group_alive(child.id()),
+        };
+        while !done() && Instant::now() < deadline {
             std::thread::sleep(Duration::from_millis(2));
         }
-        if !(stdout.is_finished() && stderr.is_finished()) {
+        if !done() {
             timed_out = true;
             let _ = Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]).status();
         }
@@ -98,7 +141,13 @@ pub(crate) fn run_with_timeout(mut command: Command, timeout: Duration) -> Outco
     if timed_out {
         status = format!("timed out after {timeout:?} ({status})");
     }
-    Outcome { status, stdout: stdout.join().expect("stdout reader"), stderr: stderr.join().expect("stderr reader") }
+    let mut stdout = stdout.join().expect("stdout reader");
+    if let Some(mut log) = log {
+        use std::io::Seek as _;
+        log.rewind().expect("rewind the log");
+        log.read_to_end(&mut stdout).expect("read the log");
+    }
+    Outcome { status, stdout, stderr: stderr.join().expect("stderr reader") }
 }
 
 /// One case of the corpus: the script and its header lines.
@@ -267,10 +316,11 @@ struct Setting {
     config: Option<String>,
     /// The proxy of the `proxied` mode, killed when dropped.
     _proxy: Option<ProxyProcess>,
+    capture: Capture,
 }
 
 impl Setting {
-    fn new(mode: Mode) -> Setting {
+    fn new(mode: Mode, capture: Capture) -> Setting {
         let parent = tempfile::tempdir().expect("tempdir");
         let (config, proxy) = match mode {
             Mode::Local => (None, None),
@@ -285,7 +335,7 @@ impl Setting {
                 (Some(config), Some(proxy))
             }
         };
-        Setting { parent, config, _proxy: proxy }
+        Setting { parent, config, _proxy: proxy, capture }
     }
 }
 
@@ -378,7 +428,7 @@ fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
             command.stdin(Stdio::null());
         }
     }
-    let outcome = run_with_timeout(command, TIMEOUT);
+    let outcome = run_captured(command, TIMEOUT, setting.capture);
     let normalize = Normalizer::new(&[(root.path(), "<ROOT>")]);
     let mut files = BTreeMap::new();
     snapshot(&work, Path::new(""), &mut files, &normalize);
@@ -469,7 +519,7 @@ fn describe(node: &Node) -> String {
     }
 }
 
-fn run_oracle(mode: Mode) {
+fn run_oracle(mode: Mode, capture: Capture) {
     let posh = posh_exec();
     let cases = load_cases();
     if std::env::var_os("POSH_ORACLE_CASE").is_none() {
@@ -478,7 +528,7 @@ fn run_oracle(mode: Mode) {
     if mode == Mode::Mounted {
         assert_mount_is_seen(&posh);
     }
-    let setting = Setting::new(mode);
+    let setting = Setting::new(mode, capture);
     let start = Instant::now();
     let mut report = String::new();
     let mut failed = 0;
@@ -503,10 +553,10 @@ fn run_oracle(mode: Mode) {
             }
         }
     }
-    println!("oracle ({mode:?}): {} cases, {failed} differ, {:.1?}", cases.len(), start.elapsed());
+    println!("oracle ({mode:?}, {capture:?}): {} cases, {failed} differ, {:.1?}", cases.len(), start.elapsed());
     assert!(
         failed == 0,
-        "oracle ({mode:?} mode): {failed} of {} cases differ between bash and posh-exec \
+        "oracle ({mode:?} mode, {capture:?}): {failed} of {} cases differ between bash and posh-exec \
          (POSH_ORACLE_CASE=NAME runs only cases whose name contains NAME):\n{report}",
         cases.len()
     );
@@ -543,15 +593,32 @@ fn assert_mount_is_seen(posh: &Path) {
 
 #[test]
 fn oracle_local() {
-    run_oracle(Mode::Local);
+    run_oracle(Mode::Local, Capture::Pipes);
 }
 
 #[test]
 fn oracle_mounted() {
-    run_oracle(Mode::Mounted);
+    run_oracle(Mode::Mounted, Capture::Pipes);
 }
 
 #[test]
 fn oracle_proxied() {
-    run_oracle(Mode::Proxied);
+    run_oracle(Mode::Proxied, Capture::Pipes);
+}
+
+// stdout and stderr into one file (`> log 2>&1`): a remote job's two streams share one offset.
+
+#[test]
+fn oracle_local_one_file() {
+    run_oracle(Mode::Local, Capture::OneFile);
+}
+
+#[test]
+fn oracle_mounted_one_file() {
+    run_oracle(Mode::Mounted, Capture::OneFile);
+}
+
+#[test]
+fn oracle_proxied_one_file() {
+    run_oracle(Mode::Proxied, Capture::OneFile);
 }

@@ -6,7 +6,8 @@
 //! from `tools/run_peer_scripts.sh`. posh-exec runs twice: with no configuration (`local`) and
 //! with a configuration, passed through `$POSH_CONFIG` because the runner moves into a working
 //! directory per script, that makes the input directory (and each of the five "mounts" of the
-//! POSH paper's script) an embedded mount (`mounted`).
+//! POSH paper's script) an embedded mount (`mounted`). Every run is made twice: with each
+//! script's stdout and stderr in two files, and in one file opened once (`> out 2>&1`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -105,15 +106,25 @@ fn peer_scripts_behave_as_under_bash() {
     std::fs::write(&config, toml).expect("write posh.toml");
     assert_mount_is_seen(&root, &data, &config, posh);
 
-    let bash = run_suite(&root, &data, "out-bash", "bash", None);
+    // The runner gives each script `> NAME.out 2> NAME.err`; through this wrapper a script's
+    // stderr goes into its stdout's open file (`> NAME.out 2>&1`) and NAME.err stays empty.
+    let one_file = root.join("one-file.sh");
+    std::fs::write(&one_file, "#!/bin/sh\nexec \"$@\" 2>&1\n").expect("write the wrapper");
+    std::fs::set_permissions(&one_file, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let one_file = one_file.to_str().expect("a UTF-8 path");
     let mut report = String::new();
-    for (mode, config) in [("local", None), ("mounted", Some(config.as_path()))] {
-        let summary = run_suite(&root, &data, &format!("out-posh-{mode}"), posh, config);
-        if summary != bash {
-            report.push_str(&format!(
-                "  {mode} mode: summary.txt differs (out-bash vs out-posh-{mode}):\n{}",
-                short_diff(&bash, &summary)
-            ));
+    for (streams, wrapper) in [("", ""), ("-one-file", one_file)] {
+        let shell = |program: &str| [wrapper, program].join(" ").trim().to_string();
+        let bash = run_suite(&root, &data, &format!("out-bash{streams}"), &shell("bash"), None);
+        for (mode, config) in [("local", None), ("mounted", Some(config.as_path()))] {
+            let out = format!("out-posh-{mode}{streams}");
+            let summary = run_suite(&root, &data, &out, &shell(posh), config);
+            if summary != bash {
+                report.push_str(&format!(
+                    "  {mode} mode{streams}: summary.txt differs (out-bash{streams} vs {out}):\n{}",
+                    short_diff(&bash, &summary)
+                ));
+            }
         }
     }
     println!("peers: everything took {:.1?}", start.elapsed());

@@ -406,6 +406,10 @@ impl Job<'_> {
                     }
                     TAG_STDOUT => {}
                     TAG_STDERR => {
+                        // What came before it is written first: the two may be one file.
+                        if stdout_open {
+                            let _ = stdout.flush().await;
+                        }
                         let _ = stderr.write_all(&bytes).await;
                         let _ = stderr.flush().await;
                     }

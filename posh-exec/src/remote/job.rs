@@ -142,12 +142,21 @@ pub struct JobPlace<'a> {
     pub launcher: &'a Path,
 }
 
+/// The request's shell options for the job.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct JobOptions {
+    /// bash's `noclobber`.
+    pub noclobber: bool,
+    /// Every command's stderr goes into the job's output stream (see `Request`).
+    pub stderr_with_stdout: bool,
+}
+
 /// Runs the checked commands as one pipeline; the stream carries input frames in, output frames
 /// and the final statuses out. `kill` turning true aborts the job (shutdown).
 pub async fn run<R, W>(
     place: &JobPlace<'_>,
     commands: &[Checked],
-    noclobber: bool,
+    options: JobOptions,
     recv: &mut R,
     send: &mut W,
     mut kill: watch::Receiver<bool>,
@@ -156,6 +165,7 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
+    let JobOptions { noclobber, stderr_with_stdout } = options;
     let (stdin_read, stdin_write) = std::io::pipe()?;
     let (stdout_read, stdout_write) = std::io::pipe()?;
     // A larger pipe lets the command run ahead of the network by more than 64 KiB (best effort).
@@ -175,7 +185,8 @@ where
             next_stdin = Some(reader.into());
             Some(writer.into())
         };
-        let mut fds = [stdin, stdout, Some(OwnedFd::from(stderr_write.try_clone()?))];
+        let stderr = if stderr_with_stdout { stdout_write.try_clone()? } else { stderr_write.try_clone()? };
+        let mut fds = [stdin, stdout, Some(OwnedFd::from(stderr))];
         if let Err(error) = apply_redirects(checked, &mut fds, noclobber, i, &mut pending) {
             ends[i] = Some(Exit { error: Some(error), ..Exit::default() });
             continue;

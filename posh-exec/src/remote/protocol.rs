@@ -46,6 +46,10 @@ pub struct Request {
     /// bash's `noclobber`: `>` refuses to replace an existing regular file.
     #[serde(default)]
     pub noclobber: bool,
+    /// The client's stdout and stderr are one destination (`> log 2>&1`): every command's stderr
+    /// goes into the job's output stream, so the two interleave as the commands wrote them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub stderr_with_stdout: bool,
 }
 
 /// One command of a job.

@@ -305,7 +305,8 @@ async fn handle_job(mut send: quinn::SendStream, recv: quinn::RecvStream, shared
     };
     protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
     let place = job::JobPlace { export: &shared.config.export, cwd: &cwd, tmp: tmp.path(), launcher: &launcher };
-    let ended = job::run(&place, &checked, request.noclobber, &mut recv, &mut send, shared.kill.clone()).await?;
+    let options = job::JobOptions { noclobber: request.noclobber, stderr_with_stdout: request.stderr_with_stdout };
+    let ended = job::run(&place, &checked, options, &mut recv, &mut send, shared.kill.clone()).await?;
     tracing::info!("job ended: {:?}", ended.commands.iter().map(Exit::status).collect::<Vec<_>>());
     let _ = send.finish();
     // The command is done: its slot is free (a client running jobs one after another must not

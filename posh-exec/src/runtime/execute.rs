@@ -3,19 +3,18 @@
 //! collected for the pipeline's status (and `--stats`).
 
 use std::collections::BTreeMap;
-use std::fs::File;
-use std::os::fd::OwnedFd;
+use std::os::fd::{AsFd as _, OwnedFd};
 use std::sync::Arc;
 
 use posh_exec::remote::protocol::{Request, VERSION};
 use posh_exec::remote::{StartError, Traffic};
-use std::future::Future as _;
 
 use tokio::io::AsyncWriteExt as _;
 use tokio::task::JoinSet;
 
 use super::PipelineCall;
 use super::local::{self, Caller};
+use super::output::{async_writer, one_destination};
 use super::placement::{Step, Unit};
 use super::session::Session;
 
@@ -43,6 +42,11 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
     let mut started = Started::default();
     let mut traffic: BTreeMap<usize, Arc<Traffic>> = BTreeMap::new();
     let mut input = caller.dup(0);
+    // `> log 2>&1`: a remote job writing the caller's stdout sends its stderr along with it.
+    let stderr_with_stdout = match &caller.fds {
+        [_, Some(out), Some(err)] => one_destination(out.as_fd(), err.as_fd()),
+        _ => false,
+    };
     for (u, unit) in units.iter().enumerate() {
         let (output, next_input) = if u + 1 == units.len() { (caller.dup(1), None) } else { pipe() };
         if unit.is_split() {
@@ -52,7 +56,7 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
             for lane in &unit.lanes {
                 let (writer, reader) = pipe();
                 readers.extend(reader);
-                let ctx = LaneContext { session, call, caller, traffic: &mut traffic };
+                let ctx = LaneContext { session, call, caller, traffic: &mut traffic, stderr_with_stdout: false };
                 run_lane(ctx, lane, None, writer, &mut started);
             }
             started.tasks.spawn(async move {
@@ -60,7 +64,14 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
                 Vec::new()
             });
         } else {
-            let ctx = LaneContext { session, call, caller, traffic: &mut traffic };
+            let last = u + 1 == units.len();
+            let ctx = LaneContext {
+                session,
+                call,
+                caller,
+                traffic: &mut traffic,
+                stderr_with_stdout: last && stderr_with_stdout,
+            };
             run_lane(ctx, &unit.lanes[0], input.take(), output, &mut started);
         }
         input = next_input;
@@ -153,6 +164,8 @@ struct LaneContext<'a> {
     call: &'a PipelineCall,
     caller: &'a Caller,
     traffic: &'a mut BTreeMap<usize, Arc<Traffic>>,
+    /// The lane's output is the caller's stdout, and its stderr is the same destination.
+    stderr_with_stdout: bool,
 }
 
 /// Starts the steps of one lane, reading `input` and writing `output`: local steps as processes
@@ -180,7 +193,8 @@ fn run_lane(
                     .count()
             }
         };
-        let (step_output, next_input) = if group_end == steps.len() { (output.take().flatten(), None) } else { pipe() };
+        let writes_lane_output = group_end == steps.len();
+        let (step_output, next_input) = if writes_lane_output { (output.take().flatten(), None) } else { pipe() };
         let group = &steps[i..group_end];
         match (&group[0].remote, ctx.session) {
             (Some(remote), Some(session)) => {
@@ -193,6 +207,7 @@ fn run_lane(
                     // those at the client), and must not take any of it from later commands.
                     stdin: input.take().filter(|_| group[0].command != 0),
                     stdout: step_output,
+                    stderr_with_stdout: ctx.stderr_with_stdout && writes_lane_output,
                     caller: ctx.caller.duplicate(),
                     traffic,
                 };
@@ -237,6 +252,8 @@ struct RemoteGroup {
     steps: Vec<Step>,
     stdin: Option<OwnedFd>,
     stdout: Option<OwnedFd>,
+    /// `stdout` and the caller's stderr are one destination: the job sends both as one stream.
+    stderr_with_stdout: bool,
     /// Its stderr is the jobs' stderr; its cwd and environment serve a fallback at the client.
     caller: Caller,
     traffic: Arc<Traffic>,
@@ -252,6 +269,7 @@ impl RemoteGroup {
             view: remote.view.clone(),
             commands: self.steps.iter().filter_map(|s| s.remote.as_ref().map(|r| r.job.clone())).collect(),
             noclobber: self.call.noclobber,
+            stderr_with_stdout: self.stderr_with_stdout,
         };
         let connection = match self.session.connection(remote.mount).await {
             Some(connection) => connection,
@@ -315,79 +333,6 @@ impl RemoteGroup {
         let mut started = Started::default();
         start_local(&self.caller, &self.call, &local, self.stdin, self.stdout, &mut started);
         started.wait().await
-    }
-}
-
-/// An async writer on a descriptor that may be shared with other processes (the caller's stdout),
-/// so its flags must not change: writes go into a pipe of ours, non-blocking, and a thread of
-/// its own copies that pipe to the descriptor with blocking writes (splice where the kernel can).
-/// When the descriptor's reader goes away, the thread stops and writes to the pipe fail with
-/// EPIPE, as they would on the descriptor. Shutting the writer down waits until the thread has
-/// written everything: the pipeline's status must not reach bash before its output.
-/// A closed descriptor swallows everything.
-fn async_writer(fd: Option<OwnedFd>) -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
-    let Some(fd) = fd else { return Box::new(tokio::io::sink()) };
-    let relayed = std::io::pipe().and_then(|(reader, writer)| {
-        let sender = tokio::net::unix::pipe::Sender::from_owned_fd(OwnedFd::from(writer))?;
-        let (done_tx, done) = tokio::sync::oneshot::channel();
-        std::thread::Builder::new().name("posh-output".into()).spawn(move || {
-            let mut reader = reader;
-            let _ = std::io::copy(&mut reader, &mut File::from(fd));
-            let _ = done_tx.send(());
-        })?;
-        Ok(RelayedWriter { pipe: Some(sender), done })
-    });
-    match relayed {
-        Ok(writer) => Box::new(writer),
-        Err(e) => Box::new(RelayedWriter::failed(e)),
-    }
-}
-
-/// See [`async_writer`]. `pipe` is `None` once shut down (or when it could not be set up).
-struct RelayedWriter {
-    pipe: Option<tokio::net::unix::pipe::Sender>,
-    done: tokio::sync::oneshot::Receiver<()>,
-}
-
-impl RelayedWriter {
-    /// A writer that could not be set up: writes fail with `error`'s kind.
-    fn failed(error: std::io::Error) -> RelayedWriter {
-        tracing::debug!("no relay for an output: {error}");
-        let (done_tx, done) = tokio::sync::oneshot::channel();
-        let _ = done_tx.send(());
-        RelayedWriter { pipe: None, done }
-    }
-}
-
-impl tokio::io::AsyncWrite for RelayedWriter {
-    fn poll_write(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-        buf: &[u8],
-    ) -> std::task::Poll<std::io::Result<usize>> {
-        match &mut self.pipe {
-            Some(pipe) => std::pin::Pin::new(pipe).poll_write(cx, buf),
-            None => std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into())),
-        }
-    }
-
-    fn poll_flush(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        match &mut self.pipe {
-            Some(pipe) => std::pin::Pin::new(pipe).poll_flush(cx),
-            None => std::task::Poll::Ready(Ok(())),
-        }
-    }
-
-    fn poll_shutdown(
-        mut self: std::pin::Pin<&mut Self>,
-        cx: &mut std::task::Context<'_>,
-    ) -> std::task::Poll<std::io::Result<()>> {
-        // Closing our end gives the thread end of file; it is done once all is written.
-        self.pipe = None;
-        std::pin::Pin::new(&mut self.done).poll(cx).map(|_| Ok(()))
     }
 }
 

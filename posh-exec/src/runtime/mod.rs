@@ -7,6 +7,7 @@
 pub mod execute;
 pub mod handoff;
 pub mod local;
+mod output;
 pub mod placement;
 pub mod session;
 mod stats;

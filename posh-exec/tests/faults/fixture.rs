@@ -1,0 +1,80 @@
+//! A client directory whose `data/` is a mount served by a real posh-proxy process exporting it,
+//! with the client's identity authorized; bash and posh-exec run the same script in it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+
+use crate::proxy_process::Proxy;
+
+pub struct Site {
+    dir: tempfile::TempDir,
+    pub proxy: Proxy,
+}
+
+impl Site {
+    /// A site whose proxy gets `proxy_args` besides its export, address and state.
+    pub fn new(proxy_args: &[&str]) -> Site {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::create_dir_all(root.join("data")).unwrap();
+        let identity = Command::new(env!("CARGO_BIN_EXE_posh-exec"))
+            .arg("--print-identity")
+            .env("XDG_STATE_HOME", root.join("client"))
+            .output()
+            .unwrap();
+        assert!(identity.status.success(), "{identity:?}");
+        std::fs::write(root.join("authorized"), &identity.stdout).unwrap();
+        let mut args = vec!["--authorized-clients", root.join("authorized").to_str().unwrap().to_string().leak()];
+        args.extend_from_slice(proxy_args);
+        let proxy = Proxy::start(&root.join("data"), &root.join("proxy-state"), &args);
+        std::fs::write(
+            root.join("posh.toml"),
+            format!("[[mount]]\nname = \"data\"\npath = \"data\"\nproxy = \"{}\"\n", proxy.addr),
+        )
+        .unwrap();
+        Site { dir, proxy }
+    }
+
+    pub fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    pub fn path(&self, relative: &str) -> PathBuf {
+        self.root().join(relative)
+    }
+
+    pub fn write(&self, relative: &str, content: impl AsRef<[u8]>) {
+        let path = self.path(relative);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+
+    /// `program` (bash or posh-exec) in the site, isolated from the caller's configuration.
+    pub fn command(&self, program: &str) -> Command {
+        let mut command = Command::new(program);
+        command
+            .current_dir(self.root())
+            .env("LC_ALL", "C")
+            .env_remove("POSH_CONFIG")
+            .env("XDG_CONFIG_HOME", self.path("config"))
+            .env("XDG_STATE_HOME", self.path("client"))
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs `bash -c SHELL_LINE` in the site: the line starts a script the way a user would
+    /// (`$SHELL script.sh > log 2>&1`), with `$SHELL` bash or posh-exec.
+    pub fn shell_line(&self, shell: &str, line: &str) -> Output {
+        self.command("bash").env("SHELL", shell).args(["-c", line]).output().unwrap()
+    }
+
+    /// The proxy's log so far.
+    pub fn proxy_log(&self) -> String {
+        self.proxy.log()
+    }
+}
+
+/// The posh-exec binary under test.
+pub fn posh_exec() -> &'static str {
+    env!("CARGO_BIN_EXE_posh-exec")
+}
