@@ -203,6 +203,8 @@ fn run(cli: Cli) -> Result<u8> {
         (Some(commands), None) => bash.arg("-c").arg(commands).args(&cli.args),
         (None, None) => bash.args(&cli.args),
     };
+    // Bash runs the script alone, and exec runs no destructor: the runtime's directory goes now.
+    drop(socket);
     let error = bash.exec();
     Err(error).context("cannot start bash")
 }
