@@ -170,6 +170,11 @@ impl RuntimeSocket {
     pub fn path(&self) -> &str {
         &self.path
     }
+
+    /// The run's private directory (mode 0700), removed when the run ends.
+    pub fn directory(&self) -> &std::path::Path {
+        self.dir.path()
+    }
 }
 
 /// Runs `bash` (already given the rewritten script, which names `socket`) with a session beside

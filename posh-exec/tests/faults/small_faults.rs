@@ -1,6 +1,7 @@
 //! Smaller faults: scripts too long for one argument, temporary directories left behind,
 //! identities created by several processes at once, a proxy restarted during a run.
 
+use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Barrier};
@@ -51,6 +52,34 @@ impl Mounted {
         assert_eq!(text(&posh.stderr), text(&bash.stderr), "stderr of {args:?}");
         assert_eq!(posh.status.code(), bash.status.code(), "status of {args:?}");
         posh
+    }
+
+    /// `same_as_bash` with `input` on standard input.
+    fn same_as_bash_reading(&self, args: &[&str], input: &str) -> Output {
+        let run = |program: &str| {
+            let mut child = self
+                .command(program)
+                .args(args)
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::piped())
+                .spawn()
+                .unwrap();
+            child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+            child.wait_with_output().unwrap()
+        };
+        let (bash, posh) = (run("bash"), run(env!("CARGO_BIN_EXE_posh-exec")));
+        assert_eq!(text(&posh.stdout), text(&bash.stdout), "stdout of {args:?}");
+        assert_eq!(text(&posh.stderr), text(&bash.stderr), "stderr of {args:?}");
+        assert_eq!(posh.status.code(), bash.status.code(), "status of {args:?}");
+        posh
+    }
+
+    /// The script as posh-exec hands it to bash.
+    fn rewritten(&self, args: &[&str]) -> String {
+        let posh = self.command(env!("CARGO_BIN_EXE_posh-exec")).arg("--print-rewritten").args(args).output().unwrap();
+        assert!(posh.status.success(), "{}", text(&posh.stderr));
+        text(&posh.stdout)
     }
 
     /// What runs left in `$TMPDIR`.
@@ -152,3 +181,42 @@ fn no_run_leaves_its_runtime_directory_behind() {
         assert_eq!(mounted.left_in_tmp(), Vec::<String>::new(), "after bash could not start for {script}");
     }
 }
+
+/// A script whose every line is checked against bash after a function of `body_lines` pipelines
+/// on the mount (each grows by a hundred-odd bytes when rewritten into a runtime call).
+fn long_script(body_lines: usize) -> String {
+    let body = "  grep -c a data/lines.txt\n".repeat(body_lines);
+    format!(
+        "echo \"0=$0 n=$# args=$*\"\nfor a in \"$@\"; do echo \"[$a]\"; done\ngrep -c a data/lines.txt\n\
+         unused() {{\n{body}}}\n\
+         echo \"line $LINENO\"\nnosuchcommand\nread -r line; echo \"read: $line\"\nreturn 3\n\
+         grep a data/lines.txt | sort -r\nexit 7\n"
+    )
+}
+
+#[test]
+fn scripts_longer_than_one_argument_may_be_run_as_bash_runs_them() {
+    const MAX_ARG_STRLEN: usize = 128 * 1024;
+    let mounted = Mounted::new();
+    // A script file over the limit even before it is rewritten.
+    let long = long_script(5_000);
+    assert!(long.len() > MAX_ARG_STRLEN);
+    mounted.write("long.sh", &long);
+    let args = ["long.sh", "one", "two words", ""];
+    assert!(mounted.rewritten(&args).contains("__run"), "the script goes to the runtime");
+    mounted.same_as_bash_reading(&args, "from stdin\n");
+    // `-c` text that fits in an argument, but not once rewritten.
+    let short = long_script(1_500);
+    let rewritten = mounted.rewritten(&["-c", &short, "name"]);
+    assert!(short.len() < MAX_ARG_STRLEN && rewritten.len() > MAX_ARG_STRLEN, "{}", rewritten.len());
+    mounted.same_as_bash_reading(&["-c", &short, "name", "arg"], "from stdin\n");
+    assert_eq!(mounted.left_in_tmp(), Vec::<String>::new());
+}
+
+#[test]
+fn a_script_holding_a_nul_byte_runs_as_bash_runs_it() {
+    let mounted = Mounted::new();
+    mounted.write("nul.sh", "echo before\ngrep -c a data/lines.txt # a \0 in a comment\necho after\n");
+    mounted.same_as_bash(&["nul.sh"]);
+}
+
