@@ -1,10 +1,12 @@
 //! Smaller faults: scripts too long for one argument, temporary directories left behind,
 //! identities created by several processes at once, a proxy restarted during a run.
 
+use std::cell::RefCell;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::sync::{Arc, Barrier};
+use std::time::{Duration, Instant};
 
 use crate::common::isolated;
 use crate::proxy_process::Proxy;
@@ -220,3 +222,167 @@ fn a_script_holding_a_nul_byte_runs_as_bash_runs_it() {
     mounted.same_as_bash(&["nul.sh"]);
 }
 
+/// A client home, `data/` exported by a real posh-proxy and mounted, and a script that stops at
+/// each `pause N` until the test lets it go on.
+struct Restartable {
+    mounted: Mounted,
+    /// The running proxy (the test stops and starts it while a script runs), and its address.
+    proxy: RefCell<Option<Proxy>>,
+    addr: RefCell<String>,
+}
+
+impl Restartable {
+    fn new() -> Restartable {
+        let mounted = Mounted::new();
+        let identity = mounted.command(env!("CARGO_BIN_EXE_posh-exec")).arg("--print-identity").output().unwrap();
+        std::fs::write(mounted.root().join("authorized"), &identity.stdout).unwrap();
+        let restartable =
+            Restartable { mounted, proxy: RefCell::new(None), addr: RefCell::new("127.0.0.1:0".to_string()) };
+        restartable.start_proxy();
+        let config =
+            format!("[[mount]]\nname = \"data\"\npath = \"data\"\nproxy = \"{}\"\n", restartable.addr.borrow());
+        std::fs::write(restartable.root().join("posh.toml"), config).unwrap();
+        restartable
+    }
+
+    fn root(&self) -> &Path {
+        self.mounted.root()
+    }
+
+    /// Starts the proxy, on the address of the one before if there was one.
+    fn start_proxy(&self) {
+        let authorized = self.root().join("authorized");
+        let args = ["--authorized-clients", authorized.to_str().unwrap()];
+        let listen = self.addr.borrow().clone();
+        let proxy = Proxy::start_on(&listen, &self.root().join("data"), &self.root().join("proxy-state"), &args);
+        *self.addr.borrow_mut() = proxy.addr.clone();
+        *self.proxy.borrow_mut() = Some(proxy);
+    }
+
+    /// Stops the proxy as an administrator would (SIGTERM) and waits until it is gone.
+    fn stop_proxy(&self) {
+        let mut proxy = self.proxy.borrow_mut().take().expect("a running proxy");
+        proxy.signal("-TERM");
+        assert_eq!(proxy.wait_exit(Duration::from_secs(20)), Some(0), "{}", proxy.log());
+    }
+
+    /// Kills the proxy (SIGKILL: it closes nothing, as in a crash) and waits until it is gone.
+    fn kill_proxy(&self) {
+        let mut proxy = self.proxy.borrow_mut().take().expect("a running proxy");
+        proxy.signal("-KILL");
+        assert_eq!(proxy.wait_exit(Duration::from_secs(20)), None);
+    }
+
+    /// `pause N` in a script: it says it stopped, then waits for the test.
+    fn script(&self, body: &str) -> String {
+        format!("pause() {{ : > \"paused-$1\"; read -r _ < \"resume-$1\"; }}\n{body}")
+    }
+
+    /// Runs `script` under `program`; at each pause, in order, calls `at_pause` with its number.
+    fn run(&self, program: &str, args: &[&str], pauses: usize, mut at_pause: impl FnMut(usize)) -> Output {
+        for n in 1..=pauses {
+            let fifo = self.root().join(format!("resume-{n}"));
+            let _ = std::fs::remove_file(self.root().join(format!("paused-{n}")));
+            let _ = std::fs::remove_file(&fifo);
+            assert!(Command::new("mkfifo").arg(&fifo).status().unwrap().success());
+        }
+        let child =
+            self.mounted.command(program).args(args).stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+        let pid = child.id();
+        let (done, finished) = std::sync::mpsc::channel();
+        std::thread::spawn(move || done.send(child.wait_with_output().unwrap()));
+        for n in 1..=pauses {
+            wait_for_file(&self.root().join(format!("paused-{n}")));
+            at_pause(n);
+            std::fs::write(self.root().join(format!("resume-{n}")), "go\n").unwrap();
+        }
+        finished.recv_timeout(Duration::from_secs(60)).unwrap_or_else(|_| {
+            let _ = Command::new("kill").args(["-KILL", &pid.to_string()]).status();
+            panic!("{program} did not finish within a minute");
+        })
+    }
+
+    fn stats(&self) -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(self.root().join("stats.json")).unwrap();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    }
+}
+
+fn wait_for_file(path: &Path) {
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while !path.exists() {
+        assert!(Instant::now() < deadline, "{} never appeared", path.display());
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}
+
+/// Where each pipeline's commands ran, one list per pipeline.
+fn locations(stats: &[serde_json::Value]) -> Vec<Vec<String>> {
+    stats
+        .iter()
+        .map(|p| {
+            p["commands"].as_array().unwrap().iter().map(|c| c["location"].as_str().unwrap().to_string()).collect()
+        })
+        .collect()
+}
+
+#[test]
+fn a_proxy_restarted_between_two_pipelines_runs_the_second() {
+    let cluster = Restartable::new();
+    let script = cluster.script("grep -c a data/lines.txt\npause 1\ncat data/lines.txt | grep a\n");
+    std::fs::write(cluster.root().join("s.sh"), script).unwrap();
+    let bash = cluster.run("bash", &["s.sh"], 1, |_| {});
+    let posh = cluster.run(env!("CARGO_BIN_EXE_posh-exec"), &["--stats", "stats.json", "s.sh"], 1, |_| {
+        cluster.stop_proxy();
+        cluster.start_proxy();
+    });
+    assert_eq!(text(&posh.stdout), text(&bash.stdout));
+    assert_eq!(text(&posh.stderr), text(&bash.stderr));
+    assert_eq!(posh.status.code(), bash.status.code());
+    assert_eq!(locations(&cluster.stats()), [vec!["data"], vec!["data", "data"]]);
+}
+
+#[test]
+fn a_proxy_that_stays_away_is_warned_about_once_and_tried_again_later() {
+    let cluster = Restartable::new();
+    let body = "grep -c a data/lines.txt\npause 1\ngrep -c b data/lines.txt\ngrep -c c data/lines.txt\n\
+                pause 2\ngrep -c g data/lines.txt\n";
+    std::fs::write(cluster.root().join("s.sh"), cluster.script(body)).unwrap();
+    let bash = cluster.run("bash", &["s.sh"], 2, |_| {});
+    let posh = cluster.run(env!("CARGO_BIN_EXE_posh-exec"), &["--stats", "stats.json", "s.sh"], 2, |pause| {
+        if pause == 1 {
+            cluster.stop_proxy();
+        } else {
+            cluster.start_proxy();
+            // The retry waits a second after the failed attempt (which came before this pause).
+            std::thread::sleep(Duration::from_millis(1_200));
+        }
+    });
+    assert_eq!(text(&posh.stdout), text(&bash.stdout));
+    assert_eq!(posh.status.code(), bash.status.code());
+    let stderr = text(&posh.stderr);
+    assert_eq!(stderr.lines().count(), 1, "one warning for the whole outage: {stderr}");
+    assert!(stderr.contains(cluster.addr.borrow().as_str()) && stderr.contains("mount data"), "{stderr}");
+    assert_eq!(locations(&cluster.stats()), [["data"], ["client"], ["client"], ["data"]]);
+}
+
+#[test]
+fn a_proxy_that_crashed_and_came_back_is_used_again_once_its_connection_timed_out() {
+    let cluster = Restartable::new();
+    let body = "grep -c a data/lines.txt\npause 1\ngrep -c b data/lines.txt\ngrep -c g data/lines.txt\n";
+    std::fs::write(cluster.root().join("s.sh"), cluster.script(body)).unwrap();
+    let bash = cluster.run("bash", &["s.sh"], 1, |_| {});
+    let started = Instant::now();
+    let posh = cluster.run(env!("CARGO_BIN_EXE_posh-exec"), &["--stats", "stats.json", "s.sh"], 1, |_| {
+        cluster.kill_proxy();
+        cluster.start_proxy();
+    });
+    assert_eq!(text(&posh.stdout), text(&bash.stdout));
+    assert_eq!(posh.status.code(), bash.status.code());
+    // Nothing told the client: the first pipeline after the crash waits for QUIC's idle timeout
+    // (10 s), then runs at the client; the next finds the connection closed and reconnects.
+    let stderr = text(&posh.stderr);
+    assert_eq!(stderr.lines().count(), 1, "{stderr}");
+    assert_eq!(locations(&cluster.stats()), [["data"], ["client"], ["data"]]);
+    assert!(started.elapsed() < Duration::from_secs(30), "{:?}", started.elapsed());
+}
