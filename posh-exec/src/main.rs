@@ -195,14 +195,16 @@ fn run(cli: Cli) -> Result<u8> {
     match (&cli.command, rewritten) {
         (_, Some(text)) => {
             let rest = if cli.command.is_some() { cli.args.get(1..).unwrap_or_default() } else { &cli.args[1..] };
-            bash.arg("-c").arg(text).arg(&name).args(rest);
             // posh-exec stays beside bash as the run's runtime.
             let socket = socket.context("a rewritten script comes with the runtime's socket")?;
+            offload::hand_to_bash(&mut bash, &text, socket.directory(), &name, rest)?;
             return runtime::session::run_script(config, library, client_state()?, socket, bash);
         }
         (Some(commands), None) => bash.arg("-c").arg(commands).args(&cli.args),
         (None, None) => bash.args(&cli.args),
     };
+    // Bash runs the script alone, and exec runs no destructor: the runtime's directory goes now.
+    drop(socket);
     let error = bash.exec();
     Err(error).context("cannot start bash")
 }

@@ -2,6 +2,10 @@
 //! over. Nothing changes (bash runs the original text) unless a mount is configured, the script
 //! parses, and some pipeline both can be handed over faithfully and may touch a mount.
 
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context as _, Result};
 use posh_core::config::Config;
 use posh_core::library::Library;
 use posh_core::planner::{self, Location, PlanContext, PlanOptions, Why};
@@ -17,7 +21,8 @@ pub fn rewrite(
     stats: Option<&str>,
     socket: Option<&str>,
 ) -> Option<String> {
-    if config.mounts.is_empty() {
+    // bash drops NUL bytes from the text it evaluates, with a warning of its own.
+    if config.mounts.is_empty() || source.contains('\0') {
         return None;
     }
     if rewrite::why_script_stays(source).is_some() {
@@ -57,4 +62,19 @@ pub fn rewrite(
 /// files: only then is the runtime worth its call.
 fn may_touch_a_mount(plan: &planner::PipelinePlan) -> bool {
     plan.nodes.iter().any(|n| n.location != Location::Client || matches!(n.why, Why::DependsOnShell(_)))
+}
+
+/// Gives `bash` the rewritten `text` to run as `bash -c TEXT NAME ARGS` would, whatever its
+/// length: one argument may not exceed 128 KiB (Linux's MAX_ARG_STRLEN), so the text is stored in
+/// the run's private directory `dir` and `bash -c` only evaluates it, from its first line. That
+/// keeps `$0`, `"$@"`, `$LINENO`, bash's messages (`NAME: line N: ...`), top-level `exit` and
+/// `return`, and the script's standard input as `bash -c TEXT` has them (docs/running.md
+/// compares the ways measured).
+pub fn hand_to_bash(bash: &mut Command, text: &str, dir: &Path, name: &str, args: &[String]) -> Result<()> {
+    let script = dir.join("script.sh");
+    std::fs::write(&script, text).with_context(|| format!("cannot write {}", script.display()))?;
+    let path = script.to_str().context("the runtime's directory is not UTF-8")?;
+    let quoted = format!("'{}'", path.replace('\'', "'\\''"));
+    bash.arg("-c").arg(format!("eval \"$(< {quoted})\"")).arg(name).args(args);
+    Ok(())
 }

@@ -251,6 +251,11 @@ impl Connection {
         &self.fingerprint
     }
 
+    /// Why the connection ended (the proxy closed it or went silent); `None` while it is open.
+    pub fn close_reason(&self) -> Option<quinn::ConnectionError> {
+        self.conn.close_reason()
+    }
+
     /// Runs a job with the given standard input and collects its output.
     pub async fn run(&self, request: &Request, stdin: &[u8]) -> Result<Output> {
         let mut output = Output::default();

@@ -2,7 +2,7 @@
 
 use std::fs;
 use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
 use anyhow::{Context, Result};
@@ -29,20 +29,14 @@ impl std::fmt::Debug for Identity {
 impl Identity {
     /// Loads the identity stored in `dir`, creating it (and `dir`, mode 0700) on first use.
     /// `name` goes into the certificate's subject alternative name; nothing checks it.
+    ///
+    /// Processes started at once on a fresh `dir` agree on one identity: creation holds a lock on
+    /// the directory, and the certificate, written last, is what marks the identity complete.
     pub fn load_or_create(dir: &Path, name: &str) -> Result<Identity> {
         let cert_path = dir.join(CERT_FILE);
         let key_path = dir.join(KEY_FILE);
         if !cert_path.exists() {
-            fs::DirBuilder::new()
-                .recursive(true)
-                .mode(0o700)
-                .create(dir)
-                .with_context(|| format!("cannot create {}", dir.display()))?;
-            let generated = rcgen::generate_simple_self_signed(vec![name.to_string()])
-                .context("cannot generate a key pair and certificate")?;
-            // The key is written first: a certificate on disk always has its key.
-            write_private(&key_path, &generated.key_pair.serialize_der())?;
-            write_private(&cert_path, generated.cert.der())?;
+            create_under_lock(dir, name)?;
         }
         let cert = fs::read(&cert_path).with_context(|| format!("cannot read {}", cert_path.display()))?;
         let key = fs::read(&key_path).with_context(|| format!("cannot read {}", key_path.display()))?;
@@ -80,16 +74,38 @@ pub fn fingerprint(cert_der: &[u8]) -> String {
     format!("SHA256:{}", base64::engine::general_purpose::STANDARD_NO_PAD.encode(digest.as_ref()))
 }
 
-/// Writes a file only its owner may read, atomically (temporary name, then rename).
-fn write_private(path: &Path, bytes: &[u8]) -> Result<()> {
-    let tmp = path.with_extension("tmp");
-    let _ = fs::remove_file(&tmp);
-    let mut file = fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&tmp)
-        .with_context(|| format!("cannot create {}", tmp.display()))?;
-    file.write_all(bytes).and_then(|()| file.sync_all()).with_context(|| format!("cannot write {}", tmp.display()))?;
-    fs::rename(&tmp, path).with_context(|| format!("cannot rename {} to {}", tmp.display(), path.display()))
+/// Creates the identity in `dir` unless another process did while this one waited for the lock
+/// (an exclusive `flock` on the directory, released when the process ends, however it ends).
+fn create_under_lock(dir: &Path, name: &str) -> Result<()> {
+    fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+        .with_context(|| format!("cannot create {}", dir.display()))?;
+    let lock = fs::File::open(dir).with_context(|| format!("cannot open {}", dir.display()))?;
+    rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)
+        .with_context(|| format!("cannot lock {}", dir.display()))?;
+    let cert_path = dir.join(CERT_FILE);
+    if cert_path.exists() {
+        return Ok(());
+    }
+    let generated = rcgen::generate_simple_self_signed(vec![name.to_string()])
+        .context("cannot generate a key pair and certificate")?;
+    // The key first: a certificate on disk always has its key.
+    write_private(dir, &dir.join(KEY_FILE), &generated.key_pair.serialize_der())?;
+    write_private(dir, &cert_path, generated.cert.der())
+}
+
+/// Writes a file only its owner may read, atomically: a temporary file of its own in `dir`,
+/// synced, then renamed over `path`, so a half-written file is never seen under `path`.
+fn write_private(dir: &Path, path: &Path, bytes: &[u8]) -> Result<()> {
+    // tempfile creates the file with mode 0600.
+    let mut file = tempfile::Builder::new()
+        .prefix(".identity-")
+        .tempfile_in(dir)
+        .with_context(|| format!("cannot create a temporary file in {}", dir.display()))?;
+    file.write_all(bytes)
+        .and_then(|()| file.as_file().sync_all())
+        .with_context(|| format!("cannot write {}", file.path().display()))?;
+    file.persist(path).map(drop).with_context(|| format!("cannot write {}", path.display()))
 }

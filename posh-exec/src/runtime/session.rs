@@ -6,7 +6,7 @@
 use std::os::unix::net::{UnixListener, UnixStream};
 use std::process::Command;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use posh_core::config::{Config, ProxyAddress};
@@ -26,15 +26,34 @@ pub struct ClientState {
     pub known_proxies: std::path::PathBuf,
 }
 
+/// How long a pipeline waits for a proxy that was lost, or not reached, to answer again.
+const RECONNECT_WAIT: Duration = Duration::from_secs(3);
+/// The pause after a failed attempt before the next; it doubles up to the maximum.
+const RETRY_PAUSE_FIRST: Duration = Duration::from_secs(1);
+const RETRY_PAUSE_MAX: Duration = Duration::from_secs(30);
+
+/// A mount's proxy as the run knows it.
+#[derive(Debug, Default)]
+enum ProxyLink {
+    #[default]
+    Untried,
+    Connected(Arc<Connection>),
+    /// The last attempt failed (the outage was warned about when it began); the next is not
+    /// made before `retry_at`.
+    Unreachable {
+        retry_at: Instant,
+        pause: Duration,
+    },
+}
+
 #[derive(Debug)]
 pub struct Session {
     pub config: Config,
     library: Library,
     state: ClientState,
     identity: OnceCell<Option<Identity>>,
-    /// One per mount: connected on first use, kept for the run; `None` after a failure (warned
-    /// about once; that mount's commands then run at the client).
-    connections: Vec<OnceCell<Option<Arc<Connection>>>>,
+    /// One per mount: connected on first use, kept while it stays open.
+    connections: Vec<tokio::sync::Mutex<ProxyLink>>,
     runtime: tokio::runtime::Handle,
 }
 
@@ -51,29 +70,64 @@ impl Session {
     }
 
     /// The warm connection to mount `index`'s proxy, connecting (or starting an embedded proxy)
-    /// on first use.
+    /// on first use, and again when the connection closed (the proxy restarted, say). A proxy
+    /// that could not be reached is warned about once and tried again only after a pause that
+    /// doubles while it stays away; meanwhile its mount's commands run at the client.
     pub async fn connection(&self, index: usize) -> Option<Arc<Connection>> {
-        self.connections[index]
-            .get_or_init(|| async {
-                let mount = &self.config.mounts[index];
-                let identity = self.identity().await?;
-                let connected = match &mount.proxy {
-                    ProxyAddress::Remote { .. } => {
-                        let known = KnownProxies::new(&self.state.known_proxies);
-                        connect(&mount.proxy.to_string(), identity, &known).await
-                    }
-                    ProxyAddress::Embedded => start_embedded(mount, identity, &self.library).await,
-                };
-                match connected {
-                    Ok(connection) => Some(Arc::new(connection)),
-                    Err(e) => {
-                        eprintln!("posh-exec: mount {}: {e:#}; its commands run at the client", mount.name);
-                        None
-                    }
+        let identity = self.identity().await?;
+        let mut link = self.connections[index].lock().await;
+        let first = match &*link {
+            ProxyLink::Connected(connection) if connection.close_reason().is_none() => return Some(connection.clone()),
+            ProxyLink::Unreachable { retry_at, .. } if Instant::now() < *retry_at => return None,
+            ProxyLink::Untried => true,
+            ProxyLink::Connected(_) | ProxyLink::Unreachable { .. } => false,
+        };
+        let mount = &self.config.mounts[index];
+        let attempt = async {
+            match &mount.proxy {
+                ProxyAddress::Remote { .. } => {
+                    let known = KnownProxies::new(&self.state.known_proxies);
+                    connect(&mount.proxy.to_string(), identity, &known).await
                 }
+                ProxyAddress::Embedded => start_embedded(mount, identity, &self.library).await,
+            }
+        };
+        // The first attempt waits as long as QUIC does; later ones hold a pipeline back briefly.
+        let connected = if first {
+            attempt.await
+        } else {
+            tokio::time::timeout(RECONNECT_WAIT, attempt).await.unwrap_or_else(|_| {
+                Err(anyhow::anyhow!("proxy {} did not answer within {RECONNECT_WAIT:?}", mount.proxy))
             })
-            .await
-            .clone()
+        };
+        match connected {
+            Ok(connection) => {
+                let connection = Arc::new(connection);
+                *link = ProxyLink::Connected(connection.clone());
+                Some(connection)
+            }
+            Err(e) => {
+                let pause = match &*link {
+                    ProxyLink::Unreachable { pause, .. } => (*pause * 2).min(RETRY_PAUSE_MAX),
+                    ProxyLink::Untried => {
+                        eprintln!("posh-exec: mount {}: {e:#}; its commands run at the client", mount.name);
+                        RETRY_PAUSE_FIRST
+                    }
+                    ProxyLink::Connected(lost) => {
+                        let why = lost.close_reason().map(|r| r.to_string()).unwrap_or_default();
+                        eprintln!(
+                            "posh-exec: mount {}: lost the connection to proxy {} ({why}) and cannot reconnect: {e:#}; \
+                             its commands run at the client until it answers again",
+                            mount.name,
+                            lost.addr()
+                        );
+                        RETRY_PAUSE_FIRST
+                    }
+                };
+                *link = ProxyLink::Unreachable { retry_at: Instant::now() + pause, pause };
+                None
+            }
+        }
     }
 
     /// Runs one handed-over pipeline and answers with its status.
@@ -170,6 +224,11 @@ impl RuntimeSocket {
     pub fn path(&self) -> &str {
         &self.path
     }
+
+    /// The run's private directory (mode 0700), removed when the run ends.
+    pub fn directory(&self) -> &std::path::Path {
+        self.dir.path()
+    }
 }
 
 /// Runs `bash` (already given the rewritten script, which names `socket`) with a session beside
@@ -190,7 +249,7 @@ pub fn run_script(
         .context("cannot start the runtime")?;
     let RuntimeSocket { dir, listener, .. } = socket;
     let session = Arc::new(Session {
-        connections: config.mounts.iter().map(|_| OnceCell::new()).collect(),
+        connections: config.mounts.iter().map(|_| tokio::sync::Mutex::default()).collect(),
         config,
         library,
         state,

@@ -27,10 +27,15 @@ impl Drop for Proxy {
 
 impl Proxy {
     pub fn start(export: &Path, state: &Path, extra: &[&str]) -> Proxy {
+        Proxy::start_on("127.0.0.1:0", export, state, extra)
+    }
+
+    /// A proxy listening on `listen` (a restarted proxy takes its predecessor's address).
+    pub fn start_on(listen: &str, export: &Path, state: &Path, extra: &[&str]) -> Proxy {
         let mut child = Command::new(env!("CARGO_BIN_EXE_posh-proxy"))
             .arg("--export")
             .arg(export)
-            .args(["--listen", "127.0.0.1:0", "--state-dir"])
+            .args(["--listen", listen, "--state-dir"])
             .arg(state)
             .args(extra)
             .env("RUST_LOG", "info")
