@@ -50,6 +50,10 @@ impl Session {
             .as_ref()
     }
 
+    pub fn library(&self) -> &Library {
+        &self.library
+    }
+
     /// The warm connection to mount `index`'s proxy, connecting (or starting an embedded proxy)
     /// on first use.
     pub async fn connection(&self, index: usize) -> Option<Arc<Connection>> {
