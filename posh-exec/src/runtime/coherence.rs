@@ -9,7 +9,8 @@
 //! - FUSE (sshfs): opening the file makes the daemon fetch fresh attributes (sshfs sends a STAT
 //!   with every OPEN and stores the answer in its own cache) and drops the kernel's pages (no
 //!   `keep_cache`); `statx` with `AT_STATX_FORCE_SYNC` then replaces the kernel's attributes
-//!   (size included) with the daemon's. sshfs answers `readdir` from its own listing cache
+//!   (size included) with the daemon's (the forced `statx` alone would be answered from sshfs's
+//!   stat cache: `sshfs.c`'s `sshfs_open_common`, `cache.c`). sshfs answers `readdir` from its own listing cache
 //!   (`dcache_timeout`, 20 s) and drops a directory's entry only when a name in it is created or
 //!   removed through the mount, so a directory that gains a name gets a transient child
 //!   directory (made and removed at once);
@@ -188,15 +189,23 @@ fn refresh_file(path: &Path) {
 }
 
 fn refresh_directory(directory: &Path, kind: FsKind, gained_a_name: bool) {
-    if kind == FsKind::Fuse && gained_a_name {
-        // sshfs drops a directory's cached listing only when a name in it changes through the
-        // mount: make one, and take it away again.
-        let probe = directory.join(probe_name());
-        if std::fs::create_dir(&probe).is_ok() {
-            let _ = std::fs::remove_dir(&probe);
+    match kind {
+        FsKind::Local => {}
+        // sshfs drops a directory's cached listing (and its attributes; the kernel drops its own)
+        // only when a name in it changes through the mount: make one, and take it away again.
+        // A directory whose names stayed the same has nothing stale that bash would see.
+        FsKind::Fuse if gained_a_name => {
+            let probe = directory.join(probe_name());
+            if std::fs::create_dir(&probe).is_ok() {
+                let _ = std::fs::remove_dir(&probe);
+            }
+        }
+        FsKind::Fuse => {}
+        // A changed mtime drops the cached listing and names (NFS).
+        FsKind::Revalidating => {
+            let _ = force_attributes(directory);
         }
     }
-    let _ = force_attributes(directory);
 }
 
 /// A name no one else uses: the proxy's temporaries start with `.posh-` too.
