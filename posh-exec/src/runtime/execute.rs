@@ -13,6 +13,7 @@ use tokio::io::AsyncWriteExt as _;
 use tokio::task::JoinSet;
 
 use super::PipelineCall;
+use super::coherence::Written;
 use super::local::{self, Caller};
 use super::output::{async_writer, one_destination};
 use super::placement::{Step, Unit};
@@ -275,6 +276,8 @@ impl RemoteGroup {
             Some(connection) => connection,
             None => return self.run_here().await,
         };
+        let cwd = self.caller.cwd.as_deref();
+        let written = Written::before_job(self.session.library(), &self.call, &self.steps, cwd).await;
         let job = match connection.start(&request, &self.traffic).await {
             Ok(job) => job,
             Err(e @ StartError::Refused { .. }) => {
@@ -293,6 +296,8 @@ impl RemoteGroup {
         let ended = job.finish(stdin, &mut stdout, &mut stderr, &self.traffic).await;
         // Everything written before the status goes back to bash.
         let _ = tokio::join!(stdout.shutdown(), stderr.shutdown());
+        // And the client's filesystem caches show what the job wrote before bash reads it.
+        written.after_job().await;
         match ended {
             Ok(ended) => self
                 .steps

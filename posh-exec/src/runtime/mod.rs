@@ -4,6 +4,7 @@
 //! waited for, and the pipeline's status (`pipefail` read from `$SHELLOPTS`) as the exit code.
 //! Messages for a missing command or an unopenable redirection are bash's own, word for word.
 
+pub mod coherence;
 pub mod execute;
 pub mod handoff;
 pub mod local;

@@ -69,6 +69,10 @@ impl Session {
             .as_ref()
     }
 
+    pub fn library(&self) -> &Library {
+        &self.library
+    }
+
     /// The warm connection to mount `index`'s proxy, connecting (or starting an embedded proxy)
     /// on first use, and again when the connection closed (the proxy restarted, say). A proxy
     /// that could not be reached is warned about once and tried again only after a pause that

@@ -32,7 +32,22 @@ impl Proxy {
 
     /// A proxy listening on `listen` (a restarted proxy takes its predecessor's address).
     pub fn start_on(listen: &str, export: &Path, state: &Path, extra: &[&str]) -> Proxy {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_posh-proxy"))
+        Proxy::start_in(&[], listen, export, state, extra)
+    }
+
+    /// A proxy listening on `listen`, started through `wrapper` (`ip netns exec NS`), which
+    /// must exec it: the child's pid is the proxy's.
+    pub fn start_in(wrapper: &[&str], listen: &str, export: &Path, state: &Path, extra: &[&str]) -> Proxy {
+        let program = env!("CARGO_BIN_EXE_posh-proxy");
+        let mut command = match wrapper.split_first() {
+            Some((first, rest)) => {
+                let mut command = Command::new(first);
+                command.args(rest).arg(program);
+                command
+            }
+            None => Command::new(program),
+        };
+        let mut child = command
             .arg("--export")
             .arg(export)
             .args(["--listen", listen, "--state-dir"])
