@@ -41,6 +41,12 @@ impl CommandEntry {
         &self.section(arg.section)[arg.index]
     }
 
+    /// True when the entry may read names of files to open from its input (standard input or a
+    /// `file_list` argument): names its command line does not show.
+    pub fn may_read_file_lists(&self) -> bool {
+        self.options.stdin_file_list || self.args().any(|(_, spec)| spec.file_list)
+    }
+
     pub fn splittable_arg(&self) -> Option<ArgRef> {
         self.args().find(|(_, spec)| spec.splittable).map(|(r, _)| r)
     }
@@ -93,6 +99,8 @@ pub struct CommandOptions {
     pub long_arg_single_dash: bool,
     pub merge: Option<MergeKind>,
     pub output_ratio: Option<f64>,
+    /// Standard input lists names of files the command opens (`xargs`).
+    pub stdin_file_list: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -136,6 +144,8 @@ pub struct ArgSpec {
     pub attached: bool,
     pub required: bool,
     pub config: bool,
+    /// The file's content lists names of files the command opens (`tar -T LIST`).
+    pub file_list: bool,
     pub span: Span,
 }
 
