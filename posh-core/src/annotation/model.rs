@@ -41,12 +41,6 @@ impl CommandEntry {
         &self.section(arg.section)[arg.index]
     }
 
-    /// True when the entry may read names of files to open from its input (standard input or a
-    /// `file_list` argument): names its command line does not show.
-    pub fn may_read_file_lists(&self) -> bool {
-        self.options.stdin_file_list || self.args().any(|(_, spec)| spec.file_list)
-    }
-
     pub fn splittable_arg(&self) -> Option<ArgRef> {
         self.args().find(|(_, spec)| spec.splittable).map(|(r, _)| r)
     }

@@ -532,6 +532,14 @@ impl Invocation<'_> {
         lists
     }
 
+    /// [`Self::file_lists`] for people: ``standard input and `more.txt` ``; `None` without any.
+    pub fn file_lists_in_words(&self) -> Option<String> {
+        let lists = self.file_lists();
+        let words: Vec<String> =
+            lists.iter().map(|l| if l == "-" { "standard input".to_string() } else { format!("`{l}`") }).collect();
+        (!words.is_empty()).then(|| words.join(" and "))
+    }
+
     /// The values of the splittable argument, in argv order.
     pub fn splittable_values(&self) -> Vec<&ArgValue> {
         match self.entry.splittable_arg() {

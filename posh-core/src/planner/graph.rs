@@ -246,15 +246,10 @@ fn analyse<'l>(
                 facts.pin = Some((cwd.location.clone(), Why::CurrentDirectory));
                 facts.inputs.push(cwd);
             }
-            let lists = invocation.file_lists();
-            if !lists.is_empty() {
+            if let Some(from) = invocation.file_lists_in_words() {
                 // Names read from input resolve where the command runs; only at the client do
                 // they name what they name under bash (and only there may they reach any file).
-                let from: Vec<String> = lists
-                    .iter()
-                    .map(|l| if l == "-" { "standard input".to_string() } else { format!("`{l}`") })
-                    .collect();
-                facts.pin = Some((Location::Client, Why::FileNamesFromInput(from.join(" and "))));
+                facts.pin = Some((Location::Client, Why::FileNamesFromInput(from)));
             }
             facts.invocation = Some(invocation);
         }

@@ -69,13 +69,9 @@ pub fn check(library: &Library, root: &Path, cwd: &Path, command: &JobCommand) -
     let invocation = library.match_argv(&command.argv).map_err(|e| format!("refused: {e}; nothing was run"))?;
     // Names read from input are names no check here sees; the sandbox would let them reach the
     // proxy's own /etc and /usr, where under bash they would name the client's files.
-    let lists = invocation.file_lists();
-    if !lists.is_empty() {
-        let from: Vec<String> =
-            lists.iter().map(|l| if l == "-" { "standard input".to_string() } else { format!("`{l}`") }).collect();
+    if let Some(from) = invocation.file_lists_in_words() {
         return Err(format!(
-            "refused: `{program}` opens files named in {}, which the proxy cannot check; nothing was run",
-            from.join(" and ")
+            "refused: `{program}` opens files named in {from}, which the proxy cannot check; nothing was run"
         ));
     }
 
