@@ -136,6 +136,11 @@ codes! {
     /// `output_ratio` is the expected output bytes per input byte: a number above zero. With
     /// `filters_input` it should not exceed 1.
     BadOutputRatio = "A115", "bad-output-ratio", Error;
+    /// `file_list` marks an input file whose content lists names of files the command opens
+    /// (`tar -T LIST`): it applies only to `type:input_file` values and never to the
+    /// `splittable` argument. A flag that makes standard input such a list (`zip -@`) gets an
+    /// entry of its own, with the flag `required` and the command option `stdin_file_list`.
+    BadFileList = "A116", "bad-file-list", Error;
     /// An earlier entry for the same command fits every invocation this entry fits, so this
     /// entry can never win. Reorder the entries, or add a `required` option to the earlier one.
     UnreachableEntry = "A201", "unreachable-entry", Warning;
@@ -145,6 +150,10 @@ codes! {
     /// A `merge` step is set but nothing can split the command (neither
     /// `splittable_across_input` nor a `splittable` argument), so it is never used.
     UnusedMerge = "A203", "unused-merge", Warning;
+    /// The entry reads names of files from its standard input (`stdin_file_list`), so it always
+    /// runs whole at the client: `splittable_across_input` or a `splittable` argument on it is
+    /// never used.
+    FileListNeverSplits = "A204", "file-list-never-splits", Warning;
     /// A command of a pipeline that moves data has no annotation, so posh cannot tell its files
     /// from its other words and runs it at the client, pulling its input across the network.
     /// Write an annotation for it (see docs/annotation-language.md) in the workspace or in

@@ -104,6 +104,19 @@ fn hover_on_a_command() {
 }
 
 #[test]
+fn hover_says_why_names_read_from_input_keep_a_command_at_the_client() {
+    let fs = file_system();
+    let world = world(&fs);
+    let script = "cat /mnt/logs/ray0.log | xargs grep x\n";
+    let analysis = ide::analyze_script(&world, &fs, script);
+    let hover = ide::hover::script_hover(&world, &analysis, script.find("xargs").unwrap()).expect("a hover on xargs");
+    assert_eq!(hover.span.text(script), "xargs grep x");
+    let reason = "Runs at **@client**: opens files named in standard input, names posh cannot see, so it runs at the \
+                  client, where they mean what they mean under bash.";
+    assert!(hover.markdown.contains(reason), "{}", hover.markdown);
+}
+
+#[test]
 fn a_broken_edit_keeps_the_last_good_plan_shifted() {
     let fs = file_system();
     let world = world(&fs);

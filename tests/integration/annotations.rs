@@ -190,7 +190,20 @@ fn check_example(library: &Library, entry: &LibraryEntry, example: &str) -> Vec<
         for output in invocation.output_files().iter().filter(|w| *w != "-") {
             trace::make_output_parent(&cwd.join(output.as_str()))?;
         }
-        std::fs::write(root.join("stdin.txt"), trace::FIXTURE_TEXT)
+        let mut stdin = trace::FIXTURE_TEXT.to_string();
+        let lists = invocation.file_lists();
+        if !lists.is_empty() {
+            // Every list names one fixture; a single name without a terminator reads the same
+            // as lines (`tar -T`) and as NUL-terminated names (`--files0-from`).
+            trace::make_input_fixture(&cwd.join(LISTED))?;
+            for list in lists {
+                match list.as_str() {
+                    "-" => stdin = LISTED.to_string(),
+                    file => std::fs::write(cwd.join(file), LISTED)?,
+                }
+            }
+        }
+        std::fs::write(root.join("stdin.txt"), stdin)
     };
     if let Err(e) = setup() {
         return vec![violation(format!("could not make the example's files: {e}"))];
@@ -227,7 +240,11 @@ fn check_example(library: &Library, entry: &LibraryEntry, example: &str) -> Vec<
         .collect()
 }
 
-/// The files an annotation says an invocation may touch.
+/// The one file every list of file names names (`file_list`, `stdin_file_list`).
+const LISTED: &str = "listed.txt";
+
+/// The files an annotation says an invocation may touch: its file words, and the files named in
+/// the lists it reads names from.
 struct Predicted {
     inputs: Vec<PathBuf>,
     outputs: Vec<PathBuf>,
@@ -240,8 +257,12 @@ impl Predicted {
     fn new(invocation: &posh_core::matcher::Invocation<'_>, cwd: &Path) -> Predicted {
         let absolute =
             |words: Vec<String>| words.iter().filter(|w| *w != "-").map(|w| normalize(&cwd.join(w))).collect();
+        let mut inputs: Vec<PathBuf> = absolute(invocation.input_files());
+        if !invocation.file_lists().is_empty() {
+            inputs.push(cwd.join(LISTED));
+        }
         Predicted {
-            inputs: absolute(invocation.input_files()),
+            inputs,
             outputs: absolute(invocation.output_files()),
             anywhere_under: invocation.entry.options.needs_current_dir.then(|| cwd.to_path_buf()),
             cwd: cwd.to_path_buf(),

@@ -13,6 +13,7 @@ pub fn format_header(entry: &CommandEntry) -> String {
         (o.splittable_across_input, "splittable_across_input"),
         (o.filters_input, "filters_input"),
         (o.long_arg_single_dash, "long_arg_single_dash"),
+        (o.stdin_file_list, "stdin_file_list"),
     ]
     .into_iter()
     .filter(|(on, _)| *on)
@@ -77,6 +78,7 @@ fn format_arg(spec: &ArgSpec, section: Section) -> String {
         (spec.attached, "attached"),
         (spec.required, "required"),
         (spec.config, "config"),
+        (spec.file_list, "file_list"),
     ] {
         if on {
             fields.push(name.to_string());

@@ -77,6 +77,7 @@ fn lower_options(fields: &[RawField], diags: &mut Vec<Diagnostic>) -> CommandOpt
             "splittable_across_input" => options.splittable_across_input = true,
             "filters_input" => options.filters_input = true,
             "long_arg_single_dash" => options.long_arg_single_dash = true,
+            "stdin_file_list" => options.stdin_file_list = true,
             "merge" => {
                 let word = word_value(field).unwrap_or_default();
                 match MergeKind::from_keyword(word) {
@@ -112,6 +113,7 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
         attached: false,
         required: false,
         config: false,
+        file_list: false,
         span: item.span,
     };
     let mut seen: Vec<&str> = Vec::new();
@@ -167,6 +169,7 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
             "attached" => spec.attached = true,
             "required" => spec.required = true,
             "config" => spec.config = true,
+            "file_list" => spec.file_list = true,
             other => unreachable!("field `{other}` has no meaning in lower_arg"),
         }
     }

@@ -93,6 +93,8 @@ pub struct CommandOptions {
     pub long_arg_single_dash: bool,
     pub merge: Option<MergeKind>,
     pub output_ratio: Option<f64>,
+    /// Standard input lists names of files the command opens (`xargs`).
+    pub stdin_file_list: bool,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -136,6 +138,8 @@ pub struct ArgSpec {
     pub attached: bool,
     pub required: bool,
     pub config: bool,
+    /// The file's content lists names of files the command opens (`tar -T LIST`).
+    pub file_list: bool,
     pub span: Span,
 }
 

@@ -284,3 +284,65 @@ fn every_syntax_kind_of_a_file_is_reachable() {
         let _ = syntax::parse(source);
     }
 }
+
+/// Names of files read from input: the same model from both layouts, printed back in the block
+/// layout, and the invocation says where its lists are.
+#[test]
+fn file_lists_in_both_layouts() {
+    let one_line = "\
+xargs[stdin_file_list]: FLAGS:[(short:0,long:null)] PARAMS:[(type:str,size:list)]
+tar: FLAGS:[(short:c,required)] OPTPARAMS:[(short:f,type:output_file,size:1),(short:T,long:files-from,type:input_file,size:1,multiple,file_list)] PARAMS:[(type:input_file,size:list)]
+";
+    let block = "\
+xargs[stdin_file_list]:
+- FLAGS:
+  - short:0, long:null
+- PARAMS:
+  - type:str, size:list
+tar:
+- FLAGS:
+  - short:c, required
+- OPTPARAMS:
+  - short:f, type:output_file, size:1
+  - short:T, long:files-from, type:input_file, multiple, file_list
+- PARAMS:
+  - type:input_file, size:list
+";
+    let (a, b) = (parse(one_line), parse(block));
+    assert!(a.diagnostics.is_empty(), "{}", render_diagnostics(one_line));
+    assert!(b.diagnostics.is_empty(), "{}", render_diagnostics(block));
+    let strip = |entries: &[CommandEntry]| entries.iter().map(CommandEntry::without_spans).collect::<Vec<_>>();
+    assert_eq!(strip(&a.entries), strip(&b.entries));
+    check_round_trip(one_line);
+    check_round_trip(block);
+
+    let lists = |argv: &str| {
+        let argv = shell_words::split(argv).expect("a command line");
+        let entries: Vec<&CommandEntry> = b.entries.iter().filter(|e| e.name[0] == argv[0]).collect();
+        crate::matcher::match_entries(&entries, &argv).expect("an entry fits").file_lists()
+    };
+    assert_eq!(lists("xargs -0 cat"), ["-"]);
+    assert_eq!(lists("tar -cf out.tar -T names.txt"), ["names.txt"]);
+    assert_eq!(lists("tar -c -T - -T more.txt -T - -f out.tar"), ["-", "more.txt"]);
+    let argv = shell_words::split("tar -c -T - -T more.txt -f out.tar").expect("a command line");
+    let invocation = crate::matcher::fit(&b.entries[1], &argv).expect("the tar entry fits");
+    assert_eq!(invocation.file_lists_in_words().as_deref(), Some("standard input and `more.txt`"));
+    assert!(lists("tar -cf out.tar a.txt").is_empty(), "without -T the names are on the command line");
+    insta::assert_snapshot!(b.entries.iter().map(format_entry).collect::<Vec<_>>().join("\n"));
+}
+
+#[test]
+fn file_list_checks() {
+    let source = "\
+a: FLAGS:[(short:@,file_list)]
+b: OPTPARAMS:[(short:T,type:str,size:1,file_list)]
+c: PARAMS:[(type:input_file,size:list,splittable,file_list)]
+d[stdin_file_list,splittable_across_input]: PARAMS:[(type:input_file,size:list)]
+e[stdin_file_list]: PARAMS:[(type:input_file,size:list,splittable)]
+f[stdin_file_list,stdin_file_list]: PARAMS:[(type:str,size:list)]
+g[stdin_filelist]: OPTPARAMS:[(short:T,type:input_file,size:1,filelist)]
+h[stdin_file_list]: OPTPARAMS:[(short:T,type:input_file,size:1,file_list)] PARAMS:[(type:str,size:list)]
+";
+    check_lossless(source);
+    insta::assert_snapshot!(render_diagnostics(source));
+}

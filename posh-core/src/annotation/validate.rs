@@ -63,6 +63,15 @@ pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
                 "`config` marks a whole input file read by every copy: `type:input_file`, never `splittable`".into(),
             );
         }
+        if spec.file_list && (spec.ty != ArgType::InputFile || spec.splittable) {
+            let message = if arg.section == Section::Flags {
+                "`file_list` marks an input file that lists file names; for a flag that makes standard input \
+                 such a list, give the flag its own entry, `required`, with the command option `stdin_file_list`"
+            } else {
+                "`file_list` marks an input file that lists file names: `type:input_file`, never `splittable`"
+            };
+            push(Code::BadFileList, spec.span, message.into());
+        }
     }
     check_duplicate_names(entry, diags);
     let variable: Vec<_> = entry.params.iter().filter(|s| s.size.is_variable()).collect();
@@ -83,6 +92,14 @@ pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
             "contradicts `filters_input` (above 1 means the output grows)"
         };
         diags.push(Diagnostic::new(Code::BadOutputRatio, entry.name_span, format!("`output_ratio:{ratio}` {why}")));
+    }
+    if options.stdin_file_list && (options.splittable_across_input || entry.splittable_arg().is_some()) {
+        diags.push(Diagnostic::new(
+            Code::FileListNeverSplits,
+            entry.name_span,
+            "`stdin_file_list` keeps the command whole at the client, so it is never split: drop \
+             `splittable_across_input` and `splittable`",
+        ));
     }
     if options.merge.is_some() && !options.splittable_across_input && entry.splittable_arg().is_none() {
         diags.push(Diagnostic::new(

@@ -517,6 +517,29 @@ impl Invocation<'_> {
         self.files_of(ArgType::OutputFile)
     }
 
+    /// Where the invocation reads names of files it opens, names its words do not show: `-` for
+    /// standard input (`stdin_file_list`), else the words of its `file_list` arguments.
+    pub fn file_lists(&self) -> Vec<String> {
+        let given = self.values.iter().filter(|v| self.entry.arg(v.arg).file_list).map(|v| self.value_text(v));
+        let defaults = self.defaults.iter().filter(|d| self.entry.arg(d.arg).file_list).map(|d| d.value.as_str());
+        let stdin = self.entry.options.stdin_file_list.then_some("-");
+        let mut lists: Vec<String> = Vec::new();
+        for list in stdin.into_iter().chain(given).chain(defaults) {
+            if !lists.iter().any(|l| l == list) {
+                lists.push(list.to_string());
+            }
+        }
+        lists
+    }
+
+    /// [`Self::file_lists`] for people: ``standard input and `more.txt` ``; `None` without any.
+    pub fn file_lists_in_words(&self) -> Option<String> {
+        let lists = self.file_lists();
+        let words: Vec<String> =
+            lists.iter().map(|l| if l == "-" { "standard input".to_string() } else { format!("`{l}`") }).collect();
+        (!words.is_empty()).then(|| words.join(" and "))
+    }
+
     /// The values of the splittable argument, in argv order.
     pub fn splittable_values(&self) -> Vec<&ArgValue> {
         match self.entry.splittable_arg() {

@@ -81,10 +81,6 @@ impl Facts<'_> {
         self.invocation.as_ref().is_some_and(|i| i.entry.options.splittable_across_input)
     }
 
-    fn needs_current_dir(&self) -> bool {
-        self.invocation.as_ref().is_some_and(|i| i.entry.options.needs_current_dir)
-    }
-
     /// Contiguous runs of the splittable argument's files by location, in argv order.
     fn split_runs(&self) -> Vec<(Location, Vec<usize>)> {
         let mut runs: Vec<(Location, Vec<usize>)> = Vec::new();
@@ -142,7 +138,7 @@ fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Op
     let first = &facts[start];
     let runs = first.split_runs();
     let copies: usize = runs.iter().map(|(_, members)| members.len().min(ctx.options.copies_per_mount.max(1))).sum();
-    if first.shell_reason.is_some() || copies < 2 || first.needs_current_dir() || first.dash_input {
+    if first.shell_reason.is_some() || copies < 2 || first.pin.is_some() || first.dash_input {
         return None;
     }
     let mut end = start;
@@ -152,7 +148,7 @@ fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Op
             && current.stdout == Output::Pipe
             && next.shell_reason.is_none()
             && next.splittable_across_input()
-            && !next.needs_current_dir()
+            && next.pin.is_none()
             && next.stdin == Input::Pipe
             && next.inputs.iter().all(|f| f.config)
             && next.outputs.is_empty();
@@ -249,6 +245,11 @@ fn analyse<'l>(
                 let cwd = ctx.file_use(".", false, None);
                 facts.pin = Some((cwd.location.clone(), Why::CurrentDirectory));
                 facts.inputs.push(cwd);
+            }
+            if let Some(from) = invocation.file_lists_in_words() {
+                // Names read from input resolve where the command runs; only at the client do
+                // they name what they name under bash (and only there may they reach any file).
+                facts.pin = Some((Location::Client, Why::FileNamesFromInput(from)));
             }
             facts.invocation = Some(invocation);
         }

@@ -144,6 +144,10 @@ pub enum Why {
     SeveralMounts,
     /// `needs_current_dir`: it runs where the working directory lives.
     CurrentDirectory,
+    /// It opens files named in its input (`stdin_file_list`, `file_list`): names the planner
+    /// never sees, so it runs at the client, where they mean what they mean under bash. The
+    /// detail says where the names come from.
+    FileNamesFromInput(String),
     /// One copy of a command split across its files or its input.
     Split,
     /// The greedy cut put it on this side of the cheapest edge.
@@ -166,6 +170,10 @@ impl Why {
             Why::RunsInShell => "runs inside bash (builtin, function or compound command)".to_string(),
             Why::SeveralMounts => "reads files on several mounts and cannot be split".to_string(),
             Why::CurrentDirectory => "needs the working directory".to_string(),
+            Why::FileNamesFromInput(from) => format!(
+                "opens files named in {from}, names posh cannot see, so it runs at the client, where they mean \
+                 what they mean under bash"
+            ),
             Why::Split => "one copy per mount of its data".to_string(),
             Why::GreedyCut => "on this side of the path's cheapest edge".to_string(),
             Why::GreedyConflict => "paths disagree, so it runs at the client".to_string(),

@@ -218,3 +218,26 @@ fn cost_based_never_moves_more_than_greedy() {
         assert!(bytes(Strategy::CostBased) <= bytes(Strategy::Greedy), "{script}");
     }
 }
+
+/// Names read from input (`xargs`, `tar -T`, `--files0-from`) are names the planner never sees:
+/// such commands run at the client, even in a working directory on a mount, and never split.
+#[test]
+fn commands_reading_file_names_from_input_run_at_the_client() {
+    let script = "\
+xargs cat < list.txt
+tar -cf out.tar -T list.txt
+find /mnt/a /mnt/b -files0-from list0.txt -type f | wc -l
+wc -l --files0-from list0.txt
+wc -l ray0.log
+";
+    let (plan, source) = plan_with(CONFIG, &file_system(), "/mnt/logs", script, PlanOptions::default());
+    let first_command =
+        |p: &PipelinePlan| p.copies_of(0).map(|n| (n.location.clone(), n.why.clone())).collect::<Vec<_>>();
+    let from = |what: &str| Why::FileNamesFromInput(what.to_string());
+    assert_eq!(first_command(&plan.pipelines[0]), [(Location::Client, from("standard input"))]);
+    assert_eq!(first_command(&plan.pipelines[1]), [(Location::Client, from("`list.txt`"))]);
+    assert_eq!(first_command(&plan.pipelines[2]), [(Location::Client, from("`list0.txt`"))], "one copy, unsplit");
+    assert_eq!(first_command(&plan.pipelines[3]), [(Location::Client, from("`list0.txt`"))]);
+    assert_eq!(plan.pipelines[4].copies_of(0).next().map(|n| n.location.clone()), Some(Location::Mount("logs".into())));
+    insta::assert_snapshot!(render_text("lists.sh", &source, &plan));
+}

@@ -67,6 +67,13 @@ pub fn check(library: &Library, root: &Path, cwd: &Path, command: &JobCommand) -
         return Err(format!("`{program}`: the command must be a bare name, found in the proxy's PATH"));
     }
     let invocation = library.match_argv(&command.argv).map_err(|e| format!("refused: {e}; nothing was run"))?;
+    // Names read from input are names no check here sees; the sandbox would let them reach the
+    // proxy's own /etc and /usr, where under bash they would name the client's files.
+    if let Some(from) = invocation.file_lists_in_words() {
+        return Err(format!(
+            "refused: `{program}` opens files named in {from}, which the proxy cannot check; nothing was run"
+        ));
+    }
 
     let mut files: Vec<String> = Vec::new();
     let mut outputs = Vec::new();
@@ -221,6 +228,27 @@ pub fn resolve(root: &Path, base: &Path, path: &str) -> Result<PathBuf, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn commands_that_read_file_names_from_input_are_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        std::fs::write(root.join("list.txt"), "/etc/passwd\n").unwrap();
+        let library = Library::builtin();
+        let job = |argv: &[&str]| JobCommand {
+            argv: argv.iter().map(|w| w.to_string()).collect(),
+            env: Default::default(),
+            files: Vec::new(),
+            redirects: Vec::new(),
+        };
+        let refused = |argv: &[&str]| check(&library, &root, &root, &job(argv)).unwrap_err();
+        assert_eq!(
+            refused(&["xargs", "cat"]),
+            "refused: `xargs` opens files named in standard input, which the proxy cannot check; nothing was run"
+        );
+        assert!(refused(&["tar", "-cf", "out.tar", "-T", "list.txt"]).contains("opens files named in `list.txt`"));
+        assert!(check(&library, &root, &root, &job(&["cat", "list.txt"])).is_ok(), "a named file is checked and run");
+    }
 
     #[test]
     fn resolve_keeps_paths_under_the_root() {

@@ -103,6 +103,7 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
         let record = super::stats::Record {
             call,
             ends: &ends,
+            units,
             statuses: &statuses,
             status: (status & 0xff) as u8,
             mounts,

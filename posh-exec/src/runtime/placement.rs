@@ -28,6 +28,9 @@ pub struct Step {
     /// The words to run at the client (a copy's subset of the files).
     pub argv: Vec<OsString>,
     pub remote: Option<RemoteStep>,
+    /// Why the planner put the step at the client, in plain words (for `--stats`); `None` when
+    /// it chose a proxy or nothing was planned.
+    pub why: Option<String>,
 }
 
 /// A step in the proxy's terms.
@@ -86,7 +89,8 @@ pub fn place(
     let locale: Vec<(OsString, OsString)> = env.iter().filter(|(k, _)| is_locale(k)).cloned().collect();
     let legalize = |command: usize, copy: usize, argv: Vec<String>, location: &Location| -> Step {
         let argv_os: Vec<OsString> = argv.iter().map(OsString::from).collect();
-        let local = Step { command, copy, argv: argv_os, remote: None };
+        let why = (*location == Location::Client).then(|| client_reason(&plan, command, copy)).flatten();
+        let local = Step { command, copy, argv: argv_os, remote: None, why };
         let Location::Mount(name) = location else { return local };
         // An invocation no entry fits stays at the client (the proxy would refuse it).
         let Ok(invocation) = library.match_argv(&argv) else { return local };
@@ -173,7 +177,14 @@ pub fn all_local(call: &PipelineCall) -> Vec<Unit> {
 }
 
 fn local_step(command: usize, argv: Vec<OsString>) -> Step {
-    Step { command, copy: 0, argv, remote: None }
+    Step { command, copy: 0, argv, remote: None, why: None }
+}
+
+/// The planner's reason for running copy `copy` of command `index` where it runs.
+fn client_reason(plan: &PipelinePlan, index: usize, copy: usize) -> Option<String> {
+    plan.copies_of(index)
+        .find(|n| matches!(n.kind, NodeKind::Command { copy: c, .. } if c.map_or(0, |(i, _)| i) == copy))
+        .map(|n| n.why.explain())
 }
 
 fn utf8_argv(command: &CommandCall) -> Vec<String> {

@@ -13,12 +13,15 @@ use posh_exec::remote::Traffic;
 use super::PipelineCall;
 use super::execute::StepEnd;
 use super::local::Caller;
+use super::placement::Unit;
 
 #[derive(Debug)]
 pub struct Record<'a> {
     pub call: &'a PipelineCall,
     /// Every step, ordered by command and copy.
     pub ends: &'a [StepEnd],
+    /// The steps as placed, for the planner's reasons.
+    pub units: &'a [Unit],
     pub statuses: &'a [i32],
     pub status: u8,
     pub mounts: &'a [Mount],
@@ -40,6 +43,13 @@ impl Record<'_> {
             .collect()
     }
 
+    /// The planner's reason for running command `index` at the client, when it ran there.
+    fn client_reason(&self, index: usize) -> Option<&str> {
+        let ran_at_client = self.ends.iter().filter(|end| end.command == index).all(|end| end.mount.is_none());
+        let steps = self.units.iter().flat_map(|u| u.lanes.iter().flatten());
+        steps.filter(|s| s.command == index && ran_at_client).find_map(|s| s.why.as_deref())
+    }
+
     fn to_json(&self) -> serde_json::Value {
         let commands: Vec<serde_json::Value> = self
             .call
@@ -52,12 +62,16 @@ impl Record<'_> {
                     [one] => serde_json::json!(one),
                     many => serde_json::json!(many),
                 };
-                serde_json::json!({
+                let mut record = serde_json::json!({
                     "line": c.line,
                     "command": c.argv.first().map(|a| a.to_string_lossy().into_owned()),
                     "location": location,
                     "status": self.statuses[i],
-                })
+                });
+                if let Some(why) = self.client_reason(i) {
+                    record["why"] = serde_json::json!(why);
+                }
+                record
             })
             .collect();
         let proxies: serde_json::Map<String, serde_json::Value> = self

@@ -11,5 +11,6 @@ mod proxy_process;
 
 mod caches;
 mod fixture;
+mod names_from_input;
 mod shared_descriptors;
 mod small_faults;
