@@ -197,6 +197,7 @@ fn run(cli: Cli) -> Result<u8> {
             let rest = if cli.command.is_some() { cli.args.get(1..).unwrap_or_default() } else { &cli.args[1..] };
             // posh-exec stays beside bash as the run's runtime.
             let socket = socket.context("a rewritten script comes with the runtime's socket")?;
+            let mut bash = runtime::session::bash_beside_runtime();
             offload::hand_to_bash(&mut bash, &text, socket.directory(), &name, rest)?;
             return runtime::session::run_script(config, library, client_state()?, socket, bash);
         }

@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Parser;
 use posh_exec::remote::identity::Identity;
+use posh_exec::remote::jobs_dir::JobsDir;
 use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
 use posh_exec::remote::sandbox;
 
@@ -104,7 +105,10 @@ async fn run(args: Args) -> Result<()> {
     }
     eprintln!("posh-proxy: listening on {local}, fingerprint {}", identity.fingerprint());
     tracing::info!("listening on {local}, fingerprint {}, export {}", identity.fingerprint(), export.display());
+    let jobs = JobsDir::open(&state_dir.join("jobs"))
+        .with_context(|| format!("cannot make the jobs' directory in {}", state_dir.display()))?;
     let config = ProxyConfig {
+        jobs: std::sync::Arc::new(jobs),
         export,
         authorization,
         max_jobs: args.max_jobs as usize,

@@ -129,7 +129,7 @@ pub struct Connection {
     fingerprint: String,
     conn: quinn::Connection,
     // Kept alive with the connection.
-    _endpoint: quinn::Endpoint,
+    endpoint: quinn::Endpoint,
 }
 
 /// What a job produced.
@@ -238,7 +238,7 @@ pub async fn connect_pinned(addr: &str, identity: &Identity, pin: Pin<'_>) -> Re
         known.record(addr, &got)?;
         tracing::info!("recorded proxy {addr} with fingerprint {got} in {}", known.path().display());
     }
-    Ok(Connection { addr: addr.to_string(), fingerprint: got, conn, _endpoint: endpoint })
+    Ok(Connection { addr: addr.to_string(), fingerprint: got, conn, endpoint })
 }
 
 impl Connection {
@@ -302,6 +302,13 @@ impl Connection {
             return Err(StartError::Refused { proxy: self.addr.clone(), command, reason });
         }
         Ok(Job { connection: self, command, send, recv })
+    }
+
+    /// Closes the connection, telling the proxy at once (its jobs for us end), and waits briefly
+    /// for the close to be sent.
+    pub async fn close(&self) {
+        self.conn.close(0u32.into(), b"client done");
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(1), self.endpoint.wait_idle()).await;
     }
 
     /// An I/O failure on the connection, explained by the connection's close reason if it has one.

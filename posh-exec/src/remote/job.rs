@@ -138,7 +138,8 @@ fn on_path(program: &str) -> bool {
 pub struct JobPlace<'a> {
     pub export: &'a Path,
     pub cwd: &'a Path,
-    pub tmp: &'a Path,
+    /// The job's private directory (its `TMPDIR`), where its process groups are written down.
+    pub dir: &'a super::jobs_dir::JobDir,
     pub launcher: &'a Path,
 }
 
@@ -209,20 +210,29 @@ where
         command
             .arg(super::sandbox::SANDBOX_ARG)
             .arg(place.export)
-            .arg(place.tmp)
+            .arg(place.dir.path())
             .arg("--")
             .args(&argv)
             .current_dir(place.cwd)
             .env_clear()
             .envs(checked.env.iter().map(|(k, v)| (k, v)))
-            .env("TMPDIR", place.tmp)
+            .env("TMPDIR", place.dir.path())
             .stdin(stdin)
             .stdout(stdout)
             .stderr(stderr)
             .kill_on_drop(true)
             .process_group(0);
         match command.spawn() {
-            Ok(child) => children.push((i, child)),
+            Ok(child) => {
+                // Written down before anything waits: a proxy killed now leaves its successor
+                // the groups to kill (see `jobs_dir`).
+                if let Some(pgid) = child.id()
+                    && let Err(e) = place.dir.record_group(pgid)
+                {
+                    tracing::warn!("cannot write down process group {pgid}: {e}");
+                }
+                children.push((i, child));
+            }
             Err(e) => {
                 let error = StartError { redirect: None, message: os_message(&e), status: 126 };
                 ends[i] = Some(Exit { error: Some(error), ..Exit::default() });
@@ -239,6 +249,7 @@ where
     let (closed_tx, mut closed) = watch::channel(false);
     // Frames are read by one long-lived future: a frame read is not safe to cancel halfway.
     let input = async move {
+        let mut output_closed = false;
         while let Some((tag, bytes)) = protocol::read_frame(recv).await? {
             match tag {
                 TAG_STDIN => {
@@ -251,11 +262,16 @@ where
                 }
                 TAG_STDIN_END => stdin = None,
                 TAG_STDOUT_CLOSED => {
+                    output_closed = true;
                     let _ = closed_tx.send(true);
                 }
                 tag => anyhow::bail!("unexpected frame {tag} from the client"),
             }
         }
+        // A client ends its side only after "stdout closed", which it sends once the job's
+        // output is no longer wanted or the job has ended: an earlier end is a client that
+        // dropped the job (its caller interrupted), and the job must not run on.
+        anyhow::ensure!(output_closed, "the client cancelled the job");
         Ok(())
     };
     let output = async {
@@ -308,7 +324,7 @@ where
     if !completed {
         tracing::info!("aborting the job: {}", lost.as_ref().map_or("shutdown".to_string(), |e| format!("{e:#}")));
         for (_, child) in &mut children {
-            let _ = child.start_kill();
+            kill_process_group(child);
         }
     }
     for (i, mut child) in children {
@@ -331,6 +347,16 @@ where
     let ended = Ended { commands: ends };
     protocol::write_frame(send, TAG_EXIT, &serde_json::to_vec(&ended)?).await?;
     Ok(ended)
+}
+
+/// Kills `child` and everything it started in its process group (`awk 'BEGIN{system("sleep
+/// 300")}'` leaves `sleep` behind when only awk is killed). Each command is its own group's
+/// leader (`process_group(0)`), so the group's id is its pid.
+fn kill_process_group(child: &mut tokio::process::Child) {
+    if let Some(pid) = child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32)) {
+        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
+    }
+    let _ = child.start_kill();
 }
 
 /// Tops up `buf` (holding `n` bytes) with what the pipe has ready without waiting: larger frames

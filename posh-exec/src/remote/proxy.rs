@@ -16,6 +16,7 @@ use tokio::io::BufReader;
 use tokio::sync::{Semaphore, watch};
 
 use super::identity::{Identity, fingerprint};
+use super::jobs_dir::JobsDir;
 use super::protocol::{self, Exit, Header, Request};
 use super::{confine, job};
 
@@ -39,6 +40,8 @@ pub struct ProxyConfig {
     pub grace: Duration,
     /// The commands the proxy agrees to run (posh-proxy: the shipped library).
     pub library: Library,
+    /// Where jobs get their private directories (see `jobs_dir`).
+    pub jobs: Arc<JobsDir>,
     /// The program that confines each command (`EXE __sandbox ROOT TMP -- ARGV`); `None`: this
     /// executable, which must then handle `__sandbox`.
     pub launcher: Option<PathBuf>,
@@ -281,7 +284,7 @@ async fn handle_job(mut send: quinn::SendStream, recv: quinn::RecvStream, shared
     };
     // Each job gets its own temporary directory (sort spills there), the only writable place
     // outside the export; the sandbox launcher confines the commands to both.
-    let tmp = match tempfile::Builder::new().prefix("posh-job-").tempdir() {
+    let tmp = match shared.config.jobs.new_job() {
         Ok(tmp) => tmp,
         Err(e) => return refuse(send, recv.get_mut(), format!("cannot make a temporary directory: {e}")).await,
     };
@@ -304,7 +307,7 @@ async fn handle_job(mut send: quinn::SendStream, recv: quinn::RecvStream, shared
         None => std::env::current_exe().context("the proxy's own executable")?,
     };
     protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
-    let place = job::JobPlace { export: &shared.config.export, cwd: &cwd, tmp: tmp.path(), launcher: &launcher };
+    let place = job::JobPlace { export: &shared.config.export, cwd: &cwd, dir: &tmp, launcher: &launcher };
     let options = job::JobOptions { noclobber: request.noclobber, stderr_with_stdout: request.stderr_with_stdout };
     let ended = job::run(&place, &checked, options, &mut recv, &mut send, shared.kill.clone()).await?;
     tracing::info!("job ended: {:?}", ended.commands.iter().map(Exit::status).collect::<Vec<_>>());

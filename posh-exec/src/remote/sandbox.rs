@@ -58,6 +58,9 @@ pub fn exec_confined(args: &[OsString]) -> u8 {
         eprintln!("posh-proxy: {SANDBOX_ARG} ROOT TMP -- COMMAND...");
         return 2;
     }
+    // The command dies with the proxy that started it: a proxy killed outright must not leave its
+    // jobs running (what they start in turn is killed by the proxy's next start, see jobs_dir).
+    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
     match restrict(Path::new(root), Path::new(tmp)) {
         // Partially or not enforced: the kernel lacks some of Landlock; the proxy warned at start.
         Ok(_) => {}

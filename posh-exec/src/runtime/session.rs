@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use posh_core::config::{Config, ProxyAddress};
 use posh_core::library::Library;
+use posh_exec::remote::jobs_dir::JobsDir;
 use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
 use posh_exec::remote::{Connection, Identity, KnownProxies, Pin, connect, connect_pinned};
 use tokio::sync::OnceCell;
@@ -52,12 +53,29 @@ pub struct Session {
     library: Library,
     state: ClientState,
     identity: OnceCell<Option<Identity>>,
+    /// Where the run's embedded proxies make their jobs' directories, one for the process.
+    embedded_jobs: OnceCell<Option<Arc<JobsDir>>>,
     /// One per mount: connected on first use, kept while it stays open.
     connections: Vec<tokio::sync::Mutex<ProxyLink>>,
     runtime: tokio::runtime::Handle,
 }
 
 impl Session {
+    /// The embedded proxies' jobs directory, beside the client's identity in its state directory
+    /// (what a killed run left there is cleaned when the next one starts).
+    async fn embedded_jobs(&self) -> Option<Arc<JobsDir>> {
+        self.embedded_jobs
+            .get_or_init(|| async {
+                let parent = self.state.identity_dir.parent().unwrap_or(&self.state.identity_dir);
+                JobsDir::open(&parent.join("embedded-jobs"))
+                    .map_err(|e| eprintln!("posh-exec: cannot make the embedded proxy's directory: {e}"))
+                    .ok()
+                    .map(Arc::new)
+            })
+            .await
+            .clone()
+    }
+
     async fn identity(&self) -> Option<&Identity> {
         self.identity
             .get_or_init(|| async {
@@ -93,7 +111,10 @@ impl Session {
                     let known = KnownProxies::new(&self.state.known_proxies);
                     connect(&mount.proxy.to_string(), identity, &known).await
                 }
-                ProxyAddress::Embedded => start_embedded(mount, identity, &self.library).await,
+                ProxyAddress::Embedded => match self.embedded_jobs().await {
+                    Some(jobs) => start_embedded(mount, identity, &self.library, jobs).await,
+                    None => Err(anyhow::anyhow!("no directory for the embedded proxy's jobs")),
+                },
             }
         };
         // The first attempt waits as long as QUIC does; later ones hold a pipeline back briefly.
@@ -134,6 +155,15 @@ impl Session {
         }
     }
 
+    /// Closes every connection to a proxy, telling it so.
+    async fn close_connections(&self) {
+        for link in &self.connections {
+            if let ProxyLink::Connected(connection) = &*link.lock().await {
+                connection.close().await;
+            }
+        }
+    }
+
     /// Runs one handed-over pipeline and answers with its status.
     fn serve(self: &Arc<Session>, stream: UnixStream) {
         let handoff::Handoff { fds, cwd, env, args } = match handoff::receive(&stream) {
@@ -170,6 +200,48 @@ impl Session {
     }
 }
 
+/// The bash that runs a rewritten script: it must not outlive posh-exec, its runtime (killed
+/// with `kill -9`, posh-exec would leave bash running the rest of the script with every handed
+/// over pipeline failing). Linux's parent-death signal does that, but Rust sets it in a child
+/// only in unsafe code, so util-linux's `setpriv` sets it and execs bash; without setpriv, plain
+/// bash.
+pub fn bash_beside_runtime() -> Command {
+    let setpriv = std::env::var_os("PATH")
+        .into_iter()
+        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
+        .map(|dir| dir.join("setpriv"))
+        .find(|candidate| candidate.is_file());
+    match setpriv {
+        Some(setpriv) => {
+            let mut command = Command::new(setpriv);
+            command.args(["--pdeathsig", "TERM", "--", "bash"]);
+            command
+        }
+        None => Command::new("bash"),
+    }
+}
+
+/// SIGTERM and SIGHUP (a closed terminal) sent to posh-exec end the run as they would end bash
+/// started alone: bash gets them, and posh-exec ends when bash does, its proxies told.
+fn forward_ending_signals(runtime: &tokio::runtime::Runtime, bash: &std::process::Child) -> Result<()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let pid = rustix::process::Pid::from_child(bash);
+    let _guard = runtime.enter();
+    let mut term = signal(SignalKind::terminate()).context("cannot handle SIGTERM")?;
+    let mut hup = signal(SignalKind::hangup()).context("cannot handle SIGHUP")?;
+    runtime.spawn(async move {
+        loop {
+            let forwarded = tokio::select! {
+                Some(()) = term.recv() => rustix::process::Signal::TERM,
+                Some(()) = hup.recv() => rustix::process::Signal::HUP,
+                else => return,
+            };
+            let _ = rustix::process::kill_process(pid, forwarded);
+        }
+    });
+    Ok(())
+}
+
 /// Completes when the peer closes `stream` (it only ever waits for our answer).
 async fn wait_until_closed(stream: &UnixStream) {
     let Ok(copy) = stream.try_clone() else { return std::future::pending().await };
@@ -184,7 +256,12 @@ async fn wait_until_closed(stream: &UnixStream) {
 /// Starts an in-process proxy on loopback for `mount`, serving only this client the commands of
 /// the client's own library (`--annotations` included), and connects to it, its certificate
 /// pinned.
-async fn start_embedded(mount: &posh_core::config::Mount, client: &Identity, library: &Library) -> Result<Connection> {
+async fn start_embedded(
+    mount: &posh_core::config::Mount,
+    client: &Identity,
+    library: &Library,
+    jobs: Arc<JobsDir>,
+) -> Result<Connection> {
     let host = Identity::ephemeral("posh-embedded")?;
     let endpoint = proxy::endpoint(&host, "127.0.0.1:0".parse()?)?;
     let addr = endpoint.local_addr()?;
@@ -194,6 +271,7 @@ async fn start_embedded(mount: &posh_core::config::Mount, client: &Identity, lib
         export,
         authorization: Authorization::Only(vec![client.fingerprint().to_string()]),
         max_jobs: 64,
+        jobs,
         grace: Duration::from_secs(1),
         library: library.clone(),
         launcher: Some(std::env::current_exe().context("posh-exec's own executable")?),
@@ -258,6 +336,7 @@ pub fn run_script(
         library,
         state,
         identity: OnceCell::new(),
+        embedded_jobs: OnceCell::new(),
         runtime: runtime.handle().clone(),
     });
     // Ctrl-C and Ctrl-\ are bash's to act on; posh-exec ends when bash does.
@@ -266,7 +345,10 @@ pub fn run_script(
         (signal(SignalKind::interrupt()), signal(SignalKind::quit()))
     });
     let mut child = bash.spawn().context("cannot start bash")?;
+    forward_ending_signals(&runtime, &child)?;
+    let serving = session.clone();
     std::thread::spawn(move || {
+        let session = serving;
         for stream in listener.incoming().flatten() {
             let session = session.clone();
             std::thread::spawn(move || session.serve(stream));
@@ -274,7 +356,13 @@ pub fn run_script(
     });
     let status = child.wait().context("waiting for bash")?;
     let code = super::local::shell_status(status);
+    // The proxies learn at once that this client is done: a job still running for it (a
+    // background pipeline bash left behind) ends instead of waiting out the idle timeout.
+    runtime.block_on(session.close_connections());
     runtime.shutdown_timeout(Duration::from_secs(2));
+    if let Some(Some(jobs)) = session.embedded_jobs.get() {
+        jobs.remove();
+    }
     drop(dir);
     Ok((code & 0xff) as u8)
 }

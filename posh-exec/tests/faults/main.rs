@@ -11,6 +11,7 @@ mod proxy_process;
 
 mod caches;
 mod fixture;
+mod interrupts;
 mod names_from_input;
 mod shared_descriptors;
 mod small_faults;

@@ -1,0 +1,148 @@
+//! Item 2: a client that goes away (Ctrl-C, `kill -9`), or a proxy that is stopped or killed,
+//! ends the remote job: its whole process group (`awk`'s `system("sleep")` included), within 1 s
+//! when the client's connection closes and within QUIC's idle timeout when the client vanishes.
+//! The file the script was writing keeps its old content, and no temporary file, job directory
+//! or process stays behind on either side.
+
+use std::path::Path;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::fixture::{Site, posh_exec};
+use crate::proxy_process::Proxy;
+
+/// A site whose script writes `data/out` (old content `old`) from a remote awk that starts a
+/// `sleep SECONDS` of its own; `SECONDS` tells each test's processes apart.
+fn site(seconds: u32, proxy_args: &[&str]) -> Site {
+    let site = Site::new(proxy_args);
+    site.write("data/x", "x\n");
+    site.write("data/out", "old\n");
+    site.write("job.sh", format!("awk 'BEGIN{{system(\"sleep {seconds}\")}}' data/x > data/out\ntouch ran-on\n"));
+    site
+}
+
+/// Starts posh-exec on `job.sh` in a process group of its own, as a terminal's job.
+fn start(site: &Site) -> Child {
+    use std::os::unix::process::CommandExt as _;
+    site.command(posh_exec())
+        .arg("job.sh")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .process_group(0)
+        .spawn()
+        .unwrap()
+}
+
+fn sleeping(seconds: u32) -> bool {
+    Command::new("pgrep").args(["-f", &format!("^sleep {seconds}$")]).stdout(Stdio::null()).status().unwrap().success()
+}
+
+/// Waits (at most `within`) until `condition` holds; returns how long it took.
+fn wait_until(within: Duration, what: &str, condition: impl Fn() -> bool) -> Duration {
+    let start = Instant::now();
+    while !condition() {
+        assert!(start.elapsed() < within, "{what} not within {within:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    start.elapsed()
+}
+
+/// Files in `dir` and below whose name starts with `.posh-`.
+fn temporaries(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(".posh-") {
+            found.push(name);
+        } else if entry.file_type().unwrap().is_dir() {
+            found.extend(temporaries(&entry.path()));
+        }
+    }
+    found
+}
+
+/// What the proxy keeps of its jobs' directories (`STATE/jobs/PID/`): nothing once they ended.
+fn job_directories(site: &Site) -> Vec<String> {
+    let jobs = site.path("proxy-state/jobs");
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(&jobs).unwrap().flatten() {
+        if entry.file_type().unwrap().is_dir() {
+            found.extend(
+                std::fs::read_dir(entry.path())
+                    .unwrap()
+                    .flatten()
+                    .map(|e| e.file_name().to_string_lossy().into_owned()),
+            );
+        }
+    }
+    found
+}
+
+fn assert_nothing_left(site: &Site, seconds: u32) {
+    assert!(!sleeping(seconds), "sleep {seconds} is still running");
+    assert_eq!(std::fs::read_to_string(site.path("data/out")).unwrap(), "old\n", "data/out lost its content");
+    assert_eq!(temporaries(&site.path("data")), Vec::<String>::new(), "temporary files left in the export");
+    assert_eq!(job_directories(site), Vec::<String>::new(), "job directories left at the proxy");
+}
+
+#[test]
+fn ctrl_c_ends_the_remote_job_within_a_second() {
+    let site = site(3131, &[]);
+    let mut posh = start(&site);
+    wait_until(Duration::from_secs(20), "the remote sleep", || sleeping(3131));
+    let group = format!("-{}", posh.id());
+    assert!(Command::new("kill").args(["-INT", "--", &group]).status().unwrap().success());
+    let took = wait_until(Duration::from_secs(1), "the remote job's end after Ctrl-C", || !sleeping(3131));
+    println!("the job ended {took:?} after Ctrl-C");
+    let status = posh.wait().unwrap();
+    assert!(!status.success(), "{status:?}");
+    wait_until(Duration::from_secs(2), "the job's directory removed", || job_directories(&site).is_empty());
+    assert_nothing_left(&site, 3131);
+}
+
+#[test]
+fn a_client_killed_outright_has_its_job_ended_within_the_idle_timeout() {
+    let site = site(3132, &[]);
+    let mut posh = start(&site);
+    wait_until(Duration::from_secs(20), "the remote sleep", || sleeping(3132));
+    posh.kill().unwrap();
+    posh.wait().unwrap();
+    // QUIC's idle timeout is 10 s (remote::protocol::transport).
+    let took = wait_until(Duration::from_secs(15), "the remote job's end after kill -9", || !sleeping(3132));
+    println!("the job ended {took:?} after kill -9 of posh-exec");
+    wait_until(Duration::from_secs(2), "the job's directory removed", || job_directories(&site).is_empty());
+    assert_nothing_left(&site, 3132);
+    // bash does not run the rest of the script without its runtime.
+    assert!(!site.path("ran-on").exists(), "bash ran on after posh-exec was killed");
+}
+
+#[test]
+fn a_proxy_stopped_with_sigterm_kills_its_jobs_after_the_grace_period() {
+    let mut site = site(3133, &["--grace-secs", "1"]);
+    let mut posh = start(&site);
+    wait_until(Duration::from_secs(20), "the remote sleep", || sleeping(3133));
+    site.proxy.signal("-TERM");
+    let took = wait_until(Duration::from_secs(4), "the job's end after SIGTERM", || !sleeping(3133));
+    println!("the job ended {took:?} after SIGTERM with --grace-secs 1");
+    assert_eq!(site.proxy.wait_exit(Duration::from_secs(10)), Some(0));
+    posh.wait().unwrap();
+    assert_nothing_left(&site, 3133);
+}
+
+#[test]
+fn a_proxy_killed_outright_is_cleaned_up_by_its_next_start() {
+    let mut site = site(3134, &[]);
+    let mut posh = start(&site);
+    wait_until(Duration::from_secs(20), "the remote sleep", || sleeping(3134));
+    site.proxy.signal("-KILL");
+    site.proxy.wait_exit(Duration::from_secs(5));
+    // What the job started itself outlives the proxy; the command it ran does not.
+    assert!(sleeping(3134));
+    let state = site.path("proxy-state");
+    let restarted = Proxy::start(&site.path("data"), &state, &["--allow-any-client"]);
+    wait_until(Duration::from_secs(2), "the orphaned sleep killed by the next start", || !sleeping(3134));
+    let _ = posh.kill();
+    posh.wait().unwrap();
+    drop(restarted);
+    assert_nothing_left(&site, 3134);
+}
