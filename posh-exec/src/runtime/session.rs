@@ -364,5 +364,18 @@ pub fn run_script(
         jobs.remove();
     }
     drop(dir);
+    if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&status) {
+        end_by_signal(signal);
+    }
     Ok((code & 0xff) as u8)
+}
+
+/// Ends posh-exec by `signal`, as bash ended: a calling shell tells an interrupted command from
+/// one that exited 130 (an interactive loop stops at Ctrl-C only for the former). posh-exec
+/// catches SIGINT and SIGQUIT and Rust resets a handler only in unsafe code, but exec does it:
+/// posh-exec becomes a shell that sends itself the signal. Returns only if that fails.
+fn end_by_signal(signal: i32) {
+    use std::os::unix::process::CommandExt as _;
+    let error = Command::new("bash").args(["-c", &format!("kill -{signal} $$")]).exec();
+    tracing::debug!("cannot end by signal {signal}: {error}");
 }
