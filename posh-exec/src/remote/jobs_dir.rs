@@ -159,7 +159,8 @@ mod tests {
         assert!(job.path().is_dir(), "our own job stays");
         drop((job, held, other));
         drop(live);
-        let left: Vec<_> = fs::read_dir(parent.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        let mut left: Vec<_> = fs::read_dir(parent.path()).unwrap().flatten().map(|e| e.file_name()).collect();
+        left.sort();
         assert_eq!(left, ["777777", "777777.lock"], "ours is gone once dropped");
     }
 }
