@@ -82,19 +82,21 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Pipelines over both mounts, split across them, from one to the other, into files.
+const SCRIPT: &str = "cat logs/big.log | grep rare\n\
+                      grep -c archived archive/old.log\n\
+                      cat logs/big.log archive/old.log | grep rare\n\
+                      grep rare logs/big.log > logs/found.txt\n\
+                      grep -h rare logs/big.log archive/old.log nothing.log\n\
+                      cat logs/found.txt\n\
+                      grep -c rare logs/big.log | cat - archive/old.log | wc -l\n\
+                      grep -h ERROR logs/big.log archive/old.log > merged.txt\n\
+                      cat merged.txt\n";
+
 #[test]
 fn several_proxies_run_their_mounts_commands_and_only_results_cross() {
     let cluster = Cluster::new(&[]);
-    let script = "cat logs/big.log | grep rare\n\
-                  grep -c archived archive/old.log\n\
-                  cat logs/big.log archive/old.log | grep rare\n\
-                  grep rare logs/big.log > logs/found.txt\n\
-                  grep -h rare logs/big.log archive/old.log nothing.log\n\
-                  cat logs/found.txt\n\
-                  grep -c rare logs/big.log | cat - archive/old.log | wc -l\n\
-                  grep -h ERROR logs/big.log archive/old.log > merged.txt\n\
-                  cat merged.txt\n";
-    std::fs::write(cluster.root().join("s.sh"), script).unwrap();
+    std::fs::write(cluster.root().join("s.sh"), SCRIPT).unwrap();
     let bash = cluster.bash(&["s.sh"]);
     for written in ["logs/found.txt", "merged.txt"] {
         std::fs::remove_file(cluster.root().join(written)).unwrap();
@@ -152,6 +154,35 @@ fn a_proxy_that_refuses_leaves_the_work_to_the_client_with_a_warning() {
     assert_eq!(text(&posh.stdout), "9 ERROR rare failure\n");
     let stderr = text(&posh.stderr);
     assert!(stderr.contains("SHA256:not-the-right-one") && stderr.contains("refusing to connect"), "{stderr}");
+}
+
+#[test]
+fn several_proxies_with_stdout_and_stderr_into_one_file() {
+    let cluster = Cluster::new(&[]);
+    std::fs::write(cluster.root().join("s.sh"), SCRIPT).unwrap();
+    let run = |program: &str| {
+        for written in ["logs/found.txt", "merged.txt"] {
+            let _ = std::fs::remove_file(cluster.root().join(written));
+        }
+        // One open file description for both, as `> log 2>&1`.
+        let log = tempfile::tempfile().unwrap();
+        let status = cluster
+            .command(program)
+            .arg("s.sh")
+            .stdout(log.try_clone().unwrap())
+            .stderr(log.try_clone().unwrap())
+            .status()
+            .unwrap();
+        let mut bytes = Vec::new();
+        std::io::Seek::rewind(&mut &log).unwrap();
+        std::io::Read::read_to_end(&mut &log, &mut bytes).unwrap();
+        let merged = std::fs::read(cluster.root().join("merged.txt")).unwrap();
+        (status.code(), text(&bytes), merged)
+    };
+    let bash = run("bash");
+    let posh = run(env!("CARGO_BIN_EXE_posh-exec"));
+    assert!(bash.1.contains("nothing.log: No such file"), "{}", bash.1);
+    assert_eq!(posh, bash);
 }
 
 fn mkfifo(path: &Path) {

@@ -128,8 +128,11 @@ async fn the_environment_is_only_what_the_request_carries() {
     let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
     // jq (annotated) prints the environment it sees; the proxy itself runs with a secret.
     // TMPDIR is the job's own temporary directory, set by the proxy: shown as a marker.
-    std::fs::write(setup.export().join("env.jq"), "env | .TMPDIR |= (startswith(\"/\") and test(\"posh-job-\"))\n")
-        .unwrap();
+    std::fs::write(
+        setup.export().join("env.jq"),
+        "env | .TMPDIR |= (startswith(\"/\") and test(\"/jobs/[0-9]+/job-\"))\n",
+    )
+    .unwrap();
     let mut show = request(&["jq", "-c", "-S", "-n", "-f", "env.jq"]);
     show.commands[0].env.insert("FOO".to_string(), "bar baz".to_string());
     let out = conn.run(&show, b"").await.unwrap();

@@ -49,7 +49,8 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
         _ => false,
     };
     for (u, unit) in units.iter().enumerate() {
-        let (output, next_input) = if u + 1 == units.len() { (caller.dup(1), None) } else { pipe() };
+        let last = u + 1 == units.len();
+        let (output, next_input) = if last { (caller.dup(1), None) } else { pipe() };
         if unit.is_split() {
             // Copies read their own files, never the pipe.
             drop(input.take());
@@ -57,7 +58,9 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
             for lane in &unit.lanes {
                 let (writer, reader) = pipe();
                 readers.extend(reader);
-                let ctx = LaneContext { session, call, caller, traffic: &mut traffic, stderr_with_stdout: false };
+                // Each copy's stderr goes into its own output, which is concatenated in order.
+                let stderr_with_stdout = last && stderr_with_stdout;
+                let ctx = LaneContext { session, call, caller, traffic: &mut traffic, stderr_with_stdout };
                 run_lane(ctx, lane, None, writer, &mut started);
             }
             started.tasks.spawn(async move {
@@ -65,7 +68,6 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
                 Vec::new()
             });
         } else {
-            let last = u + 1 == units.len();
             let ctx = LaneContext {
                 session,
                 call,
@@ -166,7 +168,8 @@ struct LaneContext<'a> {
     call: &'a PipelineCall,
     caller: &'a Caller,
     traffic: &'a mut BTreeMap<usize, Arc<Traffic>>,
-    /// The lane's output is the caller's stdout, and its stderr is the same destination.
+    /// Every command's stderr goes into the lane's output: that output leads to the caller's
+    /// stdout, and the caller's stderr is the same destination.
     stderr_with_stdout: bool,
 }
 
@@ -179,6 +182,8 @@ fn run_lane(
     output: Option<OwnedFd>,
     started: &mut Started,
 ) {
+    // Dropped when the lane is started: the concatenation waits for every copy of its pipe.
+    let lane_stderr = if ctx.stderr_with_stdout { output.as_ref().and_then(|o| o.try_clone().ok()) } else { None };
     let mut output = Some(output);
     let mut i = 0;
     while i < steps.len() {
@@ -197,6 +202,10 @@ fn run_lane(
         };
         let writes_lane_output = group_end == steps.len();
         let (step_output, next_input) = if writes_lane_output { (output.take().flatten(), None) } else { pipe() };
+        let stderr = match &lane_stderr {
+            Some(fd) => fd.try_clone().ok(),
+            None => ctx.caller.dup(2),
+        };
         let group = &steps[i..group_end];
         match (&group[0].remote, ctx.session) {
             (Some(remote), Some(session)) => {
@@ -210,32 +219,29 @@ fn run_lane(
                     stdin: input.take().filter(|_| group[0].command != 0),
                     stdout: step_output,
                     stderr_with_stdout: ctx.stderr_with_stdout && writes_lane_output,
+                    stderr,
                     caller: ctx.caller.duplicate(),
                     traffic,
                 };
                 started.tasks.spawn(job.run());
             }
-            _ => start_local(ctx.caller, ctx.call, group, input.take(), step_output, started),
+            _ => start_local(ctx.caller, ctx.call, group, [input.take(), step_output, stderr], started),
         }
         input = next_input;
         i = group_end;
     }
 }
 
-/// Starts `steps` at the client as a chain of processes.
-fn start_local(
-    caller: &Caller,
-    call: &PipelineCall,
-    steps: &[Step],
-    mut input: Option<OwnedFd>,
-    output: Option<OwnedFd>,
-    started: &mut Started,
-) {
+/// Starts `steps` at the client as a chain of processes reading `fds[0]`, writing `fds[1]`, each
+/// with its stderr on a copy of `fds[2]`.
+fn start_local(caller: &Caller, call: &PipelineCall, steps: &[Step], fds: [Option<OwnedFd>; 3], started: &mut Started) {
+    let [mut input, output, stderr] = fds;
     let mut output = Some(output);
     for (k, step) in steps.iter().enumerate() {
         let (stdout, next_input) = if k + 1 == steps.len() { (output.take().flatten(), None) } else { pipe() };
         let command = &call.commands[step.command];
-        match local::spawn(caller, call, command, &step.argv, [input.take(), stdout, caller.dup(2)]) {
+        let step_stderr = stderr.as_ref().and_then(|fd| fd.try_clone().ok());
+        match local::spawn(caller, call, command, &step.argv, [input.take(), stdout, step_stderr]) {
             Ok(child) => started.children.push((StepEnd::local(step, 0), child)),
             Err(status) => {
                 let end = StepEnd::local(step, status);
@@ -256,6 +262,8 @@ struct RemoteGroup {
     stdout: Option<OwnedFd>,
     /// `stdout` and the caller's stderr are one destination: the job sends both as one stream.
     stderr_with_stdout: bool,
+    /// Where the commands' stderr goes otherwise (the caller's, or the lane's output).
+    stderr: Option<OwnedFd>,
     /// Its stderr is the jobs' stderr; its cwd and environment serve a fallback at the client.
     caller: Caller,
     traffic: Arc<Traffic>,
@@ -293,7 +301,7 @@ impl RemoteGroup {
         };
         let stdin = self.stdin.and_then(|fd| pipe_reader(fd).ok());
         let mut stdout = async_writer(self.stdout);
-        let mut stderr = async_writer(self.caller.dup(2));
+        let mut stderr = async_writer(self.stderr);
         let ended = job.finish(stdin, &mut stdout, &mut stderr, &self.traffic).await;
         // Everything written before the status goes back to bash.
         let _ = tokio::join!(stdout.shutdown(), stderr.shutdown());
@@ -337,7 +345,7 @@ impl RemoteGroup {
     async fn run_here(self) -> Statuses {
         let local: Vec<Step> = self.steps.iter().map(|s| Step { remote: None, ..s.clone() }).collect();
         let mut started = Started::default();
-        start_local(&self.caller, &self.call, &local, self.stdin, self.stdout, &mut started);
+        start_local(&self.caller, &self.call, &local, [self.stdin, self.stdout, self.stderr], &mut started);
         started.wait().await
     }
 }
