@@ -9,6 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use clap::Parser;
 use posh_exec::remote::identity::Identity;
+use posh_exec::remote::journal::Journal;
 use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
 use posh_exec::remote::sandbox;
 
@@ -90,6 +91,8 @@ async fn run(args: Args) -> Result<()> {
         }
         Authorization::File(file)
     };
+    // Before serving: what a proxy killed mid-job left behind is undone first.
+    let journal = Journal::open(&state_dir.join("journal")).context("the output journal")?;
     let shutdown = shutdown_signal()?;
     let endpoint = proxy::endpoint(&identity, args.listen)?;
     let local = endpoint.local_addr()?;
@@ -111,6 +114,7 @@ async fn run(args: Args) -> Result<()> {
         grace: Duration::from_secs(args.grace_secs),
         library: posh_core::library::Library::builtin(),
         launcher: None,
+        journal: std::sync::Arc::new(journal),
     };
     proxy::serve(endpoint, config, shutdown).await
 }

@@ -8,6 +8,7 @@ pub mod client;
 pub mod confine;
 pub mod identity;
 pub mod job;
+pub mod journal;
 pub mod protocol;
 pub mod proxy;
 pub mod sandbox;

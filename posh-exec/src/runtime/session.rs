@@ -11,6 +11,7 @@ use std::time::Duration;
 use anyhow::{Context as _, Result};
 use posh_core::config::{Config, ProxyAddress};
 use posh_core::library::Library;
+use posh_exec::remote::journal::Journal;
 use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
 use posh_exec::remote::{Connection, Identity, KnownProxies, Pin, connect, connect_pinned};
 use tokio::sync::OnceCell;
@@ -139,6 +140,8 @@ async fn start_embedded(mount: &posh_core::config::Mount, client: &Identity, lib
         grace: Duration::from_secs(1),
         library: library.clone(),
         launcher: Some(std::env::current_exe().context("posh-exec's own executable")?),
+        // It dies with the run: nothing to undo at a next start.
+        journal: Arc::new(Journal::none()),
     };
     tokio::spawn(async move {
         if let Err(e) = proxy::serve(endpoint, config, std::future::pending()).await {
