@@ -214,11 +214,14 @@ fn open_output(
         outputs.appended(path, command)?;
         return OpenOptions::new().append(true).create(true).open(path);
     }
-    if let Ok(old) = std::fs::metadata(path)
-        && !room_beside(path, old.len())
-    {
-        tracing::info!("{}: no room to stage beside it, truncated in place", path.display());
-        return OpenOptions::new().write(true).truncate(true).open(path);
+    if let Ok(old) = std::fs::metadata(path) {
+        // Opened now, as bash opens it: a file the proxy may not write fails here, not at commit.
+        let file = OpenOptions::new().write(true).open(path)?;
+        if !room_beside(path, old.len()) {
+            tracing::info!("{}: no room to stage beside it, truncated in place", path.display());
+            file.set_len(0)?;
+            return Ok(file);
+        }
     }
     let (id, temp) = outputs.scratch(path, command)?;
     outputs.became(Record::Staged { id, temp: temp.clone(), target: path.to_path_buf() })?;
@@ -483,5 +486,71 @@ async fn read_some(pipe: &mut Option<tokio::net::unix::pipe::Receiver>, buf: &mu
     match pipe {
         Some(pipe) => pipe.read(buf).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    fn exited(code: i32) -> Exit {
+        Exit { code: Some(code), ..Exit::default() }
+    }
+
+    #[test]
+    fn an_append_is_made_in_place_and_cut_back_when_the_job_does_not_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        std::fs::write(&log, "old\n").unwrap();
+        let journal = Journal::none();
+        for (completed, expected) in [(false, "old\n"), (true, "old\nnew\n")] {
+            let mut outputs = Outputs::new(&journal);
+            let mut file = open_output(&log, true, false, false, 0, &mut outputs).unwrap();
+            file.write_all(b"new\n").unwrap();
+            // No copy beside it: the bytes went into the file itself.
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+            outputs.settle(&[exited(0)], completed).unwrap();
+            assert_eq!(std::fs::read_to_string(&log).unwrap(), expected);
+        }
+    }
+
+    #[test]
+    fn a_rewrite_keeps_the_inode_and_links_and_a_killed_writer_keeps_the_old_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "old\n").unwrap();
+        std::fs::hard_link(&file, dir.path().join("link")).unwrap();
+        let inode = std::fs::metadata(&file).unwrap().ino();
+        let journal = Journal::none();
+        let killed = Exit { signal: Some(9), ..Exit::default() };
+        for (end, expected) in [(killed, "old\n"), (exited(1), "new\n")] {
+            let mut outputs = Outputs::new(&journal);
+            open_output(&file, false, false, false, 0, &mut outputs).unwrap().write_all(b"new\n").unwrap();
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), "old\n", "staged until the job ends");
+            outputs.settle(&[end], true).unwrap();
+            assert_eq!(std::fs::read_to_string(dir.path().join("link")).unwrap(), expected);
+        }
+        assert_eq!(std::fs::metadata(&file).unwrap().ino(), inode);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no temporary left");
+    }
+
+    #[test]
+    fn outputs_dropped_unsettled_are_undone() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = dir.path().join("made");
+        let journal = Journal::none();
+        let checked = Checked {
+            argv: vec!["cp".into(), "-r".into(), "src".into(), made.to_str().unwrap().into()],
+            env: Vec::new(),
+            redirects: Vec::new(),
+            outputs: vec![(3, 0..made.to_str().unwrap().len(), made.join("deeper"))],
+        };
+        let mut outputs = Outputs::new(&journal);
+        record_output_words(&checked, 0, &mut outputs).unwrap();
+        std::fs::create_dir_all(made.join("deeper/still")).unwrap();
+        drop(outputs);
+        assert!(!made.exists(), "the directories the job made are gone");
     }
 }
