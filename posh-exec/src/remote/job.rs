@@ -40,11 +40,26 @@ struct PendingOutput {
 struct Outputs<'a> {
     journal: &'a Journal,
     pending: Vec<PendingOutput>,
+    /// The files the job's commands name or read with `<`, as (device, inode).
+    named: Vec<(u64, u64)>,
 }
 
 impl<'a> Outputs<'a> {
-    fn new(journal: &'a Journal) -> Outputs<'a> {
-        Outputs { journal, pending: Vec::new() }
+    fn new(journal: &'a Journal, commands: &[Checked]) -> Outputs<'a> {
+        let reads = commands.iter().flat_map(|c| {
+            let redirected = c.redirects.iter().filter_map(|r| match r {
+                CheckedRedirect::Read { path, .. } => Some(path),
+                _ => None,
+            });
+            c.files.iter().chain(redirected)
+        });
+        let named = reads.filter_map(|p| std::fs::metadata(p).ok()).map(|m| (m.dev(), m.ino())).collect();
+        Outputs { journal, pending: Vec::new(), named }
+    }
+
+    /// Whether a command of the job names or reads the file `meta` describes (`sort f > f`).
+    fn named_by_job(&self, meta: &std::fs::Metadata) -> bool {
+        self.named.contains(&(meta.dev(), meta.ino()))
     }
 
     fn record(&mut self, command: usize, change: Record) -> std::io::Result<()> {
@@ -217,8 +232,10 @@ fn open_output(
     if let Ok(old) = std::fs::metadata(path) {
         // Opened now, as bash opens it: a file the proxy may not write fails here, not at commit.
         let file = OpenOptions::new().write(true).open(path)?;
-        if !room_beside(path, old.len()) {
-            tracing::info!("{}: no room to stage beside it, truncated in place", path.display());
+        // Under bash the job's own commands read the file already emptied (`sort f > f`).
+        let read_by_job = outputs.named_by_job(&old);
+        if read_by_job || !room_beside(path, old.len()) {
+            tracing::info!("{}: truncated in place (read by the job, or no room beside it)", path.display());
             file.set_len(0)?;
             return Ok(file);
         }
@@ -315,7 +332,7 @@ where
     // A larger pipe lets the command run ahead of the network by more than 64 KiB (best effort).
     let _ = rustix::pipe::fcntl_setpipe_size(&stdout_read, 1 << 20);
     let (stderr_read, stderr_write) = std::io::pipe()?;
-    let mut outputs = Outputs::new(place.journal);
+    let mut outputs = Outputs::new(place.journal, commands);
     let mut ends: Vec<Option<Exit>> = vec![None; commands.len()];
     let mut children: Vec<(usize, tokio::process::Child)> = Vec::new();
     let mut next_stdin: Option<OwnedFd> = Some(stdin_read.into());
@@ -506,7 +523,7 @@ mod tests {
         std::fs::write(&log, "old\n").unwrap();
         let journal = Journal::none();
         for (completed, expected) in [(false, "old\n"), (true, "old\nnew\n")] {
-            let mut outputs = Outputs::new(&journal);
+            let mut outputs = Outputs::new(&journal, &[]);
             let mut file = open_output(&log, true, false, false, 0, &mut outputs).unwrap();
             file.write_all(b"new\n").unwrap();
             // No copy beside it: the bytes went into the file itself.
@@ -526,7 +543,7 @@ mod tests {
         let journal = Journal::none();
         let killed = Exit { signal: Some(9), ..Exit::default() };
         for (end, expected) in [(killed, "old\n"), (exited(1), "new\n")] {
-            let mut outputs = Outputs::new(&journal);
+            let mut outputs = Outputs::new(&journal, &[]);
             open_output(&file, false, false, false, 0, &mut outputs).unwrap().write_all(b"new\n").unwrap();
             assert_eq!(std::fs::read_to_string(&file).unwrap(), "old\n", "staged until the job ends");
             outputs.settle(&[end], true).unwrap();
@@ -546,8 +563,9 @@ mod tests {
             env: Vec::new(),
             redirects: Vec::new(),
             outputs: vec![(3, 0..made.to_str().unwrap().len(), made.join("deeper"))],
+            files: vec![made.join("deeper")],
         };
-        let mut outputs = Outputs::new(&journal);
+        let mut outputs = Outputs::new(&journal, &[]);
         record_output_words(&checked, 0, &mut outputs).unwrap();
         std::fs::create_dir_all(made.join("deeper/still")).unwrap();
         drop(outputs);

@@ -207,6 +207,17 @@ fn a_writer_that_runs_out_of_space_does_not_replace_the_file() {
     assert!(!tree(&data).contains(".posh-"));
 }
 
+#[test]
+fn a_file_the_job_reads_is_emptied_before_it_reads_it_as_under_bash() {
+    let twin = Twin::new(None, |data| {
+        std::fs::write(data.join("f"), lines(500, "f")).unwrap();
+        std::fs::write(data.join("g"), lines(500, "g")).unwrap();
+        std::fs::hard_link(data.join("g"), data.join("g.link")).unwrap();
+    });
+    twin.run_both("sort data/f > data/f; echo \"sort $?\"\ngrep line data/g.link > data/g; echo \"grep $?\"\n");
+    twin.assert_same_trees();
+}
+
 /// Files with a second hard link, another owner and mode 0640, as bash would find them.
 fn linked_files(data: &Path) {
     std::fs::write(data.join("in.txt"), lines(500, "in")).unwrap();
