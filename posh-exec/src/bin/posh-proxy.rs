@@ -22,8 +22,8 @@ struct Args {
     /// The UDP address to listen on (QUIC), e.g. 0.0.0.0:4433.
     #[arg(long, value_name = "ADDR")]
     listen: SocketAddr,
-    /// Where the host key and certificate live [default: $XDG_STATE_HOME/posh-proxy or
-    /// ~/.local/state/posh-proxy].
+    /// Where the host key and certificate and the output journal live
+    /// [default: $XDG_STATE_HOME/posh-proxy or ~/.local/state/posh-proxy].
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
     /// Fingerprints of the clients to serve, one per line, `#` comments

@@ -8,7 +8,7 @@
 //! and left alone. The records reach the file before the change they describe, with a plain
 //! write: they survive the proxy's death, not the machine's (no fsync).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead as _, Write as _};
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
@@ -126,8 +126,8 @@ struct Open {
     /// `None`: nothing is written down.
     file: Option<File>,
     next_id: u64,
-    /// Outputs recorded and not yet settled: at zero the file is emptied.
-    unsettled: usize,
+    /// Outputs recorded and not yet settled: when none is left, the file is emptied.
+    unsettled: BTreeSet<u64>,
 }
 
 /// A proxy's journal; [`Journal::none`] records nothing (an embedded proxy, which lives and dies
@@ -140,7 +140,7 @@ pub struct Journal {
 impl Journal {
     /// A journal that keeps nothing: jobs still undo their outputs, but a killed process cannot.
     pub fn none() -> Journal {
-        Journal { open: Mutex::new(Open { file: None, next_id: 0, unsettled: 0 }) }
+        Journal { open: Mutex::new(Open { file: None, next_id: 0, unsettled: BTreeSet::new() }) }
     }
 
     /// Opens this process's journal in `dir` (made 0700 if missing), after undoing the journals of
@@ -149,10 +149,17 @@ impl Journal {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
         recover(dir)?;
         let path = dir.join(format!("journal-{}.jsonl", std::process::id()));
-        let file = OpenOptions::new().create(true).read(true).append(true).open(&path)?;
-        file.try_lock().map_err(|e| io::Error::other(format!("cannot lock {}: {e}", path.display())))?;
+        let file = loop {
+            let file = OpenOptions::new().create(true).read(true).append(true).open(&path)?;
+            // Waits while another starting proxy replays a dead one's file of the same name.
+            file.lock()?;
+            // That proxy took our new file for a stale one and deleted it: make another.
+            if file.metadata()?.nlink() > 0 {
+                break file;
+            }
+        };
         file.set_len(0)?;
-        Ok(Journal { open: Mutex::new(Open { file: Some(file), next_id: 0, unsettled: 0 }) })
+        Ok(Journal { open: Mutex::new(Open { file: Some(file), next_id: 0, unsettled: BTreeSet::new() }) })
     }
 
     /// A fresh output id.
@@ -165,13 +172,17 @@ impl Journal {
     /// Writes `record` down before the change it describes is made.
     pub fn note(&self, record: &Record) -> io::Result<()> {
         let mut open = self.lock();
-        match record {
-            Record::Settled { .. } => open.unsettled = open.unsettled.saturating_sub(1),
-            Record::Scratch { .. } | Record::Appended { .. } | Record::Created { .. } => open.unsettled += 1,
-            // Staged and Backup follow a Scratch of the same id.
-            Record::Staged { .. } | Record::Backup { .. } | Record::Commit { .. } => {}
-        }
-        let emptied = open.unsettled == 0 && matches!(record, Record::Settled { .. });
+        let emptied = match record {
+            Record::Settled { id } => {
+                open.unsettled.remove(id);
+                open.unsettled.is_empty()
+            }
+            Record::Commit { .. } => false,
+            change => {
+                open.unsettled.insert(change.id());
+                false
+            }
+        };
         let Some(file) = &mut open.file else { return Ok(()) };
         if emptied {
             // Nothing in flight: the whole history can go.
@@ -286,5 +297,19 @@ mod tests {
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
         assert_eq!(std::fs::metadata(&target).unwrap().ino(), inode);
         assert!(!temp.exists());
+    }
+
+    #[test]
+    fn the_journal_empties_once_nothing_is_in_flight() {
+        let dir = tempfile::tempdir().unwrap();
+        let journal = Journal::open(dir.path()).unwrap();
+        let file = dir.path().join(format!("journal-{}.jsonl", std::process::id()));
+        let (first, second) = (journal.next_id(), journal.next_id());
+        journal.note(&Record::Created { id: first, path: dir.path().join("a") }).unwrap();
+        journal.note(&Record::Created { id: second, path: dir.path().join("b") }).unwrap();
+        journal.note(&Record::Settled { id: first }).unwrap();
+        assert!(std::fs::metadata(&file).unwrap().len() > 0, "`b` is still in flight");
+        journal.note(&Record::Settled { id: second }).unwrap();
+        assert_eq!(std::fs::metadata(&file).unwrap().len(), 0);
     }
 }
