@@ -148,6 +148,11 @@ fn tree(dir: &Path) -> String {
         let mode = meta.permissions().mode() & 0o7777;
         out += &format!("{kind} {name} {mode:o} {}:{} links {}", meta.uid(), meta.gid(), meta.nlink());
         if meta.is_file() {
+            let mut attribute = [0u8; 64];
+            match rustix::fs::getxattr(&path, "user.posh", &mut attribute[..]) {
+                Ok(n) => out += &format!(" user.posh={:?}", String::from_utf8_lossy(&attribute[..n])),
+                Err(_) => out += " no user.posh",
+            }
             let bytes = std::fs::read(&path).unwrap();
             out += &format!(" {} bytes {:?}", bytes.len(), String::from_utf8_lossy(&bytes[..bytes.len().min(40)]));
             out +=
@@ -218,7 +223,8 @@ fn a_file_the_job_reads_is_emptied_before_it_reads_it_as_under_bash() {
     twin.assert_same_trees();
 }
 
-/// Files with a second hard link, another owner and mode 0640, as bash would find them.
+/// Files with a second hard link, another owner, mode 0640 and an extended attribute, as bash
+/// would find them.
 fn linked_files(data: &Path) {
     std::fs::write(data.join("in.txt"), lines(500, "in")).unwrap();
     for name in ["redirected", "appended", "teed", "sorted", "copied"] {
@@ -227,11 +233,12 @@ fn linked_files(data: &Path) {
         std::fs::hard_link(&file, data.join(format!("{name}.link"))).unwrap();
         std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
         std::os::unix::fs::chown(&file, Some(1234), Some(1235)).unwrap();
+        rustix::fs::setxattr(&file, "user.posh", b"kept", rustix::fs::XattrFlags::empty()).unwrap();
     }
 }
 
 #[test]
-fn replaced_files_keep_their_inode_owner_mode_and_links_as_under_bash() {
+fn replaced_files_keep_their_inode_owner_mode_links_and_attributes_as_under_bash() {
     let twin = Twin::new(None, linked_files);
     let names = ["redirected", "appended", "teed", "sorted", "copied"];
     let before: Vec<u64> = names.iter().map(|n| inode(&twin.data("posh").join(n))).collect();
