@@ -25,6 +25,8 @@ use super::{decode, execute, placement};
 pub struct ClientState {
     pub identity_dir: std::path::PathBuf,
     pub known_proxies: std::path::PathBuf,
+    /// Where the run's embedded proxies write down their output changes (see `remote::journal`).
+    pub journal_dir: std::path::PathBuf,
 }
 
 #[derive(Debug)]
@@ -33,6 +35,8 @@ pub struct Session {
     library: Library,
     state: ClientState,
     identity: OnceCell<Option<Identity>>,
+    /// Shared by the run's embedded proxies: one journal file per process.
+    journal: std::sync::OnceLock<Arc<Journal>>,
     /// One per mount: connected on first use, kept for the run; `None` after a failure (warned
     /// about once; that mount's commands then run at the client).
     connections: Vec<OnceCell<Option<Arc<Connection>>>>,
@@ -51,6 +55,19 @@ impl Session {
             .as_ref()
     }
 
+    /// The embedded proxies' journal, opened on first use, which first settles what runs killed
+    /// mid-job (`kill -9`) left behind.
+    fn journal(&self) -> Arc<Journal> {
+        let open = || match Journal::open(&self.state.journal_dir) {
+            Ok(journal) => Arc::new(journal),
+            Err(e) => {
+                eprintln!("posh-exec: output journal in {}: {e}", self.state.journal_dir.display());
+                Arc::new(Journal::none())
+            }
+        };
+        self.journal.get_or_init(open).clone()
+    }
+
     /// The warm connection to mount `index`'s proxy, connecting (or starting an embedded proxy)
     /// on first use.
     pub async fn connection(&self, index: usize) -> Option<Arc<Connection>> {
@@ -63,7 +80,7 @@ impl Session {
                         let known = KnownProxies::new(&self.state.known_proxies);
                         connect(&mount.proxy.to_string(), identity, &known).await
                     }
-                    ProxyAddress::Embedded => start_embedded(mount, identity, &self.library).await,
+                    ProxyAddress::Embedded => start_embedded(mount, identity, &self.library, self.journal()).await,
                 };
                 match connected {
                     Ok(connection) => Some(Arc::new(connection)),
@@ -127,7 +144,12 @@ async fn wait_until_closed(stream: &UnixStream) {
 /// Starts an in-process proxy on loopback for `mount`, serving only this client the commands of
 /// the client's own library (`--annotations` included), and connects to it, its certificate
 /// pinned.
-async fn start_embedded(mount: &posh_core::config::Mount, client: &Identity, library: &Library) -> Result<Connection> {
+async fn start_embedded(
+    mount: &posh_core::config::Mount,
+    client: &Identity,
+    library: &Library,
+    journal: Arc<Journal>,
+) -> Result<Connection> {
     let host = Identity::ephemeral("posh-embedded")?;
     let endpoint = proxy::endpoint(&host, "127.0.0.1:0".parse()?)?;
     let addr = endpoint.local_addr()?;
@@ -140,8 +162,7 @@ async fn start_embedded(mount: &posh_core::config::Mount, client: &Identity, lib
         grace: Duration::from_secs(1),
         library: library.clone(),
         launcher: Some(std::env::current_exe().context("posh-exec's own executable")?),
-        // It dies with the run: nothing to undo at a next start.
-        journal: Arc::new(Journal::none()),
+        journal,
     };
     tokio::spawn(async move {
         if let Err(e) = proxy::serve(endpoint, config, std::future::pending()).await {
@@ -198,6 +219,7 @@ pub fn run_script(
         library,
         state,
         identity: OnceCell::new(),
+        journal: std::sync::OnceLock::new(),
         runtime: runtime.handle().clone(),
     });
     // Ctrl-C and Ctrl-\ are bash's to act on; posh-exec ends when bash does.

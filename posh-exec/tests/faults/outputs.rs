@@ -167,6 +167,21 @@ fn lines(count: usize, what: &str) -> String {
     (0..count).map(|i| format!("{} {what} line\n", (i * 7919) % count)).collect()
 }
 
+/// `path` holds `expected` (a mismatch is reported by length and beginning, not in full).
+fn assert_content(path: &Path, expected: &str) {
+    let found = std::fs::read_to_string(path).unwrap();
+    let start = |t: &str| t.chars().take(60).collect::<String>();
+    assert!(
+        found == expected,
+        "{}: {} bytes starting {:?}, expected {} bytes starting {:?}",
+        path.display(),
+        found.len(),
+        start(&found),
+        expected.len(),
+        start(expected)
+    );
+}
+
 fn inode(path: &Path) -> u64 {
     std::fs::metadata(path).unwrap().ino()
 }
@@ -208,7 +223,7 @@ fn a_writer_that_runs_out_of_space_does_not_replace_the_file() {
     assert_eq!(String::from_utf8_lossy(&posh.stdout), "status 1\n");
     assert_eq!(String::from_utf8_lossy(&posh.stderr), String::from_utf8_lossy(&bash.stderr));
     let data = twin.data("posh");
-    assert_eq!(std::fs::read_to_string(data.join("old.txt")).unwrap(), "the old content\n");
+    assert_content(&data.join("old.txt"), "the old content\n");
     assert!(!tree(&data).contains(".posh-"));
 }
 
@@ -312,8 +327,12 @@ impl Drop for Running {
 fn spawn_posh(twin: &Twin, name: &str, script: &str) -> Running {
     let file = twin.root().join(name);
     std::fs::write(&file, script).unwrap();
+    // A killed run cannot remove its runtime directory: it goes with the test's.
+    let tmp = twin.root().join("tmp");
+    std::fs::create_dir_all(&tmp).unwrap();
     let child = twin
         .command(env!("CARGO_BIN_EXE_posh-exec"), "posh")
+        .env("TMPDIR", tmp)
         .arg(&file)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -345,6 +364,8 @@ fn a_proxy_killed_mid_job_is_undone_at_its_next_start_and_a_live_one_is_left_alo
     let log_len = || std::fs::metadata(data.join("log")).unwrap().len();
     let grown = original_log.len() as u64 + big + 9;
     wait_until("the append", || log_len() == grown);
+    // Once the commands wait for more input, the orphans they become write nothing more.
+    wait_until("tee", || std::fs::metadata(data.join("copy.txt")).unwrap().len() == big + 5);
 
     // A second proxy on the same state directory starts while the first one works: it must not
     // undo the live proxy's job.
@@ -359,13 +380,58 @@ fn a_proxy_killed_mid_job_is_undone_at_its_next_start_and_a_live_one_is_left_alo
     assert_eq!(log_len(), grown, "the append was made in place");
 
     twin.start_proxy();
-    assert_eq!(std::fs::read_to_string(data.join("log")).unwrap(), original_log);
-    assert_eq!(std::fs::read_to_string(data.join("copy.txt")).unwrap(), "old copy\n");
-    assert_eq!(std::fs::read_to_string(data.join("out.txt")).unwrap(), "old out\n");
+    assert_content(&data.join("log"), &original_log);
+    assert_content(&data.join("copy.txt"), "old copy\n");
+    assert_content(&data.join("out.txt"), "old out\n");
     let left: Vec<_> = std::fs::read_dir(&data)
         .unwrap()
         .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
         .filter(|n| n.starts_with(".posh-"))
         .collect();
     assert!(left.is_empty(), "temporaries left behind: {left:?}");
+}
+
+#[test]
+fn a_run_killed_mid_job_is_undone_by_the_next_run_on_an_embedded_mount() {
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::create_dir(&data).unwrap();
+    let original_log = lines(2_000, "log");
+    std::fs::write(data.join("big.txt"), lines(40_000, "big")).unwrap();
+    std::fs::write(data.join("log"), &original_log).unwrap();
+    std::fs::write(data.join("copy.txt"), "old copy\n").unwrap();
+    mkfifo(&data.join("fifo1"));
+    mkfifo(&data.join("fifo2"));
+    std::fs::write(dir.path().join("posh.toml"), "[[mount]]\nname = \"data\"\npath = \"data\"\nproxy = \"embedded\"\n")
+        .unwrap();
+    let posh = |name: &str, script: &str| {
+        std::fs::write(dir.path().join(name), script).unwrap();
+        let mut command = crate::common::isolated(env!("CARGO_BIN_EXE_posh-exec"), dir.path());
+        // A killed run cannot remove its runtime directory: it goes with the test's.
+        command.env("TMPDIR", dir.path());
+        command.arg(name).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        command
+    };
+    let appender = Running(posh("a.sh", "cat data/big.txt data/fifo1 >> data/log\n").spawn().unwrap());
+    let rewriter =
+        Running(posh("b.sh", "cat data/big.txt data/fifo2 | tee data/copy.txt > data/out.txt\n").spawn().unwrap());
+    let mut fifo1 = fifo_writer(&data.join("fifo1"));
+    let fifo2 = fifo_writer(&data.join("fifo2"));
+    std::io::Write::write_all(&mut fifo1, b"appended\n").unwrap();
+    let log_len = || std::fs::metadata(data.join("log")).unwrap().len();
+    let big = std::fs::metadata(data.join("big.txt")).unwrap().len();
+    let grown = original_log.len() as u64 + big + 9;
+    wait_until("the append", || log_len() == grown);
+    // Once the commands wait for more input, the orphans they become write nothing more.
+    wait_until("tee", || std::fs::metadata(data.join("copy.txt")).unwrap().len() == big);
+    // posh-exec killed: its embedded proxy dies with it, mid-job.
+    drop((appender, rewriter, fifo1, fifo2));
+    assert_eq!(log_len(), grown, "the append was made in place");
+
+    // The next run that reaches the mount settles what the killed ones left.
+    assert!(posh("c.sh", "grep -c line data/big.txt\n").status().unwrap().success());
+    assert_content(&data.join("log"), &original_log);
+    assert_content(&data.join("copy.txt"), "old copy\n");
+    assert!(!data.join("out.txt").exists(), "out.txt did not exist before the killed run");
+    assert!(!tree(&data).contains(".posh-"), "{}", tree(&data));
 }
