@@ -130,15 +130,16 @@ struct Open {
     unsettled: BTreeSet<u64>,
 }
 
-/// A proxy's journal; [`Journal::none`] records nothing (an embedded proxy, which lives and dies
-/// with its client's run).
+/// A proxy process's journal (posh-proxy: `STATE_DIR/journal`; posh-exec's embedded proxies:
+/// one per run in the client's state directory); [`Journal::none`] records nothing.
 #[derive(Debug)]
 pub struct Journal {
     open: Mutex<Open>,
 }
 
 impl Journal {
-    /// A journal that keeps nothing: jobs still undo their outputs, but a killed process cannot.
+    /// A journal that keeps nothing (none could be opened): jobs still undo their outputs, but a
+    /// killed process cannot.
     pub fn none() -> Journal {
         Journal { open: Mutex::new(Open { file: None, next_id: 0, unsettled: BTreeSet::new() }) }
     }

@@ -409,9 +409,14 @@ fn a_run_killed_mid_job_is_undone_by_the_next_run_on_an_embedded_mount() {
         let mut command = crate::common::isolated(env!("CARGO_BIN_EXE_posh-exec"), dir.path());
         // A killed run cannot remove its runtime directory: it goes with the test's.
         command.env("TMPDIR", dir.path());
-        command.arg(name).stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
+        command.arg("--stats").arg(dir.path().join("stats.json")).arg(name);
+        command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
         command
     };
+    // The client identity first: two runs making it at once race (issue 10, item 7).
+    let identity =
+        crate::common::isolated(env!("CARGO_BIN_EXE_posh-exec"), dir.path()).arg("--print-identity").output();
+    assert!(identity.unwrap().status.success());
     let appender = Running(posh("a.sh", "cat data/big.txt data/fifo1 >> data/log\n").spawn().unwrap());
     let rewriter =
         Running(posh("b.sh", "cat data/big.txt data/fifo2 | tee data/copy.txt > data/out.txt\n").spawn().unwrap());
@@ -429,7 +434,10 @@ fn a_run_killed_mid_job_is_undone_by_the_next_run_on_an_embedded_mount() {
     assert_eq!(log_len(), grown, "the append was made in place");
 
     // The next run that reaches the mount settles what the killed ones left.
+    let stats = dir.path().join("stats.json");
     assert!(posh("c.sh", "grep -c line data/big.txt\n").status().unwrap().success());
+    let stats = std::fs::read_to_string(&stats).unwrap();
+    assert!(stats.contains("\"location\":\"data\""), "the last run did not reach the mount: {stats}");
     assert_content(&data.join("log"), &original_log);
     assert_content(&data.join("copy.txt"), "old copy\n");
     assert!(!data.join("out.txt").exists(), "out.txt did not exist before the killed run");
