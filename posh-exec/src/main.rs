@@ -116,6 +116,7 @@ fn client_state() -> Result<runtime::session::ClientState> {
     Ok(runtime::session::ClientState {
         identity_dir: state.join("identity"),
         known_proxies: state.join("known_proxies"),
+        journal_dir: state.join("journal"),
     })
 }
 

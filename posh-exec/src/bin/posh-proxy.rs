@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use posh_exec::remote::identity::Identity;
 use posh_exec::remote::jobs_dir::JobsDir;
+use posh_exec::remote::journal::Journal;
 use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
 use posh_exec::remote::sandbox;
 
@@ -22,8 +23,8 @@ struct Args {
     /// The UDP address to listen on (QUIC), e.g. 0.0.0.0:4433.
     #[arg(long, value_name = "ADDR")]
     listen: SocketAddr,
-    /// Where the host key and certificate live [default: $XDG_STATE_HOME/posh-proxy or
-    /// ~/.local/state/posh-proxy].
+    /// Where the host key and certificate and the output journal live
+    /// [default: $XDG_STATE_HOME/posh-proxy or ~/.local/state/posh-proxy].
     #[arg(long, value_name = "DIR")]
     state_dir: Option<PathBuf>,
     /// Fingerprints of the clients to serve, one per line, `#` comments
@@ -91,6 +92,8 @@ async fn run(args: Args) -> Result<()> {
         }
         Authorization::File(file)
     };
+    // Before serving: what a proxy killed mid-job left behind is undone first.
+    let journal = Journal::open(&state_dir.join("journal")).context("the output journal")?;
     let shutdown = shutdown_signal()?;
     let endpoint = proxy::endpoint(&identity, args.listen)?;
     let local = endpoint.local_addr()?;
@@ -115,6 +118,7 @@ async fn run(args: Args) -> Result<()> {
         grace: Duration::from_secs(args.grace_secs),
         library: posh_core::library::Library::builtin(),
         launcher: None,
+        journal: std::sync::Arc::new(journal),
     };
     proxy::serve(endpoint, config, shutdown).await
 }

@@ -22,6 +22,8 @@ pub struct Checked {
     pub redirects: Vec<CheckedRedirect>,
     /// Output files named by argv words: (word, byte range in it, resolved path).
     pub outputs: Vec<(usize, std::ops::Range<usize>, PathBuf)>,
+    /// Every file word (inputs and outputs), resolved.
+    pub files: Vec<PathBuf>,
 }
 
 /// A redirection the proxy applies.
@@ -98,11 +100,12 @@ pub fn check(library: &Library, root: &Path, cwd: &Path, command: &JobCommand) -
             None => return Err(format!("file index {index} is out of range")),
         }
     }
+    let mut paths = Vec::with_capacity(files.len());
     for file in &files {
         if file == "-" {
             continue; // standard input or output
         }
-        resolve(root, cwd, file).map_err(|e| format!("`{file}`: {e}"))?;
+        paths.push(resolve(root, cwd, file).map_err(|e| format!("`{file}`: {e}"))?);
     }
     let redirects =
         command.redirects.iter().map(|r| check_redirect(root, cwd, r)).collect::<Result<Vec<_>, String>>()?;
@@ -112,7 +115,7 @@ pub fn check(library: &Library, root: &Path, cwd: &Path, command: &JobCommand) -
         check_env_name(name)?;
         env.push((name.clone(), value.clone()));
     }
-    Ok(Checked { argv: command.argv.clone(), env, redirects, outputs })
+    Ok(Checked { argv: command.argv.clone(), env, redirects, outputs, files: paths })
 }
 
 fn check_redirect(root: &Path, cwd: &Path, redirect: &Redirect) -> Result<CheckedRedirect, String> {

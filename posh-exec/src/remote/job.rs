@@ -1,9 +1,10 @@
 //! One job at the proxy: its commands wired into a pipeline, their redirections applied in
-//! bash's order, output files written atomically, output and statuses sent back as frames.
+//! bash's order, output files left as bash leaves them (or as they were, if the job does not
+//! complete), output and statuses sent back as frames.
 
 use std::fs::{File, OpenOptions};
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::PermissionsExt as _;
+use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -13,6 +14,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
 use super::confine::{Checked, CheckedRedirect, PATH};
+use super::journal::{self, Journal, Record};
 use super::protocol::{
     self, Ended, Exit, StartError, TAG_EXIT, TAG_STDERR, TAG_STDIN, TAG_STDIN_END, TAG_STDOUT, TAG_STDOUT_CLOSED,
     os_message,
@@ -21,30 +23,183 @@ use super::protocol::{
 /// SIGPIPE: a command ended by it did its job as far as anyone read (`cat big | head`).
 const SIGPIPE: i32 = 13;
 
-/// An output file being written under a temporary name in its directory; it replaces the real
-/// file only when the job completes and its writer was not killed.
+/// Below this much free space a filesystem counts as full: a writer that failed there most
+/// likely met "No space left on device".
+const FULL: u64 = 64 * 1024;
+
+/// An output of the job and what was done to it, to be committed or undone when the job ends.
 #[derive(Debug)]
 struct PendingOutput {
     command: usize,
-    temp: tempfile::TempPath,
-    path: PathBuf,
+    change: Record,
 }
 
-/// Starts a replacement for the regular (or new) file `path`: a temporary file in its directory,
-/// with the old file's mode and, when `keep`, a copy of its content (for appending: `>>` and
-/// `tee -a` alike). It replaces `path` when the job completes; returns its path.
-fn stage(path: &Path, keep: bool, command: usize, pending: &mut Vec<PendingOutput>) -> std::io::Result<PathBuf> {
-    let existing = std::fs::metadata(path).ok();
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let temp = tempfile::Builder::new().prefix(".posh-").suffix(".tmp").tempfile_in(dir)?;
-    let mode = existing.as_ref().map_or(0o644, |m| m.permissions().mode() & 0o7777);
-    std::fs::set_permissions(temp.path(), std::fs::Permissions::from_mode(mode))?;
-    if keep && existing.is_some() {
-        std::fs::copy(path, temp.path())?;
+/// The job's outputs, each written down in the journal before it is touched. Whatever is not
+/// settled when this is dropped (an early return, a dropped job) is undone.
+#[derive(Debug)]
+struct Outputs<'a> {
+    journal: &'a Journal,
+    pending: Vec<PendingOutput>,
+    /// The files the job's commands name or read with `<`, as (device, inode).
+    named: Vec<(u64, u64)>,
+}
+
+impl<'a> Outputs<'a> {
+    fn new(journal: &'a Journal, commands: &[Checked]) -> Outputs<'a> {
+        let reads = commands.iter().flat_map(|c| {
+            let redirected = c.redirects.iter().filter_map(|r| match r {
+                CheckedRedirect::Read { path, .. } => Some(path),
+                _ => None,
+            });
+            c.files.iter().chain(redirected)
+        });
+        let named = reads.filter_map(|p| std::fs::metadata(p).ok()).map(|m| (m.dev(), m.ino())).collect();
+        Outputs { journal, pending: Vec::new(), named }
     }
-    let staged = temp.path().to_path_buf();
-    pending.push(PendingOutput { command, temp: temp.into_temp_path(), path: path.to_path_buf() });
-    Ok(staged)
+
+    /// Whether a command of the job names or reads the file `meta` describes (`sort f > f`).
+    fn named_by_job(&self, meta: &std::fs::Metadata) -> bool {
+        self.named.contains(&(meta.dev(), meta.ino()))
+    }
+
+    fn record(&mut self, command: usize, change: Record) -> std::io::Result<()> {
+        self.journal.note(&change)?;
+        self.pending.push(PendingOutput { command, change });
+        Ok(())
+    }
+
+    /// A new empty file beside `path`, named `.posh-XXXXXX.tmp`, written down before it exists.
+    fn scratch(&mut self, path: &Path, command: usize) -> std::io::Result<(u64, PathBuf)> {
+        let id = self.journal.next_id();
+        let journal = self.journal;
+        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
+        let made = tempfile::Builder::new().prefix(".posh-").suffix(".tmp").make_in(dir, |temp| {
+            journal.note(&Record::Scratch { id, temp: temp.to_path_buf() })?;
+            // Created as bash creates a file: mode 0666 less the umask.
+            File::create_new(temp)
+        });
+        let temp = match made {
+            Ok(temp) => temp,
+            Err(e) => {
+                let _ = journal.note(&Record::Settled { id });
+                return Err(e);
+            }
+        };
+        let (_, temp) = temp.into_parts();
+        let temp = temp.keep().map_err(|e| e.error)?;
+        self.pending.push(PendingOutput { command, change: Record::Scratch { id, temp: temp.clone() } });
+        Ok((id, temp))
+    }
+
+    /// Replaces the last change recorded (a scratch file) by what it turned into.
+    fn became(&mut self, change: Record) -> std::io::Result<()> {
+        self.journal.note(&change)?;
+        if let Some(last) = self.pending.last_mut() {
+            last.change = change;
+        }
+        Ok(())
+    }
+
+    /// `path` is written from its end on (or created): undone by cutting it back (or removing it).
+    fn appended(&mut self, path: &Path, command: usize) -> std::io::Result<()> {
+        match std::fs::metadata(path) {
+            Ok(meta) => {
+                let id = self.journal.next_id();
+                let (dev, ino, len) = (meta.dev(), meta.ino(), meta.len());
+                self.record(command, Record::Appended { id, path: path.to_path_buf(), dev, ino, len })
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.created(path, command),
+            Err(e) => Err(e),
+        }
+    }
+
+    /// `path` does not exist yet; a command makes it (a file or a directory tree). Undoing removes
+    /// the topmost directory the job made on the way (`mkdir -p a/b`: `a`).
+    fn created(&mut self, path: &Path, command: usize) -> std::io::Result<()> {
+        let mut top = path;
+        while let Some(parent) = top.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+            top = parent;
+        }
+        let id = self.journal.next_id();
+        self.record(command, Record::Created { id, path: top.to_path_buf() })
+    }
+
+    /// A copy of `path`'s old content beside it, restored into it if the job does not complete.
+    fn back_up(&mut self, path: &Path, command: usize) -> std::io::Result<()> {
+        let (id, backup) = self.scratch(path, command)?;
+        off_the_runtime(|| journal::copy_into(path, &backup))?;
+        self.became(Record::Backup { id, path: path.to_path_buf(), backup })
+    }
+
+    /// Undoes the outputs of a job that did not complete or whose writer was killed (the last
+    /// made first, as a backup may hold what an earlier command already wrote), then commits the
+    /// others in order.
+    fn settle(mut self, ends: &[Exit], completed: bool) -> Result<()> {
+        let journal = self.journal;
+        let keep = |output: &PendingOutput| {
+            let writer = &ends[output.command];
+            let killed = writer.signal.is_some_and(|s| s != SIGPIPE);
+            // A staged content cut short by a full disk never replaces a file.
+            let out_of_space = writer.code.is_some_and(|c| c != 0)
+                && matches!(&output.change, Record::Staged { temp, .. } if free_space(temp).is_some_and(|f| f < FULL));
+            completed && !killed && !out_of_space
+        };
+        // One at a time: on an error, the outputs not yet settled are undone by `drop`.
+        for index in (0..self.pending.len()).rev() {
+            if keep(&self.pending[index]) {
+                continue;
+            }
+            let output = self.pending.remove(index);
+            tracing::info!("{:?} undone: the job or its writer did not complete", output.change);
+            off_the_runtime(|| journal::roll_back(&output.change))
+                .with_context(|| format!("cannot undo {:?}", output.change))?;
+            journal.note(&Record::Settled { id: output.change.id() })?;
+        }
+        while !self.pending.is_empty() {
+            let output = self.pending.remove(0);
+            journal.note(&Record::Commit { id: output.change.id() })?;
+            off_the_runtime(|| journal::roll_forward(&output.change))
+                .with_context(|| format!("cannot commit {:?}", output.change))?;
+            journal.note(&Record::Settled { id: output.change.id() })?;
+        }
+        Ok(())
+    }
+}
+
+impl Drop for Outputs<'_> {
+    fn drop(&mut self) {
+        for output in self.pending.drain(..).rev() {
+            if let Err(e) = journal::roll_back(&output.change) {
+                tracing::warn!("cannot undo {:?}: {e}", output.change);
+                continue; // left to the journal's replay at the next start
+            }
+            let _ = self.journal.note(&Record::Settled { id: output.change.id() });
+        }
+    }
+}
+
+/// Runs blocking file work (copies) without holding up the proxy's other jobs: on a
+/// multi-threaded runtime the worker hands its other tasks over first.
+fn off_the_runtime<T>(work: impl FnOnce() -> T) -> T {
+    match tokio::runtime::Handle::try_current() {
+        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
+            tokio::task::block_in_place(work)
+        }
+        _ => work(),
+    }
+}
+
+/// Bytes the proxy may still write on `path`'s filesystem (root may use the reserved blocks).
+fn free_space(path: &Path) -> Option<u64> {
+    let vfs = rustix::fs::statvfs(path).ok()?;
+    let blocks = if rustix::process::geteuid().is_root() { vfs.f_bfree } else { vfs.f_bavail };
+    Some(blocks.saturating_mul(vfs.f_frsize))
+}
+
+/// Whether the filesystem of `path` has room for `old` bytes kept aside (a staged content or a
+/// backup) and as much again; otherwise the file is written in place, as bash writes it.
+fn room_beside(path: &Path, old: u64) -> bool {
+    free_space(path).is_none_or(|free| free >= old.saturating_mul(2))
 }
 
 /// Whether `path` exists and is not a regular file (a device, a FIFO): nothing to replace
@@ -53,14 +208,16 @@ fn is_special(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| !m.is_file())
 }
 
-/// Opens `path` for a `>` (`>|` with `clobber`) or `>>` redirection, through [`stage`].
+/// Opens `path` for a `>` (`>|` with `clobber`) or `>>` redirection. `>>` appends in place, its
+/// old length recorded; `>` writes a staged file that replaces the content when the job
+/// completes, or, with no room for it beside the old file, truncates in place as bash does.
 fn open_output(
     path: &Path,
     append: bool,
     clobber: bool,
     noclobber: bool,
     command: usize,
-    pending: &mut Vec<PendingOutput>,
+    outputs: &mut Outputs<'_>,
 ) -> std::io::Result<File> {
     if is_special(path) {
         return OpenOptions::new().write(true).append(append).open(path);
@@ -68,31 +225,43 @@ fn open_output(
     if noclobber && !clobber && !append && path.exists() {
         return Err(std::io::Error::other("cannot overwrite existing file"));
     }
-    let staged = stage(path, append, command, pending)?;
-    // `>` does not open for appending (a program may seek), `>>` does, as bash opens them.
-    OpenOptions::new().write(true).append(append).open(staged)
+    if append {
+        outputs.appended(path, command)?;
+        return OpenOptions::new().append(true).create(true).open(path);
+    }
+    if let Ok(old) = std::fs::metadata(path) {
+        // Opened now, as bash opens it: a file the proxy may not write fails here, not at commit.
+        let file = OpenOptions::new().write(true).open(path)?;
+        // Under bash the job's own commands read the file already emptied (`sort f > f`).
+        let read_by_job = outputs.named_by_job(&old);
+        if read_by_job || !room_beside(path, old.len()) {
+            tracing::info!("{}: truncated in place (read by the job, or no room beside it)", path.display());
+            file.set_len(0)?;
+            return Ok(file);
+        }
+    }
+    let (id, temp) = outputs.scratch(path, command)?;
+    outputs.became(Record::Staged { id, temp: temp.clone(), target: path.to_path_buf() })?;
+    // `>` does not open for appending (a program may seek), as bash opens it.
+    OpenOptions::new().write(true).open(temp)
 }
 
-/// The argv to run: every output file word pointed at a staged copy of its file (see [`stage`];
-/// the old content is kept for `tee -a`, a truncating writer empties it itself).
-fn argv_with_temporary_outputs(
-    checked: &Checked,
-    command: usize,
-    pending: &mut Vec<PendingOutput>,
-) -> std::io::Result<Vec<String>> {
-    let mut argv = checked.argv.clone();
-    // From the end of each word, so earlier ranges stay valid.
-    let mut outputs: Vec<_> = checked.outputs.iter().collect();
-    outputs.sort_by_key(|(word, range, _)| (std::cmp::Reverse(*word), std::cmp::Reverse(range.start)));
-    for (word, range, path) in outputs {
-        if is_special(path) {
-            continue;
+/// Records the output files named by the command's words before it runs, which then writes them
+/// itself as under bash (a directory stays a directory: `cp -r`, `tar -C`). An existing regular
+/// file is backed up when there is room (its annotation cannot tell `tee -a` from `tee`), else
+/// its length is recorded; a missing path is removed again if the job does not complete.
+fn record_output_words(checked: &Checked, command: usize, outputs: &mut Outputs<'_>) -> std::io::Result<()> {
+    for (_, _, path) in &checked.outputs {
+        match std::fs::metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => outputs.created(path, command)?,
+            Err(e) => return Err(e),
+            Ok(meta) if meta.is_file() && room_beside(path, meta.len()) => outputs.back_up(path, command)?,
+            Ok(meta) if meta.is_file() => outputs.appended(path, command)?,
+            // A directory is written into (its old entries are not kept); a device is no file.
+            Ok(_) => {}
         }
-        let staged = stage(path, true, command, pending)?;
-        let staged = staged.to_str().ok_or_else(|| std::io::Error::other("temporary path not UTF-8"))?;
-        argv[*word].replace_range(range.clone(), staged);
     }
-    Ok(argv)
+    Ok(())
 }
 
 /// Applies `redirects` in order over `fds` (0, 1, 2).
@@ -101,14 +270,14 @@ fn apply_redirects(
     fds: &mut [Option<OwnedFd>; 3],
     noclobber: bool,
     command: usize,
-    pending: &mut Vec<PendingOutput>,
+    outputs: &mut Outputs<'_>,
 ) -> Result<(), StartError> {
     for (index, redirect) in checked.redirects.iter().enumerate() {
         let fail = |e: std::io::Error| StartError { redirect: Some(index), message: os_message(&e), status: 1 };
         let (fd, file) = match redirect {
             CheckedRedirect::Read { fd, path } => (*fd, OwnedFd::from(File::open(path).map_err(fail)?)),
             CheckedRedirect::Write { fd, path, append, clobber } => {
-                let file = open_output(path, *append, *clobber, noclobber, command, pending).map_err(fail)?;
+                let file = open_output(path, *append, *clobber, noclobber, command, outputs).map_err(fail)?;
                 (*fd, OwnedFd::from(file))
             }
             CheckedRedirect::Dup { fd, source } => {
@@ -141,6 +310,8 @@ pub struct JobPlace<'a> {
     /// The job's private directory (its `TMPDIR`), where its process groups are written down.
     pub dir: &'a super::jobs_dir::JobDir,
     pub launcher: &'a Path,
+    /// Where the job's output changes are written down (see [`Journal`]).
+    pub journal: &'a Journal,
 }
 
 /// The request's shell options for the job.
@@ -172,7 +343,7 @@ where
     // A larger pipe lets the command run ahead of the network by more than 64 KiB (best effort).
     let _ = rustix::pipe::fcntl_setpipe_size(&stdout_read, 1 << 20);
     let (stderr_read, stderr_write) = std::io::pipe()?;
-    let mut pending: Vec<PendingOutput> = Vec::new();
+    let mut outputs = Outputs::new(place.journal, commands);
     let mut ends: Vec<Option<Exit>> = vec![None; commands.len()];
     let mut children: Vec<(usize, tokio::process::Child)> = Vec::new();
     let mut next_stdin: Option<OwnedFd> = Some(stdin_read.into());
@@ -188,12 +359,12 @@ where
         };
         let stderr = if stderr_with_stdout { stdout_write.try_clone()? } else { stderr_write.try_clone()? };
         let mut fds = [stdin, stdout, Some(OwnedFd::from(stderr))];
-        if let Err(error) = apply_redirects(checked, &mut fds, noclobber, i, &mut pending) {
+        if let Err(error) = apply_redirects(checked, &mut fds, noclobber, i, &mut outputs) {
             ends[i] = Some(Exit { error: Some(error), ..Exit::default() });
             continue;
         }
-        let argv = match argv_with_temporary_outputs(checked, i, &mut pending) {
-            Ok(argv) => argv,
+        let argv = match record_output_words(checked, i, &mut outputs) {
+            Ok(()) => checked.argv.clone(),
             Err(e) => {
                 let error = StartError { redirect: None, message: os_message(&e), status: 1 };
                 ends[i] = Some(Exit { error: Some(error), ..Exit::default() });
@@ -332,14 +503,7 @@ where
         ends[i] = Some(Exit { code: status.code(), signal: status.signal(), error: None });
     }
     let ends: Vec<Exit> = ends.into_iter().map(|e| e.unwrap_or_default()).collect();
-    for output in pending {
-        let killed = ends[output.command].signal.is_some_and(|s| s != SIGPIPE);
-        if completed && !killed {
-            output.temp.persist(&output.path).with_context(|| format!("cannot replace {}", output.path.display()))?;
-        } else {
-            tracing::info!("{} left as it was: the job did not complete", output.path.display());
-        }
-    }
+    outputs.settle(&ends, completed)?;
     if let Some(e) = lost {
         return Err(e);
     }
@@ -376,5 +540,72 @@ async fn read_some(pipe: &mut Option<tokio::net::unix::pipe::Receiver>, buf: &mu
     match pipe {
         Some(pipe) => pipe.read(buf).await,
         None => std::future::pending().await,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::io::Write as _;
+
+    use super::*;
+
+    fn exited(code: i32) -> Exit {
+        Exit { code: Some(code), ..Exit::default() }
+    }
+
+    #[test]
+    fn an_append_is_made_in_place_and_cut_back_when_the_job_does_not_complete() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        std::fs::write(&log, "old\n").unwrap();
+        let journal = Journal::none();
+        for (completed, expected) in [(false, "old\n"), (true, "old\nnew\n")] {
+            let mut outputs = Outputs::new(&journal, &[]);
+            let mut file = open_output(&log, true, false, false, 0, &mut outputs).unwrap();
+            file.write_all(b"new\n").unwrap();
+            // No copy beside it: the bytes went into the file itself.
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+            outputs.settle(&[exited(0)], completed).unwrap();
+            assert_eq!(std::fs::read_to_string(&log).unwrap(), expected);
+        }
+    }
+
+    #[test]
+    fn a_rewrite_keeps_the_inode_and_links_and_a_killed_writer_keeps_the_old_content() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("f");
+        std::fs::write(&file, "old\n").unwrap();
+        std::fs::hard_link(&file, dir.path().join("link")).unwrap();
+        let inode = std::fs::metadata(&file).unwrap().ino();
+        let journal = Journal::none();
+        let killed = Exit { signal: Some(9), ..Exit::default() };
+        for (end, expected) in [(killed, "old\n"), (exited(1), "new\n")] {
+            let mut outputs = Outputs::new(&journal, &[]);
+            open_output(&file, false, false, false, 0, &mut outputs).unwrap().write_all(b"new\n").unwrap();
+            assert_eq!(std::fs::read_to_string(&file).unwrap(), "old\n", "staged until the job ends");
+            outputs.settle(&[end], true).unwrap();
+            assert_eq!(std::fs::read_to_string(dir.path().join("link")).unwrap(), expected);
+        }
+        assert_eq!(std::fs::metadata(&file).unwrap().ino(), inode);
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 2, "no temporary left");
+    }
+
+    #[test]
+    fn outputs_dropped_unsettled_are_undone() {
+        let dir = tempfile::tempdir().unwrap();
+        let made = dir.path().join("made");
+        let journal = Journal::none();
+        let checked = Checked {
+            argv: vec!["cp".into(), "-r".into(), "src".into(), made.to_str().unwrap().into()],
+            env: Vec::new(),
+            redirects: Vec::new(),
+            outputs: vec![(3, 0..made.to_str().unwrap().len(), made.join("deeper"))],
+            files: vec![made.join("deeper")],
+        };
+        let mut outputs = Outputs::new(&journal, &[]);
+        record_output_words(&checked, 0, &mut outputs).unwrap();
+        std::fs::create_dir_all(made.join("deeper/still")).unwrap();
+        drop(outputs);
+        assert!(!made.exists(), "the directories the job made are gone");
     }
 }

@@ -9,6 +9,7 @@ pub mod confine;
 pub mod identity;
 pub mod job;
 pub mod jobs_dir;
+pub mod journal;
 pub mod protocol;
 pub mod proxy;
 pub mod sandbox;

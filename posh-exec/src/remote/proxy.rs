@@ -17,6 +17,7 @@ use tokio::sync::{Semaphore, watch};
 
 use super::identity::{Identity, fingerprint};
 use super::jobs_dir::JobsDir;
+use super::journal::Journal;
 use super::protocol::{self, Exit, Header, Request};
 use super::{confine, job};
 
@@ -45,6 +46,9 @@ pub struct ProxyConfig {
     /// The program that confines each command (`EXE __sandbox ROOT TMP -- ARGV`); `None`: this
     /// executable, which must then handle `__sandbox`.
     pub launcher: Option<PathBuf>,
+    /// Where jobs write down their output changes, so a proxy that died undoes them at its next
+    /// start (`Journal::open(STATE_DIR/journal)`); `Journal::none()` keeps nothing.
+    pub journal: Arc<Journal>,
 }
 
 /// Requires a client certificate and checks that the client holds its key; which certificates
@@ -307,7 +311,13 @@ async fn handle_job(mut send: quinn::SendStream, recv: quinn::RecvStream, shared
         None => std::env::current_exe().context("the proxy's own executable")?,
     };
     protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
-    let place = job::JobPlace { export: &shared.config.export, cwd: &cwd, dir: &tmp, launcher: &launcher };
+    let place = job::JobPlace {
+        export: &shared.config.export,
+        cwd: &cwd,
+        dir: &tmp,
+        launcher: &launcher,
+        journal: &shared.config.journal,
+    };
     let options = job::JobOptions { noclobber: request.noclobber, stderr_with_stdout: request.stderr_with_stdout };
     let ended = job::run(&place, &checked, options, &mut recv, &mut send, shared.kill.clone()).await?;
     tracing::info!("job ended: {:?}", ended.commands.iter().map(Exit::status).collect::<Vec<_>>());

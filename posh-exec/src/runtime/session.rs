@@ -12,6 +12,7 @@ use anyhow::{Context as _, Result};
 use posh_core::config::{Config, ProxyAddress};
 use posh_core::library::Library;
 use posh_exec::remote::jobs_dir::JobsDir;
+use posh_exec::remote::journal::Journal;
 use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
 use posh_exec::remote::{Connection, Identity, KnownProxies, Pin, connect, connect_pinned};
 use tokio::sync::OnceCell;
@@ -25,6 +26,8 @@ use super::{decode, execute, placement};
 pub struct ClientState {
     pub identity_dir: std::path::PathBuf,
     pub known_proxies: std::path::PathBuf,
+    /// Where the run's embedded proxies write down their output changes (see `remote::journal`).
+    pub journal_dir: std::path::PathBuf,
 }
 
 /// How long a pipeline waits for a proxy that was lost, or not reached, to answer again.
@@ -55,6 +58,8 @@ pub struct Session {
     identity: OnceCell<Option<Identity>>,
     /// Where the run's embedded proxies make their jobs' directories, one for the process.
     embedded_jobs: OnceCell<Option<Arc<JobsDir>>>,
+    /// Shared by the run's embedded proxies: one journal file per process.
+    journal: std::sync::OnceLock<Arc<Journal>>,
     /// One per mount: connected on first use, kept while it stays open.
     connections: Vec<tokio::sync::Mutex<ProxyLink>>,
     runtime: tokio::runtime::Handle,
@@ -91,6 +96,19 @@ impl Session {
         &self.library
     }
 
+    /// The embedded proxies' journal, opened on first use, which first settles what runs killed
+    /// mid-job (`kill -9`) left behind.
+    fn journal(&self) -> Arc<Journal> {
+        let open = || match Journal::open(&self.state.journal_dir) {
+            Ok(journal) => Arc::new(journal),
+            Err(e) => {
+                eprintln!("posh-exec: output journal in {}: {e}", self.state.journal_dir.display());
+                Arc::new(Journal::none())
+            }
+        };
+        self.journal.get_or_init(open).clone()
+    }
+
     /// The warm connection to mount `index`'s proxy, connecting (or starting an embedded proxy)
     /// on first use, and again when the connection closed (the proxy restarted, say). A proxy
     /// that could not be reached is warned about once and tried again only after a pause that
@@ -112,7 +130,7 @@ impl Session {
                     connect(&mount.proxy.to_string(), identity, &known).await
                 }
                 ProxyAddress::Embedded => match self.embedded_jobs().await {
-                    Some(jobs) => start_embedded(mount, identity, &self.library, jobs).await,
+                    Some(jobs) => start_embedded(mount, identity, &self.library, jobs, self.journal()).await,
                     None => Err(anyhow::anyhow!("no directory for the embedded proxy's jobs")),
                 },
             }
@@ -261,6 +279,7 @@ async fn start_embedded(
     client: &Identity,
     library: &Library,
     jobs: Arc<JobsDir>,
+    journal: Arc<Journal>,
 ) -> Result<Connection> {
     let host = Identity::ephemeral("posh-embedded")?;
     let endpoint = proxy::endpoint(&host, "127.0.0.1:0".parse()?)?;
@@ -275,6 +294,7 @@ async fn start_embedded(
         grace: Duration::from_secs(1),
         library: library.clone(),
         launcher: Some(std::env::current_exe().context("posh-exec's own executable")?),
+        journal,
     };
     tokio::spawn(async move {
         if let Err(e) = proxy::serve(endpoint, config, std::future::pending()).await {
@@ -337,6 +357,7 @@ pub fn run_script(
         state,
         identity: OnceCell::new(),
         embedded_jobs: OnceCell::new(),
+        journal: std::sync::OnceLock::new(),
         runtime: runtime.handle().clone(),
     });
     // Ctrl-C and Ctrl-\ are bash's to act on; posh-exec ends when bash does.

@@ -13,5 +13,6 @@ mod caches;
 mod fixture;
 mod interrupts;
 mod names_from_input;
+mod outputs;
 mod shared_descriptors;
 mod small_faults;
