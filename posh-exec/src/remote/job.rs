@@ -450,6 +450,10 @@ where
         let mut err_buf = vec![0u8; 64 * 1024];
         while stdout.is_some() || stderr.is_some() {
             tokio::select! {
+                // Output before errors when both are waiting: GNU tools flush stdout before they
+                // report an error, so that is the order they wrote in (exact only when the two
+                // are one pipe, see `JobOptions::stderr_with_stdout`).
+                biased;
                 _ = async { let _ = closed.wait_for(|c| *c).await; }, if stdout.is_some() => stdout = None,
                 n = read_some(&mut stdout, &mut out_buf), if stdout.is_some() => match n? {
                     0 => stdout = None,

@@ -17,6 +17,13 @@ fn site() -> Site {
         "for i in $(seq 1 100); do\n  grep -c apple data/words.txt data/missing.txt\n  wc -l data/words.txt data/nosuch.txt\ndone\n\
          grep -n 'apple pie' data/words.txt data/missing.txt > inner 2> inner\ncat inner\n",
     );
+    // Each command's stdout comes before its error here, and nothing after it: with two open
+    // file descriptions the proxy's two pipes are all that carries the order.
+    site.write(
+        "twice.sh",
+        "for i in $(seq 1 100); do\n  grep -c apple data/words.txt data/missing.txt\ndone\n\
+         grep -n 'apple pie' data/words.txt data/missing.txt > inner 2> inner\ncat inner\n",
+    );
     site
 }
 
@@ -40,7 +47,7 @@ fn compare(site: &Site, line: &str, files: &[&str]) {
     let jobs_before = site.proxy_log().matches("job ended").count();
     let posh = run(posh_exec());
     let jobs = site.proxy_log().matches("job ended").count() - jobs_before;
-    assert!(jobs >= 200, "`{line}` ran only {jobs} jobs at the proxy: the test tests nothing");
+    assert!(jobs >= 100, "`{line}` ran only {jobs} jobs at the proxy: the test tests nothing");
     for ((name, b), (_, p)) in bash.iter().zip(&posh) {
         assert!(b.len() > 1000 || name == "(stdout)", "{name}: bash wrote only {} bytes", b.len());
         assert!(
@@ -72,7 +79,7 @@ fn two_runs_appending_to_one_log() {
 #[test]
 fn one_file_opened_twice() {
     // Two open file descriptions, two offsets: under bash the streams overwrite each other.
-    compare(&site(), r#"$SHELL loop.sh > log 2> log"#, &["log"]);
+    compare(&site(), r#"$SHELL twice.sh > log 2> log"#, &["log"]);
 }
 
 #[test]
