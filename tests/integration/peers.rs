@@ -3,17 +3,18 @@
 //! status, hashes of stdout, stderr and written files, per script) must be byte-identical.
 //!
 //! Inputs come from the suite's own `tools/gen_inputs.py` at scale 1 (about 1.2 MB), the runs
-//! from `tools/run_peer_scripts.sh`. posh-exec runs twice: with no configuration (`local`) and
+//! from `tools/run_peer_scripts.sh`. posh-exec runs three times: with no configuration (`local`) and
 //! with a configuration, passed through `$POSH_CONFIG` because the runner moves into a working
 //! directory per script, that makes the input directory (and each of the five "mounts" of the
-//! POSH paper's script) an embedded mount (`mounted`). Every run is made twice: with each
+//! POSH paper's script) an embedded mount (`mounted`), and once more with the whole run's
+//! directory served by a separate posh-proxy process (`proxied`). Every run is made twice: with each
 //! script's stdout and stderr in two files, and in one file opened once (`> out 2>&1`).
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use crate::oracle::{posh_exec, run_with_timeout, short_diff};
+use crate::oracle::{ProxyProcess, posh_exec, run_with_timeout, short_diff};
 
 /// Generous: the whole suite takes a few seconds.
 const TIMEOUT: Duration = Duration::from_secs(600);
@@ -105,6 +106,12 @@ fn peer_scripts_behave_as_under_bash() {
     }
     std::fs::write(&config, toml).expect("write posh.toml");
     assert_mount_is_seen(&root, &data, &config, posh);
+    // Everything (inputs, working directories, outputs) served by a separate posh-proxy process.
+    let proxy = ProxyProcess::start(&root);
+    let proxied = root.join("proxied.toml");
+    let toml = format!("[[mount]]\nname = \"peer-data\"\npath = \"{}\"\nproxy = \"{}\"\n", root.display(), proxy.addr);
+    std::fs::write(&proxied, toml).expect("write proxied.toml");
+    assert_mount_is_seen(&root, &data, &proxied, posh);
 
     // The runner gives each script `> NAME.out 2> NAME.err`; through this wrapper a script's
     // stderr goes into its stdout's open file (`> NAME.out 2>&1`) and NAME.err stays empty.
@@ -116,7 +123,9 @@ fn peer_scripts_behave_as_under_bash() {
     for (streams, wrapper) in [("", ""), ("-one-file", one_file)] {
         let shell = |program: &str| [wrapper, program].join(" ").trim().to_string();
         let bash = run_suite(&root, &data, &format!("out-bash{streams}"), &shell("bash"), None);
-        for (mode, config) in [("local", None), ("mounted", Some(config.as_path()))] {
+        for (mode, config) in
+            [("local", None), ("mounted", Some(config.as_path())), ("proxied", Some(proxied.as_path()))]
+        {
             let out = format!("out-posh-{mode}{streams}");
             let summary = run_suite(&root, &data, &out, &shell(posh), config);
             if summary != bash {
