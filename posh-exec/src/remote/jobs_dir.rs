@@ -6,16 +6,13 @@
 //! proxy process PID; `PID/` holding its jobs' directories `job-XXXX/`, and beside each one
 //! `job-XXXX.groups`, the process groups its commands lead, one per line. The groups file lies
 //! outside the job's directory, which its commands may write: they must not choose what a later
-//! proxy kills. A lock file becomes visible under its name only once locked (it is locked under a
-//! temporary name, then renamed), so a `PID.lock` whose lock can be taken belongs to a dead
-//! proxy, and a `PID/` without its lock file was being removed.
+//! proxy kills. A `PID.lock` whose lock is free belongs to a dead proxy (see `liveness`); `PID/`
+//! is made only once its lock is held, so one without its lock file was being removed.
 
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Write as _};
 use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
-
-use rustix::fs::FlockOperation;
 
 /// This process's directory of jobs; removed when dropped.
 #[derive(Debug)]
@@ -32,10 +29,8 @@ impl JobsDir {
         fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
         remove_stale(parent);
         let pid = std::process::id();
-        let temporary = tempfile::Builder::new().prefix(".lock-").tempfile_in(parent)?;
-        rustix::fs::flock(temporary.as_file(), FlockOperation::NonBlockingLockExclusive)?;
         let lock = parent.join(format!("{pid}.lock"));
-        let held = temporary.persist(&lock).map_err(|e| e.error)?;
+        let held = super::liveness::hold(&lock)?;
         let own = parent.join(pid.to_string());
         // A dead process of the same pid may have left one.
         let _ = fs::remove_dir_all(&own);
@@ -98,10 +93,7 @@ fn remove_stale(parent: &Path) {
     for name in &names {
         let Some(pid) = name.strip_suffix(".lock") else { continue };
         let path = parent.join(name);
-        let Ok(file) = File::open(&path) else { continue };
-        if rustix::fs::flock(&file, FlockOperation::NonBlockingLockExclusive).is_err() {
-            continue; // a live proxy's
-        }
+        let Some(_dead) = super::liveness::owner_gone(&path) else { continue };
         remove_jobs_of(&parent.join(pid));
         let _ = fs::remove_file(&path);
     }
@@ -137,6 +129,7 @@ fn remove_jobs_of(own: &Path) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use rustix::fs::FlockOperation;
 
     #[test]
     fn a_dead_proxys_jobs_are_removed_and_a_live_ones_kept() {

@@ -150,15 +150,7 @@ impl Journal {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
         recover(dir)?;
         let path = dir.join(format!("journal-{}.jsonl", std::process::id()));
-        let file = loop {
-            let file = OpenOptions::new().create(true).read(true).append(true).open(&path)?;
-            // Waits while another starting proxy replays a dead one's file of the same name.
-            file.lock()?;
-            // That proxy took our new file for a stale one and deleted it: make another.
-            if file.metadata()?.nlink() > 0 {
-                break file;
-            }
-        };
+        let file = super::liveness::hold(&path)?;
         file.set_len(0)?;
         Ok(Journal { open: Mutex::new(Open { file: Some(file), next_id: 0, unsettled: BTreeSet::new() }) })
     }
@@ -207,14 +199,7 @@ fn recover(dir: &Path) -> io::Result<()> {
         if !(name.starts_with("journal-") && name.ends_with(".jsonl")) {
             continue;
         }
-        let Ok(file) = OpenOptions::new().read(true).write(true).open(&path) else { continue };
-        if file.try_lock().is_err() {
-            continue; // a live proxy's
-        }
-        // Another starting proxy replayed and deleted it while we waited for the lock.
-        if file.metadata()?.nlink() == 0 {
-            continue;
-        }
+        let Some(file) = super::liveness::owner_gone(&path) else { continue };
         replay(&file, &path);
         std::fs::remove_file(&path)?;
     }

@@ -10,6 +10,7 @@ pub mod identity;
 pub mod job;
 pub mod jobs_dir;
 pub mod journal;
+pub mod liveness;
 pub mod protocol;
 pub mod proxy;
 pub mod sandbox;
