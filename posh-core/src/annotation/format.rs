@@ -79,6 +79,7 @@ fn format_arg(spec: &ArgSpec, section: Section) -> String {
         (spec.required, "required"),
         (spec.config, "config"),
         (spec.file_list, "file_list"),
+        (spec.appends, "appends"),
     ] {
         if on {
             fields.push(name.to_string());

@@ -87,6 +87,7 @@ pub static KEYWORDS: &[Keyword] = &[
     kw!(ArgField "required": V::None, true, "The entry fits only invocations that give this option (`tar -c` and `tar -x` get separate entries)."),
     kw!(ArgField "config": V::None, true, "A configuration input (`grep -f patterns`): every split copy reads it whole, and it is never split."),
     kw!(ArgField "file_list": V::None, true, "An input file (`type:input_file`; `-` is standard input) whose content is a list of names of files the command opens (`tar -T LIST`, `rsync --files-from=LIST`). An invocation that gives it runs at the client, where those names mean what they mean under bash."),
+    kw!(ArgField "appends": V::None, true, "On a flag: when given, the command appends to its output files instead of rewriting them (`tee -a`). A proxy then appends in place, as for `>>`, and keeps no copy of the old content."),
     kw!(Type "input_file": V::None, false, "A file (or directory) the command reads."),
     kw!(Type "output_file": V::None, false, "A file (or directory) the command writes."),
     kw!(Type "str": V::None, false, "A plain string: not a file."),

@@ -114,6 +114,7 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
         required: false,
         config: false,
         file_list: false,
+        appends: false,
         span: item.span,
     };
     let mut seen: Vec<&str> = Vec::new();
@@ -170,6 +171,7 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
             "required" => spec.required = true,
             "config" => spec.config = true,
             "file_list" => spec.file_list = true,
+            "appends" => spec.appends = true,
             other => unreachable!("field `{other}` has no meaning in lower_arg"),
         }
     }

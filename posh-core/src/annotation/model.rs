@@ -140,6 +140,8 @@ pub struct ArgSpec {
     pub config: bool,
     /// The file's content lists names of files the command opens (`tar -T LIST`).
     pub file_list: bool,
+    /// A flag that makes the command append to its output files (`tee -a`).
+    pub appends: bool,
     pub span: Span,
 }
 

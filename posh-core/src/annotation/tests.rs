@@ -285,6 +285,19 @@ fn every_syntax_kind_of_a_file_is_reachable() {
     }
 }
 
+/// Parses the same entries written in both layouts, checks they load cleanly into the same model
+/// and print back unchanged, and returns the block layout's parse.
+fn check_both_layouts(one_line: &str, block: &str) -> ParsedFile {
+    let (a, b) = (parse(one_line), parse(block));
+    assert!(a.diagnostics.is_empty(), "{}", render_diagnostics(one_line));
+    assert!(b.diagnostics.is_empty(), "{}", render_diagnostics(block));
+    let strip = |entries: &[CommandEntry]| entries.iter().map(CommandEntry::without_spans).collect::<Vec<_>>();
+    assert_eq!(strip(&a.entries), strip(&b.entries));
+    check_round_trip(one_line);
+    check_round_trip(block);
+    b
+}
+
 /// Names of files read from input: the same model from both layouts, printed back in the block
 /// layout, and the invocation says where its lists are.
 #[test]
@@ -308,13 +321,7 @@ tar:
 - PARAMS:
   - type:input_file, size:list
 ";
-    let (a, b) = (parse(one_line), parse(block));
-    assert!(a.diagnostics.is_empty(), "{}", render_diagnostics(one_line));
-    assert!(b.diagnostics.is_empty(), "{}", render_diagnostics(block));
-    let strip = |entries: &[CommandEntry]| entries.iter().map(CommandEntry::without_spans).collect::<Vec<_>>();
-    assert_eq!(strip(&a.entries), strip(&b.entries));
-    check_round_trip(one_line);
-    check_round_trip(block);
+    let b = check_both_layouts(one_line, block);
 
     let lists = |argv: &str| {
         let argv = shell_words::split(argv).expect("a command line");
@@ -345,4 +352,26 @@ h[stdin_file_list]: OPTPARAMS:[(short:T,type:input_file,size:1,file_list)] PARAM
 ";
     check_lossless(source);
     insta::assert_snapshot!(render_diagnostics(source));
+}
+
+/// A flag that makes the command append: the same model from both layouts, printed back, and
+/// misplaced uses reported.
+#[test]
+fn appending_flags() {
+    let one_line = "tee: FLAGS:[(short:a,long:append,appends)] PARAMS:[(type:output_file,size:list)]\n";
+    let block = "\
+tee:
+- FLAGS:
+  - short:a, long:append, appends
+- PARAMS:
+  - type:output_file, size:list
+";
+    let b = check_both_layouts(one_line, block);
+    let misplaced = "\
+a: OPTPARAMS:[(short:o,type:output_file,size:1,appends)]
+b: FLAGS:[(short:a,appends)] PARAMS:[(type:input_file,size:list)]
+c: FLAGS:[(short:a,append)] PARAMS:[(type:output_file,size:list)]
+";
+    check_lossless(misplaced);
+    insta::assert_snapshot!(format!("{}\n{}", format_entry(&b.entries[0]), render_diagnostics(misplaced)));
 }

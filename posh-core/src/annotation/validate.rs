@@ -72,6 +72,21 @@ pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
             };
             push(Code::BadFileList, spec.span, message.into());
         }
+        if spec.appends && arg.section != Section::Flags {
+            push(
+                Code::Conflict,
+                spec.span,
+                "`appends` marks a flag that makes the command append to its output files; move it to FLAGS".into(),
+            );
+        }
+        if spec.appends && !entry.args().any(|(_, other)| other.ty == ArgType::OutputFile) {
+            push(
+                Code::Conflict,
+                spec.span,
+                "`appends` says how the command writes its output files, but the entry has none (`type:output_file`)"
+                    .into(),
+            );
+        }
     }
     check_duplicate_names(entry, diags);
     let variable: Vec<_> = entry.params.iter().filter(|s| s.size.is_variable()).collect();

@@ -517,6 +517,12 @@ impl Invocation<'_> {
         self.files_of(ArgType::OutputFile)
     }
 
+    /// Whether the invocation appends to its output files instead of rewriting them: it gives a
+    /// flag marked `appends` (`tee -a`).
+    pub fn appends_outputs(&self) -> bool {
+        self.words.iter().flatten().any(|part| matches!(part.role, Role::Flag(arg) if self.entry.arg(arg).appends))
+    }
+
     /// Where the invocation reads names of files it opens, names its words do not show: `-` for
     /// standard input (`stdin_file_list`), else the words of its `file_list` arguments.
     pub fn file_lists(&self) -> Vec<String> {

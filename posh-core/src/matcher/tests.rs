@@ -176,3 +176,20 @@ fn inputs_and_outputs() {
     assert_eq!(fit_one(&parsed.entries, &["ls"]).input_files(), ["."]);
     assert_eq!(fit_one(&parsed.entries, &["ls", "x"]).input_files(), ["x"]);
 }
+
+#[test]
+fn appending_flags_say_the_outputs_are_appended() {
+    let parsed =
+        annotation::parse("tee: FLAGS:[(short:a,long:append,appends),(short:i)] PARAMS:[(type:output_file,size:list)]");
+    assert!(parsed.diagnostics.is_empty());
+    for (words, appends) in [
+        (&["tee", "log.txt"][..], false),
+        (&["tee", "-i", "log.txt"][..], false),
+        (&["tee", "-a", "log.txt"][..], true),
+        (&["tee", "-ia", "log.txt", "other.txt"][..], true),
+        (&["tee", "--append", "log.txt"][..], true),
+        (&["tee", "--", "-a"][..], false),
+    ] {
+        assert_eq!(fit_one(&parsed.entries, words).appends_outputs(), appends, "{words:?}");
+    }
+}

@@ -22,6 +22,9 @@ pub struct Checked {
     pub redirects: Vec<CheckedRedirect>,
     /// Output files named by argv words: (word, byte range in it, resolved path).
     pub outputs: Vec<(usize, std::ops::Range<usize>, PathBuf)>,
+    /// The command appends to its output words' files (`tee -a`, a flag marked `appends`), as
+    /// `>>` appends: it never rewrites what they held.
+    pub outputs_appended: bool,
     /// Every file word (inputs and outputs), resolved.
     pub files: Vec<PathBuf>,
 }
@@ -115,7 +118,8 @@ pub fn check(library: &Library, root: &Path, cwd: &Path, command: &JobCommand) -
         check_env_name(name)?;
         env.push((name.clone(), value.clone()));
     }
-    Ok(Checked { argv: command.argv.clone(), env, redirects, outputs, files: paths })
+    let outputs_appended = invocation.appends_outputs();
+    Ok(Checked { argv: command.argv.clone(), env, redirects, outputs, outputs_appended, files: paths })
 }
 
 fn check_redirect(root: &Path, cwd: &Path, redirect: &Redirect) -> Result<CheckedRedirect, String> {
@@ -251,6 +255,26 @@ mod tests {
         );
         assert!(refused(&["tar", "-cf", "out.tar", "-T", "list.txt"]).contains("opens files named in `list.txt`"));
         assert!(check(&library, &root, &root, &job(&["cat", "list.txt"])).is_ok(), "a named file is checked and run");
+    }
+
+    #[test]
+    fn output_words_of_an_appending_flag_are_marked_appended() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let library = Library::builtin();
+        let appended = |argv: &[&str]| {
+            let command = JobCommand {
+                argv: argv.iter().map(|w| w.to_string()).collect(),
+                env: Default::default(),
+                files: Vec::new(),
+                redirects: Vec::new(),
+            };
+            check(&library, &root, &root, &command).unwrap().outputs_appended
+        };
+        assert!(appended(&["tee", "-a", "log.txt"]));
+        assert!(appended(&["tee", "--append", "-i", "log.txt", "other.txt"]));
+        assert!(!appended(&["tee", "log.txt"]));
+        assert!(!appended(&["sort", "-o", "out.txt", "in.txt"]));
     }
 
     #[test]

@@ -248,13 +248,15 @@ fn open_output(
 
 /// Records the output files named by the command's words before it runs, which then writes them
 /// itself as under bash (a directory stays a directory: `cp -r`, `tar -C`). An existing regular
-/// file is backed up when there is room (its annotation cannot tell `tee -a` from `tee`), else
-/// its length is recorded; a missing path is removed again if the job does not complete.
+/// file the command appends to (`tee -a`) has its length recorded, as for `>>`; one it may
+/// rewrite is backed up when there is room, else its length is recorded too; a missing path is
+/// removed again if the job does not complete.
 fn record_output_words(checked: &Checked, command: usize, outputs: &mut Outputs<'_>) -> std::io::Result<()> {
     for (_, _, path) in &checked.outputs {
         match std::fs::metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => outputs.created(path, command)?,
             Err(e) => return Err(e),
+            Ok(meta) if meta.is_file() && checked.outputs_appended => outputs.appended(path, command)?,
             Ok(meta) if meta.is_file() && room_beside(path, meta.len()) => outputs.back_up(path, command)?,
             Ok(meta) if meta.is_file() => outputs.appended(path, command)?,
             // A directory is written into (its old entries are not kept); a device is no file.
@@ -595,6 +597,30 @@ mod tests {
     }
 
     #[test]
+    fn an_appending_output_word_is_appended_in_place_without_a_backup() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("log");
+        std::fs::write(&log, "old\n").unwrap();
+        let journal = Journal::none();
+        let checked = Checked {
+            argv: vec!["tee".into(), "-a".into(), log.to_str().unwrap().into()],
+            env: Vec::new(),
+            redirects: Vec::new(),
+            outputs: vec![(2, 0..log.to_str().unwrap().len(), log.clone())],
+            outputs_appended: true,
+            files: vec![log.clone()],
+        };
+        for (completed, expected) in [(false, "old\n"), (true, "old\nnew\n")] {
+            let mut outputs = Outputs::new(&journal, std::slice::from_ref(&checked));
+            record_output_words(&checked, 0, &mut outputs).unwrap();
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no copy beside the log");
+            OpenOptions::new().append(true).open(&log).unwrap().write_all(b"new\n").unwrap();
+            outputs.settle(&[exited(0)], completed).unwrap();
+            assert_eq!(std::fs::read_to_string(&log).unwrap(), expected);
+        }
+    }
+
+    #[test]
     fn outputs_dropped_unsettled_are_undone() {
         let dir = tempfile::tempdir().unwrap();
         let made = dir.path().join("made");
@@ -604,6 +630,7 @@ mod tests {
             env: Vec::new(),
             redirects: Vec::new(),
             outputs: vec![(3, 0..made.to_str().unwrap().len(), made.join("deeper"))],
+            outputs_appended: false,
             files: vec![made.join("deeper")],
         };
         let mut outputs = Outputs::new(&journal, &[]);

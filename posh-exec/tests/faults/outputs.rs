@@ -316,6 +316,15 @@ fn fifo_writer(path: &Path) -> std::fs::File {
     writer.unwrap()
 }
 
+/// The names of the proxy's temporaries (staged contents, backups) in `dir`.
+fn temporaries(dir: &Path) -> Vec<String> {
+    std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with(".posh-"))
+        .collect()
+}
+
 /// A posh-exec run, killed when dropped (a failing test leaves no process behind).
 struct Running(Child);
 
@@ -386,11 +395,7 @@ fn a_proxy_killed_mid_job_is_undone_at_its_next_start_and_a_live_one_is_left_alo
     assert_content(&data.join("log"), &original_log);
     assert_content(&data.join("copy.txt"), "old copy\n");
     assert_content(&data.join("out.txt"), "old out\n");
-    let left: Vec<_> = std::fs::read_dir(&data)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".posh-"))
-        .collect();
+    let left = temporaries(&data);
     assert!(left.is_empty(), "temporaries left behind: {left:?}");
 }
 
@@ -445,4 +450,58 @@ fn a_run_killed_mid_job_is_undone_by_the_next_run_on_an_embedded_mount() {
     assert_content(&data.join("copy.txt"), "old copy\n");
     assert!(!data.join("out.txt").exists(), "out.txt did not exist before the killed run");
     assert!(!tree(&data).contains(".posh-"), "{}", tree(&data));
+}
+
+/// The records of every journal in the proxy's state directory, one per line.
+fn journal_records(twin: &Twin) -> String {
+    let dir = twin.root().join("state/journal");
+    std::fs::read_dir(&dir).unwrap().map(|e| std::fs::read_to_string(e.unwrap().path()).unwrap()).collect()
+}
+
+#[test]
+fn tee_a_appends_in_place_as_under_bash_and_copies_nothing_aside() {
+    let original_log = lines(2_000, "log");
+    let twin = Twin::new(None, |data| {
+        std::fs::write(data.join("log.txt"), &original_log).unwrap();
+        std::fs::write(data.join("big.txt"), lines(40_000, "big")).unwrap();
+        mkfifo(&data.join("fifo"));
+    });
+    let data = twin.data("posh");
+    let log_inode = inode(&data.join("log.txt"));
+    // Input from the export, so that the pipeline runs at the proxy (`seq 3 | tee` runs at the
+    // client, the cheapest place for three lines).
+    let out = twin.run_both(
+        "cat data/big.txt | tee -a data/log.txt > /dev/null; echo \"tee -a $?\"\n\
+         cat data/big.txt | tee data/new.txt > /dev/null; echo \"tee $?\"\n",
+    );
+    assert_eq!(out, "tee -a 0\ntee 0\n");
+    twin.assert_same_trees();
+    assert_eq!(inode(&data.join("log.txt")), log_inode);
+
+    // Caught in the middle of a job: the log is written down as appended, and no copy of it
+    // exists beside it.
+    let before = std::fs::metadata(data.join("log.txt")).unwrap().len();
+    let big = std::fs::metadata(data.join("big.txt")).unwrap().len();
+    let mut running = spawn_posh(&twin, "a.sh", "cat data/big.txt data/fifo | tee -a data/log.txt > /dev/null\n");
+    let mut fifo = fifo_writer(&data.join("fifo"));
+    let log_len = || std::fs::metadata(data.join("log.txt")).unwrap().len();
+    wait_until("tee -a", || log_len() == before + big);
+    let records = journal_records(&twin);
+    let log_path = std::fs::canonicalize(data.join("log.txt")).unwrap();
+    let about_log: Vec<&str> = records.lines().filter(|r| r.contains(log_path.to_str().unwrap())).collect();
+    assert!(
+        about_log.len() == 1 && about_log[0].contains("\"op\":\"appended\""),
+        "the journal does not record one append of the log: {records}"
+    );
+    let beside = temporaries(&data);
+    assert!(beside.is_empty(), "copied aside: {beside:?}");
+    std::io::Write::write_all(&mut fifo, b"last\n").unwrap();
+    drop(fifo);
+    wait_until("the job to end", || running.0.try_wait().unwrap().is_some());
+    assert!(running.0.wait().unwrap().success());
+    let mut expected = std::fs::read_to_string(twin.data("bash").join("log.txt")).unwrap();
+    expected += &std::fs::read_to_string(data.join("big.txt")).unwrap();
+    expected += "last\n";
+    assert_content(&data.join("log.txt"), &expected);
+    assert_eq!(inode(&data.join("log.txt")), log_inode);
 }
