@@ -15,6 +15,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
+use super::fixture::posh_exec;
 use super::proxy_process::Proxy;
 
 /// The script: the same under bash (local files) and posh-exec (files on the sshfs mount).
@@ -104,10 +105,6 @@ fn what_a_proxy_writes_on_an_sshfs_mount_reads_at_the_client_as_under_bash() {
 
 /// Each of bash's and posh-exec's runs of the script.
 const LIMIT: Duration = Duration::from_secs(90);
-
-fn posh_exec() -> &'static str {
-    env!("CARGO_BIN_EXE_posh-exec")
-}
 
 /// `command` with the client's identity and configuration under `home`, in the C locale.
 fn client_env(mut command: Command, home: &Path) -> Command {

@@ -3,6 +3,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
 
 use crate::proxy_process::Proxy;
 
@@ -77,4 +78,28 @@ impl Site {
 /// The posh-exec binary under test.
 pub fn posh_exec() -> &'static str {
     env!("CARGO_BIN_EXE_posh-exec")
+}
+
+/// Waits (at most `within`) until `condition` holds; returns how long it took.
+pub fn wait_until(within: Duration, what: &str, mut condition: impl FnMut() -> bool) -> Duration {
+    let start = Instant::now();
+    while !condition() {
+        assert!(start.elapsed() < within, "{what} not within {within:?}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    start.elapsed()
+}
+
+/// Files in `dir` and below whose name starts with `.posh-`.
+pub fn temporaries(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        if name.starts_with(".posh-") {
+            found.push(name);
+        } else if entry.file_type().unwrap().is_dir() {
+            found.extend(temporaries(&entry.path()));
+        }
+    }
+    found
 }

@@ -4,11 +4,10 @@
 //! The file the script was writing keeps its old content, and no temporary file, job directory
 //! or process stays behind on either side.
 
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
-use crate::fixture::{Site, posh_exec};
+use crate::fixture::{Site, posh_exec, temporaries, wait_until};
 use crate::proxy_process::Proxy;
 
 /// A site whose script writes `data/out` (old content `old`) from a remote awk that starts a
@@ -35,30 +34,6 @@ fn start(site: &Site) -> Child {
 
 fn sleeping(seconds: u32) -> bool {
     Command::new("pgrep").args(["-f", &format!("^sleep {seconds}$")]).stdout(Stdio::null()).status().unwrap().success()
-}
-
-/// Waits (at most `within`) until `condition` holds; returns how long it took.
-fn wait_until(within: Duration, what: &str, condition: impl Fn() -> bool) -> Duration {
-    let start = Instant::now();
-    while !condition() {
-        assert!(start.elapsed() < within, "{what} not within {within:?}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    start.elapsed()
-}
-
-/// Files in `dir` and below whose name starts with `.posh-`.
-fn temporaries(dir: &Path) -> Vec<String> {
-    let mut found = Vec::new();
-    for entry in std::fs::read_dir(dir).unwrap().flatten() {
-        let name = entry.file_name().to_string_lossy().into_owned();
-        if name.starts_with(".posh-") {
-            found.push(name);
-        } else if entry.file_type().unwrap().is_dir() {
-            found.extend(temporaries(&entry.path()));
-        }
-    }
-    found
 }
 
 /// What the proxy keeps of its jobs' directories (`STATE/jobs/PID/`): nothing once they ended.

@@ -6,8 +6,9 @@ use std::fs::OpenOptions;
 use std::os::unix::fs::{MetadataExt as _, OpenOptionsExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
+use crate::fixture::{temporaries, wait_until};
 use crate::proxy_process::Proxy;
 
 /// Two copies of the same `data` directory: `posh/data`, exported by a real posh-proxy and
@@ -291,15 +292,6 @@ fn output_words_that_are_or_become_directories_work_as_under_bash() {
     twin.assert_same_trees();
 }
 
-/// Waits (bounded) for `done` to hold.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(30);
-    while !done() {
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
-
 fn mkfifo(path: &Path) {
     assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
 }
@@ -307,22 +299,13 @@ fn mkfifo(path: &Path) {
 /// Opens the FIFO for writing once its reader (the job) has opened it, within a bound.
 fn fifo_writer(path: &Path) -> std::fs::File {
     let mut writer = None;
-    wait_until("the job to open its FIFO", || {
+    wait_until(Duration::from_secs(30), "the job to open its FIFO", || {
         // Without a reader, a non-blocking open fails (ENXIO) instead of hanging.
         writer =
             OpenOptions::new().write(true).custom_flags(rustix::fs::OFlags::NONBLOCK.bits() as i32).open(path).ok();
         writer.is_some()
     });
     writer.unwrap()
-}
-
-/// The names of the proxy's temporaries (staged contents, backups) in `dir`.
-fn temporaries(dir: &Path) -> Vec<String> {
-    std::fs::read_dir(dir)
-        .unwrap()
-        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
-        .filter(|n| n.starts_with(".posh-"))
-        .collect()
 }
 
 /// A posh-exec run, killed when dropped (a failing test leaves no process behind).
@@ -375,9 +358,9 @@ fn a_proxy_killed_mid_job_is_undone_at_its_next_start_and_a_live_one_is_left_alo
     std::io::Write::write_all(&mut fifo2, b"half\n").unwrap();
     let log_len = || std::fs::metadata(data.join("log")).unwrap().len();
     let grown = original_log.len() as u64 + big + 9;
-    wait_until("the append", || log_len() == grown);
+    wait_until(Duration::from_secs(30), "the append", || log_len() == grown);
     // Once the commands wait for more input, the orphans they become write nothing more.
-    wait_until("tee", || std::fs::metadata(data.join("copy.txt")).unwrap().len() == big + 5);
+    wait_until(Duration::from_secs(30), "tee", || std::fs::metadata(data.join("copy.txt")).unwrap().len() == big + 5);
 
     // A second proxy on the same state directory starts while the first one works: it must not
     // undo the live proxy's job.
@@ -434,9 +417,9 @@ fn a_run_killed_mid_job_is_undone_by_the_next_run_on_an_embedded_mount() {
     let log_len = || std::fs::metadata(data.join("log")).unwrap().len();
     let big = std::fs::metadata(data.join("big.txt")).unwrap().len();
     let grown = original_log.len() as u64 + big + 9;
-    wait_until("the append", || log_len() == grown);
+    wait_until(Duration::from_secs(30), "the append", || log_len() == grown);
     // Once the commands wait for more input, the orphans they become write nothing more.
-    wait_until("tee", || std::fs::metadata(data.join("copy.txt")).unwrap().len() == big);
+    wait_until(Duration::from_secs(30), "tee", || std::fs::metadata(data.join("copy.txt")).unwrap().len() == big);
     // posh-exec killed: its embedded proxy dies with it, mid-job.
     drop((appender, rewriter, fifo1, fifo2));
     assert_eq!(log_len(), grown, "the append was made in place");
@@ -485,7 +468,7 @@ fn tee_a_appends_in_place_as_under_bash_and_copies_nothing_aside() {
     let mut running = spawn_posh(&twin, "a.sh", "cat data/big.txt data/fifo | tee -a data/log.txt > /dev/null\n");
     let mut fifo = fifo_writer(&data.join("fifo"));
     let log_len = || std::fs::metadata(data.join("log.txt")).unwrap().len();
-    wait_until("tee -a", || log_len() == before + big);
+    wait_until(Duration::from_secs(30), "tee -a", || log_len() == before + big);
     let records = journal_records(&twin);
     let log_path = std::fs::canonicalize(data.join("log.txt")).unwrap();
     let about_log: Vec<&str> = records.lines().filter(|r| r.contains(log_path.to_str().unwrap())).collect();
@@ -497,7 +480,7 @@ fn tee_a_appends_in_place_as_under_bash_and_copies_nothing_aside() {
     assert!(beside.is_empty(), "copied aside: {beside:?}");
     std::io::Write::write_all(&mut fifo, b"last\n").unwrap();
     drop(fifo);
-    wait_until("the job to end", || running.0.try_wait().unwrap().is_some());
+    wait_until(Duration::from_secs(30), "the job to end", || running.0.try_wait().unwrap().is_some());
     assert!(running.0.wait().unwrap().success());
     let mut expected = std::fs::read_to_string(twin.data("bash").join("log.txt")).unwrap();
     expected += &std::fs::read_to_string(data.join("big.txt")).unwrap();
