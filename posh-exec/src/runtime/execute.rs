@@ -44,8 +44,10 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
     let mut traffic: BTreeMap<usize, Arc<Traffic>> = BTreeMap::new();
     let mut input = caller.dup(0);
     // `> log 2>&1`: a remote job writing the caller's stdout sends its stderr along with it.
+    // Asked only when something runs remotely: the probe costs system calls and brief locks.
+    let remote = units.iter().flat_map(|u| u.lanes.iter().flatten()).any(|step| step.remote.is_some());
     let stderr_with_stdout = match &caller.fds {
-        [_, Some(out), Some(err)] => one_destination(out.as_fd(), err.as_fd()),
+        [_, Some(out), Some(err)] if remote => one_destination(out.as_fd(), err.as_fd()),
         _ => false,
     };
     for (u, unit) in units.iter().enumerate() {
