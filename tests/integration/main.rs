@@ -1,6 +1,7 @@
 //! The cross-crate test binary (one binary, after ripgrep: fast to link, one place to look).
 
 mod annotations;
+mod bench;
 mod netns;
 mod oracle;
 mod peers;

@@ -1,0 +1,484 @@
+"""Runs every workload on every link under the four systems, interleaved, and checks their outputs.
+
+The systems (the paper's section 6):
+  a           bash over the networked filesystem, as mounted by default
+  a_readahead the same with 4 MiB of read-ahead (the stronger baseline)
+  b           posh-exec, with a posh-proxy next to each site's data
+  c           bash run at the storage, on its local disk (the floor)
+
+Each round runs the four one after the other (interleaved, so that the machine's noise hits them
+alike); a, a_readahead and b start on a cold client (a fresh mount). Every run's stdout, stderr,
+exit status, written files and workload state are fingerprinted and must equal c's (a's where c
+cannot run): a difference is a failure.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import inspect
+import json
+import os
+import shlex
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from . import settings as settings_mod
+from .workloads import Workload
+
+SYSTEMS = ("a", "a_readahead", "b", "c")
+DESCRIPTIONS = {
+    "a": "bash over the mount (default read-ahead)",
+    "a_readahead": "bash over the mount, 4 MiB read-ahead",
+    "b": "posh-exec with posh-proxy next to the data",
+    "c": "bash at the storage (local disk)",
+}
+# Below this a/b, posh is said to gain nothing, and the report says why.
+NO_GAIN = 1.1
+# Outputs are kept in full when a mismatch is reported, up to this size.
+KEEP = 4096
+
+
+@dataclasses.dataclass
+class Options:
+    scale: str
+    runs: int
+    timeout: float
+    posh_exec: Path
+    posh_proxy: Path
+    work: Path
+    out: Path
+
+
+def log(message: str) -> None:
+    print(f"bench: {message}", file=sys.stderr, flush=True)
+
+
+def generator_version(workload: Workload) -> str:
+    """Changes whenever the generator's code does, so that stale inputs are made again."""
+    return hashlib.sha256(inspect.getsource(workload.generate).encode()).hexdigest()[:16]
+
+
+def ensure_inputs(workload: Workload, scale: str, layout: settings_mod.Layout, setting, stage: Path) -> None:
+    version = f"{workload.name} {scale} {generator_version(workload)}\n"
+    emulated = layout.storage_dir is not None and setting.name == "emulated"
+    places = ([layout.storage_dir] if emulated else
+              [layout.client_dir] if workload.sites == (".",) else [Path(p) for p in layout.site_paths.values()])
+    markers = [p / ".bench-inputs" for p in places]
+    if all(m.is_file() and m.read_text() == version for m in markers):
+        return
+    log(f"generating the inputs of {workload.name} at scale {scale}")
+    started = time.monotonic()
+    if emulated:
+        shutil.rmtree(layout.storage_dir, ignore_errors=True)
+        layout.storage_dir.mkdir(parents=True)
+        workload.generate(layout.storage_dir, scale)
+    else:
+        # Made on local disk, then copied through the mounts.
+        shutil.rmtree(stage, ignore_errors=True)
+        stage.mkdir(parents=True)
+        workload.generate(stage, scale)
+        if workload.sites == (".",):
+            shutil.rmtree(layout.client_dir, ignore_errors=True)
+            shutil.copytree(stage, layout.client_dir)
+        else:
+            layout.client_dir.mkdir(parents=True, exist_ok=True)
+            for site, path in layout.site_paths.items():
+                shutil.rmtree(path, ignore_errors=True)
+                shutil.copytree(stage / site, path)
+        shutil.rmtree(stage)
+    for m in markers:
+        m.write_text(version)
+    log(f"  done in {time.monotonic() - started:.1f} s")
+
+
+def base_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "HOME": str(home),
+        "LC_ALL": "C",
+        "XDG_CONFIG_HOME": str(home / "config"),
+        "XDG_STATE_HOME": str(home / "state"),
+    }
+    env.update(extra)
+    return env
+
+
+def digest(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def file_digest(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def outputs_of(root: Path, workload: Workload, env: dict) -> dict[str, str]:
+    """Each written file's digest, by path, and the workload's state command's output."""
+    found: dict[str, str] = {}
+    for rel in workload.outputs:
+        path = root / rel
+        if path.is_dir():
+            for sub in sorted(path.rglob("*")):
+                if sub.is_file():
+                    found[str(sub.relative_to(root))] = file_digest(sub)
+        elif path.exists():
+            found[rel] = file_digest(path)
+        else:
+            found[rel] = "(missing)"
+    if workload.state:
+        done = subprocess.run(["bash", "-c", workload.state], cwd=root, env=env, capture_output=True)
+        found["(state)"] = digest(done.stdout + done.stderr) + f" status {done.returncode}"
+    return found
+
+
+def reset(root: Path, workload: Workload, env: dict) -> None:
+    for rel in workload.outputs:
+        path = root / rel
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path)
+        elif path.exists() or path.is_symlink():
+            path.unlink()
+    if workload.reset:
+        subprocess.run(["bash", "-c", workload.reset], cwd=root, env=env, check=True,
+                       stdout=subprocess.DEVNULL)
+
+
+@dataclasses.dataclass
+class Run:
+    seconds: float
+    status: str
+    stdout: str
+    stderr: str
+    outputs: dict[str, str]
+    bytes: int | None
+    cold: str | None
+    kept: dict[str, str]
+
+
+def timed(argv: list[str], cwd: Path, env: dict, out: Path, err: Path, timeout: float, stdin: Path | None) -> tuple[float, str]:
+    with open(out, "wb") as o, open(err, "wb") as e, open(stdin or os.devnull, "rb") as i:
+        started = time.monotonic()
+        child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=i, stdout=o, stderr=e, start_new_session=True)
+        # A timer kills a run that overstays; `wait(timeout=)` would poll, and round every time up
+        # to its polling interval.
+        expired = threading.Event()
+
+        def kill():
+            expired.set()
+            os.killpg(child.pid, signal.SIGKILL)
+
+        timer = threading.Timer(timeout, kill)
+        timer.start()
+        code = child.wait()
+        elapsed = time.monotonic() - started
+        timer.cancel()
+        if expired.is_set():
+            return elapsed, f"timeout after {timeout:.0f} s"
+        return elapsed, f"exit {code}" if code >= 0 else f"signal {-code}"
+
+
+def keep_text(path: Path) -> str:
+    with open(path, "rb") as f:
+        data = f.read(KEEP + 1)
+    text = data[:KEEP].decode("utf-8", "replace")
+    return text + ("\n[...]" if len(data) > KEEP else "")
+
+
+class WorkloadRun:
+    """One workload on one link: its proxies, its layout, and its runs."""
+
+    def __init__(self, setting, workload: Workload, link: str, options: Options, home: Path, authorized: Path):
+        self.setting = setting
+        self.workload = workload
+        self.link = link
+        self.options = options
+        self.home = home
+        self.authorized = authorized
+        self.layout = setting.layout(workload, options.scale)
+        self.dir = options.work / "runs" / link / workload.name
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.dir.mkdir(parents=True)
+        self.script = self.dir / "script.sh"
+        self.script.write_text(workload.render(self.layout.site_paths))
+        self.env = base_env(home, workload.env)
+        self.config: Path | None = None
+
+    def systems(self) -> list[str]:
+        chosen = ["a"]
+        if self.setting.tunes_readahead():
+            chosen.append("a_readahead")
+        chosen.append("b")
+        if self.layout.no_storage_run is None:
+            chosen.append("c")
+        return chosen
+
+    def truth(self) -> Path:
+        """Where written files are read after a run: the storage's own directory where it is
+        local, the client's view otherwise."""
+        if self.setting.name == "emulated":
+            return self.layout.storage_dir
+        return self.layout.client_dir
+
+    def one(self, system: str, index: int) -> Run:
+        tag = f"{system}-{index}"
+        out, err, stats = self.dir / f"{tag}.out", self.dir / f"{tag}.err", self.dir / f"{tag}.stats"
+        reset(self.truth(), self.workload, self.env)
+        cold = None
+        stdin = None
+        env = dict(self.env)
+        if system in ("a", "a_readahead", "b"):
+            kb = settings_mod.READAHEAD_TUNED_KB if system == "a_readahead" else settings_mod.READAHEAD_DEFAULT_KB
+            cold = self.setting.cold(kb)
+            self.layout.client_dir.mkdir(parents=True, exist_ok=True)
+            cwd = self.layout.client_dir
+            if system == "b":
+                env["POSH_CONFIG"] = str(self.config)
+                argv = self.setting.client([str(self.options.posh_exec), "--stats", str(stats), str(self.script)])
+            else:
+                argv = self.setting.client(["bash", str(self.script)])
+        else:
+            if self.setting.name == "emulated":
+                cwd, argv = self.layout.storage_dir, self.setting.storage(["bash", str(self.script)])
+            else:
+                assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.workload.env.items())
+                remote = f"cd {shlex.quote(str(self.layout.storage_dir))} && LC_ALL=C {assigns} bash -s"
+                cwd, argv, stdin = Path.cwd(), [*self.setting.storage_shell, remote], self.script
+        self.setting.zero_counters()
+        seconds, status = timed(argv, cwd, env, out, err, self.options.timeout, stdin)
+        crossed = self.setting.bytes_crossed() if system != "c" else None
+        if system != "c":
+            self.setting.settle()
+        outputs = outputs_of(self.truth(), self.workload, self.env)
+        run = Run(seconds=seconds, status=status, stdout=file_digest(out), stderr=file_digest(err),
+                  outputs=outputs, bytes=crossed, cold=cold, kept={"stdout": keep_text(out), "stderr": keep_text(err)})
+        out.unlink()
+        return run
+
+    def explain(self) -> dict:
+        env = {**self.env, "POSH_CONFIG": str(self.config)}
+        done = subprocess.run(self.setting.client([str(self.options.posh_exec), "--explain", "--format", "json",
+                                                   str(self.script)]),
+                              cwd=self.layout.client_dir, env=env, capture_output=True, text=True)
+        if done.returncode != 0:
+            return {"error": done.stderr.strip()}
+        return json.loads(done.stdout)
+
+    def measure(self) -> dict:
+        wl = self.workload
+        ensure_inputs(wl, self.options.scale, self.layout, self.setting, self.options.work / "stage")
+        proxies, self.config = self.setting.start_proxies(self.layout, self.options.posh_proxy, self.authorized,
+                                                          self.dir, self.link)
+        try:
+            self.layout.client_dir.mkdir(parents=True, exist_ok=True)
+            explain = self.explain()
+            systems = self.systems()
+            runs: dict[str, list[Run]] = {s: [] for s in systems}
+            for index in range(self.options.runs):
+                for system in systems:
+                    run = self.one(system, index)
+                    runs[system].append(run)
+                    log(f"{self.link} {wl.name} {system} run {index + 1}: {run.seconds:.2f} s, {run.status}"
+                        + (f", {run.bytes / 1e6:.2f} MB over the link" if run.bytes is not None else ""))
+            stats = [json.loads(line) for line in (self.dir / f"b-{self.options.runs - 1}.stats").read_text().splitlines()
+                     if line.strip()] if (self.dir / f"b-{self.options.runs - 1}.stats").exists() else []
+        finally:
+            proxies.stop()
+        return summarize(wl, self.link, self.layout, systems, runs, explain, stats)
+
+
+def summarize(wl: Workload, link: str, layout, systems, runs: dict[str, list[Run]], explain: dict, stats: list) -> dict:
+    reference = "c" if "c" in runs else "a"
+    ref = runs[reference][0]
+    mismatches = []
+    for system in systems:
+        for i, run in enumerate(runs[system]):
+            diffs = []
+            for part in ("status", "stdout", "stderr"):
+                if getattr(run, part) != getattr(ref, part):
+                    diffs.append({"part": part, "expected": shown(ref, part), "got": shown(run, part)})
+            for path in sorted(set(run.outputs) | set(ref.outputs)):
+                if run.outputs.get(path) != ref.outputs.get(path):
+                    diffs.append({"part": path, "expected": ref.outputs.get(path, "(missing)"),
+                                  "got": run.outputs.get(path, "(missing)")})
+            if diffs:
+                mismatches.append({"system": system, "run": i + 1, "against": reference, "differences": diffs})
+    failed = [f"{s} run {i + 1}: {r.status}" for s in systems for i, r in enumerate(runs[s])
+              if r.status.startswith(("timeout", "signal"))]
+    result = {
+        "workload": wl.name,
+        "title": wl.title,
+        "paper": wl.paper,
+        "link": link,
+        "script": wl.render(layout.site_paths),
+        "systems": {},
+        "check": {"identical": not mismatches and not failed, "reference": reference,
+                  "mismatches": mismatches, "failed_runs": failed},
+        "placement": placement(explain, stats),
+    }
+    if layout.no_storage_run is not None:
+        result["c_not_run"] = layout.no_storage_run
+    for system in systems:
+        times = [r.seconds for r in runs[system]]
+        crossed = [r.bytes for r in runs[system] if r.bytes is not None]
+        result["systems"][system] = {
+            "times": [round(t, 4) for t in times],
+            "min": round(min(times), 4),
+            "median": round(statistics.median(times), 4),
+            "bytes": int(statistics.median(crossed)) if crossed else None,
+            "status": runs[system][0].status,
+            "cold": runs[system][0].cold,
+        }
+    med = {s: v["median"] for s, v in result["systems"].items()}
+    ratios = {}
+    if "b" in med:
+        for base in ("a", "a_readahead"):
+            if base in med:
+                ratios[f"{base}/b"] = round(med[base] / med["b"], 3)
+        if "c" in med:
+            ratios["b/c"] = round(med["b"] / med["c"], 3)
+    result["ratios"] = ratios
+    result["verdict"] = verdict(result)
+    return result
+
+
+def shown(run: Run, part: str) -> str:
+    if part == "status":
+        return run.status
+    return run.kept[part]
+
+
+def placement(explain: dict, stats: list) -> list[dict]:
+    """Per pipeline of the script: the plan `--explain` shows, and where `--stats` says its
+    commands ran (summed over a loop's iterations), with the planner's reasons for the client."""
+    by_line: dict[int, list] = {}
+    for record in stats:
+        by_line.setdefault(record["line"], []).append(record)
+    pipelines = []
+    for p in explain.get("pipelines", []):
+        line = p["line"]
+        records = by_line.pop(line, [])
+        described = describe_pipeline(line, p.get("source", ""), p.get("rendered", ""), records)
+        described["unannotated"] = sorted({
+            n["kind"]["argv"][0] for n in p.get("nodes", [])
+            if n["kind"].get("type") == "command" and n["kind"].get("annotation") is None and n["kind"].get("argv")})
+        pipelines.append(described)
+    for line, records in sorted(by_line.items()):
+        pipelines.append(describe_pipeline(line, "", "", records))
+    if "error" in explain:
+        pipelines.append({"line": None, "explain_error": explain["error"]})
+    return pipelines
+
+
+def describe_pipeline(line: int, source: str, rendered: str, records: list) -> dict:
+    counts: dict[tuple[str, str], int] = {}
+    whys: dict[str, str] = {}
+    crossed = 0
+    for record in records:
+        for command in record["commands"]:
+            where = command["location"]
+            where = "+".join(where) if isinstance(where, list) else where
+            key = (command["command"], where)
+            counts[key] = counts.get(key, 0) + 1
+            if "why" in command:
+                whys[command["command"]] = command["why"]
+        for proxy in record.get("proxies", {}).values():
+            crossed += proxy.get("bytes_to_proxy", 0) + proxy.get("bytes_from_proxy", 0)
+    ran = [{"command": c, "location": w, "times": n} for (c, w), n in counts.items()]
+    return {"line": line, "source": source, "explain": rendered, "runtime_runs": len(records), "ran": ran,
+            "why_client": whys, "stream_bytes": crossed}
+
+
+def kept_by_bash(pipeline: dict) -> str:
+    """Why a pipeline never reached the runtime, as far as --explain tells."""
+    if pipeline.get("unannotated"):
+        return "posh did not hand it to the runtime (no annotation for " + \
+            ", ".join(f"`{c}`" for c in pipeline["unannotated"]) + ")"
+    return "posh did not hand it to the runtime (--explain gives no reason)"
+
+
+def verdict(result: dict) -> str:
+    ratio = result["ratios"].get("a/b")
+    if ratio is None:
+        return "not measured"
+    if ratio >= NO_GAIN:
+        return f"posh {ratio:.1f}x faster than bash over the mount"
+    reasons = []
+    for p in result["placement"]:
+        if p.get("explain_error"):
+            reasons.append(f"--explain failed: {p['explain_error']}")
+            continue
+        if p["runtime_runs"] == 0:
+            reasons.append(f"line {p['line']} (`{p['source']}`) stayed with bash: {kept_by_bash(p)}")
+            continue
+        by_why: dict[str | None, list[str]] = {}
+        for r in p["ran"]:
+            if r["location"] == "client":
+                by_why.setdefault(p["why_client"].get(r["command"]), []).append(f"`{r['command']}`")
+        for why, commands in by_why.items():
+            reasons.append(
+                f"line {p['line']}: {', '.join(commands)} ran at the client"
+                + (f" ({why})" if why else f", for which --stats gives no reason although --explain planned "
+                   f"`{p['explain']}`"))
+    if not reasons:
+        reasons.append("every command ran at a proxy; the time went to the runtime and the link")
+    return f"posh gains nothing ({ratio:.2f}x): " + "; ".join(reasons)
+
+
+def machine() -> dict:
+    info = {"kernel": os.uname().release, "cpus": os.cpu_count()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu"] = line.split(":", 1)[1].strip()
+                break
+        mem = Path("/proc/meminfo").read_text().split()
+        info["memory_gib"] = round(int(mem[1]) / 2**20, 1)
+        info["load_at_start"] = Path("/proc/loadavg").read_text().split()[:3]
+    except OSError:
+        pass
+    return info
+
+
+def identity(options: Options, home: Path) -> Path:
+    """The client's identity (made on first use) and an authorized-clients file naming it."""
+    env = base_env(home, {})
+    done = subprocess.run([str(options.posh_exec), "--print-identity"], env=env, capture_output=True, text=True,
+                          check=True)
+    authorized = home / "authorized-clients"
+    authorized.write_text(done.stdout)
+    return authorized
+
+
+def run_all(setting, workloads: list[Workload], links: list[str], options: Options) -> dict:
+    home = options.work / "home"
+    home.mkdir(parents=True, exist_ok=True)
+    authorized = identity(options, home)
+    report = {"machine": machine(), "setting": setting.describe(), "scale": options.scale, "runs": options.runs,
+              "systems": DESCRIPTIONS, "links": {}, "results": []}
+    try:
+        for link in setting.links(links):
+            chosen = [w for w in workloads if setting.name == "real" or link in w.links]
+            if not chosen:
+                continue
+            log(f"link {link}: bringing it up")
+            report["links"][link] = setting.enter(link)
+            for wl in chosen:
+                try:
+                    report["results"].append(WorkloadRun(setting, wl, link, options, home, authorized).measure())
+                except settings_mod.SettingError as e:
+                    report["results"].append({"workload": wl.name, "link": link, "error": str(e)})
+                    log(f"{wl.name} on {link}: {e}")
+    finally:
+        setting.leave()
+    report["machine"]["load_at_end"] = Path("/proc/loadavg").read_text().split()[:3]
+    return report

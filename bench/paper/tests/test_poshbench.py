@@ -1,0 +1,127 @@
+"""Unit tests of the harness's own logic: inputs, checks, placement, verdicts and reports.
+
+Run by `cargo test` (tests/integration/bench.rs) as `python3 -m unittest discover bench/paper/tests`.
+"""
+
+import hashlib
+import json
+import sys
+import tempfile
+import unittest
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from poshbench import measure, report, workloads  # noqa: E402
+from poshbench.settings import Layout  # noqa: E402
+
+
+def tree_digest(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(root.rglob("*")) if p.is_file() and ".git/" not in str(p.relative_to(root)) + "/"}
+
+
+def run(seconds=1.0, status="exit 0", stdout="s", stderr="e", outputs=None, crossed=1000):
+    return measure.Run(seconds=seconds, status=status, stdout=stdout, stderr=stderr, outputs=outputs or {},
+                       bytes=crossed, cold="fresh sshfs mount", kept={"stdout": "out\n", "stderr": ""})
+
+
+LAYOUT = Layout(client_dir=Path("/mnt/x"), storage_dir=Path("/srv/x"), site_paths={".": "."}, mounts=[])
+
+
+class Inputs(unittest.TestCase):
+    def test_every_generator_is_deterministic(self):
+        for w in workloads.ALL:
+            with self.subTest(w.name), tempfile.TemporaryDirectory() as one, tempfile.TemporaryDirectory() as two:
+                w.generate(Path(one), "tiny")
+                w.generate(Path(two), "tiny")
+                first = tree_digest(Path(one))
+                self.assertTrue(first, f"{w.name} generated nothing")
+                self.assertEqual(first, tree_digest(Path(two)))
+
+    def test_git_inputs_make_the_same_commit_every_time(self):
+        heads = []
+        for _ in range(2):
+            with tempfile.TemporaryDirectory() as d:
+                workloads.GIT_WORKFLOW.generate(Path(d), "tiny")
+                heads.append((Path(d) / "repo/.git/refs/tags/base").read_text())
+        self.assertEqual(heads[0], heads[1])
+
+    def test_scripts_name_every_site_and_nothing_else(self):
+        names = [w.name for w in workloads.ALL]
+        self.assertEqual(len(names), len(set(names)))
+        for w in workloads.ALL:
+            rendered = w.render({s: f"/m/{s}" for s in w.sites})
+            self.assertNotRegex(rendered, r"@[a-z0-9]+@", w.name)
+            for site in w.sites:
+                if site != ".":
+                    self.assertIn(f"/m/{site}/", rendered, w.name)
+
+
+class Checks(unittest.TestCase):
+    def summarize(self, runs, explain=None, stats=None):
+        systems = list(runs)
+        return measure.summarize(workloads.ONE_LARGE_LOG, "wan", LAYOUT, systems, runs, explain or {}, stats or [])
+
+    def test_identical_runs_pass_and_ratios_use_medians(self):
+        result = self.summarize({"a": [run(10), run(12), run(30)], "b": [run(1), run(2), run(9)], "c": [run(0.5)] * 3})
+        self.assertTrue(result["check"]["identical"])
+        self.assertEqual(result["systems"]["a"]["median"], 12)
+        self.assertEqual(result["systems"]["a"]["min"], 10)
+        self.assertEqual(result["ratios"], {"a/b": 6.0, "b/c": 4.0})
+
+    def test_a_different_stdout_or_file_is_a_failure(self):
+        result = self.summarize({"a": [run(outputs={"out.txt": "y"})], "b": [run(stdout="other", outputs={"out.txt": "x"})],
+                                 "c": [run(outputs={"out.txt": "y"})]})
+        self.assertFalse(result["check"]["identical"])
+        [mismatch] = result["check"]["mismatches"]
+        self.assertEqual(mismatch["system"], "b")
+        self.assertEqual([d["part"] for d in mismatch["differences"]], ["stdout", "out.txt"])
+
+    def test_a_timeout_is_a_failure_even_with_equal_outputs(self):
+        result = self.summarize({"a": [run()], "b": [run(status="timeout after 5 s")], "c": [run()]})
+        self.assertFalse(result["check"]["identical"])
+        self.assertEqual(result["check"]["failed_runs"], ["b run 1: timeout after 5 s"])
+
+    def test_a_loss_is_explained_by_the_placement(self):
+        explain = {"pipelines": [
+            {"line": 1, "source": "cat a | grep x > o", "rendered": "[@d]cat a | [@d]grep x > o"},
+            {"line": 2, "source": "mkdir -p t", "rendered": "[@client]mkdir -p t", "nodes": [
+                {"kind": {"type": "command", "argv": ["mkdir", "-p", "t"], "annotation": None}}]},
+        ]}
+        stats = [{"line": 1, "commands": [
+            {"command": "cat", "location": "d", "status": 0},
+            {"command": "grep", "location": "client", "status": 0}],
+            "proxies": {"d": {"bytes_to_proxy": 100, "bytes_from_proxy": 5000}}}]
+        result = self.summarize({"a": [run(1)], "b": [run(2)], "c": [run(0.1)]}, explain, stats)
+        self.assertIn("posh gains nothing (0.50x)", result["verdict"])
+        self.assertIn("line 1: `grep` ran at the client, for which --stats gives no reason", result["verdict"])
+        self.assertIn("line 2 (`mkdir -p t`) stayed with bash: posh did not hand it to the runtime (no annotation for `mkdir`)",
+                      result["verdict"])
+        self.assertEqual(result["placement"][0]["stream_bytes"], 5100)
+
+    def test_split_copies_and_loops_are_counted(self):
+        explain = {"pipelines": [{"line": 1, "source": "grep x $f", "rendered": "[@client]grep x \"$f\""}]}
+        stats = [{"line": 1, "commands": [{"command": "grep", "location": ["d0", "d1"], "status": 0}]}] * 3
+        result = self.summarize({"a": [run(5)], "b": [run(1)]}, explain, stats)
+        self.assertEqual(result["placement"][0]["ran"], [{"command": "grep", "location": "d0+d1", "times": 3}])
+        self.assertEqual(result["verdict"], "posh 5.0x faster than bash over the mount")
+
+
+class Reports(unittest.TestCase):
+    fixture = json.loads((Path(__file__).parent / "fixture-report.json").read_text())
+
+    def test_the_figure_is_svg_with_a_bar_per_system(self):
+        svg = report.svg(self.fixture)
+        self.assertTrue(svg.startswith("<svg"))
+        bars = sum(len(r["systems"]) for r in self.fixture["results"] if "systems" in r)
+        self.assertEqual(svg.count("<rect") - len(report.ORDER), bars)
+
+    def test_a_mismatch_is_loud_in_markdown(self):
+        md = report.markdown(self.fixture)
+        self.assertIn("**MISMATCH**", md)
+        self.assertIn("b run 2 differs from c", md)
+
+
+if __name__ == "__main__":
+    unittest.main()
