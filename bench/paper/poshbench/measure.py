@@ -179,9 +179,16 @@ def timed(argv: list[str], cwd: Path, env: dict, out: Path, err: Path, timeout: 
 
         timer = threading.Timer(timeout, kill)
         timer.start()
-        code = child.wait()
+        try:
+            code = child.wait()
+        except BaseException:
+            # Ctrl-C reaches the harness, not the run (its own session): end the run too.
+            os.killpg(child.pid, signal.SIGKILL)
+            child.wait()
+            raise
+        finally:
+            timer.cancel()
         elapsed = time.monotonic() - started
-        timer.cancel()
         if expired.is_set():
             return elapsed, f"timeout after {timeout:.0f} s"
         return elapsed, f"exit {code}" if code >= 0 else f"signal {-code}"

@@ -11,6 +11,8 @@ from . import measure
 
 ORDER = ("a", "a_readahead", "b", "c")
 SHORT = {"a": "a", "a_readahead": "a (4 MiB)", "b": "b", "c": "c"}
+LEGEND = {"a": "a: bash over the mount", "a_readahead": "a (4 MiB): the same, 4 MiB read-ahead",
+          "b": "b: posh-exec with proxies", "c": "c: bash at the storage"}
 COLOURS = {"a": "#9e9e9e", "a_readahead": "#616161", "b": "#1565c0", "c": "#2e7d32"}
 
 
@@ -115,8 +117,8 @@ def markdown(report: dict) -> str:
 def svg(report: dict) -> str:
     """Grouped bars, one group per workload and link, log-scaled seconds."""
     groups = [r for r in report["results"] if "systems" in r]
-    width_per_group, bar, left, top, height = 96, 18, 64, 40, 300
-    width = left + max(1, len(groups)) * width_per_group + 180
+    width_per_group, bar, left, top, height = 96, 18, 64, 40, 360
+    width = left + max(1, len(groups)) * width_per_group + 240
     values = [v["median"] for r in groups for v in r["systems"].values() if v["median"] > 0]
     lo = 10 ** math.floor(math.log10(min(values))) if values else 0.01
     hi = 10 ** math.ceil(math.log10(max(values))) if values else 10
@@ -129,6 +131,7 @@ def svg(report: dict) -> str:
 
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{top + height + 120}" '
            f'font-family="sans-serif" font-size="11">',
+           '<rect width="100%" height="100%" fill="white"/>',
            f'<text x="{left}" y="20" font-size="13">Median wall time per workload (log scale), '
            f'{report["scale"]} scale, {report.get("meta", {}).get("commit", "")}</text>']
     decade = lo
@@ -154,7 +157,7 @@ def svg(report: dict) -> str:
     lx = left + len(groups) * width_per_group + 16
     for i, system in enumerate(ORDER):
         out.append(f'<rect x="{lx}" y="{top + i * 18}" width="12" height="12" fill="{COLOURS[system]}"/>')
-        out.append(f'<text x="{lx + 18}" y="{top + i * 18 + 10}">{SHORT[system]}</text>')
+        out.append(f'<text x="{lx + 18}" y="{top + i * 18 + 10}">{LEGEND[system]}</text>')
     out.append(f'<text x="{lx}" y="{top + 5 * 18}">numbers above: a/b</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"

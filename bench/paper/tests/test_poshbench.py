@@ -8,11 +8,13 @@ import json
 import sys
 import tempfile
 import unittest
+from unittest import mock
+from xml.etree import ElementTree
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from poshbench import measure, report, workloads  # noqa: E402
+from poshbench import measure, report, settings, workloads  # noqa: E402
 from poshbench.settings import Layout  # noqa: E402
 
 
@@ -108,14 +110,32 @@ class Checks(unittest.TestCase):
         self.assertEqual(result["verdict"], "posh 5.0x faster than bash over the mount")
 
 
+class Settings(unittest.TestCase):
+    def test_the_emulated_link_says_it_needs_root(self):
+        with mock.patch("os.geteuid", return_value=1000), tempfile.TemporaryDirectory() as d:
+            with self.assertRaisesRegex(settings.SettingError, "needs root .* run it with sudo"):
+                settings.EmulatedLink(Path(d), Path(d), Path(d), Path(d))
+
+    def test_a_real_deployment_needs_its_mounts(self):
+        with tempfile.TemporaryDirectory() as d:
+            config = Path(d) / "posh.toml"
+            config.write_text('[[mount]]\npath = "gone"\nproxy = "embedded"\n')
+            with self.assertRaisesRegex(settings.SettingError, r"mount\[1\]\.path .*gone is not a directory"):
+                settings.RealDeployment(config, None)
+            config.write_text("[client]\n")
+            with self.assertRaisesRegex(settings.SettingError, "names no \\[\\[mount\\]\\]"):
+                settings.RealDeployment(config, None)
+
+
 class Reports(unittest.TestCase):
     fixture = json.loads((Path(__file__).parent / "fixture-report.json").read_text())
 
     def test_the_figure_is_svg_with_a_bar_per_system(self):
         svg = report.svg(self.fixture)
-        self.assertTrue(svg.startswith("<svg"))
+        self.assertEqual(ElementTree.fromstring(svg).tag, "{http://www.w3.org/2000/svg}svg")
         bars = sum(len(r["systems"]) for r in self.fixture["results"] if "systems" in r)
-        self.assertEqual(svg.count("<rect") - len(report.ORDER), bars)
+        # One rectangle per bar, one per legend entry and the background.
+        self.assertEqual(svg.count("<rect") - len(report.ORDER) - 1, bars)
 
     def test_a_mismatch_is_loud_in_markdown(self):
         md = report.markdown(self.fixture)
