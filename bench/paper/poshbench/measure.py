@@ -19,7 +19,6 @@ import hashlib
 import inspect
 import json
 import os
-import shlex
 import shutil
 import signal
 import statistics
@@ -67,15 +66,15 @@ def generator_version(workload: Workload) -> str:
 
 def ensure_inputs(workload: Workload, scale: str, layout: settings_mod.Layout, setting, stage: Path) -> None:
     version = f"{workload.name} {scale} {generator_version(workload)}\n"
-    emulated = layout.storage_dir is not None and setting.name == "emulated"
-    places = ([layout.storage_dir] if emulated else
+    local = setting.storage_is_local
+    places = ([layout.storage_dir] if local else
               [layout.client_dir] if workload.sites == (".",) else [Path(p) for p in layout.site_paths.values()])
     markers = [p / ".bench-inputs" for p in places]
     if all(m.is_file() and m.read_text() == version for m in markers):
         return
     log(f"generating the inputs of {workload.name} at scale {scale}")
     started = time.monotonic()
-    if emulated:
+    if local:
         shutil.rmtree(layout.storage_dir, ignore_errors=True)
         layout.storage_dir.mkdir(parents=True)
         workload.generate(layout.storage_dir, scale)
@@ -209,7 +208,6 @@ class WorkloadRun:
         self.workload = workload
         self.link = link
         self.options = options
-        self.home = home
         self.authorized = authorized
         self.layout = setting.layout(workload, options.scale)
         self.dir = options.work / "runs" / link / workload.name
@@ -232,7 +230,7 @@ class WorkloadRun:
     def truth(self) -> Path:
         """Where written files are read after a run: the storage's own directory where it is
         local, the client's view otherwise."""
-        if self.setting.name == "emulated":
+        if self.setting.storage_is_local:
             return self.layout.storage_dir
         return self.layout.client_dir
 
@@ -254,12 +252,7 @@ class WorkloadRun:
             else:
                 argv = self.setting.client(["bash", str(self.script)])
         else:
-            if self.setting.name == "emulated":
-                cwd, argv = self.layout.storage_dir, self.setting.storage(["bash", str(self.script)])
-            else:
-                assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in self.workload.env.items())
-                remote = f"cd {shlex.quote(str(self.layout.storage_dir))} && LC_ALL=C {assigns} bash -s"
-                cwd, argv, stdin = Path.cwd(), [*self.setting.storage_shell, remote], self.script
+            cwd, argv, stdin = self.setting.bash_at_storage(self.layout, self.script, self.workload.env)
         self.setting.zero_counters()
         seconds, status = timed(argv, cwd, env, out, err, self.options.timeout, stdin)
         crossed = self.setting.bytes_crossed() if system != "c" else None
@@ -296,11 +289,17 @@ class WorkloadRun:
                     runs[system].append(run)
                     log(f"{self.link} {wl.name} {system} run {index + 1}: {run.seconds:.2f} s, {run.status}"
                         + (f", {run.bytes / 1e6:.2f} MB over the link" if run.bytes is not None else ""))
-            stats = [json.loads(line) for line in (self.dir / f"b-{self.options.runs - 1}.stats").read_text().splitlines()
-                     if line.strip()] if (self.dir / f"b-{self.options.runs - 1}.stats").exists() else []
+            stats = stats_records(self.dir / f"b-{self.options.runs - 1}.stats")
         finally:
             proxies.stop()
         return summarize(wl, self.link, self.layout, systems, runs, explain, stats)
+
+
+def stats_records(path: Path) -> list[dict]:
+    """The JSON lines `--stats` wrote (none when no pipeline reached the runtime)."""
+    if not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
 
 
 def summarize(wl: Workload, link: str, layout, systems, runs: dict[str, list[Run]], explain: dict, stats: list) -> dict:
@@ -474,7 +473,7 @@ def run_all(setting, workloads: list[Workload], links: list[str], options: Optio
               "systems": DESCRIPTIONS, "links": {}, "results": []}
     try:
         for link in setting.links(links):
-            chosen = [w for w in workloads if setting.name == "real" or link in w.links]
+            chosen = [w for w in workloads if setting.runs_on(link, w)]
             if not chosen:
                 continue
             log(f"link {link}: bringing it up")

@@ -103,6 +103,8 @@ class EmulatedLink:
     namespace. Needs root."""
 
     name = "emulated"
+    # The storage's directory is on this machine's disk: inputs are made, and outputs read, there.
+    storage_is_local = True
 
     def __init__(self, rig: Path, work: Path, data: Path, mnt: Path, prefix: str = "pbench", net: str = "10.79"):
         if os.geteuid() != 0:
@@ -138,6 +140,9 @@ class EmulatedLink:
             raise SettingError(f"unknown link(s) {unknown}: the emulated setting has {sorted(PROFILES)}")
         return wanted
 
+    def runs_on(self, link: str, workload: Workload) -> bool:
+        return link in workload.links
+
     def enter(self, link: str) -> dict:
         profile = PROFILES[link]
         self.data.mkdir(parents=True, exist_ok=True)
@@ -161,6 +166,10 @@ class EmulatedLink:
 
     def client(self, argv: list[str]) -> list[str]:
         return ["ip", "netns", "exec", f"{self.prefix}-client", *argv]
+
+    def bash_at_storage(self, layout: Layout, script: Path, env: dict) -> tuple[Path, list[str], Path | None]:
+        """c's working directory, command and standard input (the environment is the runner's)."""
+        return layout.storage_dir, self.storage(["bash", str(script)]), None
 
     def storage(self, argv: list[str]) -> list[str]:
         return ["ip", "netns", "exec", f"{self.prefix}-storage", *argv]
@@ -220,6 +229,7 @@ class RealDeployment:
     storage (c) runs through `--storage-shell` (say `ssh storage1`), for workloads on one mount."""
 
     name = "real"
+    storage_is_local = False
 
     def __init__(self, config: Path, storage_shell: str | None):
         try:
@@ -251,6 +261,9 @@ class RealDeployment:
     def links(self, wanted: list[str]) -> list[str]:
         return ["real"]
 
+    def runs_on(self, link: str, workload: Workload) -> bool:
+        return True
+
     def enter(self, link: str) -> dict:
         return {"config": str(self.config), "mounts": [{k: str(v) for k, v in m.items()} for m in self.mounts]}
 
@@ -276,9 +289,12 @@ class RealDeployment:
     def client(self, argv: list[str]) -> list[str]:
         return argv
 
-    def storage(self, argv: list[str]) -> list[str]:
-        assert self.storage_shell
-        return [*self.storage_shell, shlex.join(argv)]
+    def bash_at_storage(self, layout: Layout, script: Path, env: dict) -> tuple[Path, list[str], Path | None]:
+        """Through the storage shell, which gets neither our environment nor our files: the
+        script goes on its standard input."""
+        assigns = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+        remote = f"cd {shlex.quote(str(layout.storage_dir))} && LC_ALL=C {assigns} bash -s"
+        return Path.cwd(), [*self.storage_shell, remote], script
 
     def tunes_readahead(self) -> bool:
         return len(self.readahead) == len(self.mounts)
