@@ -82,6 +82,28 @@ fn stats_record_every_pipeline_the_runtime_ran() {
     assert!((10..300).contains(&from_proxy), "{stats}");
 }
 
+/// Where the runtime runs a command elsewhere than the plan said, `--stats` says so and why.
+#[test]
+fn stats_give_the_reason_for_every_departure_from_the_plan() {
+    let dir = mounted();
+    std::fs::write(dir.path().join("s.sh"), "grep a data/x.txt > out.txt\n").expect("write");
+    let explain = posh_exec(&["--explain", "--format", "json", "s.sh"], dir.path());
+    let plan: serde_json::Value = serde_json::from_slice(&explain.stdout).expect("JSON");
+    let grep = plan["pipelines"][0]["nodes"].as_array().unwrap().iter().find(|n| n["kind"]["argv"][0] == "grep");
+    assert_eq!(grep.expect("a grep node")["location"]["mount"], "data", "the plan puts grep at the proxy");
+    let out = posh_exec(&["--stats", "stats.json", "s.sh"], dir.path());
+    assert!(out.status.success());
+    assert_eq!(std::fs::read_to_string(dir.path().join("out.txt")).expect("written"), "a 1\n");
+    let stats = std::fs::read_to_string(dir.path().join("stats.json")).expect("stats");
+    let record: serde_json::Value = serde_json::from_str(stats.lines().next().expect("a line")).expect("JSON");
+    let grep = &record["commands"][0];
+    assert_eq!(grep["location"], "client", "{stats}");
+    assert_eq!(
+        grep["why"], "planned at data, run at the client: its redirection `> out.txt`: `out.txt` is not on data",
+        "{stats}"
+    );
+}
+
 #[test]
 fn the_client_identity_is_created_once_and_printed() {
     let dir = tempfile::tempdir().expect("tempdir");

@@ -92,14 +92,20 @@ pub fn place(
         let why = (*location == Location::Client).then(|| client_reason(&plan, command, copy)).flatten();
         let local = Step { command, copy, argv: argv_os, remote: None, why };
         let Location::Mount(name) = location else { return local };
+        // A departure from the plan is recorded with its reason, for `--stats`.
+        let depart = |reason: &str| Step { why: Some(departure(name, reason)), ..local.clone() };
         // An invocation no entry fits stays at the client (the proxy would refuse it).
-        let Ok(invocation) = library.match_argv(&argv) else { return local };
+        let Ok(invocation) = library.match_argv(&argv) else {
+            return depart("no annotation entry fits the words bash expanded");
+        };
         if command == 0 && reads_stdin(&invocation, &call.commands[0]) {
             // The script's input is at the client; a proxy would only get it shipped over.
-            return local;
+            return depart("it would read the script's standard input, which is at the client");
         }
-        let remote = remote_step(config, name, &call.commands[command], &invocation, cwd, &locale);
-        Step { remote, ..local }
+        match remote_step(config, name, &call.commands[command], &invocation, cwd, &locale) {
+            Ok(remote) => Step { remote: Some(remote), ..local },
+            Err(reason) => depart(&reason),
+        }
     };
     let mut units = Vec::new();
     let mut i = 0;
@@ -135,15 +141,34 @@ pub fn place(
                 // A redirection belongs to the command as a whole (`grep x a b > out` writes out
                 // once), not to each copy: such regions run unsplit.
                 let redirected = region.clone().any(|c| !call.commands[c].redirects.is_empty());
-                match lanes {
-                    // Only concatenation is done at the client so far; other merges run unsplit.
-                    Some(lanes) if kind == MergeKind::Concat && !redirected => {
-                        units.push(Unit { commands: region.clone(), lanes })
+                let unsplit = if redirected {
+                    Some("its redirection applies to the split command as a whole, so it runs unsplit".to_string())
+                } else if kind != MergeKind::Concat {
+                    // Only concatenation is done at the client so far.
+                    Some(format!("the {kind:?} merge of its copies is not done yet, so it runs unsplit"))
+                } else {
+                    None
+                };
+                match (lanes, unsplit) {
+                    (Some(lanes), None) => units.push(Unit { commands: region.clone(), lanes }),
+                    (_, unsplit) => {
+                        let reason = unsplit.unwrap_or_else(|| "its copies did not line up".to_string());
+                        let planned: Vec<&str> = copies
+                            .iter()
+                            .filter_map(|(_, location)| match location {
+                                Location::Mount(name) => Some(name.as_str()),
+                                Location::Client => None,
+                            })
+                            .collect();
+                        let planned = planned.join(", ");
+                        units.extend(region.clone().map(|c| Unit {
+                            commands: c..c + 1,
+                            lanes: vec![vec![Step {
+                                why: Some(departure(&planned, &reason)),
+                                ..local_step(c, call.commands[c].argv.clone())
+                            }]],
+                        }))
                     }
-                    _ => units.extend(region.clone().map(|c| Unit {
-                        commands: c..c + 1,
-                        lanes: vec![vec![local_step(c, call.commands[c].argv.clone())]],
-                    })),
                 }
                 i = region.end;
             }
@@ -174,6 +199,12 @@ pub fn all_local(call: &PipelineCall) -> Vec<Unit> {
         commands: 0..call.commands.len(),
         lanes: vec![call.commands.iter().enumerate().map(|(i, c)| local_step(i, c.argv.clone())).collect()],
     }]
+}
+
+/// `--stats`'s reason for a command the plan put on mount `planned` and the runtime ran at the
+/// client.
+fn departure(planned: &str, reason: &str) -> String {
+    format!("planned at {planned}, run at the client: {reason}")
 }
 
 fn local_step(command: usize, argv: Vec<OsString>) -> Step {
@@ -241,8 +272,8 @@ fn pipeline_text(call: &PipelineCall) -> Option<String> {
     Some(commands.join(" | ") + "\n")
 }
 
-/// `command` (with the copy's `argv`) as a job for the proxy of mount `name`, or `None` when it
-/// cannot run there: a file or redirection elsewhere, a word that is not UTF-8.
+/// `command` (with the copy's `argv`) as a job for the proxy of mount `name`, or why it cannot
+/// run there: a file or redirection elsewhere, a word that is not UTF-8.
 fn remote_step(
     config: &Config,
     name: &str,
@@ -250,8 +281,9 @@ fn remote_step(
     invocation: &Invocation<'_>,
     cwd: &Path,
     locale: &[(OsString, OsString)],
-) -> Option<RemoteStep> {
-    let mount_index = config.mounts.iter().position(|m| m.name == name)?;
+) -> Result<RemoteStep, String> {
+    let not_utf8 = || "a word is not UTF-8".to_string();
+    let mount_index = config.mounts.iter().position(|m| m.name == name).ok_or_else(|| format!("no mount {name}"))?;
     let mount = &config.mounts[mount_index];
     let on_mount = |path: &Path| config.mount_for(path).is_some_and(|m| m.name == name);
     // Words reach the command as bash expanded them (a grep prefix or an error message names the
@@ -260,54 +292,74 @@ fn remote_step(
     // proxy's path is the client's.
     let cwd = normalize_path(cwd);
     let (job_cwd, view) = match cwd.strip_prefix(&mount.path) {
-        Ok(rest) => (Some(rest.to_str()?.to_string()), None),
+        Ok(rest) => (Some(rest.to_str().ok_or_else(not_utf8)?.to_string()), None),
         Err(_) if mount.path.starts_with(&cwd) => {
-            (None, Some(mount.path.strip_prefix(&cwd).ok()?.to_str()?.to_string()))
+            let below = mount.path.strip_prefix(&cwd).map_err(|e| e.to_string())?;
+            (None, Some(below.to_str().ok_or_else(not_utf8)?.to_string()))
         }
         Err(_) => (None, None),
     };
     let same_paths = normalize_path(&mount.export) == mount.path;
-    let passes = |word: &str| -> bool {
+    // Why `word` cannot be given to the proxy as it is, if it cannot.
+    let refusal = |word: &str| -> Option<String> {
         if word == "/dev/null" {
-            return true;
+            return None;
         }
         let path = Path::new(word);
         if path.is_absolute() {
-            same_paths && on_mount(&normalize_path(path))
+            if !on_mount(&normalize_path(path)) {
+                Some(format!("`{word}` is not on {name}"))
+            } else if !same_paths {
+                Some(format!(
+                    "the absolute path `{word}` is another path at the proxy ({name}'s export is not its path)"
+                ))
+            } else {
+                None
+            }
+        } else if job_cwd.is_none() && view.is_none() {
+            Some(format!("the working directory is neither on {name} nor above it"))
+        } else if !on_mount(&normalize_path(&cwd.join(path))) {
+            Some(format!("`{word}` is not on {name}"))
         } else {
-            (job_cwd.is_some() || view.is_some()) && on_mount(&normalize_path(&cwd.join(path)))
+            None
         }
     };
 
     let files = invocation.values.iter().filter(|v| matches!(v.ty, ArgType::InputFile | ArgType::OutputFile));
     let defaults = invocation.defaults.iter().filter(|d| matches!(d.ty, ArgType::InputFile | ArgType::OutputFile));
-    let all_pass = files.map(|v| invocation.value_text(v)).chain(defaults.map(|d| d.value.as_str()));
-    if !all_pass.filter(|w| *w != "-").all(passes) {
-        return None;
+    let words = files.map(|v| invocation.value_text(v)).chain(defaults.map(|d| d.value.as_str()));
+    if let Some(refused) = words.filter(|w| *w != "-").find_map(refusal) {
+        return Err(refused);
     }
     let mut redirects = Vec::new();
     let mut redirect_of = Vec::new();
     for (index, (fd, op, target)) in command.redirects.iter().enumerate() {
-        let target = target.to_str()?;
+        let target = target.to_str().ok_or_else(not_utf8)?;
         let mut push = |fd: u32, op: &str, target: String| {
             redirects.push(Redirect { fd, op: op.to_string(), target });
             redirect_of.push(index);
         };
         match op.as_str() {
             ">&" => push(*fd, ">&", target.to_string()),
-            "<" | ">" | ">|" | ">>" if passes(target) => push(*fd, op, target.to_string()),
-            "&>" | "&>>" if passes(target) => {
-                push(1, &op[1..], target.to_string());
-                push(2, ">&", "1".to_string());
+            "<" | ">" | ">|" | ">>" | "&>" | "&>>" => {
+                if let Some(refused) = refusal(target) {
+                    return Err(format!("its redirection `{op} {target}`: {refused}"));
+                }
+                if let Some(to_stdout) = op.strip_prefix('&') {
+                    push(1, to_stdout, target.to_string());
+                    push(2, ">&", "1".to_string());
+                } else {
+                    push(*fd, op, target.to_string());
+                }
             }
-            _ => return None,
+            _ => return Err(format!("its redirection `{op}` cannot be made at a proxy")),
         }
     }
     let mut env = std::collections::BTreeMap::new();
     for (var, value) in locale.iter().chain(&command.assignments) {
-        env.insert(var.to_str()?.to_string(), value.to_str()?.to_string());
+        env.insert(var.to_str().ok_or_else(not_utf8)?.to_string(), value.to_str().ok_or_else(not_utf8)?.to_string());
     }
-    Some(RemoteStep {
+    Ok(RemoteStep {
         mount: mount_index,
         cwd: job_cwd.unwrap_or_default(),
         view,
