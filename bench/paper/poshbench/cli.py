@@ -97,7 +97,7 @@ def main(argv: list[str]) -> int:
     try:
         args.work.mkdir(parents=True, exist_ok=True)
         if args.real:
-            setting = settings.RealDeployment(args.real, args.storage_shell)
+            setting = settings.RealDeployment(args.real, args.storage_shell, args.work.resolve())
         else:
             setting = settings.EmulatedLink(ROOT.parent / "shared" / "rig", args.work, args.data, args.mnt)
             links = setting.links([link for link in args.links.split(",") if link])

@@ -231,7 +231,7 @@ class RealDeployment:
     name = "real"
     storage_is_local = False
 
-    def __init__(self, config: Path, storage_shell: str | None):
+    def __init__(self, config: Path, storage_shell: str | None, work: Path):
         try:
             parsed = tomllib.loads(config.read_text())
         except (OSError, tomllib.TOMLDecodeError) as e:
@@ -250,6 +250,7 @@ class RealDeployment:
         if not self.mounts:
             raise SettingError(f"{config}: names no [[mount]]; the real setting measures your mounts")
         self.storage_shell = shlex.split(storage_shell) if storage_shell else None
+        self.work = work
         self.root = os.geteuid() == 0
         # Each mount's read-ahead as found, put back after the tuned baseline and at the end.
         self.readahead = {}
@@ -280,10 +281,11 @@ class RealDeployment:
             return Layout(client_dir=first["path"] / rel, storage_dir=first["export"] / rel,
                           site_paths={".": "."}, mounts=None,
                           no_storage_run=None if self.storage_shell else "no --storage-shell given")
-        # Several sites: the working directory stays at the client; each site on its own mount,
-        # named by its absolute path (which runs at a proxy only when its export equals its path).
+        # Several sites: the working directory stays at the client (in the scratch directory);
+        # each site on its own mount, named by its absolute path (which runs at a proxy only when
+        # the mount's export equals its path).
         sites = {site: str(self.mounts[i]["path"] / rel / site) for i, site in enumerate(workload.sites)}
-        return Layout(client_dir=Path.cwd() / "posh-bench-work" / scale / workload.name, storage_dir=None,
+        return Layout(client_dir=self.work / "client" / scale / workload.name, storage_dir=None,
                       site_paths=sites, mounts=None, no_storage_run="its sites are on several hosts")
 
     def client(self, argv: list[str]) -> list[str]:

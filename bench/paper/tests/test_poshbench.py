@@ -121,10 +121,10 @@ class Settings(unittest.TestCase):
             config = Path(d) / "posh.toml"
             config.write_text('[[mount]]\npath = "gone"\nproxy = "embedded"\n')
             with self.assertRaisesRegex(settings.SettingError, r"mount\[1\]\.path .*gone is not a directory"):
-                settings.RealDeployment(config, None)
+                settings.RealDeployment(config, None, Path(d))
             config.write_text("[client]\n")
             with self.assertRaisesRegex(settings.SettingError, "names no \\[\\[mount\\]\\]"):
-                settings.RealDeployment(config, None)
+                settings.RealDeployment(config, None, Path(d))
 
 
 class Reports(unittest.TestCase):
