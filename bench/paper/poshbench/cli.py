@@ -6,6 +6,7 @@ import argparse
 import datetime
 import json
 import os
+import shlex
 import shutil
 import subprocess
 import sys
@@ -54,6 +55,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
 def binaries(args) -> tuple[Path, Path]:
     if args.bin_dir is None:
         measure.log("building posh-exec and posh-proxy (cargo build --release)")
+        if shutil.which("cargo") is None:
+            raise settings.SettingError("cargo is not on PATH (under sudo, try `sudo env PATH=\"$PATH\" bench/paper/run`), "
+                                        "or pass --bin-dir with posh-exec and posh-proxy built elsewhere")
         subprocess.run(["cargo", "build", "--release", "--locked", "-q", "-p", "posh-exec", "--manifest-path",
                         str(ROOT / "Cargo.toml")], check=True)
         bin_dir = Path(os.environ.get("CARGO_TARGET_DIR", ROOT / "target")) / "release"
@@ -108,6 +112,11 @@ def main(argv: list[str]) -> int:
         data = measure.run_all(setting, chosen, [] if args.real else links, options)
     except settings.SettingError as e:
         print(f"bench: {e}", file=sys.stderr)
+        return 2
+    except subprocess.CalledProcessError as e:
+        command = e.cmd if isinstance(e.cmd, str) else shlex.join(map(str, e.cmd))
+        detail = (e.stderr or b"").decode(errors="replace").strip() if isinstance(e.stderr, bytes) else (e.stderr or "")
+        print(f"bench: `{command}` failed with exit status {e.returncode}{': ' + detail if detail else ''}", file=sys.stderr)
         return 2
     data["meta"] = info
     stamp = info["date"].replace(" UTC", "Z").replace(" ", "T").replace(":", "")
