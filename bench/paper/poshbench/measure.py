@@ -374,9 +374,11 @@ def placement(explain: dict, stats: list) -> list[dict]:
         line = p["line"]
         records = by_line.pop(line, [])
         described = describe_pipeline(line, p.get("source", ""), p.get("rendered", ""), records)
-        described["unannotated"] = sorted({
-            n["kind"]["argv"][0] for n in p.get("nodes", [])
-            if n["kind"].get("type") == "command" and n["kind"].get("annotation") is None and n["kind"].get("argv")})
+        commands = [n for n in p.get("nodes", []) if n["kind"].get("type") == "command" and n["kind"].get("argv")]
+        described["unannotated"] = sorted({n["kind"]["argv"][0] for n in commands
+                                           if n.get("why", {}).get("reason") == "no_annotation"})
+        described["in_shell"] = sorted({n["kind"]["argv"][0] for n in commands
+                                        if n.get("why", {}).get("reason") == "runs_in_shell"})
         pipelines.append(described)
     for line, records in sorted(by_line.items()):
         pipelines.append(describe_pipeline(line, "", "", records))
@@ -406,9 +408,13 @@ def describe_pipeline(line: int, source: str, rendered: str, records: list) -> d
 
 def kept_by_bash(pipeline: dict) -> str:
     """Why a pipeline never reached the runtime, as far as --explain tells."""
+    def names(key: str) -> str:
+        return ", ".join(f"`{c}`" for c in pipeline[key])
+
     if pipeline.get("unannotated"):
-        return "posh did not hand it to the runtime (no annotation for " + \
-            ", ".join(f"`{c}`" for c in pipeline["unannotated"]) + ")"
+        return f"posh did not hand it to the runtime (no annotation for {names('unannotated')})"
+    if pipeline.get("in_shell"):
+        return f"{names('in_shell')} runs inside bash"
     return "posh did not hand it to the runtime (--explain gives no reason)"
 
 

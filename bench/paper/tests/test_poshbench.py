@@ -89,7 +89,11 @@ class Checks(unittest.TestCase):
         explain = {"pipelines": [
             {"line": 1, "source": "cat a | grep x > o", "rendered": "[@d]cat a | [@d]grep x > o"},
             {"line": 2, "source": "mkdir -p t", "rendered": "[@client]mkdir -p t", "nodes": [
-                {"kind": {"type": "command", "argv": ["mkdir", "-p", "t"], "annotation": None}}]},
+                {"kind": {"type": "command", "argv": ["mkdir", "-p", "t"], "annotation": None},
+                 "why": {"reason": "no_annotation"}}]},
+            {"line": 3, "source": "cd t", "rendered": "[@client]cd t", "nodes": [
+                {"kind": {"type": "command", "argv": ["cd", "t"], "annotation": None},
+                 "why": {"reason": "runs_in_shell"}}]},
         ]}
         stats = [{"line": 1, "commands": [
             {"command": "cat", "location": "d", "status": 0},
@@ -100,6 +104,7 @@ class Checks(unittest.TestCase):
         self.assertIn("line 1: `grep` ran at the client, for which --stats gives no reason", result["verdict"])
         self.assertIn("line 2 (`mkdir -p t`) stayed with bash: posh did not hand it to the runtime (no annotation for `mkdir`)",
                       result["verdict"])
+        self.assertIn("line 3 (`cd t`) stayed with bash: `cd` runs inside bash", result["verdict"])
         self.assertEqual(result["placement"][0]["stream_bytes"], 5100)
 
     def test_split_copies_and_loops_are_counted(self):
