@@ -72,7 +72,7 @@ fn bench(c: &mut Criterion) {
     };
 
     let one = posh_core::shell::parse(PIPELINE);
-    c.bench_function("plan one pipeline", |b| b.iter(|| plan_script(&ctx, black_box(&one))));
+    c.bench_function("plan one pipeline", |b| b.iter(|| plan_script(&ctx, PIPELINE, black_box(&one))));
 
     let source = script(5_000);
     let parsed = posh_core::shell::parse(&source);
@@ -81,7 +81,7 @@ fn bench(c: &mut Criterion) {
     let mut group = c.benchmark_group(format!("5,000-line script ({pipelines} pipelines)"));
     group.sample_size(10);
     group.bench_function("parse", |b| b.iter(|| posh_core::shell::parse(black_box(&source))));
-    group.bench_function("plan", |b| b.iter(|| plan_script(&ctx, black_box(&parsed))));
+    group.bench_function("plan", |b| b.iter(|| plan_script(&ctx, &source, black_box(&parsed))));
     group.finish();
 }
 

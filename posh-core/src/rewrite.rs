@@ -42,6 +42,9 @@ pub const MARK_COMMAND: &str = "\u{1f}C";
 pub const MARK_ASSIGN: &str = "\u{1f}A";
 pub const MARK_REDIRECT: &str = "\u{1f}R";
 pub const MARK_WORDS: &str = "\u{1f}W";
+/// The operator of the marker redirection that says the call's input is a here-document or
+/// here-string of its first command.
+pub const STDIN_TEXT_OP: &str = "<<<";
 
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Rewritten {
@@ -69,6 +72,9 @@ pub fn why_not(script_text: &str, pipeline: &Pipeline, functions: &[String]) -> 
 /// waits for a process substitution, whose pipe `bash -c` (how a rewritten script runs) keeps
 /// open until the whole text is done, so the `wait` would never return.
 pub fn why_script_stays(text: &str) -> Option<String> {
+    if text.contains('\0') {
+        return Some("the script holds NUL bytes, which bash drops from what it evaluates".into());
+    }
     let reads = ["PIPESTATUS", "BASH_SOURCE", "BASH_COMMAND", "BASH_EXECUTION_STRING", "$_", "${_}", "expand_aliases"]
         .iter()
         .find(|name| text.contains(*name))
@@ -175,7 +181,10 @@ fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineInde
                 RedirectOp::AppendBoth => (1, "&>>"),
                 RedirectOp::DuplicateOutput => (1, ">&"),
                 RedirectOp::HereDoc | RedirectOp::HereString => {
+                    // The call reads it as its input; the marker tells the runtime that this
+                    // input is the pipeline's own text, not the script's input.
                     stdin_redirect = format!(" {}", &source[redirect.span.range()]);
+                    out.push_str(&format!("{} 0 '{STDIN_TEXT_OP}' -", mark(MARK_REDIRECT)));
                     continue;
                 }
                 RedirectOp::ReadWrite | RedirectOp::DuplicateInput => unreachable!("refused by why_not"),

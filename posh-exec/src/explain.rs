@@ -28,7 +28,7 @@ pub fn run(
     let script = posh_core::shell::parse(source);
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd, options };
-    let plan = planner::plan_script(&ctx, &script);
+    let plan = planner::plan_script(&ctx, source, &script);
     let lines = posh_core::LineIndex::new(source);
     for error in &script.errors {
         let (line, col) = lines.line_col(source, error.span.start);

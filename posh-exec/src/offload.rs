@@ -8,7 +8,7 @@ use std::process::Command;
 use anyhow::{Context as _, Result};
 use posh_core::config::Config;
 use posh_core::library::Library;
-use posh_core::planner::{self, Location, PlanContext, PlanOptions, Why};
+use posh_core::planner::{self, Location, PlanContext, PlanOptions, ScriptScope, Why};
 use posh_core::rewrite;
 
 use crate::os_fs::OsFileSystem;
@@ -21,33 +21,24 @@ pub fn rewrite(
     stats: Option<&str>,
     socket: Option<&str>,
 ) -> Option<String> {
-    // bash drops NUL bytes from the text it evaluates, with a warning of its own.
-    if config.mounts.is_empty() || source.contains('\0') {
-        return None;
-    }
-    if rewrite::why_script_stays(source).is_some() {
+    if config.mounts.is_empty() {
         return None;
     }
     let script = posh_core::shell::parse(source);
     if !script.errors.is_empty() {
         return None;
     }
-    let functions = planner::function_names(&script);
+    let scope = ScriptScope::new(source, &script);
     let cwd = std::env::current_dir().ok()?;
     let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd, options: PlanOptions::default() };
+    // The planner's own hand-over rules (`ScriptScope::why_stays`), so that what `--explain`
+    // shows is what runs.
     let chosen: Vec<usize> = script
         .pipelines
         .iter()
         .enumerate()
-        .filter(|(_, p)| rewrite::why_not(source, p, &functions).is_none())
-        // A name without annotation may be a function from a sourced file, which only bash can
-        // run; annotated names are programs.
-        .filter(|(_, p)| {
-            p.commands.iter().all(|c| {
-                c.words.first().and_then(|w| w.literal.as_deref()).is_some_and(|n| !library.candidates(n).is_empty())
-            })
-        })
-        .filter(|(_, p)| may_touch_a_mount(&planner::plan_pipeline_in(&ctx, p, &functions)))
+        .filter(|(_, p)| scope.why_stays(library, p).is_none())
+        .filter(|(_, p)| may_touch_a_mount(&planner::plan_pipeline_in(&ctx, p, &scope)))
         .map(|(i, _)| i)
         .collect();
     if chosen.is_empty() {

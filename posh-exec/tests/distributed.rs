@@ -256,3 +256,35 @@ fn a_lost_proxy_is_an_error_naming_it_and_the_line_and_the_old_output_stays() {
     assert_eq!(text(&out.stdout), "start\nstatus 255\n");
     assert_eq!(std::fs::read_to_string(cluster.root().join("logs/out.txt")).unwrap(), "old content\n");
 }
+
+/// A split command's redirections are the fan-in's: applied once, in bash's order, to the copies'
+/// combined output at the client, while every copy runs at its own proxy.
+#[test]
+fn split_pipelines_with_redirections_fan_in_as_bash_writes() {
+    let cluster = Cluster::new(&[]);
+    let script = "cat logs/big.log archive/old.log | grep rare > found.txt\n\
+                  grep -h ERROR logs/big.log archive/old.log missing.log 2> errors.txt >> found.txt\n\
+                  grep -h rare logs/big.log archive/old.log > logs/both.txt 2>&1\n\
+                  cat found.txt errors.txt logs/both.txt\n\
+                  grep -h rare logs/big.log archive/old.log > no/such/dir/x\n\
+                  echo $?\n";
+    std::fs::write(cluster.root().join("s.sh"), script).unwrap();
+    let written = ["found.txt", "errors.txt", "logs/both.txt"];
+    let bash = cluster.bash(&["s.sh"]);
+    let bash_files: Vec<String> =
+        written.iter().map(|f| std::fs::read_to_string(cluster.root().join(f)).unwrap()).collect();
+    for file in written {
+        std::fs::remove_file(cluster.root().join(file)).unwrap();
+    }
+    let posh = cluster.posh(&["--stats", "stats.json", "s.sh"]);
+    assert_eq!(text(&posh.stdout), text(&bash.stdout));
+    assert_eq!(text(&posh.stderr), text(&bash.stderr));
+    assert_eq!(posh.status.code(), bash.status.code());
+    for (file, expected) in written.iter().zip(&bash_files) {
+        assert_eq!(&std::fs::read_to_string(cluster.root().join(file)).unwrap(), expected, "{file}");
+    }
+    let stats = cluster.stats();
+    assert_eq!(stats[0]["commands"][1]["location"], serde_json::json!(["logs", "archive"]), "{stats:?}");
+    assert_eq!(stats[1]["commands"][0]["location"], serde_json::json!(["logs", "archive", "client"]), "{stats:?}");
+    assert_eq!(stats[2]["commands"][0]["location"], serde_json::json!(["logs", "archive"]), "{stats:?}");
+}

@@ -82,24 +82,31 @@ fn stats_record_every_pipeline_the_runtime_ran() {
     assert!((10..300).contains(&from_proxy), "{stats}");
 }
 
-/// Where the runtime runs a command elsewhere than the plan said, `--stats` says so and why.
+/// `--stats` gives, for a command at the client, the planner's reason, which `--explain` gives
+/// too; the runtime leaves the plan only for what the run alone shows (here a word that is not
+/// UTF-8) and says so.
 #[test]
-fn stats_give_the_reason_for_every_departure_from_the_plan() {
+fn stats_give_the_plans_reasons_and_every_departure_from_it() {
     let dir = mounted();
-    std::fs::write(dir.path().join("s.sh"), "grep a data/x.txt > out.txt\n").expect("write");
+    let script = "grep a data/x.txt > out.txt\nf=$(printf 'data/\\377'); grep a \"$f\"\n";
+    std::fs::write(dir.path().join("s.sh"), script).expect("write");
     let explain = posh_exec(&["--explain", "--format", "json", "s.sh"], dir.path());
     let plan: serde_json::Value = serde_json::from_slice(&explain.stdout).expect("JSON");
     let grep = plan["pipelines"][0]["nodes"].as_array().unwrap().iter().find(|n| n["kind"]["argv"][0] == "grep");
-    assert_eq!(grep.expect("a grep node")["location"]["mount"], "data", "the plan puts grep at the proxy");
+    let why = serde_json::json!({ "reason": "client_only", "detail": "`out.txt` is on no mount" });
+    assert_eq!(grep.expect("a grep node")["why"], why, "the plan keeps grep at the client");
     let out = posh_exec(&["--stats", "stats.json", "s.sh"], dir.path());
-    assert!(out.status.success());
+    assert_eq!(out.status.code(), Some(2), "grep of a missing file fails as under bash");
     assert_eq!(std::fs::read_to_string(dir.path().join("out.txt")).expect("written"), "a 1\n");
     let stats = std::fs::read_to_string(dir.path().join("stats.json")).expect("stats");
-    let record: serde_json::Value = serde_json::from_str(stats.lines().next().expect("a line")).expect("JSON");
-    let grep = &record["commands"][0];
-    assert_eq!(grep["location"], "client", "{stats}");
+    let records: Vec<serde_json::Value> = stats.lines().map(|l| serde_json::from_str(l).expect("JSON")).collect();
+    let [planned, departed] = &records[..] else { panic!("two records: {stats}") };
+    assert_eq!(planned["commands"][0]["location"], "client", "{stats}");
+    assert_eq!(planned["commands"][0]["why"], "`out.txt` is on no mount, so it runs at the client", "{stats}");
+    assert_eq!(departed["commands"][0]["location"], "client", "{stats}");
     assert_eq!(
-        grep["why"], "planned at data, run at the client: its redirection `> out.txt`: `out.txt` is not on data",
+        departed["commands"][0]["why"],
+        "run at the client: a word bash expanded is not UTF-8, which the planner cannot read",
         "{stats}"
     );
 }

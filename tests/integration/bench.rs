@@ -77,6 +77,8 @@ fn bench_runs_every_workload_on_embedded_proxies_with_identical_outputs() {
     for result in results {
         let name = &result["workload"];
         assert_eq!(result["check"]["identical"], true, "{name}: {:#}", result["check"]);
+        // One plan: what --explain showed is where --stats says each command ran.
+        assert_eq!(result["plan_disagreements"], serde_json::json!([]), "{name}: {:#}", result["placement"]);
         for system in ["a", "b"] {
             assert!(result["systems"][system]["median"].as_f64().unwrap() > 0.0, "{name}: no time for {system}");
         }

@@ -1,5 +1,6 @@
 //! The cross-crate test binary (one binary, after ripgrep: fast to link, one place to look).
 
+mod agreement;
 mod annotations;
 mod bench;
 mod netns;

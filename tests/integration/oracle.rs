@@ -28,6 +28,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::agreement;
+
 /// The `posh-exec` binary cargo built next to this test executable
 /// (`target/<profile>/deps/integration-HASH` → `target/<profile>/posh-exec`).
 pub(crate) fn posh_exec() -> PathBuf {
@@ -395,6 +397,8 @@ proxy = \"embedded\"\n";
 struct Run {
     outcome: Outcome,
     files: BTreeMap<String, Node>,
+    /// posh-exec with a mount: where the runtime ran a command elsewhere than `--explain` said.
+    plan_disagreements: Vec<String>,
 }
 
 fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
@@ -407,7 +411,13 @@ fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
     if let Some(config) = &setting.config {
         std::fs::write(work.join("posh.toml"), config).expect("write posh.toml");
     }
+    // posh-exec with a mount also says where it ran each command (`--stats`, outside `work/` so
+    // the files compare), to hold against its `--explain` plan.
+    let stats = (shell != Path::new("bash") && setting.config.is_some()).then(|| root.path().join("stats.jsonl"));
     let mut command = Command::new(shell);
+    if let Some(stats) = &stats {
+        command.arg("--stats").arg(stats);
+    }
     command
         .arg("./case.sh")
         .args(&case.args)
@@ -428,7 +438,15 @@ fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
             command.stdin(Stdio::null());
         }
     }
+    let explained = stats.as_ref().map(|_| agreement::explain_like(&command, Path::new("case.sh")));
     let outcome = run_captured(command, TIMEOUT, setting.capture);
+    let plan_disagreements = match (explained, &stats) {
+        (Some(Ok(explain)), Some(stats)) => {
+            agreement::disagreements(&explain, &std::fs::read_to_string(stats).unwrap_or_default())
+        }
+        (Some(Err(e)), _) => vec![e],
+        _ => Vec::new(),
+    };
     let normalize = Normalizer::new(&[(root.path(), "<ROOT>")]);
     let mut files = BTreeMap::new();
     snapshot(&work, Path::new(""), &mut files, &normalize);
@@ -439,6 +457,7 @@ fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
             stderr: normalize.apply(&outcome.stderr),
         },
         files,
+        plan_disagreements,
     }
 }
 
@@ -545,6 +564,8 @@ fn run_oracle(mode: Mode, capture: Capture) {
             ));
         }
         problems.extend(compare(&bash, &posh_run));
+        problems
+            .extend(posh_run.plan_disagreements.iter().map(|d| format!("    --explain and --stats disagree: {d}\n")));
         if !problems.is_empty() {
             failed += 1;
             let _ = writeln!(report, "  {}.sh:", case.name);

@@ -47,9 +47,10 @@ fn command(program: &Path, root: &Path, extra: &[(&str, &std::ffi::OsStr)]) -> C
 }
 
 /// Runs the suite with `shell` as `RUN_SHELL` and returns `summary.txt`.
-fn run_suite(root: &Path, data: &Path, out: &str, shell: &str, config: Option<&Path>) -> Vec<u8> {
+fn run_suite(root: &Path, data: &Path, out: &str, shell: &str, config: Option<&Path>, env: &[(&str, &str)]) -> Vec<u8> {
     let runner = peer_dir().join("tools/run_peer_scripts.sh");
     let mut extra: Vec<(&str, &std::ffi::OsStr)> = vec![("RUN_SHELL", shell.as_ref())];
+    extra.extend(env.iter().map(|(k, v)| (*k, v.as_ref())));
     if let Some(config) = config {
         extra.push(("POSH_CONFIG", config.as_os_str()));
     }
@@ -119,15 +120,40 @@ fn peer_scripts_behave_as_under_bash() {
     std::fs::write(&one_file, "#!/bin/sh\nexec \"$@\" 2>&1\n").expect("write the wrapper");
     std::fs::set_permissions(&one_file, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let one_file = one_file.to_str().expect("a UTF-8 path");
+    // With a mount, each script also gets its `--explain` plan and its `--stats`, in a directory
+    // of its own under $PLANS, to hold the two against each other.
+    let with_plans = root.join("with-plans.sh");
+    std::fs::write(
+        &with_plans,
+        "#!/bin/sh\nrun=$(mktemp -d \"$PLANS/run.XXXXXX\")\n\
+         \"$POSH\" --explain --format json \"$1\" > \"$run/explain.json\" 2> \"$run/explain.err\"\n\
+         exec \"$POSH\" --stats \"$run/stats.jsonl\" \"$@\"\n",
+    )
+    .expect("write the wrapper");
+    std::fs::set_permissions(&with_plans, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
+    let with_plans = with_plans.to_str().expect("a UTF-8 path");
     let mut report = String::new();
     for (streams, wrapper) in [("", ""), ("-one-file", one_file)] {
         let shell = |program: &str| [wrapper, program].join(" ").trim().to_string();
-        let bash = run_suite(&root, &data, &format!("out-bash{streams}"), &shell("bash"), None);
+        let bash = run_suite(&root, &data, &format!("out-bash{streams}"), &shell("bash"), None, &[]);
         for (mode, config) in
             [("local", None), ("mounted", Some(config.as_path())), ("proxied", Some(proxied.as_path()))]
         {
             let out = format!("out-posh-{mode}{streams}");
-            let summary = run_suite(&root, &data, &out, &shell(posh), config);
+            let plans = root.join(format!("plans-{mode}{streams}"));
+            std::fs::create_dir_all(&plans).expect("create the plans directory");
+            let program = if config.is_some() { with_plans } else { posh };
+            let summary = run_suite(
+                &root,
+                &data,
+                &out,
+                &shell(program),
+                config,
+                &[("POSH", posh), ("PLANS", plans.to_str().expect("UTF-8"))],
+            );
+            for disagreement in config.map(|_| plan_disagreements(&plans)).unwrap_or_default() {
+                report.push_str(&format!("  {mode} mode{streams}: --explain and --stats disagree: {disagreement}\n"));
+            }
             if summary != bash {
                 report.push_str(&format!(
                     "  {mode} mode{streams}: summary.txt differs (out-bash{streams} vs {out}):\n{}",
@@ -142,6 +168,29 @@ fn peer_scripts_behave_as_under_bash() {
         let kept = tmp.keep();
         panic!("the peer scripts behave differently under posh-exec (outputs kept in {}):\n{report}", kept.display());
     }
+}
+
+/// Every disagreement between the plan and the run of each script run under `with-plans.sh`.
+fn plan_disagreements(plans: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut runs: Vec<_> = std::fs::read_dir(plans).expect("the plans directory").filter_map(|e| e.ok()).collect();
+    runs.sort_by_key(|e| e.file_name());
+    let records = runs.iter().filter(|r| r.path().join("stats.jsonl").exists()).count();
+    assert!(records > 0, "with-plans.sh ran {} scripts and none reached the runtime", runs.len());
+    for run in runs.iter().map(|e| e.path()) {
+        let explain = std::fs::read(run.join("explain.json")).unwrap_or_default();
+        let stats = std::fs::read_to_string(run.join("stats.jsonl")).unwrap_or_default();
+        match serde_json::from_slice::<serde_json::Value>(&explain) {
+            Ok(explain) => {
+                let script = explain["script"].as_str().unwrap_or("?").to_string();
+                found.extend(
+                    crate::agreement::disagreements(&explain, &stats).into_iter().map(|d| format!("{script}: {d}")),
+                )
+            }
+            Err(e) => found.push(format!("{}: --explain printed no JSON: {e}", run.display())),
+        }
+    }
+    found
 }
 
 /// The `mounted` run is only worth something if posh-exec reads `$POSH_CONFIG`: its plan of a

@@ -331,6 +331,7 @@ def summarize(wl: Workload, link: str, layout, systems, runs: dict[str, list[Run
                   "mismatches": mismatches, "failed_runs": failed},
         "placement": placement(explain, stats),
     }
+    result["plan_disagreements"] = [d for p in result["placement"] for d in p.get("disagreements", [])]
     if layout.no_storage_run is not None:
         result["c_not_run"] = layout.no_storage_run
     for system in systems:
@@ -372,8 +373,12 @@ def placement(explain: dict, stats: list) -> list[dict]:
     pipelines = []
     for p in explain.get("pipelines", []):
         line = p["line"]
-        records = by_line.pop(line, [])
+        planned = planned_commands(p)
+        names = [copies[0]["program"] for copies in planned]
+        records = [r for r in by_line.get(line, []) if [c["command"] for c in r["commands"]] == names]
+        by_line[line] = [r for r in by_line.get(line, []) if r not in records]
         described = describe_pipeline(line, p.get("source", ""), p.get("rendered", ""), records)
+        described["disagreements"] = disagreements(planned, records)
         commands = [n for n in p.get("nodes", []) if n["kind"].get("type") == "command" and n["kind"].get("argv")]
         described["unannotated"] = sorted({n["kind"]["argv"][0] for n in commands
                                            if n.get("why", {}).get("reason") == "no_annotation"})
@@ -381,10 +386,46 @@ def placement(explain: dict, stats: list) -> list[dict]:
                                         if n.get("why", {}).get("reason") == "runs_in_shell"})
         pipelines.append(described)
     for line, records in sorted(by_line.items()):
-        pipelines.append(describe_pipeline(line, "", "", records))
+        if records:
+            described = describe_pipeline(line, "", "", records)
+            described["disagreements"] = [f"line {line}: the runtime ran a pipeline --explain does not plan"]
+            pipelines.append(described)
     if "error" in explain:
         pipelines.append({"line": None, "explain_error": explain["error"]})
     return pipelines
+
+
+def planned_commands(pipeline: dict) -> list[list[dict]]:
+    """The command nodes of an --explain pipeline, per command, copies in order."""
+    commands: dict[int, list[dict]] = {}
+    for node in pipeline.get("nodes", []):
+        kind = node["kind"]
+        if kind.get("type") != "command":
+            continue
+        commands.setdefault(kind["command"], []).append({
+            "copy": (kind.get("copy") or [0])[0],
+            "program": (kind.get("argv") or ["?"])[0],
+            "place": node["location"].get("mount", "client"),
+            "why": node.get("why", {}).get("reason", ""),
+        })
+    return [sorted(commands[i], key=lambda c: c["copy"]) for i in sorted(commands)]
+
+
+def disagreements(planned: list[list[dict]], records: list) -> list[str]:
+    """Commands --stats says ran elsewhere than --explain placed them: one plan means none
+    (tests/integration/agreement.rs checks the same on the oracle and the peer scripts). A
+    command whose words only bash knows is placed when they are known, so it is left out."""
+    found = []
+    for record in records:
+        for copies, ran in zip(planned, record["commands"]):
+            places = [c["place"] for c in copies]
+            where = ran["location"] if isinstance(ran["location"], list) else [ran["location"]]
+            if copies[0]["why"] == "depends_on_shell" or places == where:
+                continue
+            found.append(f"line {record['line']}: `{ran['command']}` planned at {'+'.join(places)} "
+                         f"({copies[0]['why']}), ran at {'+'.join(where)}"
+                         + (f" ({ran['why']})" if "why" in ran else ""))
+    return found
 
 
 def describe_pipeline(line: int, source: str, rendered: str, records: list) -> dict:

@@ -98,6 +98,9 @@ def markdown(report: dict) -> str:
                 if whys:
                     ran += f" (why: {whys})"
             lines.append(f"| {p['line']} | {table_cell('`' + p['explain'] + '`')} | {table_cell(ran)} |")
+        if r.get("plan_disagreements"):
+            lines += ["", "**`--explain` and `--stats` disagree (one plan is broken):**", ""]
+            lines += [f"- {d}" for d in r["plan_disagreements"]]
         for mm in r["check"]["mismatches"]:
             lines.append("")
             lines.append(f"**{mm['system']} run {mm['run']} differs from {mm['against']}:**")

@@ -60,6 +60,13 @@ class Inputs(unittest.TestCase):
                     self.assertIn(f"/m/{site}/", rendered, w.name)
 
 
+def command(index: int, argv: list, mount, why: str) -> dict:
+    """A command node as `--explain --format json` prints it."""
+    location = {"kind": "mount", "mount": mount} if mount else {"kind": "client"}
+    return {"kind": {"type": "command", "command": index, "argv": argv, "copy": None}, "location": location,
+            "why": {"reason": why}}
+
+
 class Checks(unittest.TestCase):
     def summarize(self, runs, explain=None, stats=None):
         systems = list(runs)
@@ -87,13 +94,12 @@ class Checks(unittest.TestCase):
 
     def test_a_loss_is_explained_by_the_placement(self):
         explain = {"pipelines": [
-            {"line": 1, "source": "cat a | grep x > o", "rendered": "[@d]cat a | [@d]grep x > o"},
+            {"line": 1, "source": "cat a | grep x > o", "rendered": "[@d]cat a | [@d]grep x > o", "nodes": [
+                command(0, ["cat", "a"], "d", "cheapest"), command(1, ["grep", "x"], "d", "cheapest")]},
             {"line": 2, "source": "mkdir -p t", "rendered": "[@client]mkdir -p t", "nodes": [
-                {"kind": {"type": "command", "argv": ["mkdir", "-p", "t"], "annotation": None},
-                 "why": {"reason": "no_annotation"}}]},
+                command(0, ["mkdir", "-p", "t"], None, "no_annotation")]},
             {"line": 3, "source": "cd t", "rendered": "[@client]cd t", "nodes": [
-                {"kind": {"type": "command", "argv": ["cd", "t"], "annotation": None},
-                 "why": {"reason": "runs_in_shell"}}]},
+                command(0, ["cd", "t"], None, "runs_in_shell")]},
         ]}
         stats = [{"line": 1, "commands": [
             {"command": "cat", "location": "d", "status": 0},
@@ -106,13 +112,16 @@ class Checks(unittest.TestCase):
                       result["verdict"])
         self.assertIn("line 3 (`cd t`) stayed with bash: `cd` runs inside bash", result["verdict"])
         self.assertEqual(result["placement"][0]["stream_bytes"], 5100)
+        self.assertEqual(result["plan_disagreements"], ["line 1: `grep` planned at d (cheapest), ran at client"])
 
     def test_split_copies_and_loops_are_counted(self):
-        explain = {"pipelines": [{"line": 1, "source": "grep x $f", "rendered": "[@client]grep x \"$f\""}]}
+        explain = {"pipelines": [{"line": 1, "source": "grep x $f", "rendered": "[@client]grep x \"$f\"", "nodes": [
+            command(0, ["grep", "x", "$f"], None, "depends_on_shell")]}]}
         stats = [{"line": 1, "commands": [{"command": "grep", "location": ["d0", "d1"], "status": 0}]}] * 3
         result = self.summarize({"a": [run(5)], "b": [run(1)]}, explain, stats)
         self.assertEqual(result["placement"][0]["ran"], [{"command": "grep", "location": "d0+d1", "times": 3}])
         self.assertEqual(result["verdict"], "posh 5.0x faster than bash over the mount")
+        self.assertEqual(result["plan_disagreements"], [], "placed when bash knows $f")
 
 
 class Settings(unittest.TestCase):

@@ -10,6 +10,7 @@ use crate::matcher::{Invocation, NoMatch};
 use crate::planner::PlanContext;
 use crate::planner::expand::{Expanded, expand_word};
 use crate::planner::model::{Edge, Location, Node, NodeId, NodeKind, PipelinePlan, Stream, Why};
+use crate::planner::reach::{Reach, reach};
 use crate::shell::{self, CommandKind, RedirectOp, RedirectTarget};
 
 /// Where a command's standard input comes from, after its redirections.
@@ -62,6 +63,12 @@ struct Facts<'l> {
     outputs: Vec<FileUse>,
     /// An input argument is `-`: the command reads its standard input among its files.
     dash_input: bool,
+    /// The targets of its file redirections, in order.
+    redirect_files: Vec<String>,
+    /// It has redirections of any kind.
+    redirected: bool,
+    /// Where it may run, by the files it names and what it reads.
+    reach: Reach,
 }
 
 impl Facts<'_> {
@@ -75,6 +82,14 @@ impl Facts<'_> {
 
     fn merge_kind(&self) -> MergeKind {
         self.invocation.as_ref().and_then(|i| i.entry.options.merge).unwrap_or(MergeKind::Concat)
+    }
+
+    /// The file words a copy reading the splittable files `members` (indices into `inputs`)
+    /// names: those files, every other file argument, but no redirection (the fan-in applies
+    /// those at the client).
+    fn copy_words(&self, members: &[usize]) -> Vec<&str> {
+        let inputs = self.inputs.iter().enumerate().filter(|(i, f)| f.split_value.is_none() || members.contains(i));
+        inputs.map(|(_, f)| f.path.as_str()).chain(self.outputs.iter().map(|f| f.path.as_str())).collect()
     }
 
     fn splittable_across_input(&self) -> bool {
@@ -98,17 +113,32 @@ impl Facts<'_> {
 pub(crate) struct Built {
     pub plan: PipelinePlan,
     pub pinned: Vec<bool>,
+    /// Per node, the one mount whose proxy may run it besides the client (`None`: any).
+    pub allowed: Vec<Option<String>>,
 }
 
-pub(crate) fn build_pipeline(ctx: &PlanContext<'_>, pipeline: &shell::Pipeline, functions: &[String]) -> Built {
+/// Builds `pipeline`'s DAG; with `stays` (why the pipeline stays with bash), every command is at
+/// the client for that reason unless a more precise one holds.
+pub(crate) fn build_pipeline(
+    ctx: &PlanContext<'_>,
+    pipeline: &shell::Pipeline,
+    functions: &[String],
+    stays: Option<String>,
+) -> Built {
     let count = pipeline.commands.len();
-    let facts: Vec<Facts<'_>> =
+    let mut facts: Vec<Facts<'_>> =
         pipeline.commands.iter().enumerate().map(|(i, c)| analyse(ctx, c, i, count, functions)).collect();
+    if let Some(why) = stays {
+        for facts in &mut facts {
+            facts.shell_reason.get_or_insert_with(|| Why::StaysWithBash(why.clone()));
+        }
+    }
     let mut graph = Graph {
         ctx,
         nodes: Vec::new(),
         edges: Vec::new(),
         pinned: Vec::new(),
+        allowed: Vec::new(),
         pipe: Vec::new(),
         special: HashMap::new(),
         files: HashMap::new(),
@@ -128,17 +158,29 @@ pub(crate) fn build_pipeline(ctx: &PlanContext<'_>, pipeline: &shell::Pipeline, 
     }
     let plan =
         PipelinePlan { span: pipeline.span, nodes: graph.nodes, edges: graph.edges, bash_bytes: 0, posh_bytes: 0 };
-    Built { plan, pinned: graph.pinned }
+    Built { plan, pinned: graph.pinned, allowed: graph.allowed }
 }
 
 /// When command `start` splits across its files, the last command of the segment that runs as
 /// one copy per part: following commands join while they are splittable across their input,
-/// read only the pipe and combine by concatenation.
+/// read only the pipe and combine by concatenation. A split needs every copy to be runnable
+/// where its files are, no input redirection (the copies read their files), and a merge the
+/// runtime does: concatenation. Only the segment's last command may have redirections: the
+/// fan-in applies them to the combined output at the client, once, as bash would to the
+/// unsplit command; behind other commands, they may not move stderr (a lane has one).
 fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Option<usize> {
     let first = &facts[start];
     let runs = first.split_runs();
     let copies: usize = runs.iter().map(|(_, members)| members.len().min(ctx.options.copies_per_mount.max(1))).sum();
-    if first.shell_reason.is_some() || copies < 2 || first.pin.is_some() || first.dash_input {
+    let redirected_input = !matches!(first.stdin, Input::Pipe | Input::Stdin);
+    if first.shell_reason.is_some() || copies < 2 || first.pin.is_some() || first.dash_input || redirected_input {
+        return None;
+    }
+    let runnable = |words: Vec<&str>, location: &Location| match location {
+        Location::Client => true,
+        Location::Mount(name) => reach(ctx, words).allows(name),
+    };
+    if !runs.iter().all(|(location, members)| runnable(first.copy_words(members), location)) {
         return None;
     }
     let mut end = start;
@@ -146,18 +188,28 @@ fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Op
         let (current, next) = (&facts[end], &facts[end + 1]);
         let joins = current.merge_kind() == MergeKind::Concat
             && current.stdout == Output::Pipe
+            && !current.redirected
             && next.shell_reason.is_none()
             && next.splittable_across_input()
             && next.pin.is_none()
             && next.stdin == Input::Pipe
             && next.inputs.iter().all(|f| f.config)
-            && next.outputs.is_empty();
+            && next.outputs.is_empty()
+            && runs.iter().all(|(location, _)| runnable(next.copy_words(&[]), location));
         if !joins {
             break;
         }
         end += 1;
     }
-    Some(end)
+    // Only concatenation is done at the fan-in so far: the segment ends at its last command
+    // whose copies concatenate.
+    loop {
+        let last = &facts[end];
+        if last.merge_kind() == MergeKind::Concat && (end == start || last.stderr == Output::Stderr) {
+            return Some(end);
+        }
+        end = end.checked_sub(1).filter(|&e| e >= start)?;
+    }
 }
 
 fn analyse<'l>(
@@ -182,6 +234,9 @@ fn analyse<'l>(
         inputs: Vec::new(),
         outputs: Vec::new(),
         dash_input: false,
+        redirect_files: Vec::new(),
+        redirected: !command.redirects.is_empty(),
+        reach: Reach::Anywhere,
     };
     if command.kind == CommandKind::Compound {
         facts.shell_reason = Some(Why::RunsInShell);
@@ -243,8 +298,36 @@ fn analyse<'l>(
                 // It works on the whole working directory (git stats every file), so that is
                 // what bash would drag across, and where it must run.
                 let cwd = ctx.file_use(".", false, None);
-                facts.pin = Some((cwd.location.clone(), Why::CurrentDirectory));
+                facts.pin = Some(match cwd.location {
+                    // Such commands read the user's configuration too (git's identity in
+                    // ~/.gitconfig), which does not reach a proxy yet: at a proxy, a commit
+                    // would get another author than under bash.
+                    Location::Mount(_) => (
+                        Location::Client,
+                        Why::ClientOnly("its configuration in the user's home does not reach a proxy yet".to_string()),
+                    ),
+                    Location::Client => (Location::Client, Why::CurrentDirectory),
+                });
                 facts.inputs.push(cwd);
+            }
+            let words = facts.inputs.iter().chain(&facts.outputs).map(|f| f.path.as_str());
+            facts.reach = reach(ctx, words.chain(facts.redirect_files.iter().map(String::as_str)));
+            let reads_script_input = facts.stdin == Input::Stdin
+                && index == 0
+                && (facts.dash_input || facts.inputs.iter().all(|f| f.config));
+            if reads_script_input {
+                // It would have to take the script's input away from the commands after it.
+                facts.reach =
+                    Reach::ClientOnly("it reads the script's standard input, which stays at the client".to_string());
+            }
+            // A rule's place must be reachable (an unpinned command is kept within its reach by
+            // placement, or split, whose copies' fan-in takes the redirections).
+            match &facts.reach {
+                Reach::ClientOnly(why) if facts.pin.is_some() => {
+                    facts.pin = Some((Location::Client, Why::ClientOnly(why.clone())))
+                }
+                Reach::SeveralMounts if facts.pin.is_some() => facts.pin = Some((Location::Client, Why::SeveralMounts)),
+                _ => {}
             }
             if let Some(from) = invocation.file_lists_in_words() {
                 // Names read from input resolve where the command runs; only at the client do
@@ -280,6 +363,7 @@ fn apply_redirects(ctx: &PlanContext<'_>, command: &shell::Command, facts: &mut 
             _ => Output::File { path: path.to_string(), append },
         };
         let fd = redirect.fd.map(|fd| fd as usize);
+        facts.redirect_files.extend(file_word.clone());
         match (redirect.op, file_word, &redirect.target) {
             (RedirectOp::Read | RedirectOp::ReadWrite, Some(path), _) if fd.unwrap_or(0) == 0 => {
                 facts.stdin = if path == "/dev/null" { Input::Text(0) } else { Input::File(path) };
@@ -353,6 +437,7 @@ struct Graph<'c> {
     special: HashMap<&'static str, NodeId>,
     /// Read and write nodes by path, so a file used twice is one node.
     files: HashMap<(bool, String), NodeId>,
+    allowed: Vec<Option<String>>,
 }
 
 impl Graph<'_> {
@@ -360,6 +445,7 @@ impl Graph<'_> {
         let id = self.nodes.len();
         self.nodes.push(Node { id, kind, location, why });
         self.pinned.push(pinned);
+        self.allowed.push(None);
         id
     }
 
@@ -456,11 +542,13 @@ impl Graph<'_> {
         copy: Option<(usize, usize, Location)>,
         split: Option<Share<'_>>,
     ) -> (NodeId, u64) {
-        let (location, why, pinned) = match (&facts.shell_reason, &facts.pin, &copy) {
-            (Some(why), _, _) => (Location::Client, why.clone(), true),
-            (None, Some((location, why)), _) => (location.clone(), why.clone(), true),
-            (None, None, Some((_, _, location))) => (location.clone(), Why::Split, true),
-            (None, None, None) => (Location::Client, Why::Cheapest, false),
+        let (location, why, pinned) = match (&facts.shell_reason, &facts.pin, &copy, &facts.reach) {
+            (Some(why), _, _, _) => (Location::Client, why.clone(), true),
+            (None, Some((location, why)), _, _) => (location.clone(), why.clone(), true),
+            (None, None, Some((_, _, location)), _) => (location.clone(), Why::Split, true),
+            (None, None, None, Reach::SeveralMounts) => (Location::Client, Why::SeveralMounts, true),
+            (None, None, None, Reach::ClientOnly(why)) => (Location::Client, Why::ClientOnly(why.clone()), true),
+            (None, None, None, _) => (Location::Client, Why::Cheapest, false),
         };
         let argv = match (&split, &facts.invocation) {
             (Some(Share::Files(keep)), Some(invocation)) => {
@@ -482,6 +570,9 @@ impl Graph<'_> {
             annotation: facts.annotation.clone(),
         };
         let id = self.node(kind, location, why, pinned);
+        if let (Reach::ClientOr(mount), None) = (&facts.reach, &copy) {
+            self.allowed[id] = Some(mount.clone());
+        }
         let mut bytes_in = match split {
             None => self.connect_stdin(id, &facts.stdin),
             Some(Share::Piped(bytes)) => bytes,
@@ -545,7 +636,7 @@ impl Graph<'_> {
             outputs.push((id, bytes));
         }
         let kind = last.merge_kind();
-        let merge = self.node(NodeKind::Merge { kind, command: last.index }, Location::Client, Why::Cheapest, false);
+        let merge = self.node(NodeKind::Merge { kind, command: last.index }, Location::Client, Why::FanIn, true);
         let total: u64 = outputs.iter().map(|(_, b)| b).sum();
         for (id, bytes) in outputs {
             self.edge(id, merge, Stream::Stdout, bytes);

@@ -9,6 +9,7 @@ mod expand;
 mod graph;
 mod model;
 mod place;
+mod reach;
 pub mod render;
 
 use std::path::PathBuf;
@@ -50,20 +51,88 @@ impl Default for PlanOptions {
     }
 }
 
-/// Plans every pipeline of a script.
-pub fn plan_script(ctx: &PlanContext<'_>, script: &Script) -> Plan {
-    let functions = function_names(script);
+/// Plans every pipeline of the script parsed from `source`.
+pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan {
+    let scope = ScriptScope::new(source, script);
     Plan {
-        pipelines: script.pipelines.iter().map(|p| plan_pipeline_in(ctx, p, &functions)).collect(),
+        pipelines: script.pipelines.iter().map(|p| plan_pipeline_in(ctx, p, &scope)).collect(),
         strategy: ctx.options.strategy,
     }
 }
 
-/// Plans one pipeline, knowing which names are the script's functions.
-pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, functions: &[String]) -> PipelinePlan {
-    let mut built = graph::build_pipeline(ctx, pipeline, functions);
+/// Plans one pipeline of the script `scope` describes.
+pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &ScriptScope<'_>) -> PipelinePlan {
+    let stays = scope.why_stays(ctx.library, pipeline);
+    let mut built = graph::build_pipeline(ctx, pipeline, &scope.functions, stays);
     place::place(ctx, &mut built);
+    // Where a command with a word only bash knows runs is decided when the script runs, and the
+    // places of the commands the cost model put around it follow from it.
+    let unknown = built.plan.nodes.iter().find_map(|n| match &n.why {
+        Why::DependsOnShell(word) => Some(word.clone()),
+        _ => None,
+    });
+    if let Some(word) = unknown {
+        for (node, pinned) in built.plan.nodes.iter_mut().zip(&built.pinned) {
+            if !pinned && matches!(node.kind, NodeKind::Command { .. }) {
+                node.why = Why::DependsOnShell(word.clone());
+            }
+        }
+    }
     built.plan
+}
+
+/// What planning a pipeline needs to know of the script around it: its functions, and whether
+/// posh hands the pipeline to its runtime at all (a pipeline that stays with bash runs wholly at
+/// the client, and its plan says so).
+#[derive(Clone, Debug)]
+pub struct ScriptScope<'a> {
+    /// The script's text, which the pipelines' spans index.
+    source: &'a str,
+    functions: Vec<String>,
+    /// Why every pipeline stays with bash, if they all do.
+    script_stays: Option<String>,
+    /// The pipeline was handed over already: the runtime plans it with bash's expanded words.
+    handed_over: bool,
+}
+
+impl<'a> ScriptScope<'a> {
+    pub fn new(source: &'a str, script: &Script) -> ScriptScope<'a> {
+        ScriptScope {
+            source,
+            functions: function_names(script),
+            script_stays: crate::rewrite::why_script_stays(source),
+            handed_over: false,
+        }
+    }
+
+    /// The scope of a pipeline bash has handed over, its words expanded: the runtime's.
+    pub fn handed_over() -> ScriptScope<'static> {
+        ScriptScope { source: "", functions: Vec::new(), script_stays: None, handed_over: true }
+    }
+
+    pub fn functions(&self) -> &[String] {
+        &self.functions
+    }
+
+    /// Why `pipeline` stays with bash (bash runs it unchanged, at the client), if it does: the
+    /// script or the pipeline cannot be rewritten faithfully (`rewrite::why_script_stays`,
+    /// `rewrite::why_not`), or one of its commands has no annotation (a name without one may be
+    /// a function from a sourced file, which only bash can run).
+    pub fn why_stays(&self, library: &Library, pipeline: &Pipeline) -> Option<String> {
+        if self.handed_over {
+            return None;
+        }
+        let unannotated = || {
+            pipeline.commands.iter().find_map(|c| {
+                let name = c.words.first()?.literal.as_deref()?;
+                library.candidates(name).is_empty().then(|| format!("`{name}` has no annotation"))
+            })
+        };
+        self.script_stays
+            .clone()
+            .or_else(|| crate::rewrite::why_not(self.source, pipeline, &self.functions))
+            .or_else(unannotated)
+    }
 }
 
 /// Names of the functions a script defines (they run in bash, never remotely).

@@ -142,6 +142,14 @@ pub enum Why {
     RunsInShell,
     /// Its files lie on several mounts and it cannot be split (the paper's rule).
     SeveralMounts,
+    /// No proxy could run it as bash would: the detail says why (a file on no mount, a path the
+    /// proxy sees differently, the script's standard input).
+    ClientOnly(String),
+    /// The whole pipeline stays with bash, unchanged (the detail says why): posh does not hand
+    /// it to its runtime at all.
+    StaysWithBash(String),
+    /// Split copies' outputs are combined where the pipeline continues: at the client.
+    FanIn,
     /// `needs_current_dir`: it runs where the working directory lives.
     CurrentDirectory,
     /// It opens files named in its input (`stdin_file_list`, `file_list`): names the planner
@@ -165,10 +173,15 @@ impl Why {
             Why::NoAnnotation => "no annotation for this command, so it runs at the client".to_string(),
             Why::NoEntryFits(why) => format!("{why}, so it runs at the client"),
             Why::DependsOnShell(word) => {
-                format!("`{word}` is only known when the script runs, so it runs at the client")
+                format!(
+                    "`{word}` is only known when the script runs: posh decides then where it runs (here: the client)"
+                )
             }
             Why::RunsInShell => "runs inside bash (builtin, function or compound command)".to_string(),
             Why::SeveralMounts => "reads files on several mounts and cannot be split".to_string(),
+            Why::ClientOnly(why) => format!("{why}, so it runs at the client"),
+            Why::StaysWithBash(why) => format!("the pipeline stays with bash ({why}), so it runs at the client"),
+            Why::FanIn => "the copies' outputs are combined at the client".to_string(),
             Why::CurrentDirectory => "needs the working directory".to_string(),
             Why::FileNamesFromInput(from) => format!(
                 "opens files named in {from}, names posh cannot see, so it runs at the client, where they mean \

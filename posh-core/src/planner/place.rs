@@ -40,6 +40,14 @@ pub(crate) fn place(ctx: &PlanContext<'_>, built: &mut Built) {
         .sum();
 }
 
+/// Whether node `n` may run `at` (the planner's reach rules).
+fn allowed(built: &Built, n: NodeId, at: &Location) -> bool {
+    match (&built.allowed[n], at) {
+        (None, _) | (_, Location::Client) => true,
+        (Some(mount), Location::Mount(name)) => mount == name,
+    }
+}
+
 fn free_nodes(built: &Built) -> Vec<NodeId> {
     (0..built.plan.nodes.len()).filter(|&n| !built.pinned[n]).collect()
 }
@@ -95,17 +103,29 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
             })
             .sum()
     };
+    // Less than one byte's cost: between placements that move the same bytes, a command that
+    // reads files or another command's output stays by its data (its proxy takes the CPU, and a
+    // reader that stops early, such as `head`, stops the stream where it starts); one that reads
+    // neither stays at the client (a job for nothing costs a round trip). This looks at the
+    // edges, not at their bytes, so that a file that is empty or not written yet when the
+    // script is explained is placed as when it runs.
+    let tie_break = |n: NodeId, at: &Location| -> f64 {
+        let has_input = plan.edges.iter().any(|e| {
+            e.to == n && matches!(plan.nodes[e.from].kind, NodeKind::ReadFile { .. } | NodeKind::Command { .. })
+        });
+        if has_input == (*at == Location::Client) { 1e-12 } else { 0.0 }
+    };
     // Children before parents: construction order is topological.
     let mut best: HashMap<NodeId, Vec<f64>> = HashMap::new();
     let mut choice: HashMap<(NodeId, usize), Vec<(NodeId, usize)>> = HashMap::new();
     for &n in &free {
         let mut costs = Vec::with_capacity(candidates.len());
         for (li, at) in candidates.iter().enumerate() {
-            if to_client.contains(&n) && *at != Location::Client {
+            if (to_client.contains(&n) || !allowed(built, n, at)) && *at != Location::Client {
                 costs.push(f64::INFINITY);
                 continue;
             }
-            let mut cost = local(n, at);
+            let mut cost = local(n, at) + tie_break(n, at);
             let mut picks = Vec::new();
             for (&(child, _), &bytes) in free_edges.iter().filter(|((c, p), _)| *p == n && successor.get(c) == Some(&n))
             {
@@ -193,18 +213,20 @@ fn greedy(built: &mut Built) {
         }
     }
     for n in free_nodes(built) {
+        let side = suggestions.get(&n).filter(|sides| sides.len() == 1).and_then(|sides| sides.first());
+        let side = side.filter(|side| allowed(built, n, side)).cloned();
         let node = &mut built.plan.nodes[n];
         if several_mounts.contains(&n) {
             node.location = Location::Client;
             node.why = Why::SeveralMounts;
             continue;
         }
-        match suggestions.get(&n) {
-            Some(sides) if sides.len() == 1 => {
-                node.location = sides.iter().next().expect("one side").clone();
+        match side {
+            Some(side) => {
+                node.location = side;
                 node.why = Why::GreedyCut;
             }
-            _ => {
+            None => {
                 node.location = Location::Client;
                 node.why = Why::GreedyConflict;
             }

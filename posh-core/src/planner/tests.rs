@@ -60,7 +60,7 @@ fn plan_with(config: &str, fs: &MemoryFileSystem, cwd: &str, script: &str, optio
     let ctx = PlanContext { library: &library, config: &config, fs, cwd: cwd.into(), options };
     let parsed = crate::shell::parse(script);
     assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
-    (plan_script(&ctx, &parsed), script.to_string())
+    (plan_script(&ctx, script, &parsed), script.to_string())
 }
 
 /// One line per pipeline: the script with placements, then the totals.

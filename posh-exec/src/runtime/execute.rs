@@ -56,13 +56,47 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
         if unit.is_split() {
             // Copies read their own files, never the pipe.
             drop(input.take());
+            // The fan-in applies the split command's redirections (the planner allows them on
+            // the region's last command only) to the combined output, once, in bash's order.
+            let split = unit.commands.end - 1;
+            let (output, stderr) =
+                match local::redirect(caller, call, &call.commands[split], [None, output, caller.dup(2)]) {
+                    Ok([_, output, stderr]) => (output, stderr),
+                    Err(status) => {
+                        // bash would not start the command: none of its copies runs.
+                        let ends: Statuses = unit
+                            .lanes
+                            .iter()
+                            .flatten()
+                            .map(|step| StepEnd::local(step, if step.command == split { status } else { 0 }))
+                            .collect();
+                        started.tasks.spawn(async move { ends });
+                        input = next_input;
+                        continue;
+                    }
+                };
+            // Each copy's stderr goes into its own output, which is concatenated in order, when
+            // the two are one destination (`> log 2>&1`).
+            let stderr_with_stdout = match (&output, &stderr) {
+                (Some(out), Some(err)) => one_destination(out.as_fd(), err.as_fd()),
+                _ => false,
+            };
+            let mut copies_call = call.clone();
+            for command in &mut copies_call.commands[unit.commands.clone()] {
+                command.redirects.clear();
+            }
             let mut readers = Vec::new();
             for lane in &unit.lanes {
                 let (writer, reader) = pipe();
                 readers.extend(reader);
-                // Each copy's stderr goes into its own output, which is concatenated in order.
-                let stderr_with_stdout = last && stderr_with_stdout;
-                let ctx = LaneContext { session, call, caller, traffic: &mut traffic, stderr_with_stdout };
+                let ctx = LaneContext {
+                    session,
+                    call: &copies_call,
+                    caller,
+                    traffic: &mut traffic,
+                    stderr: stderr.as_ref(),
+                    stderr_with_stdout,
+                };
                 run_lane(ctx, lane, None, writer, &mut started);
             }
             started.tasks.spawn(async move {
@@ -75,6 +109,7 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
                 call,
                 caller,
                 traffic: &mut traffic,
+                stderr: None,
                 stderr_with_stdout: last && stderr_with_stdout,
             };
             run_lane(ctx, &unit.lanes[0], input.take(), output, &mut started);
@@ -170,6 +205,8 @@ struct LaneContext<'a> {
     call: &'a PipelineCall,
     caller: &'a Caller,
     traffic: &'a mut BTreeMap<usize, Arc<Traffic>>,
+    /// Where the commands' stderr goes; `None`: the caller's.
+    stderr: Option<&'a OwnedFd>,
     /// Every command's stderr goes into the lane's output: that output leads to the caller's
     /// stdout, and the caller's stderr is the same destination.
     stderr_with_stdout: bool,
@@ -204,9 +241,9 @@ fn run_lane(
         };
         let writes_lane_output = group_end == steps.len();
         let (step_output, next_input) = if writes_lane_output { (output.take().flatten(), None) } else { pipe() };
-        let stderr = match &lane_stderr {
-            Some(fd) => fd.try_clone().ok(),
-            None => ctx.caller.dup(2),
+        let stderr = match (&lane_stderr, ctx.stderr) {
+            (Some(fd), _) | (None, Some(fd)) => fd.try_clone().ok(),
+            (None, None) => ctx.caller.dup(2),
         };
         let group = &steps[i..group_end];
         match (&group[0].remote, ctx.session) {
@@ -216,9 +253,10 @@ fn run_lane(
                     session: session.clone(),
                     call: ctx.call.clone(),
                     steps: group.to_vec(),
-                    // A remote first command does not read the script's input (placement keeps
-                    // those at the client), and must not take any of it from later commands.
-                    stdin: input.take().filter(|_| group[0].command != 0),
+                    // A remote first command does not read the script's input (the planner keeps
+                    // those at the client), and must not take any of it from later commands; a
+                    // here-document is the pipeline's own.
+                    stdin: input.take().filter(|_| group[0].command != 0 || ctx.call.stdin_is_text),
                     stdout: step_output,
                     stderr_with_stdout: ctx.stderr_with_stdout && writes_lane_output,
                     stderr,

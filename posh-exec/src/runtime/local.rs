@@ -70,8 +70,46 @@ pub fn spawn(
     call: &PipelineCall,
     command: &CommandCall,
     argv: &[OsString],
-    mut fds: [Option<OwnedFd>; 3],
+    fds: [Option<OwnedFd>; 3],
 ) -> Result<Child, i32> {
+    let fds = redirect(caller, call, command, fds)?;
+    // A descriptor the caller had closed (or a split copy's unused input) is /dev/null: the
+    // runtime may be another process than the caller, so nothing is inherited from it.
+    let [stdin, stdout, stderr] = fds.map(|fd| fd.map_or_else(Stdio::null, Stdio::from));
+    let Some((program, args)) = argv.split_first() else { return Err(0) };
+    let mut process = Command::new(program);
+    process.args(args).stdin(stdin).stdout(stdout).stderr(stderr);
+    if let Some(env) = &caller.env {
+        process.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
+    }
+    if let Some(cwd) = &caller.cwd {
+        process.current_dir(cwd);
+    }
+    for (var, value) in &command.assignments {
+        process.env(var, value);
+    }
+    process.spawn().map_err(|e| {
+        let (message, status) = match e.kind() {
+            std::io::ErrorKind::NotFound if !program.as_bytes().contains(&b'/') => {
+                ("command not found".to_string(), 127)
+            }
+            std::io::ErrorKind::NotFound => (os_message(&e), 127),
+            std::io::ErrorKind::PermissionDenied => (os_message(&e), 126),
+            _ => (os_message(&e), 126),
+        };
+        caller.bash_error(&call.name, command.line, &program.to_string_lossy(), &message);
+        status
+    })
+}
+
+/// Applies `command`'s redirections in order over `fds` (0, 1, 2), as bash does before it runs
+/// the command; `Err` is the command's status when one fails (bash's message already written).
+pub fn redirect(
+    caller: &Caller,
+    call: &PipelineCall,
+    command: &CommandCall,
+    mut fds: [Option<OwnedFd>; 3],
+) -> Result<[Option<OwnedFd>; 3], i32> {
     for (fd, op, target) in &command.redirects {
         let fd = *fd as usize;
         let path = match &caller.cwd {
@@ -124,31 +162,5 @@ pub fn spawn(
             fds[fd] = Some(file);
         }
     }
-    // A descriptor the caller had closed (or a split copy's unused input) is /dev/null: the
-    // runtime may be another process than the caller, so nothing is inherited from it.
-    let [stdin, stdout, stderr] = fds.map(|fd| fd.map_or_else(Stdio::null, Stdio::from));
-    let Some((program, args)) = argv.split_first() else { return Err(0) };
-    let mut process = Command::new(program);
-    process.args(args).stdin(stdin).stdout(stdout).stderr(stderr);
-    if let Some(env) = &caller.env {
-        process.env_clear().envs(env.iter().map(|(k, v)| (k, v)));
-    }
-    if let Some(cwd) = &caller.cwd {
-        process.current_dir(cwd);
-    }
-    for (var, value) in &command.assignments {
-        process.env(var, value);
-    }
-    process.spawn().map_err(|e| {
-        let (message, status) = match e.kind() {
-            std::io::ErrorKind::NotFound if !program.as_bytes().contains(&b'/') => {
-                ("command not found".to_string(), 127)
-            }
-            std::io::ErrorKind::NotFound => (os_message(&e), 127),
-            std::io::ErrorKind::PermissionDenied => (os_message(&e), 126),
-            _ => (os_message(&e), 126),
-        };
-        caller.bash_error(&call.name, command.line, &program.to_string_lossy(), &message);
-        status
-    })
+    Ok(fds)
 }

@@ -16,7 +16,7 @@ mod stats;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt as _;
 
-use posh_core::rewrite::{MARK_ASSIGN, MARK_COMMAND, MARK_REDIRECT, MARK_WORDS};
+use posh_core::rewrite::{MARK_ASSIGN, MARK_COMMAND, MARK_REDIRECT, MARK_WORDS, STDIN_TEXT_OP};
 
 /// One command of the pipeline, as bash expanded it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -36,6 +36,9 @@ pub struct PipelineCall {
     pub stats: Option<std::path::PathBuf>,
     pub pipefail: bool,
     pub noclobber: bool,
+    /// The first command's input is a here-document or here-string (the call's stdin), not the
+    /// script's input: it may be sent to a proxy.
+    pub stdin_is_text: bool,
     pub commands: Vec<CommandCall>,
 }
 
@@ -46,6 +49,7 @@ pub fn decode(args: &[OsString]) -> Result<PipelineCall, String> {
     let options: Vec<&str> = shellopts.split(':').collect();
     let mut commands: Vec<CommandCall> = Vec::new();
     let mut words_open = false;
+    let mut stdin_is_text = false;
     let mut i = 0;
     while i < rest.len() {
         let arg = &rest[i];
@@ -68,7 +72,11 @@ pub fn decode(args: &[OsString]) -> Result<PipelineCall, String> {
             (MARK_REDIRECT, Some(command)) => {
                 let [fd, op, target] = rest.get(i + 1..i + 4).ok_or("a short redirection")? else { unreachable!() };
                 let fd = fd.to_str().and_then(|f| f.parse().ok()).ok_or("a bad descriptor")?;
-                command.redirects.push((fd, op.to_string_lossy().into_owned(), target.clone()));
+                if op.as_encoded_bytes() == STDIN_TEXT_OP.as_bytes() {
+                    stdin_is_text = true;
+                } else {
+                    command.redirects.push((fd, op.to_string_lossy().into_owned(), target.clone()));
+                }
                 i += 4;
             }
             (MARK_WORDS, Some(_)) => {
@@ -90,6 +98,7 @@ pub fn decode(args: &[OsString]) -> Result<PipelineCall, String> {
         stats: (!stats.is_empty()).then(|| stats.into()),
         pipefail: options.contains(&"pipefail"),
         noclobber: options.contains(&"noclobber"),
+        stdin_is_text,
         commands,
     })
 }

@@ -1,18 +1,19 @@
 //! Where each command of a handed-over pipeline runs. bash has expanded every word, so the
-//! pipeline is planned again with its words as literals (the planner then knows every file) and
-//! the plan is made executable: each remote command must have all its files and redirections on
-//! its proxy's mount, and is written in the proxy's terms (paths under the export root).
+//! pipeline is planned again with its words as literals (the planner then knows every file), by
+//! the same planner and rules as `--explain`, and the plan is written in the proxy's terms
+//! (working directory and view under the export root). The runtime adds no rule of its own: it
+//! departs from the plan only for what the run alone shows (words that are not UTF-8 here; a
+//! busy or lost proxy in `execute`), and `--stats` records why.
 
 use std::ffi::{OsStr, OsString};
 use std::path::Path;
 
 use posh_core::annotation::MergeKind;
-use posh_core::annotation::model::ArgType;
 use posh_core::config::Config;
 use posh_core::fs::normalize_path;
 use posh_core::library::Library;
 use posh_core::matcher::Invocation;
-use posh_core::planner::{self, Location, NodeKind, PipelinePlan, PlanContext, PlanOptions};
+use posh_core::planner::{self, Location, NodeKind, PipelinePlan, PlanContext, PlanOptions, ScriptScope};
 use posh_exec::remote::protocol::{JobCommand, Redirect};
 
 use super::{CommandCall, PipelineCall};
@@ -76,35 +77,33 @@ pub fn place(
     cwd: &Path,
     env: &[(OsString, OsString)],
 ) -> Vec<Unit> {
-    let all_local = || all_local(call);
-    let Some(text) = pipeline_text(call) else { return all_local() };
+    let Some(text) = pipeline_text(call) else {
+        return departed(call, "a word bash expanded is not UTF-8, which the planner cannot read");
+    };
     let script = posh_core::shell::parse(&text);
-    let [pipeline] = &script.pipelines[..] else { return all_local() };
+    let [pipeline] = &script.pipelines[..] else {
+        return departed(call, "posh could not read back the pipeline bash handed over");
+    };
     if !script.errors.is_empty() || pipeline.commands.len() != call.commands.len() {
-        return all_local();
+        return departed(call, "posh could not read back the pipeline bash handed over");
     }
     let ctx =
         PlanContext { library, config, fs: &OsFileSystem, cwd: cwd.to_path_buf(), options: PlanOptions::default() };
-    let plan = planner::plan_pipeline_in(&ctx, pipeline, &[]);
+    let plan = planner::plan_pipeline_in(&ctx, pipeline, &ScriptScope::handed_over());
     let locale: Vec<(OsString, OsString)> = env.iter().filter(|(k, _)| is_locale(k)).cloned().collect();
-    let legalize = |command: usize, copy: usize, argv: Vec<String>, location: &Location| -> Step {
+    // `split`: the step is a copy of a split command, whose redirections the fan-in applies.
+    let legalize = |command: usize, copy: usize, argv: Vec<String>, location: &Location, split: bool| -> Step {
         let argv_os: Vec<OsString> = argv.iter().map(OsString::from).collect();
         let why = (*location == Location::Client).then(|| client_reason(&plan, command, copy)).flatten();
         let local = Step { command, copy, argv: argv_os, remote: None, why };
         let Location::Mount(name) = location else { return local };
-        // A departure from the plan is recorded with its reason, for `--stats`.
-        let depart = |reason: &str| Step { why: Some(departure(name, reason)), ..local.clone() };
-        // An invocation no entry fits stays at the client (the proxy would refuse it).
-        let Ok(invocation) = library.match_argv(&argv) else {
-            return depart("no annotation entry fits the words bash expanded");
-        };
-        if command == 0 && reads_stdin(&invocation, &call.commands[0]) {
-            // The script's input is at the client; a proxy would only get it shipped over.
-            return depart("it would read the script's standard input, which is at the client");
-        }
-        match remote_step(config, name, &call.commands[command], &invocation, cwd, &locale) {
+        // The planner placed it with an entry that fits these very words.
+        let Ok(invocation) = library.match_argv(&argv) else { return local };
+        let redirects = if split { &[][..] } else { &call.commands[command].redirects[..] };
+        match remote_step(config, name, &call.commands[command], redirects, &invocation, cwd, &locale) {
             Ok(remote) => Step { remote: Some(remote), ..local },
-            Err(reason) => depart(&reason),
+            // Recorded with its reason, for `--stats`.
+            Err(reason) => Step { why: Some(departure(name, &reason)), ..local },
         }
     };
     let mut units = Vec::new();
@@ -122,7 +121,7 @@ pub fn place(
                     .first()
                     .map(|(argv, location)| (argv.clone(), location.clone()))
                     .unwrap_or_else(|| (utf8_argv(&call.commands[i]), Location::Client));
-                units.push(Unit { commands: i..i + 1, lanes: vec![vec![legalize(i, 0, argv, &location)]] });
+                units.push(Unit { commands: i..i + 1, lanes: vec![vec![legalize(i, 0, argv, &location, false)]] });
                 i += 1;
             }
             (n, Some((last, kind))) => {
@@ -133,22 +132,15 @@ pub fn place(
                             .clone()
                             .map(|c| {
                                 copies_of_len(&plan, c, n)
-                                    .map(|copies| legalize(c, k, copies[k].0.clone(), &copies[k].1))
+                                    .map(|copies| legalize(c, k, copies[k].0.clone(), &copies[k].1, true))
                             })
                             .collect()
                     })
                     .collect();
-                // A redirection belongs to the command as a whole (`grep x a b > out` writes out
-                // once), not to each copy: such regions run unsplit.
-                let redirected = region.clone().any(|c| !call.commands[c].redirects.is_empty());
-                let unsplit = if redirected {
-                    Some("its redirection applies to the split command as a whole, so it runs unsplit".to_string())
-                } else if kind != MergeKind::Concat {
-                    // Only concatenation is done at the client so far.
-                    Some(format!("the {kind:?} merge of its copies is not done yet, so it runs unsplit"))
-                } else {
-                    None
-                };
+                // The planner splits only what concatenates; anything else would be a planner bug,
+                // run unsplit rather than wrong.
+                let unsplit = (kind != MergeKind::Concat)
+                    .then(|| format!("the planner asked for a {kind:?} merge, which the runtime does not do"));
                 match (lanes, unsplit) {
                     (Some(lanes), None) => units.push(Unit { commands: region.clone(), lanes }),
                     (_, unsplit) => {
@@ -191,6 +183,15 @@ fn coalesce(units: Vec<Unit>) -> Vec<Unit> {
         }
     }
     joined
+}
+
+/// Every command at the client, each with the reason `--stats` gives for leaving the plan.
+fn departed(call: &PipelineCall, reason: &str) -> Vec<Unit> {
+    let mut units = all_local(call);
+    for step in units.iter_mut().flat_map(|u| u.lanes.iter_mut().flatten()) {
+        step.why = Some(format!("run at the client: {reason}"));
+    }
+    units
 }
 
 /// Every command at the client, as bash would run them.
@@ -241,16 +242,6 @@ fn copies_of_len(plan: &PipelinePlan, index: usize, n: usize) -> Option<Vec<(Vec
     Some(copies(plan, index)).filter(|c| c.len() == n)
 }
 
-/// Whether a command reads its standard input: no `<` and, by its annotation, no input file but
-/// `-`.
-fn reads_stdin(invocation: &Invocation<'_>, command: &CommandCall) -> bool {
-    if command.redirects.iter().any(|(fd, op, _)| *fd == 0 && op == "<") {
-        return false;
-    }
-    let inputs = invocation.input_files();
-    inputs.is_empty() || inputs.iter().any(|f| f == "-")
-}
-
 /// The pipeline as shell text with every word quoted: what the planner parses.
 fn pipeline_text(call: &PipelineCall) -> Option<String> {
     let quote = |w: &OsStr| w.to_str().map(|w| shell_words::quote(w).into_owned());
@@ -263,6 +254,10 @@ fn pipeline_text(call: &PipelineCall) -> Option<String> {
         for word in &command.argv {
             words.push(quote(word)?);
         }
+        if call.stdin_is_text && std::ptr::eq(command, &call.commands[0]) {
+            // What the here-document holds does not matter to the plan, only that it is text.
+            words.push("<<<text".to_string());
+        }
         for (fd, op, target) in &command.redirects {
             let fd = if op.starts_with('&') { String::new() } else { fd.to_string() };
             words.push(format!("{fd}{op}{}", quote(target)?));
@@ -272,12 +267,15 @@ fn pipeline_text(call: &PipelineCall) -> Option<String> {
     Some(commands.join(" | ") + "\n")
 }
 
-/// `command` (with the copy's `argv`) as a job for the proxy of mount `name`, or why it cannot
-/// run there: a file or redirection elsewhere, a word that is not UTF-8.
+/// `command` (with the copy's `argv` and the `redirects` it makes itself) as a job for the proxy
+/// of mount `name`. The planner has checked that the proxy sees every word as the client does
+/// (`posh_core::planner` reach rules); this only writes the job in the proxy's terms, and fails
+/// only on words that are not UTF-8.
 fn remote_step(
     config: &Config,
     name: &str,
     command: &CommandCall,
+    redirects: &[(u32, String, OsString)],
     invocation: &Invocation<'_>,
     cwd: &Path,
     locale: &[(OsString, OsString)],
@@ -285,72 +283,29 @@ fn remote_step(
     let not_utf8 = || "a word is not UTF-8".to_string();
     let mount_index = config.mounts.iter().position(|m| m.name == name).ok_or_else(|| format!("no mount {name}"))?;
     let mount = &config.mounts[mount_index];
-    let on_mount = |path: &Path| config.mount_for(path).is_some_and(|m| m.name == name);
-    // Words reach the command as bash expanded them (a grep prefix or an error message names the
-    // file as the script did), so the proxy must see the same paths: relative ones from a working
-    // directory on the mount, or from above it through a view; absolute ones only when the
-    // proxy's path is the client's.
+    // Relative words resolve from a working directory on the mount, or from above it through a
+    // view; a command without relative words runs at the export root.
     let cwd = normalize_path(cwd);
     let (job_cwd, view) = match cwd.strip_prefix(&mount.path) {
-        Ok(rest) => (Some(rest.to_str().ok_or_else(not_utf8)?.to_string()), None),
-        Err(_) if mount.path.starts_with(&cwd) => {
-            let below = mount.path.strip_prefix(&cwd).map_err(|e| e.to_string())?;
-            (None, Some(below.to_str().ok_or_else(not_utf8)?.to_string()))
-        }
-        Err(_) => (None, None),
+        Ok(rest) => (rest.to_str().ok_or_else(not_utf8)?.to_string(), None),
+        Err(_) => match mount.path.strip_prefix(&cwd) {
+            Ok(below) => (String::new(), Some(below.to_str().ok_or_else(not_utf8)?.to_string())),
+            Err(_) => (String::new(), None),
+        },
     };
-    let same_paths = normalize_path(&mount.export) == mount.path;
-    // Why `word` cannot be given to the proxy as it is, if it cannot.
-    let refusal = |word: &str| -> Option<String> {
-        if word == "/dev/null" {
-            return None;
-        }
-        let path = Path::new(word);
-        if path.is_absolute() {
-            if !on_mount(&normalize_path(path)) {
-                Some(format!("`{word}` is not on {name}"))
-            } else if !same_paths {
-                Some(format!(
-                    "the absolute path `{word}` is another path at the proxy ({name}'s export is not its path)"
-                ))
-            } else {
-                None
-            }
-        } else if job_cwd.is_none() && view.is_none() {
-            Some(format!("the working directory is neither on {name} nor above it"))
-        } else if !on_mount(&normalize_path(&cwd.join(path))) {
-            Some(format!("`{word}` is not on {name}"))
-        } else {
-            None
-        }
-    };
-
-    let files = invocation.values.iter().filter(|v| matches!(v.ty, ArgType::InputFile | ArgType::OutputFile));
-    let defaults = invocation.defaults.iter().filter(|d| matches!(d.ty, ArgType::InputFile | ArgType::OutputFile));
-    let words = files.map(|v| invocation.value_text(v)).chain(defaults.map(|d| d.value.as_str()));
-    if let Some(refused) = words.filter(|w| *w != "-").find_map(refusal) {
-        return Err(refused);
-    }
-    let mut redirects = Vec::new();
+    let mut job_redirects = Vec::new();
     let mut redirect_of = Vec::new();
-    for (index, (fd, op, target)) in command.redirects.iter().enumerate() {
+    for (index, (fd, op, target)) in redirects.iter().enumerate() {
         let target = target.to_str().ok_or_else(not_utf8)?;
         let mut push = |fd: u32, op: &str, target: String| {
-            redirects.push(Redirect { fd, op: op.to_string(), target });
+            job_redirects.push(Redirect { fd, op: op.to_string(), target });
             redirect_of.push(index);
         };
         match op.as_str() {
-            ">&" => push(*fd, ">&", target.to_string()),
-            "<" | ">" | ">|" | ">>" | "&>" | "&>>" => {
-                if let Some(refused) = refusal(target) {
-                    return Err(format!("its redirection `{op} {target}`: {refused}"));
-                }
-                if let Some(to_stdout) = op.strip_prefix('&') {
-                    push(1, to_stdout, target.to_string());
-                    push(2, ">&", "1".to_string());
-                } else {
-                    push(*fd, op, target.to_string());
-                }
+            ">&" | "<" | ">" | ">|" | ">>" => push(*fd, op, target.to_string()),
+            "&>" | "&>>" => {
+                push(1, &op[1..], target.to_string());
+                push(2, ">&", "1".to_string());
             }
             _ => return Err(format!("its redirection `{op}` cannot be made at a proxy")),
         }
@@ -361,9 +316,9 @@ fn remote_step(
     }
     Ok(RemoteStep {
         mount: mount_index,
-        cwd: job_cwd.unwrap_or_default(),
+        cwd: job_cwd,
         view,
-        job: JobCommand { argv: invocation.argv.clone(), env, files: Vec::new(), redirects },
+        job: JobCommand { argv: invocation.argv.clone(), env, files: Vec::new(), redirects: job_redirects },
         redirect_of,
     })
 }

@@ -47,11 +47,11 @@ pub fn analyze_script_cached(
         cwd: world.root.clone(),
         options: world.settings.plan.clone(),
     };
-    let functions = planner::function_names(&script);
+    let scope = planner::ScriptScope::new(text, &script);
     cache.reused = 0;
     let pipelines = if cache.chunks.layout.is_empty() {
         // Parsed whole (the text does not parse): nothing to reuse.
-        script.pipelines.iter().map(|p| planner::plan_pipeline_in(&ctx, p, &functions)).collect()
+        script.pipelines.iter().map(|p| planner::plan_pipeline_in(&ctx, p, &scope)).collect()
     } else {
         // Chunk by chunk: a chunk of the same text, in a script with the same functions, has the
         // same plans, moved.
@@ -65,7 +65,7 @@ pub fn analyze_script_cached(
             let ours = &script.pipelines[next..next + count];
             next += count;
             let relative = match &chunk.plans {
-                Some((made_with, plans)) if *made_with == functions => {
+                Some((made_with, plans)) if made_with == scope.functions() => {
                     cache.reused += count;
                     plans.clone()
                 }
@@ -73,12 +73,12 @@ pub fn analyze_script_cached(
                     let plans: Vec<PipelinePlan> = ours
                         .iter()
                         .map(|p| {
-                            let mut plan = planner::plan_pipeline_in(&ctx, p, &functions);
+                            let mut plan = planner::plan_pipeline_in(&ctx, p, &scope);
                             move_plan(&mut plan, |offset| offset - start);
                             plan
                         })
                         .collect();
-                    chunk.plans = Some((functions.clone(), plans.clone()));
+                    chunk.plans = Some((scope.functions().to_vec(), plans.clone()));
                     plans
                 }
             };

@@ -1,0 +1,110 @@
+//! One plan: where `posh-exec --explain --format json` places each command, against where
+//! `--stats` says the runtime ran it. The oracle and the peer scripts check it on every run with
+//! a mount; the benchmark harness reports the same comparison per workload.
+
+use std::path::Path;
+use std::process::Command;
+
+use serde_json::Value;
+
+/// `location` of a plan node as `--stats` names places: `client` or the mount's name.
+fn planned_place(node: &Value) -> String {
+    match node["location"]["kind"].as_str() {
+        Some("mount") => node["location"]["mount"].as_str().unwrap_or("?").to_string(),
+        _ => "client".to_string(),
+    }
+}
+
+/// The command nodes of an `--explain` pipeline by command index: (program, why, places of its
+/// copies in copy order).
+fn planned_commands(pipeline: &Value) -> Vec<(String, String, Vec<String>)> {
+    let mut commands: Vec<(usize, usize, String, String, String)> = Vec::new();
+    for node in pipeline["nodes"].as_array().into_iter().flatten() {
+        let kind = &node["kind"];
+        if kind["type"] != "command" {
+            continue;
+        }
+        let index = kind["command"].as_u64().unwrap_or(0) as usize;
+        let copy = kind["copy"][0].as_u64().unwrap_or(0) as usize;
+        let program = kind["argv"][0].as_str().unwrap_or_default().to_string();
+        let why = node["why"]["reason"].as_str().unwrap_or_default().to_string();
+        commands.push((index, copy, program, why, planned_place(node)));
+    }
+    commands.sort_by_key(|(index, copy, ..)| (*index, *copy));
+    let mut grouped: Vec<(String, String, Vec<String>)> = Vec::new();
+    for (index, _, program, why, place) in commands {
+        match grouped.get_mut(index) {
+            Some((_, _, places)) => places.push(place),
+            None => grouped.push((program, why, vec![place])),
+        }
+    }
+    grouped
+}
+
+/// Every command of the `--stats` records (JSON lines) that ran elsewhere than the plan in
+/// `explain` said, described for people. A command whose words only bash can tell
+/// (`depends_on_shell`) is placed when the script runs, so it has no static place to agree with.
+pub(crate) fn disagreements(explain: &Value, stats: &str) -> Vec<String> {
+    let pipelines = explain["pipelines"].as_array().cloned().unwrap_or_default();
+    let mut found = Vec::new();
+    for record in stats.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()) {
+        let ran: Vec<(String, Vec<String>, Option<String>)> = record["commands"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                let places = match &c["location"] {
+                    Value::Array(places) => places.iter().map(|p| p.as_str().unwrap_or("?").to_string()).collect(),
+                    place => vec![place.as_str().unwrap_or("?").to_string()],
+                };
+                (c["command"].as_str().unwrap_or_default().to_string(), places, c["why"].as_str().map(String::from))
+            })
+            .collect();
+        let line = record["line"].as_u64().unwrap_or(0);
+        let plan = pipelines.iter().map(planned_commands).zip(&pipelines).find(|(planned, p)| {
+            p["line"].as_u64() == Some(line)
+                && planned.len() == ran.len()
+                && planned.iter().zip(&ran).all(|((program, ..), (ran_program, ..))| program == ran_program)
+        });
+        let Some((planned, _)) = plan else {
+            let programs: Vec<&str> = ran.iter().map(|(p, ..)| p.as_str()).collect();
+            found.push(format!(
+                "line {line}: the runtime ran `{}`, which --explain does not plan",
+                programs.join(" | ")
+            ));
+            continue;
+        };
+        for ((program, why, planned_places), (_, places, runtime_why)) in planned.iter().zip(&ran) {
+            if why == "depends_on_shell" || planned_places == places {
+                continue;
+            }
+            found.push(format!(
+                "line {line}: `{program}` planned at {} ({why}), ran at {}{}",
+                planned_places.join("+"),
+                places.join("+"),
+                runtime_why.as_ref().map(|w| format!(" ({w})")).unwrap_or_default()
+            ));
+        }
+    }
+    found
+}
+
+/// Runs `posh-exec --explain --format json SCRIPT` as `command` would run the script (same
+/// program, working directory and the environment it sets; `command` clears the rest), or says
+/// why it failed.
+pub(crate) fn explain_like(command: &Command, script: &Path) -> Result<Value, String> {
+    let mut explain = Command::new(command.get_program());
+    explain.args(["--explain", "--format", "json"]).arg(script).env_clear().stdin(std::process::Stdio::null());
+    if let Some(dir) = command.get_current_dir() {
+        explain.current_dir(dir);
+    }
+    for (key, value) in command.get_envs() {
+        match value {
+            Some(value) => explain.env(key, value),
+            None => explain.env_remove(key),
+        };
+    }
+    let out = explain.output().map_err(|e| format!("cannot run posh-exec --explain: {e}"))?;
+    serde_json::from_slice(&out.stdout)
+        .map_err(|e| format!("posh-exec --explain printed no JSON ({e}): {}", String::from_utf8_lossy(&out.stderr)))
+}
