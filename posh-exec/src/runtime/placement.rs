@@ -12,7 +12,6 @@ use posh_core::annotation::MergeKind;
 use posh_core::config::Config;
 use posh_core::fs::normalize_path;
 use posh_core::library::Library;
-use posh_core::matcher::Invocation;
 use posh_core::planner::{self, Location, NodeKind, PipelinePlan, PlanContext, PlanOptions, ScriptScope};
 use posh_exec::remote::protocol::{JobCommand, Redirect};
 
@@ -68,8 +67,8 @@ fn is_locale(name: &OsStr) -> bool {
     name == b"LANG" || name == b"LANGUAGE" || name == b"TZ" || name.starts_with(b"LC_")
 }
 
-/// Plans `call` run in `cwd`. Every command runs at the client when the plan cannot be made
-/// executable (words that are not UTF-8, say).
+/// Plans `call` run in `cwd`. Every command runs at the client when bash's words cannot be
+/// planned (words that are not UTF-8, say).
 pub fn place(
     library: &Library,
     config: &Config,
@@ -92,15 +91,13 @@ pub fn place(
     let plan = planner::plan_pipeline_in(&ctx, pipeline, &ScriptScope::handed_over());
     let locale: Vec<(OsString, OsString)> = env.iter().filter(|(k, _)| is_locale(k)).cloned().collect();
     // `split`: the step is a copy of a split command, whose redirections the fan-in applies.
-    let legalize = |command: usize, copy: usize, argv: Vec<String>, location: &Location, split: bool| -> Step {
+    let step_of = |command: usize, copy: usize, argv: Vec<String>, location: &Location, split: bool| -> Step {
         let argv_os: Vec<OsString> = argv.iter().map(OsString::from).collect();
         let why = (*location == Location::Client).then(|| client_reason(&plan, command, copy)).flatten();
         let local = Step { command, copy, argv: argv_os, remote: None, why };
         let Location::Mount(name) = location else { return local };
-        // The planner placed it with an entry that fits these very words.
-        let Ok(invocation) = library.match_argv(&argv) else { return local };
         let redirects = if split { &[][..] } else { &call.commands[command].redirects[..] };
-        match remote_step(config, name, &call.commands[command], redirects, &invocation, cwd, &locale) {
+        match remote_step(config, name, &call.commands[command], redirects, argv, cwd, &locale) {
             Ok(remote) => Step { remote: Some(remote), ..local },
             // Recorded with its reason, for `--stats`.
             Err(reason) => Step { why: Some(departure(name, &reason)), ..local },
@@ -121,7 +118,7 @@ pub fn place(
                     .first()
                     .map(|(argv, location)| (argv.clone(), location.clone()))
                     .unwrap_or_else(|| (utf8_argv(&call.commands[i]), Location::Client));
-                units.push(Unit { commands: i..i + 1, lanes: vec![vec![legalize(i, 0, argv, &location, false)]] });
+                units.push(Unit { commands: i..i + 1, lanes: vec![vec![step_of(i, 0, argv, &location, false)]] });
                 i += 1;
             }
             (n, Some((last, kind))) => {
@@ -132,7 +129,7 @@ pub fn place(
                             .clone()
                             .map(|c| {
                                 copies_of_len(&plan, c, n)
-                                    .map(|copies| legalize(c, k, copies[k].0.clone(), &copies[k].1, true))
+                                    .map(|copies| step_of(c, k, copies[k].0.clone(), &copies[k].1, true))
                             })
                             .collect()
                     })
@@ -276,7 +273,7 @@ fn remote_step(
     name: &str,
     command: &CommandCall,
     redirects: &[(u32, String, OsString)],
-    invocation: &Invocation<'_>,
+    argv: Vec<String>,
     cwd: &Path,
     locale: &[(OsString, OsString)],
 ) -> Result<RemoteStep, String> {
@@ -318,7 +315,7 @@ fn remote_step(
         mount: mount_index,
         cwd: job_cwd,
         view,
-        job: JobCommand { argv: invocation.argv.clone(), env, files: Vec::new(), redirects: job_redirects },
+        job: JobCommand { argv, env, files: Vec::new(), redirects: job_redirects },
         redirect_of,
     })
 }
