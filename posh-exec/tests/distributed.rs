@@ -288,3 +288,38 @@ fn split_pipelines_with_redirections_fan_in_as_bash_writes() {
     assert_eq!(stats[1]["commands"][0]["location"], serde_json::json!(["logs", "archive", "client"]), "{stats:?}");
     assert_eq!(stats[2]["commands"][0]["location"], serde_json::json!(["logs", "archive"]), "{stats:?}");
 }
+
+/// Split reducers: each proxy reduces its own files, the client merges the copies' outputs as
+/// the annotation says (summed counts, `sort -m`, merged `uniq -c`, a rerun), byte for byte as
+/// bash's unsplit command.
+#[test]
+fn split_reducers_merge_as_their_annotations_say() {
+    let cluster = Cluster::new(&[]);
+    let script = "cat logs/big.log archive/old.log | wc -l\n\
+                  cat logs/big.log archive/old.log | wc\n\
+                  cat logs/big.log archive/old.log | grep -c ERROR\n\
+                  cat logs/big.log archive/old.log | cut -d ' ' -f 2 | uniq -c\n\
+                  cat logs/big.log archive/old.log | cut -d ' ' -f 2 | uniq\n\
+                  sort -k 6,6n -k 1,1n logs/big.log archive/old.log | tail -n 3\n\
+                  cat logs/big.log archive/old.log | cut -d ' ' -f 2,3 | sort -u > kinds.txt\n\
+                  cat kinds.txt\n\
+                  cat logs/big.log archive/old.log | wc -l | cat > /no/such/dir\n\
+                  echo $?\n";
+    std::fs::write(cluster.root().join("s.sh"), script).unwrap();
+    let bash = cluster.bash(&["s.sh"]);
+    let bash_kinds = std::fs::read_to_string(cluster.root().join("kinds.txt")).unwrap();
+    std::fs::remove_file(cluster.root().join("kinds.txt")).unwrap();
+    let posh = cluster.posh(&["--stats", "stats.json", "s.sh"]);
+    assert_eq!(text(&posh.stdout), text(&bash.stdout));
+    assert_eq!(text(&posh.stderr), text(&bash.stderr));
+    assert_eq!(posh.status.code(), bash.status.code());
+    assert_eq!(std::fs::read_to_string(cluster.root().join("kinds.txt")).unwrap(), bash_kinds);
+    let stats = cluster.stats();
+    let both = serde_json::json!(["logs", "archive"]);
+    for (record, reducer) in [(0, 1), (1, 1), (2, 1), (3, 2), (4, 2), (5, 0), (6, 2)] {
+        assert_eq!(stats[record]["commands"][reducer]["location"], both, "{:?}", stats[record]);
+    }
+    // Only the reduced outputs come back: a few bytes for the counts.
+    let back = stats[0]["proxies"]["logs"]["bytes_from_proxy"].as_u64().unwrap();
+    assert!(back < 200, "{back} bytes came back for a count");
+}

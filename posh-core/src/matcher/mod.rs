@@ -565,6 +565,18 @@ impl Invocation<'_> {
         if keep.is_empty() {
             return Err(RebuildError::EmptySubset);
         }
+        self.narrowed(arg, keep)
+    }
+
+    /// argv without the splittable argument's values: the command as it would read its standard
+    /// input instead (a split's merge step, `sort -m` or a rerun, reads the copies' outputs).
+    pub fn argv_without_splittable(&self) -> Result<Vec<String>, RebuildError> {
+        let arg = self.entry.splittable_arg().ok_or(RebuildError::NotSplittable)?;
+        self.narrowed(arg, &[])
+    }
+
+    fn narrowed(&self, arg: ArgRef, keep: &[usize]) -> Result<Vec<String>, RebuildError> {
+        let split = self.splittable_values();
         let kept = |v: &ArgValue| split.iter().position(|s| *s == v).is_some_and(|i| keep.contains(&i));
         let mut dropped = vec![false; self.argv.len()];
         let mut rewritten: Vec<Option<String>> = vec![None; self.argv.len()];

@@ -162,12 +162,13 @@ pub(crate) fn build_pipeline(
 }
 
 /// When command `start` splits across its files, the last command of the segment that runs as
-/// one copy per part: following commands join while they are splittable across their input,
-/// read only the pipe and combine by concatenation. A split needs every copy to be runnable
-/// where its files are, no input redirection (the copies read their files), and a merge the
-/// runtime does: concatenation. Only the segment's last command may have redirections: the
-/// fan-in applies them to the combined output at the client, once, as bash would to the
-/// unsplit command; behind other commands, they may not move stderr (a lane has one).
+/// one copy per part: following commands join while they are splittable across their input and
+/// read only the pipe, and while the command before them combines by concatenation (the
+/// segment's last command may combine otherwise: the fan-in merges as its annotation says). A
+/// split needs every copy to be runnable where its files are and no input redirection (the
+/// copies read their files). Only the segment's last command may have redirections: the fan-in
+/// applies them to the merged output at the client, once, as bash would to the unsplit command;
+/// behind other commands, they may not move stderr (a lane has one).
 fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Option<usize> {
     let first = &facts[start];
     let runs = first.split_runs();
@@ -201,11 +202,9 @@ fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Op
         }
         end += 1;
     }
-    // Only concatenation is done at the fan-in so far: the segment ends at its last command
-    // whose copies concatenate.
+    // A command writing its stderr elsewhere cannot be a later command of a lane.
     loop {
-        let last = &facts[end];
-        if last.merge_kind() == MergeKind::Concat && (end == start || last.stderr == Output::Stderr) {
+        if end == start || facts[end].stderr == Output::Stderr {
             return Some(end);
         }
         end = end.checked_sub(1).filter(|&e| e >= start)?;
@@ -636,7 +635,18 @@ impl Graph<'_> {
             outputs.push((id, bytes));
         }
         let kind = last.merge_kind();
-        let merge = self.node(NodeKind::Merge { kind, command: last.index }, Location::Client, Why::FanIn, true);
+        let argv = match kind {
+            MergeKind::SortMerge | MergeKind::Rerun => {
+                let reading_stdin = last.invocation.as_ref().and_then(|i| i.argv_without_splittable().ok());
+                let mut argv = reading_stdin.unwrap_or_else(|| last.argv.clone());
+                if kind == MergeKind::SortMerge {
+                    argv.insert(1, "-m".to_string());
+                }
+                argv
+            }
+            MergeKind::Concat | MergeKind::Sum | MergeKind::UniqCount => Vec::new(),
+        };
+        let merge = self.node(NodeKind::Merge { kind, command: last.index, argv }, Location::Client, Why::FanIn, true);
         let total: u64 = outputs.iter().map(|(_, b)| b).sum();
         for (id, bytes) in outputs {
             self.edge(id, merge, Stream::Stdout, bytes);

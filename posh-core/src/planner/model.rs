@@ -90,10 +90,15 @@ pub enum NodeKind {
         path: String,
         append: bool,
     },
-    /// Combines the outputs of split copies, in input order.
+    /// Combines the outputs of split copies, in input order, as the command's annotation says.
     Merge {
         kind: MergeKind,
         command: usize,
+        /// The command that merges, for `sort_merge` (`sort -m` with the command's ordering
+        /// options) and `rerun` (the command again, reading the copies' outputs); empty when
+        /// posh combines them itself.
+        #[serde(skip_serializing_if = "Vec::is_empty")]
+        argv: Vec<String>,
     },
     /// The pipeline's standard input, as the script provides it.
     Stdin,

@@ -135,7 +135,8 @@ fn node_label(node: &Node) -> String {
         NodeKind::WriteFile { path, append } => {
             format!("{} {path}", if *append { "append to" } else { "write" })
         }
-        NodeKind::Merge { kind, .. } => format!("merge ({})", kind.keyword()),
+        NodeKind::Merge { kind, argv, .. } if argv.is_empty() => format!("merge ({})", kind.keyword()),
+        NodeKind::Merge { kind, argv, .. } => format!("merge ({}: {})", kind.keyword(), shell_words::join(argv)),
         NodeKind::Stdin => "standard input".to_string(),
         NodeKind::Stdout => "standard output".to_string(),
         NodeKind::Stderr => "standard error".to_string(),

@@ -14,6 +14,7 @@ use tokio::task::JoinSet;
 
 use super::PipelineCall;
 use super::coherence::Written;
+use super::fan_in;
 use super::local::{self, Caller};
 use super::output::{async_writer, one_destination};
 use super::placement::{Step, Unit};
@@ -99,10 +100,10 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
                 };
                 run_lane(ctx, lane, None, writer, &mut started);
             }
-            started.tasks.spawn(async move {
-                concatenate(readers, output).await;
-                Vec::new()
-            });
+            let fan_in = unit.fan_in.as_ref().expect("a split unit has a fan-in");
+            let to = fan_in::Destination { caller, call, command: &call.commands[split], output, stderr };
+            let merged = fan_in::start(fan_in, readers, to);
+            started.merges.spawn(async move { (split, merged.await) });
         } else {
             let ctx = LaneContext {
                 session,
@@ -118,13 +119,13 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
     }
     drop(input);
 
-    let mut ends = started.wait().await;
+    let (mut ends, merges) = started.wait().await;
     ends.sort_by_key(|end| (end.command, end.copy));
     let mut statuses: Vec<Vec<i32>> = vec![Vec::new(); call.commands.len()];
     for end in &ends {
         statuses[end.command].push(end.status);
     }
-    let statuses: Vec<i32> = call
+    let mut statuses: Vec<i32> = call
         .commands
         .iter()
         .zip(&statuses)
@@ -132,6 +133,12 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
             combine_copies(&command.argv.first().map(|a| a.to_string_lossy()).unwrap_or_default(), copies)
         })
         .collect();
+    // A merge that failed fails the command, unless a copy already did.
+    for (command, status) in merges {
+        if statuses[command] == 0 {
+            statuses[command] = status;
+        }
+    }
     let status = if call.pipefail {
         statuses.iter().rev().copied().find(|&s| s != 0).unwrap_or(0)
     } else {
@@ -182,12 +189,14 @@ fn pipe() -> (Option<OwnedFd>, Option<OwnedFd>) {
 struct Started {
     tasks: JoinSet<Statuses>,
     children: Vec<(StepEnd, std::process::Child)>,
+    /// Fan-ins, each with its split command's index.
+    merges: JoinSet<(usize, fan_in::MergeStatus)>,
 }
 
 impl Started {
-    /// Waits for everything; returns every step's status.
-    async fn wait(self) -> Statuses {
-        let Started { tasks, children } = self;
+    /// Waits for everything; returns every step's status, and every fan-in's.
+    async fn wait(self) -> (Statuses, Vec<(usize, fan_in::MergeStatus)>) {
+        let Started { tasks, children, merges } = self;
         let waits = tokio::task::spawn_blocking(move || {
             children
                 .into_iter()
@@ -196,7 +205,7 @@ impl Started {
         });
         let mut statuses: Statuses = tasks.join_all().await.into_iter().flatten().collect();
         statuses.extend(waits.await.unwrap_or_default());
-        statuses
+        (statuses, merges.join_all().await)
     }
 }
 
@@ -386,29 +395,11 @@ impl RemoteGroup {
         let local: Vec<Step> = self.steps.iter().map(|s| Step { remote: None, ..s.clone() }).collect();
         let mut started = Started::default();
         start_local(&self.caller, &self.call, &local, [self.stdin, self.stdout, self.stderr], &mut started);
-        started.wait().await
+        started.wait().await.0
     }
 }
 
 /// An async reader on a pipe of ours (no other process shares its read end).
 fn pipe_reader(fd: OwnedFd) -> std::io::Result<tokio::net::unix::pipe::Receiver> {
     tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
-}
-
-/// Copies each reader to `output` in order: split work fans in as the unsplit command's output
-/// would have come.
-async fn concatenate(readers: Vec<OwnedFd>, output: Option<OwnedFd>) {
-    let mut output = async_writer(output);
-    let mut open = true;
-    for reader in readers {
-        if !open {
-            // Nobody reads any more: dropping the pipe gives the copies SIGPIPE, as under bash.
-            continue;
-        }
-        let Ok(mut reader) = pipe_reader(reader) else { continue };
-        if tokio::io::copy(&mut reader, &mut output).await.is_err() || output.flush().await.is_err() {
-            open = false;
-        }
-    }
-    let _ = output.shutdown().await;
 }

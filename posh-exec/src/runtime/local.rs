@@ -12,6 +12,7 @@ use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 
+use command_fds::{CommandFdExt as _, FdMapping};
 use posh_exec::remote::protocol::os_message;
 
 use super::{CommandCall, PipelineCall};
@@ -73,6 +74,20 @@ pub fn spawn(
     fds: [Option<OwnedFd>; 3],
 ) -> Result<Child, i32> {
     let fds = redirect(caller, call, command, fds)?;
+    start(caller, call, command, argv, fds, Vec::new())
+}
+
+/// Starts `argv` for `command` on `fds` (0, 1, 2, redirections already applied) and `inherited`
+/// (as 3, 4, ... in order), with the caller's environment and working directory and the
+/// command's assignments; `Err` as for [`spawn`].
+pub fn start(
+    caller: &Caller,
+    call: &PipelineCall,
+    command: &CommandCall,
+    argv: &[OsString],
+    fds: [Option<OwnedFd>; 3],
+    inherited: Vec<OwnedFd>,
+) -> Result<Child, i32> {
     // A descriptor the caller had closed (or a split copy's unused input) is /dev/null: the
     // runtime may be another process than the caller, so nothing is inherited from it.
     let [stdin, stdout, stderr] = fds.map(|fd| fd.map_or_else(Stdio::null, Stdio::from));
@@ -87,6 +102,11 @@ pub fn spawn(
     }
     for (var, value) in &command.assignments {
         process.env(var, value);
+    }
+    let mappings = inherited.into_iter().zip(3..).map(|(parent_fd, child_fd)| FdMapping { parent_fd, child_fd });
+    if process.fd_mappings(mappings.collect()).is_err() {
+        caller.bash_error(&call.name, command.line, &program.to_string_lossy(), &"descriptors collide");
+        return Err(126);
     }
     process.spawn().map_err(|e| {
         let (message, status) = match e.kind() {

@@ -6,6 +6,7 @@
 
 pub mod coherence;
 pub mod execute;
+mod fan_in;
 pub mod handoff;
 pub mod local;
 mod output;

@@ -48,11 +48,21 @@ pub struct RemoteStep {
 }
 
 /// Consecutive commands of the pipeline: one lane, or a split with one lane per copy whose
-/// outputs are concatenated in order.
+/// outputs the fan-in merges in order.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Unit {
     pub commands: std::ops::Range<usize>,
     pub lanes: Vec<Vec<Step>>,
+    /// How a split's copies are combined (the plan's merge node); `None` when unsplit.
+    pub fan_in: Option<FanIn>,
+}
+
+/// A split's merge at the client, as the last command's annotation says.
+#[derive(Clone, Debug, PartialEq)]
+pub struct FanIn {
+    pub kind: MergeKind,
+    /// The merging command (`sort -m ...`, a rerun), when posh does not combine itself.
+    pub argv: Vec<OsString>,
 }
 
 impl Unit {
@@ -107,21 +117,22 @@ pub fn place(
     let mut i = 0;
     while i < call.commands.len() {
         let copies = copies(&plan, i);
-        let merge = plan.nodes.iter().filter_map(|n| match n.kind {
-            NodeKind::Merge { kind, command } if command >= i => Some((command, kind)),
+        let merge = plan.nodes.iter().filter_map(|n| match &n.kind {
+            NodeKind::Merge { kind, command, argv } if *command >= i => Some((*command, *kind, argv)),
             _ => None,
         });
-        let end = merge.min_by_key(|(command, _)| *command);
+        let end = merge.min_by_key(|(command, ..)| *command);
         match (copies.len(), end) {
             (0 | 1, _) | (_, None) => {
                 let (argv, location) = copies
                     .first()
                     .map(|(argv, location)| (argv.clone(), location.clone()))
                     .unwrap_or_else(|| (utf8_argv(&call.commands[i]), Location::Client));
-                units.push(Unit { commands: i..i + 1, lanes: vec![vec![step_of(i, 0, argv, &location, false)]] });
+                let lanes = vec![vec![step_of(i, 0, argv, &location, false)]];
+                units.push(Unit { commands: i..i + 1, lanes, fan_in: None });
                 i += 1;
             }
-            (n, Some((last, kind))) => {
+            (n, Some((last, kind, merge_argv))) => {
                 let region = i..last + 1;
                 let lanes: Option<Vec<Vec<Step>>> = (0..n)
                     .map(|k| {
@@ -134,14 +145,12 @@ pub fn place(
                             .collect()
                     })
                     .collect();
-                // The planner splits only what concatenates; anything else would be a planner bug,
-                // run unsplit rather than wrong.
-                let unsplit = (kind != MergeKind::Concat)
-                    .then(|| format!("the planner asked for a {kind:?} merge, which the runtime does not do"));
-                match (lanes, unsplit) {
-                    (Some(lanes), None) => units.push(Unit { commands: region.clone(), lanes }),
-                    (_, unsplit) => {
-                        let reason = unsplit.unwrap_or_else(|| "its copies did not line up".to_string());
+                match lanes {
+                    Some(lanes) => {
+                        let fan_in = FanIn { kind, argv: merge_argv.iter().map(OsString::from).collect() };
+                        units.push(Unit { commands: region.clone(), lanes, fan_in: Some(fan_in) })
+                    }
+                    None => {
                         let planned: Vec<&str> = copies
                             .iter()
                             .filter_map(|(_, location)| match location {
@@ -153,9 +162,10 @@ pub fn place(
                         units.extend(region.clone().map(|c| Unit {
                             commands: c..c + 1,
                             lanes: vec![vec![Step {
-                                why: Some(departure(&planned, &reason)),
+                                why: Some(departure(&planned, "its copies did not line up")),
                                 ..local_step(c, call.commands[c].argv.clone())
                             }]],
+                            fan_in: None,
                         }))
                     }
                 }
@@ -196,6 +206,7 @@ pub fn all_local(call: &PipelineCall) -> Vec<Unit> {
     vec![Unit {
         commands: 0..call.commands.len(),
         lanes: vec![call.commands.iter().enumerate().map(|(i, c)| local_step(i, c.argv.clone())).collect()],
+        fan_in: None,
     }]
 }
 
