@@ -141,6 +141,10 @@ codes! {
     /// `splittable` argument. A flag that makes standard input such a list (`zip -@`) gets an
     /// entry of its own, with the flag `required` and the command option `stdin_file_list`.
     BadFileList = "A116", "bad-file-list", Error;
+    /// `output_per_input` is the most bytes the command writes per input: a number above zero.
+    /// `bounds_lines` and `bounds_bytes` go on an option with one value (`head -n N`), at most
+    /// one of them per option.
+    BadOutputBound = "A117", "bad-output-bound", Error;
     /// An earlier entry for the same command fits every invocation this entry fits, so this
     /// entry can never win. Reorder the entries, or add a `required` option to the earlier one.
     UnreachableEntry = "A201", "unreachable-entry", Warning;

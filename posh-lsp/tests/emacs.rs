@@ -20,7 +20,7 @@ fn emacs_with_eglot_receives_hints_hover_and_diagnostics() {
     let script = dir.path().join("count.sh");
     std::fs::write(
         &script,
-        "#!/bin/bash\n# Größe 🎉\ncat data/ray*.log | grep 'é🎉' | wc -l\nmytool data/ray0.log | sort\n",
+        "#!/bin/bash\n# Größe 🎉\ncat data/ray*.log | grep 'é🎉' | sort\nmytool data/ray0.log | sort\n",
     )
     .unwrap();
     let annotations = dir.path().join("annotations/csv.posh");
@@ -46,15 +46,15 @@ fn emacs_with_eglot_receives_hints_hover_and_diagnostics() {
     let of = |prefix: &str| -> Vec<&str> { lines.iter().filter_map(|l| l.strip_prefix(prefix)).collect() };
     assert_eq!(of("LANGUAGE "), vec!["sh"]);
     assert_eq!(of("SHUTDOWN "), vec!["answered nil", "exit 0"], "{stdout}");
-    assert_eq!(of("HINT "), vec!["2:0 @logs ¶", "2:38 ⇄ 625 MB"]);
+    assert_eq!(of("HINT "), vec!["2:0 @logs ¶", "2:37 ⇄ 1.2 GB"]);
     let hover = of("HOVER ").join("\n");
     assert!(hover.contains("grep é🎉"), "{hover}");
     assert!(hover.contains("Runs at **@logs**: the cheapest place for the data it moves."), "{hover}");
-    assert!(hover.contains("bash alone would move 2.5 GB across the network, posh moves 625 MB"), "{hover}");
+    assert!(hover.contains("bash alone would move 2.5 GB across the network, posh moves 1.2 GB"), "{hover}");
     assert_eq!(
         of("DIAG "),
         vec![
-            "3: posh [S003]: this pipeline still moves 625 MB across the network (bash would move 2.5 GB; threshold 100 MB)",
+            "3: posh [S003]: this pipeline still moves 1.2 GB across the network (bash would move 2.5 GB; threshold 100 MB)",
             "4: posh [S001]: `mytool` has no annotation, so it runs at the client and its input crosses the network",
         ]
     );

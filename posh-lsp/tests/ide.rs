@@ -297,7 +297,7 @@ fn splits_show_their_copies_as_posh_exec_will_run_them() {
     let script = "cat /mnt/logs/ray*.log | grep -v DEBUG | wc -l\n";
     let analysis = ide::analyze_script(&world, &fs, script);
     let hints = ide::inlay_hints::inlay_hints(&world, script, &analysis, None);
-    insta::assert_snapshot!(ide::inlay_hints::render(script, &hints), @"‹@logs x5 ¶›cat /mnt/logs/ray*.log | grep -v DEBUG | wc -l‹⇄ 625 MB›");
+    insta::assert_snapshot!(ide::inlay_hints::render(script, &hints), @"‹@logs x5 ¶›cat /mnt/logs/ray*.log | grep -v DEBUG | wc -l‹⇄ 320 B›");
     world.settings.update(&serde_json::json!({"placement": "greedy", "copiesPerMount": 1}));
     let analysis = ide::analyze_script(&world, &fs, script);
     assert_eq!(analysis.plan.strategy, posh_core::planner::Strategy::Greedy);

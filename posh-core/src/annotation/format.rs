@@ -1,7 +1,7 @@
 //! Prints entries in the block layout. Parsing the output gives the same model back.
 
 use crate::annotation::ParsedFile;
-use crate::annotation::model::{ArgSpec, ArgType, CommandEntry, Section, Size};
+use crate::annotation::model::{ArgSpec, ArgType, CommandEntry, OutputBound, Section, Size};
 use crate::annotation::syntax::{SyntaxElement, SyntaxKind, quote};
 
 /// An entry's name and command options, as its header shows them: `wc[filters_input, merge:sum]`.
@@ -24,6 +24,9 @@ pub fn format_header(entry: &CommandEntry) -> String {
     }
     if let Some(ratio) = o.output_ratio {
         options.push(format!("output_ratio:{ratio}"));
+    }
+    if let Some(bytes) = o.output_per_input {
+        options.push(format!("output_per_input:{bytes}"));
     }
     if !options.is_empty() {
         out.push_str(&format!("[{}]", options.join(", ")));
@@ -80,6 +83,8 @@ fn format_arg(spec: &ArgSpec, section: Section) -> String {
         (spec.config, "config"),
         (spec.file_list, "file_list"),
         (spec.appends, "appends"),
+        (spec.bounds == Some(OutputBound::Lines), "bounds_lines"),
+        (spec.bounds == Some(OutputBound::Bytes), "bounds_bytes"),
     ] {
         if on {
             fields.push(name.to_string());

@@ -2,7 +2,7 @@
 //! unknown keywords (with a fix when one is a typo away), bad values and duplicates.
 
 use crate::annotation::keywords::{self, KeywordKind, ValueShape};
-use crate::annotation::model::{ArgSpec, ArgType, CommandEntry, CommandOptions, MergeKind, Size};
+use crate::annotation::model::{ArgSpec, ArgType, CommandEntry, CommandOptions, MergeKind, OutputBound, Size};
 use crate::annotation::syntax::{RawEntry, RawField, RawItem, RawValue, RawValueKind};
 use crate::diagnostic::{Code, Diagnostic, Fix, TextEdit};
 use crate::text::Span;
@@ -86,6 +86,7 @@ fn lower_options(fields: &[RawField], diags: &mut Vec<Diagnostic>) -> CommandOpt
                 }
             }
             "output_ratio" => options.output_ratio = number_value(field, diags),
+            "output_per_input" => options.output_per_input = number_value(field, diags),
             other => unreachable!("command option `{other}` has no meaning in lower_options"),
         }
     }
@@ -115,9 +116,11 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
         config: false,
         file_list: false,
         appends: false,
+        bounds: None,
         span: item.span,
     };
     let mut seen: Vec<&str> = Vec::new();
+    let mut bounds_at = Vec::new();
     let mut explicit_type = None;
     let mut explicit_size = None;
     for field in &item.fields {
@@ -172,8 +175,21 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
             "config" => spec.config = true,
             "file_list" => spec.file_list = true,
             "appends" => spec.appends = true,
+            "bounds_lines" | "bounds_bytes" => {
+                spec.bounds =
+                    Some(if keyword.name == "bounds_lines" { OutputBound::Lines } else { OutputBound::Bytes });
+                bounds_at.push(field.span);
+            }
             other => unreachable!("field `{other}` has no meaning in lower_arg"),
         }
+    }
+    let counts = kind == Kind::OptParam && spec.ty == ArgType::Str && spec.size == Size::Count(1);
+    if let Some(&span) = bounds_at.get(usize::from(counts)) {
+        diags.push(Diagnostic::new(
+            Code::BadOutputBound,
+            span,
+            "`bounds_lines` and `bounds_bytes` go on an option with one value (`head -n N`), one of them",
+        ));
     }
     match kind {
         Kind::Flag => {

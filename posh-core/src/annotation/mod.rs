@@ -9,7 +9,9 @@ pub mod syntax;
 mod validate;
 
 use crate::diagnostic::{Diagnostic, Severity};
-pub use model::{ArgRef, ArgSpec, ArgType, CommandEntry, CommandOptions, Example, MergeKind, Section, Size};
+pub use model::{
+    ArgRef, ArgSpec, ArgType, CommandEntry, CommandOptions, Example, MergeKind, OutputBound, Section, Size,
+};
 
 /// A parsed annotation file: the lossless tree, the entries that loaded, and every diagnostic.
 #[derive(Debug)]

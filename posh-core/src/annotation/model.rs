@@ -93,6 +93,9 @@ pub struct CommandOptions {
     pub long_arg_single_dash: bool,
     pub merge: Option<MergeKind>,
     pub output_ratio: Option<f64>,
+    /// At most this many bytes of output per input (and per total line), whatever the input's
+    /// size: counts and checksums (`wc`, `grep -c`, `md5sum`).
+    pub output_per_input: Option<f64>,
     /// Standard input lists names of files the command opens (`xargs`).
     pub stdin_file_list: bool,
 }
@@ -142,7 +145,17 @@ pub struct ArgSpec {
     pub file_list: bool,
     /// A flag that makes the command append to its output files (`tee -a`).
     pub appends: bool,
+    /// The option's value bounds the output (`head -n N`, `head -c N`).
+    pub bounds: Option<OutputBound>,
     pub span: Span,
+}
+
+/// What an option's count bounds, per input.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum OutputBound {
+    Lines,
+    Bytes,
 }
 
 impl ArgSpec {

@@ -375,3 +375,18 @@ c: FLAGS:[(short:a,append)] PARAMS:[(type:output_file,size:list)]
     check_lossless(misplaced);
     insta::assert_snapshot!(format!("{}\n{}", format_entry(&b.entries[0]), render_diagnostics(misplaced)));
 }
+
+#[test]
+fn output_bounds_round_trip_and_are_checked() {
+    let source = "\
+head: OPTPARAMS:[(short:n,type:str,size:1,default_value:\"10\",bounds_lines),(short:c,type:str,size:1,bounds_bytes)]
+wc[filters_input,output_per_input:64]: PARAMS:[(type:input_file,size:list)]
+a[output_per_input:0]: PARAMS:[(type:input_file,size:list)]
+b: FLAGS:[(short:q,bounds_lines)] OPTPARAMS:[(short:n,type:str,size:1,bounds_lines,bounds_bytes)]
+c: PARAMS:[(type:input_file,size:list,bounds_bytes)]
+";
+    check_lossless(source);
+    let parsed = parse(source);
+    let formatted: String = parsed.entries.iter().take(2).map(format_entry).collect();
+    insta::assert_snapshot!(format!("{formatted}\n{}", render_diagnostics(source)));
+}

@@ -108,6 +108,13 @@ pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
         };
         diags.push(Diagnostic::new(Code::BadOutputRatio, entry.name_span, format!("`output_ratio:{ratio}` {why}")));
     }
+    if let Some(bytes) = options.output_per_input.filter(|&b| b <= 0.0) {
+        diags.push(Diagnostic::new(
+            Code::BadOutputBound,
+            entry.name_span,
+            format!("`output_per_input:{bytes}` must be above 0"),
+        ));
+    }
     if options.stdin_file_list && (options.splittable_across_input || entry.splittable_arg().is_some()) {
         diags.push(Diagnostic::new(
             Code::FileListNeverSplits,

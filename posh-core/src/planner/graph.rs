@@ -5,7 +5,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use crate::annotation::{ArgType, MergeKind};
+use crate::annotation::{ArgType, MergeKind, OutputBound};
 use crate::matcher::{Invocation, NoMatch};
 use crate::planner::PlanContext;
 use crate::planner::expand::{Expanded, expand_word};
@@ -69,6 +69,60 @@ struct Facts<'l> {
     redirected: bool,
     /// Where it may run, by the files it names and what it reads.
     reach: Reach,
+    /// What its annotation says bounds its output.
+    bound: Option<Bound>,
+}
+
+/// An upper bound on a command's output, per input, from its annotation.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Bound {
+    /// At most this many bytes of each input, and never more than the input (`head -n 10`).
+    Prefix(u64),
+    /// At most this many bytes per input and per total line, whatever the input's size (`wc`,
+    /// checksums), besides the names of the files; and at most the input.
+    Fixed(u64),
+}
+
+/// Bytes a line is assumed to take, for a bound counted in lines (`head -n 10`).
+const ASSUMED_LINE_BYTES: u64 = 100;
+
+/// The bound the annotation puts on `invocation`'s output: `output_per_input`, or the last
+/// `bounds_lines`/`bounds_bytes` option given (the last of `head -n`/`-c` wins), or else the
+/// defaults of such options (`head` alone prints 10 lines). A value with a sign bounds nothing.
+fn output_bound(invocation: &Invocation<'_>) -> Option<Bound> {
+    let options = &invocation.entry.options;
+    if let Some(bytes) = options.output_per_input {
+        return Some(Bound::Fixed(bytes.ceil() as u64));
+    }
+    let bound = |kind: OutputBound, text: &str| {
+        let count = gnu_count(text)?;
+        Some(Bound::Prefix(match kind {
+            OutputBound::Lines => count.saturating_mul(ASSUMED_LINE_BYTES),
+            OutputBound::Bytes => count,
+        }))
+    };
+    let mut given = invocation.values.iter().filter_map(|v| Some((invocation.entry.arg(v.arg).bounds?, v)));
+    if let Some((kind, value)) = given.next_back() {
+        return bound(kind, invocation.value_text(value));
+    }
+    let mut defaults = invocation.defaults.iter().filter_map(|d| Some((invocation.entry.arg(d.arg).bounds?, d)));
+    defaults.next_back().and_then(|(kind, default)| bound(kind, &default.value))
+}
+
+/// A count as GNU tools read it: digits and an optional multiplier (`4K`, `1MB`, `2b`); `None`
+/// for a signed or unreadable value.
+fn gnu_count(text: &str) -> Option<u64> {
+    let digits = text.bytes().take_while(u8::is_ascii_digit).count();
+    let number: u64 = text[..digits].parse().ok()?;
+    let (suffix, power) = match &text[digits..] {
+        "" => return Some(number),
+        "b" => return number.checked_mul(512),
+        s if s.ends_with("iB") => (&s[..1], 1024u64),
+        s if s.len() == 2 && s.ends_with('B') => (&s[..1], 1000),
+        s => (s, 1024),
+    };
+    let exponent = ["k", "M", "G", "T", "P", "E"].iter().position(|p| p.eq_ignore_ascii_case(suffix))? as u32 + 1;
+    number.checked_mul(power.checked_pow(exponent)?)
 }
 
 impl Facts<'_> {
@@ -118,12 +172,14 @@ pub(crate) struct Built {
 }
 
 /// Builds `pipeline`'s DAG; with `stays` (why the pipeline stays with bash), every command is at
-/// the client for that reason unless a more precise one holds.
+/// the client for that reason unless a more precise one holds; without `split`, no command is
+/// split.
 pub(crate) fn build_pipeline(
     ctx: &PlanContext<'_>,
     pipeline: &shell::Pipeline,
     functions: &[String],
     stays: Option<String>,
+    split: bool,
 ) -> Built {
     let count = pipeline.commands.len();
     let mut facts: Vec<Facts<'_>> =
@@ -145,7 +201,7 @@ pub(crate) fn build_pipeline(
     };
     let mut i = 0;
     while i < facts.len() {
-        match split_segment(ctx, &facts, i) {
+        match split_segment(ctx, &facts, i).filter(|_| split) {
             Some(end) => {
                 graph.add_split(&facts[i..=end]);
                 i = end + 1;
@@ -236,6 +292,7 @@ fn analyse<'l>(
         redirect_files: Vec::new(),
         redirected: !command.redirects.is_empty(),
         reach: Reach::Anywhere,
+        bound: None,
     };
     if command.kind == CommandKind::Compound {
         facts.shell_reason = Some(Why::RunsInShell);
@@ -333,6 +390,7 @@ fn analyse<'l>(
                 // they name what they name under bash (and only there may they reach any file).
                 facts.pin = Some((Location::Client, Why::FileNamesFromInput(from)));
             }
+            facts.bound = output_bound(&invocation);
             facts.invocation = Some(invocation);
         }
         Err(NoMatch::NoAnnotation { .. } | NoMatch::Empty) => facts.shell_reason = Some(Why::NoAnnotation),
@@ -577,6 +635,7 @@ impl Graph<'_> {
             Some(Share::Piped(bytes)) => bytes,
             Some(Share::Files(_)) => 0,
         };
+        let (mut inputs, mut names) = (0, 0);
         for (i, file) in facts.inputs.iter().enumerate() {
             let used = match split {
                 Some(Share::Files(keep)) => file.split_value.is_none() || keep.contains(&i),
@@ -586,9 +645,20 @@ impl Graph<'_> {
                 let from = self.read_file(file);
                 self.edge(from, id, Stream::File, file.size);
                 bytes_in += file.size;
+                if !file.config {
+                    inputs += 1;
+                    names += file.path.len() as u64 + 1;
+                }
             }
         }
-        let bytes_out = (bytes_in as f64 * facts.ratio()).round() as u64;
+        // Several files: a line (or header) per file may name it, and a total line may follow.
+        let (inputs, headers) = if inputs > 1 { (inputs + 1, names) } else { (1, 0) };
+        let bytes_out = match facts.bound {
+            None => (bytes_in as f64 * facts.ratio()).round() as u64,
+            Some(Bound::Prefix(per_input)) => bytes_in.min(per_input.saturating_mul(inputs) + headers),
+            // Never above the input either: a count of a tiny file is no reason to leave it.
+            Some(Bound::Fixed(per_input)) => bytes_in.min(per_input.saturating_mul(inputs) + names),
+        };
         for file in &facts.outputs {
             let to = self.write_file(&file.path, false);
             self.edge(id, to, Stream::File, bytes_out);

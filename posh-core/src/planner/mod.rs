@@ -63,8 +63,16 @@ pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan
 /// Plans one pipeline of the script `scope` describes.
 pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &ScriptScope<'_>) -> PipelinePlan {
     let stays = scope.why_stays(ctx.library, pipeline);
-    let mut built = graph::build_pipeline(ctx, pipeline, &scope.functions, stays);
+    let mut built = graph::build_pipeline(ctx, pipeline, &scope.functions, stays.clone(), true);
     place::place(ctx, &mut built);
+    // Split copies are pinned next to their files: when what they send the merge is predicted
+    // above what bash would move (a command whose output outgrows its input), the pipeline is
+    // planned unsplit, so no plan predicts more than bash.
+    let split = built.plan.nodes.iter().any(|n| matches!(n.kind, NodeKind::Merge { .. }));
+    if split && built.plan.posh_bytes > built.plan.bash_bytes {
+        built = graph::build_pipeline(ctx, pipeline, &scope.functions, stays, false);
+        place::place(ctx, &mut built);
+    }
     // Where a command with a word only bash knows runs is decided when the script runs, and the
     // places of the commands the cost model put around it follow from it.
     let unknown = built.plan.nodes.iter().find_map(|n| match &n.why {

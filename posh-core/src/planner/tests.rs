@@ -55,9 +55,19 @@ fn file_system() -> MemoryFileSystem {
 }
 
 fn plan_with(config: &str, fs: &MemoryFileSystem, cwd: &str, script: &str, options: PlanOptions) -> (Plan, String) {
+    plan_in(&Library::builtin(), config, fs, cwd, script, options)
+}
+
+fn plan_in(
+    library: &Library,
+    config: &str,
+    fs: &MemoryFileSystem,
+    cwd: &str,
+    script: &str,
+    options: PlanOptions,
+) -> (Plan, String) {
     let config = Config::parse(config, Path::new("posh.toml")).expect("the test config parses");
-    let library = Library::builtin();
-    let ctx = PlanContext { library: &library, config: &config, fs, cwd: cwd.into(), options };
+    let ctx = PlanContext { library, config: &config, fs, cwd: cwd.into(), options };
     let parsed = crate::shell::parse(script);
     assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
     (plan_script(&ctx, script, &parsed), script.to_string())
@@ -240,4 +250,37 @@ wc -l ray0.log
     assert_eq!(first_command(&plan.pipelines[3]), [(Location::Client, from("`list0.txt`"))]);
     assert_eq!(plan.pipelines[4].copies_of(0).next().map(|n| n.location.clone()), Some(Location::Mount("logs".into())));
     insta::assert_snapshot!(render_text("lists.sh", &source, &plan));
+}
+
+/// Counts, checksums and heads are predicted from the bound their annotation gives, not from a
+/// ratio of their input: a count of 2 GB is a line, `head -n 10` ten lines, `tail -n +2` no bound.
+#[test]
+fn bounded_outputs_are_predicted_from_the_annotation() {
+    insta::assert_snapshot!(check(
+        "cat /mnt/logs/ray*.log | wc -l\n\
+         grep -c error /mnt/a/x.log\n\
+         md5sum /mnt/a/x.log /mnt/b/y.log\n\
+         head -n 10 /mnt/a/x.log | sort\n\
+         head -c 4K /mnt/a/x.log | sort\n\
+         head /mnt/a/x.log | sort\n\
+         tail -n +2 /mnt/a/x.log | sort\n\
+         cat /mnt/logs/ray*.log | head -n 5 | sort\n"
+    ));
+}
+
+/// A split whose copies would send the merge more than bash moves (an output that outgrows its
+/// input) is planned unsplit: no plan predicts more bytes than bash.
+#[test]
+fn no_split_predicts_more_than_bash_moves() {
+    let mut library = Library::builtin();
+    let grows = "inflate[splittable_across_input, output_ratio:4]: PARAMS:[(type:input_file,size:list,splittable)]\n";
+    assert!(library.add_source("grows.posh", grows).is_empty());
+    let script = "inflate /mnt/a/x.log /mnt/b/y.log | sort\ncat /mnt/a/x.log /mnt/b/y.log | grep x\n";
+    let (plan, _) = plan_in(&library, CONFIG, &file_system(), "/home/user", script, PlanOptions::default());
+    let rendered: Vec<String> = plan.pipelines.iter().map(|p| render_inline(script, p)).collect();
+    insta::assert_snapshot!(rendered.join("\n"), @"
+    [@client ⇐1.4 GB]inflate /mnt/a/x.log /mnt/b/y.log | [@client]sort
+    [@a, @b]cat /mnt/a/x.log /mnt/b/y.log | [@a, @b]grep x [700 MB, concat @client]
+    ");
+    assert!(plan.pipelines.iter().all(|p| p.posh_bytes <= p.bash_bytes));
 }
