@@ -25,6 +25,9 @@ pub trait FileSystem {
     /// The names in a directory, sorted; empty when it is not a readable directory.
     fn read_dir(&self, path: &Path) -> Vec<String>;
     fn read_to_string(&self, path: &Path) -> Option<String>;
+    /// Whether a non-empty file's last byte is a newline; `None` when unknown. A split that runs
+    /// line-reading commands on each piece of `cat`'s output needs every seam at a line's end.
+    fn ends_with_newline(&self, path: &Path) -> Option<bool>;
 }
 
 /// Lexical normalization: drops `.` components and trailing slashes, and resolves `..` against
@@ -104,6 +107,12 @@ impl FileSystem for MemoryFileSystem {
 
     fn read_to_string(&self, path: &Path) -> Option<String> {
         self.files.get(path).and_then(|(_, text)| text.clone())
+    }
+
+    /// A file added by size ends with a newline; one added with text, as its text does.
+    fn ends_with_newline(&self, path: &Path) -> Option<bool> {
+        let (_, text) = self.files.get(path)?;
+        Some(text.as_ref().is_none_or(|t| t.ends_with('\n')))
     }
 }
 

@@ -35,6 +35,20 @@ impl FileSystem for OsFileSystem {
     fn read_to_string(&self, path: &Path) -> Option<String> {
         std::fs::read_to_string(path).ok()
     }
+
+    fn ends_with_newline(&self, path: &Path) -> Option<bool> {
+        last_byte(path).map(|b| b == b'\n')
+    }
+}
+
+/// The last byte of a non-empty regular file.
+pub fn last_byte(path: &Path) -> Option<u8> {
+    use std::os::unix::fs::FileExt as _;
+    let file = std::fs::File::open(path).ok()?;
+    let size = file.metadata().ok().filter(|m| m.is_file())?.len();
+    let mut byte = [0u8];
+    file.read_exact_at(&mut byte, size.checked_sub(1)?).ok()?;
+    Some(byte[0])
 }
 
 fn directory_size(path: &Path, budget: &mut usize) -> u64 {

@@ -323,3 +323,25 @@ fn split_reducers_merge_as_their_annotations_say() {
     let back = stats[0]["proxies"]["logs"]["bytes_from_proxy"].as_u64().unwrap();
     assert!(back < 200, "{back} bytes came back for a count");
 }
+
+/// A piece whose last line has no newline joins the next piece's first line under bash (`cat a
+/// b` runs them together): the commands after `cat` then run once at the client, not per piece.
+#[test]
+fn a_line_cut_by_a_seam_is_read_whole() {
+    let cluster = Cluster::new(&[]);
+    std::fs::write(cluster.root().join("logs/cut.log"), "1 ERROR first\n2 INFO half a li").unwrap();
+    std::fs::write(cluster.root().join("archive/rest.log"), "ne ERROR\n3 INFO last\n").unwrap();
+    let script = "cat logs/cut.log archive/rest.log | grep ERROR\n\
+                  cat logs/cut.log archive/rest.log | wc -l\n\
+                  cat logs/cut.log archive/rest.log | cut -d ' ' -f 2 | uniq -c\n\
+                  cat logs/big.log archive/old.log | grep -c rare\n";
+    std::fs::write(cluster.root().join("s.sh"), script).unwrap();
+    let bash = cluster.bash(&["s.sh"]);
+    let posh = cluster.posh(&["--stats", "stats.json", "s.sh"]);
+    assert_eq!(text(&posh.stdout), text(&bash.stdout));
+    assert_eq!(text(&posh.stderr), text(&bash.stderr));
+    let stats = cluster.stats();
+    assert_eq!(stats[0]["commands"][0]["location"], serde_json::json!(["logs", "archive"]), "{stats:?}");
+    assert_eq!(stats[0]["commands"][1]["location"], "client", "{stats:?}");
+    assert_eq!(stats[3]["commands"][1]["location"], serde_json::json!(["logs", "archive"]), "{stats:?}");
+}

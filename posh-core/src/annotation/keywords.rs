@@ -75,6 +75,8 @@ pub static KEYWORDS: &[Keyword] = &[
     kw!(CommandOption "merge": V::OneOf(KeywordKind::Merge), true, "How the outputs of split copies combine into the output of one run. Default: `concat`."),
     kw!(CommandOption "output_ratio": V::Number, true, "Expected output bytes per input byte (a number above 0). Refines `filters_input` for the planner's byte predictions."),
     kw!(CommandOption "output_per_input": V::Number, true, "At most this many bytes of output for each input (a file, besides its name, or standard input) and for a total line, whatever the input's size (`wc`, `grep -c`, checksums). The planner predicts that instead of a ratio."),
+    kw!(CommandOption "output_ends_lines": V::None, true, "Every run's output is whole lines: it ends with a newline or is empty (`grep`, `cut`, `sort`). A split may then run the commands after it on each piece: no line straddles two pieces."),
+    kw!(CommandOption "output_ends_as_input": V::None, true, "Every run's output ends as its input ends (`cat`, `sed`). A split may run the commands after it on each piece when every piece's input ends a line, which the planner checks on the files' last bytes."),
     kw!(CommandOption "stdin_file_list": V::None, true, "Standard input is a list of names of files the command opens (`xargs cat`, `cpio -o`). posh never sees those names, so the command runs at the client, where they mean what they mean under bash."),
     kw!(ArgField "short": V::Char, false, "One-character option name: `short:c` matches `-c`, and bundles such as `-cvf`."),
     kw!(ArgField "long": V::Word, false, "Long option name: `long:file` matches `--file VALUE` and `--file=VALUE` (or `-file` with `long_arg_single_dash`)."),

@@ -78,6 +78,8 @@ fn lower_options(fields: &[RawField], diags: &mut Vec<Diagnostic>) -> CommandOpt
             "filters_input" => options.filters_input = true,
             "long_arg_single_dash" => options.long_arg_single_dash = true,
             "stdin_file_list" => options.stdin_file_list = true,
+            "output_ends_lines" => options.output_ends_lines = true,
+            "output_ends_as_input" => options.output_ends_as_input = true,
             "merge" => {
                 let word = word_value(field).unwrap_or_default();
                 match MergeKind::from_keyword(word) {

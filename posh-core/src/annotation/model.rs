@@ -96,6 +96,10 @@ pub struct CommandOptions {
     /// At most this many bytes of output per input (and per total line), whatever the input's
     /// size: counts and checksums (`wc`, `grep -c`, `md5sum`).
     pub output_per_input: Option<f64>,
+    /// Every run's output is whole lines: it ends with a newline or is empty (`grep`, `sort`).
+    pub output_ends_lines: bool,
+    /// Every run's output ends as its input ends (`cat`, `sed`).
+    pub output_ends_as_input: bool,
     /// Standard input lists names of files the command opens (`xargs`).
     pub stdin_file_list: bool,
 }

@@ -150,6 +150,20 @@ impl Facts<'_> {
         self.invocation.as_ref().is_some_and(|i| i.entry.options.splittable_across_input)
     }
 
+    fn options(&self) -> Option<&crate::annotation::CommandOptions> {
+        self.invocation.as_ref().map(|i| &i.entry.options)
+    }
+
+    /// The copies of a split: up to `factor` per run of files on one mount, each an equal share.
+    fn parts(&self, factor: usize) -> Vec<(Location, Vec<usize>)> {
+        let mut parts = Vec::new();
+        for (location, members) in self.split_runs() {
+            let per = members.len().div_ceil(members.len().min(factor));
+            parts.extend(members.chunks(per).map(|c| (location.clone(), c.to_vec())));
+        }
+        parts
+    }
+
     /// Contiguous runs of the splittable argument's files by location, in argv order.
     fn split_runs(&self) -> Vec<(Location, Vec<usize>)> {
         let mut runs: Vec<(Location, Vec<usize>)> = Vec::new();
@@ -240,6 +254,20 @@ fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Op
     if !runs.iter().all(|(location, members)| runnable(first.copy_words(members), location)) {
         return None;
     }
+    // The commands after the first read each piece on its own: no line may straddle two pieces.
+    // Each command's output must end lines, or end as its input does, which for the first
+    // command means every piece's last (non-empty) file ends with a newline.
+    let files_end_lines = || {
+        let parts = first.parts(ctx.options.copies_per_mount.max(1));
+        parts[..parts.len() - 1].iter().all(|(_, members)| {
+            let last = members.iter().rev().map(|&i| &first.inputs[i]).find(|f| f.size > 0);
+            last.is_none_or(|f| ctx.fs.ends_with_newline(&ctx.absolute(&f.path)) == Some(true))
+        })
+    };
+    let ends_lines = |facts: &Facts<'_>, input_ends_lines: &dyn Fn() -> bool| {
+        facts.options().is_some_and(|o| o.output_ends_lines || (o.output_ends_as_input && input_ends_lines()))
+    };
+    let mut aligned = None;
     let mut end = start;
     while end + 1 < facts.len() {
         let (current, next) = (&facts[end], &facts[end + 1]);
@@ -252,11 +280,14 @@ fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Op
             && next.stdin == Input::Pipe
             && next.inputs.iter().all(|f| f.config)
             && next.outputs.is_empty()
-            && runs.iter().all(|(location, _)| runnable(next.copy_words(&[]), location));
+            && runs.iter().all(|(location, _)| runnable(next.copy_words(&[]), location))
+            && *aligned.get_or_insert_with(|| ends_lines(current, &files_end_lines));
         if !joins {
             break;
         }
         end += 1;
+        let before = aligned == Some(true);
+        aligned = Some(ends_lines(&facts[end], &|| before));
     }
     // A command writing its stderr elsewhere cannot be a later command of a lane.
     loop {
@@ -680,11 +711,7 @@ impl Graph<'_> {
         let first = &segment[0];
         let last = segment.last().expect("a segment has a command");
         let factor = self.ctx.options.copies_per_mount.max(1);
-        let mut parts: Vec<(Location, Vec<usize>)> = Vec::new();
-        for (location, members) in first.split_runs() {
-            let per = members.len().div_ceil(members.len().min(factor));
-            parts.extend(members.chunks(per).map(|c| (location.clone(), c.to_vec())));
-        }
+        let parts = first.parts(factor);
         let count = parts.len();
         let mut outputs = Vec::new();
         for (k, (location, members)) in parts.iter().enumerate() {

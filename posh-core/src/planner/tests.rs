@@ -284,3 +284,22 @@ fn no_split_predicts_more_than_bash_moves() {
     ");
     assert!(plan.pipelines.iter().all(|p| p.posh_bytes <= p.bash_bytes));
 }
+
+/// Commands after a split's first command run on each piece only when no line straddles two
+/// pieces: `cat` keeps a piece's missing last newline (the planner reads the files' last bytes),
+/// `grep` always ends its lines, `tr` may not.
+#[test]
+fn pieces_reach_later_commands_only_at_line_ends() {
+    let mut fs = file_system();
+    fs.add_text("/mnt/a/cut.txt", "a line cut sh").add_text("/mnt/b/rest.txt", "ort\n");
+    let script = "cat /mnt/a/cut.txt /mnt/b/rest.txt | grep x\n\
+                  cat /mnt/a/x.log /mnt/b/y.log | grep x | tr a b | sort\n\
+                  grep -h x /mnt/a/cut.txt /mnt/b/rest.txt | sort\n";
+    let (plan, _) = plan_in(&Library::builtin(), CONFIG, &fs, "/home/user", script, PlanOptions::default());
+    let rendered: Vec<String> = plan.pipelines.iter().map(|p| render_inline(script, p)).collect();
+    insta::assert_snapshot!(rendered.join("\n"), @"
+    [@a, @b]cat /mnt/a/cut.txt /mnt/b/rest.txt |[17 B, concat @client] [@client]grep x
+    [@a, @b]cat /mnt/a/x.log /mnt/b/y.log | [@a, @b]grep x | [@a, @b]tr a b |[700 MB, concat @client] [@client]sort
+    [@a, @b]grep -h x /mnt/a/cut.txt /mnt/b/rest.txt | [@a, @b]sort [9 B, sort_merge @client]
+    ");
+}
