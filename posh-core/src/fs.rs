@@ -25,9 +25,10 @@ pub trait FileSystem {
     /// The names in a directory, sorted; empty when it is not a readable directory.
     fn read_dir(&self, path: &Path) -> Vec<String>;
     fn read_to_string(&self, path: &Path) -> Option<String>;
-    /// Whether a non-empty file's last byte is a newline; `None` when unknown. A split that runs
+    /// For each file, whether its last byte is a newline; `None` when unknown. A split that runs
     /// line-reading commands on each piece of `cat`'s output needs every seam at a line's end.
-    fn ends_with_newline(&self, path: &Path) -> Option<bool>;
+    /// Asked for a few files at once, which a networked file system may answer in parallel.
+    fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>>;
 }
 
 /// Lexical normalization: drops `.` components and trailing slashes, and resolves `..` against
@@ -110,9 +111,10 @@ impl FileSystem for MemoryFileSystem {
     }
 
     /// A file added by size ends with a newline; one added with text, as its text does.
-    fn ends_with_newline(&self, path: &Path) -> Option<bool> {
-        let (_, text) = self.files.get(path)?;
-        Some(text.as_ref().is_none_or(|t| t.ends_with('\n')))
+    fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
+        let ends =
+            |path: &PathBuf| self.files.get(path).map(|(_, text)| text.as_ref().is_none_or(|t| t.ends_with('\n')));
+        paths.iter().map(ends).collect()
     }
 }
 

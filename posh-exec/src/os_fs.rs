@@ -1,6 +1,6 @@
 //! The real file system behind posh-core's `FileSystem` trait.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use posh_core::fs::{FileKind, FileMeta, FileSystem};
 
@@ -36,13 +36,17 @@ impl FileSystem for OsFileSystem {
         std::fs::read_to_string(path).ok()
     }
 
-    fn ends_with_newline(&self, path: &Path) -> Option<bool> {
-        last_byte(path).map(|b| b == b'\n')
+    /// One thread per file: over sshfs or NFS each read is a round trip or two.
+    fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
+        std::thread::scope(|scope| {
+            let reads: Vec<_> = paths.iter().map(|p| scope.spawn(move || last_byte(p).map(|b| b == b'\n'))).collect();
+            reads.into_iter().map(|r| r.join().unwrap_or(None)).collect()
+        })
     }
 }
 
 /// The last byte of a non-empty regular file.
-pub fn last_byte(path: &Path) -> Option<u8> {
+fn last_byte(path: &Path) -> Option<u8> {
     use std::os::unix::fs::FileExt as _;
     let file = std::fs::File::open(path).ok()?;
     let size = file.metadata().ok().filter(|m| m.is_file())?.len();

@@ -117,16 +117,19 @@ impl FileSystem for BudgetedFs<'_> {
         std::fs::read_to_string(path).ok()
     }
 
-    fn ends_with_newline(&self, path: &Path) -> Option<bool> {
+    fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
         use std::os::unix::fs::FileExt as _;
-        if Instant::now() > self.deadline {
-            return None;
-        }
-        let file = std::fs::File::open(path).ok()?;
-        let size = file.metadata().ok().filter(|m| m.is_file())?.len();
-        let mut byte = [0u8];
-        file.read_exact_at(&mut byte, size.checked_sub(1)?).ok()?;
-        Some(byte[0] == b'\n')
+        let ends = |path: &PathBuf| {
+            if Instant::now() > self.deadline {
+                return None;
+            }
+            let file = std::fs::File::open(path).ok()?;
+            let size = file.metadata().ok().filter(|m| m.is_file())?.len();
+            let mut byte = [0u8];
+            file.read_exact_at(&mut byte, size.checked_sub(1)?).ok()?;
+            Some(byte[0] == b'\n')
+        };
+        paths.iter().map(ends).collect()
     }
 }
 

@@ -259,10 +259,12 @@ fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Op
     // command means every piece's last (non-empty) file ends with a newline.
     let files_end_lines = || {
         let parts = first.parts(ctx.options.copies_per_mount.max(1));
-        parts[..parts.len() - 1].iter().all(|(_, members)| {
-            let last = members.iter().rev().map(|&i| &first.inputs[i]).find(|f| f.size > 0);
-            last.is_none_or(|f| ctx.fs.ends_with_newline(&ctx.absolute(&f.path)) == Some(true))
-        })
+        let seams: Vec<PathBuf> = parts[..parts.len() - 1]
+            .iter()
+            .filter_map(|(_, members)| members.iter().rev().map(|&i| &first.inputs[i]).find(|f| f.size > 0))
+            .map(|f| ctx.absolute(&f.path))
+            .collect();
+        ctx.fs.end_with_newlines(&seams).into_iter().all(|ends| ends == Some(true))
     };
     let ends_lines = |facts: &Facts<'_>, input_ends_lines: &dyn Fn() -> bool| {
         facts.options().is_some_and(|o| o.output_ends_lines || (o.output_ends_as_input && input_ends_lines()))
