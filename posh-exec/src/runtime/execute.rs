@@ -176,7 +176,7 @@ fn combine_copies(program: &str, copies: &[i32]) -> i32 {
 
 /// A pipe as (write end, read end); both `None` if the system has no descriptor left (the
 /// commands then meet a closed descriptor, and the failure shows in their statuses).
-fn pipe() -> (Option<OwnedFd>, Option<OwnedFd>) {
+pub(super) fn pipe() -> (Option<OwnedFd>, Option<OwnedFd>) {
     match std::io::pipe() {
         Ok((reader, writer)) => (Some(OwnedFd::from(writer)), Some(OwnedFd::from(reader))),
         Err(_) => (None, None),

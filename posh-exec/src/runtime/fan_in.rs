@@ -7,6 +7,7 @@ use std::os::fd::OwnedFd;
 use posh_core::annotation::MergeKind;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 
+use super::execute::pipe;
 use super::local::{self, Caller};
 use super::output::async_writer;
 use super::placement::FanIn;
@@ -90,13 +91,6 @@ fn boxed(
     future: impl std::future::Future<Output = MergeStatus> + Send + 'static,
 ) -> std::pin::Pin<Box<dyn std::future::Future<Output = MergeStatus> + Send>> {
     Box::pin(future)
-}
-
-fn pipe() -> (Option<OwnedFd>, Option<OwnedFd>) {
-    match std::io::pipe() {
-        Ok((reader, writer)) => (Some(OwnedFd::from(writer)), Some(OwnedFd::from(reader))),
-        Err(_) => (None, None),
-    }
 }
 
 type Writer = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
