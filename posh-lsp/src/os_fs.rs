@@ -1,7 +1,7 @@
 //! The real file system as the language server sees it: sizes of named files only (a directory's
-//! size is not walked), listings cut at a bound, every answer cached for a short while, and a
-//! time budget per analysis after which unknown paths count as absent. Keystrokes must never
-//! wait on a slow disk or a huge directory.
+//! size is not walked), listings cut at a bound, the last bytes of a split's seams, every answer
+//! cached for a short while, and a time budget per analysis after which unknown paths count as
+//! absent. Keystrokes must never wait on a slow disk or a huge directory.
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -22,13 +22,22 @@ pub fn user_config_dir() -> Option<PathBuf> {
 enum Cached {
     Meta(Option<FileMeta>),
     Listing(Vec<String>),
+    EndsWithNewline(Option<bool>),
+}
+
+/// What is asked of a path (the cache's key with it).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+enum Query {
+    Meta,
+    Listing,
+    LastByte,
 }
 
 /// A cache shared by every analysis of a workspace; entries expire after `ttl`.
 #[derive(Debug)]
 pub struct CachedFs {
     ttl: Duration,
-    cache: Mutex<HashMap<(PathBuf, bool), (Instant, Cached)>>,
+    cache: Mutex<HashMap<(PathBuf, Query), (Instant, Cached)>>,
 }
 
 impl CachedFs {
@@ -46,8 +55,8 @@ impl CachedFs {
         BudgetedFs { fs: self, deadline: Instant::now() + budget }
     }
 
-    fn lookup(&self, path: &Path, listing: bool, deadline: Instant, load: impl FnOnce() -> Cached) -> Option<Cached> {
-        let key = (path.to_path_buf(), listing);
+    fn lookup(&self, path: &Path, query: Query, deadline: Instant, load: impl FnOnce() -> Cached) -> Option<Cached> {
+        let key = (path.to_path_buf(), query);
         let now = Instant::now();
         {
             let cache = self.cache.lock().unwrap_or_else(|e| e.into_inner());
@@ -84,7 +93,7 @@ impl FileSystem for BudgetedFs<'_> {
                 }
             }))
         };
-        match self.fs.lookup(path, false, self.deadline, load) {
+        match self.fs.lookup(path, Query::Meta, self.deadline, load) {
             Some(Cached::Meta(meta)) => meta,
             _ => None,
         }
@@ -104,7 +113,7 @@ impl FileSystem for BudgetedFs<'_> {
             names.sort();
             Cached::Listing(names)
         };
-        match self.fs.lookup(path, true, self.deadline, load) {
+        match self.fs.lookup(path, Query::Listing, self.deadline, load) {
             Some(Cached::Listing(names)) => names,
             _ => Vec::new(),
         }
@@ -118,16 +127,22 @@ impl FileSystem for BudgetedFs<'_> {
     }
 
     fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
-        use std::os::unix::fs::FileExt as _;
         let ends = |path: &PathBuf| {
-            if Instant::now() > self.deadline {
-                return None;
+            let load = || {
+                use std::os::unix::fs::FileExt as _;
+                let last_byte = || {
+                    let file = std::fs::File::open(path).ok()?;
+                    let size = file.metadata().ok().filter(|m| m.is_file())?.len();
+                    let mut byte = [0u8];
+                    file.read_exact_at(&mut byte, size.checked_sub(1)?).ok()?;
+                    Some(byte[0] == b'\n')
+                };
+                Cached::EndsWithNewline(last_byte())
+            };
+            match self.fs.lookup(path, Query::LastByte, self.deadline, load) {
+                Some(Cached::EndsWithNewline(ends)) => ends,
+                _ => None,
             }
-            let file = std::fs::File::open(path).ok()?;
-            let size = file.metadata().ok().filter(|m| m.is_file())?.len();
-            let mut byte = [0u8];
-            file.read_exact_at(&mut byte, size.checked_sub(1)?).ok()?;
-            Some(byte[0] == b'\n')
         };
         paths.iter().map(ends).collect()
     }

@@ -150,8 +150,10 @@ impl Facts<'_> {
         self.invocation.as_ref().is_some_and(|i| i.entry.options.splittable_across_input)
     }
 
-    fn options(&self) -> Option<&crate::annotation::CommandOptions> {
-        self.invocation.as_ref().map(|i| &i.entry.options)
+    /// Whether every piece of its output is whole lines, given whether its input's are.
+    fn output_whole_lines(&self, input_whole: impl FnOnce() -> bool) -> bool {
+        let options = self.invocation.as_ref().map(|i| &i.entry.options);
+        options.is_some_and(|o| o.output_ends_lines || (o.output_ends_as_input && input_whole()))
     }
 
     /// The copies of a split: up to `factor` per run of files on one mount, each an equal share.
@@ -242,7 +244,8 @@ pub(crate) fn build_pipeline(
 fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Option<usize> {
     let first = &facts[start];
     let runs = first.split_runs();
-    let copies: usize = runs.iter().map(|(_, members)| members.len().min(ctx.options.copies_per_mount.max(1))).sum();
+    let parts = first.parts(ctx.options.copies_per_mount.max(1));
+    let copies = parts.len();
     let redirected_input = !matches!(first.stdin, Input::Pipe | Input::Stdin);
     if first.shell_reason.is_some() || copies < 2 || first.pin.is_some() || first.dash_input || redirected_input {
         return None;
@@ -258,7 +261,6 @@ fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Op
     // Each command's output must end lines, or end as its input does, which for the first
     // command means every piece's last (non-empty) file ends with a newline.
     let files_end_lines = || {
-        let parts = first.parts(ctx.options.copies_per_mount.max(1));
         let seams: Vec<PathBuf> = parts[..parts.len() - 1]
             .iter()
             .filter_map(|(_, members)| members.iter().rev().map(|&i| &first.inputs[i]).find(|f| f.size > 0))
@@ -266,9 +268,7 @@ fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Op
             .collect();
         ctx.fs.end_with_newlines(&seams).into_iter().all(|ends| ends == Some(true))
     };
-    let ends_lines = |facts: &Facts<'_>, input_ends_lines: &dyn Fn() -> bool| {
-        facts.options().is_some_and(|o| o.output_ends_lines || (o.output_ends_as_input && input_ends_lines()))
-    };
+    // Whether lines are whole after the segment's last command so far.
     let mut aligned = None;
     let mut end = start;
     while end + 1 < facts.len() {
@@ -283,13 +283,13 @@ fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Op
             && next.inputs.iter().all(|f| f.config)
             && next.outputs.is_empty()
             && runs.iter().all(|(location, _)| runnable(next.copy_words(&[]), location))
-            && *aligned.get_or_insert_with(|| ends_lines(current, &files_end_lines));
+            && *aligned.get_or_insert_with(|| current.output_whole_lines(files_end_lines));
         if !joins {
             break;
         }
         end += 1;
-        let before = aligned == Some(true);
-        aligned = Some(ends_lines(&facts[end], &|| before));
+        // It joined, so its input's lines were whole.
+        aligned = Some(facts[end].output_whole_lines(|| true));
     }
     // A command writing its stderr elsewhere cannot be a later command of a lane.
     loop {

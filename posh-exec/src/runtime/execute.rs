@@ -400,6 +400,6 @@ impl RemoteGroup {
 }
 
 /// An async reader on a pipe of ours (no other process shares its read end).
-fn pipe_reader(fd: OwnedFd) -> std::io::Result<tokio::net::unix::pipe::Receiver> {
+pub(super) fn pipe_reader(fd: OwnedFd) -> std::io::Result<tokio::net::unix::pipe::Receiver> {
     tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
 }

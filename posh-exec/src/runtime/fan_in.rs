@@ -7,7 +7,7 @@ use std::os::fd::OwnedFd;
 use posh_core::annotation::MergeKind;
 use tokio::io::{AsyncBufReadExt as _, AsyncReadExt as _, AsyncWriteExt as _};
 
-use super::execute::pipe;
+use super::execute::{pipe, pipe_reader};
 use super::local::{self, Caller};
 use super::output::async_writer;
 use super::placement::FanIn;
@@ -80,9 +80,13 @@ async fn run_merging(
         Err(status) => return status,
     };
     if let Some((readers, writer)) = feed {
-        let mut out = async_writer(writer);
+        // The pipe into its stdin is ours alone: written directly, without a relay thread.
+        let sender = writer.and_then(|w| tokio::net::unix::pipe::Sender::from_owned_fd(w).ok());
+        let mut out: Writer = match sender {
+            Some(sender) => Box::new(sender),
+            None => Box::new(tokio::io::sink()),
+        };
         let _ = concatenate(readers, &mut out).await;
-        let _ = out.shutdown().await;
     }
     tokio::task::spawn_blocking(move || child.wait().map_or(1, local::shell_status)).await.unwrap_or(1)
 }
@@ -95,15 +99,11 @@ fn boxed(
 
 type Writer = Box<dyn tokio::io::AsyncWrite + Unpin + Send>;
 
-fn reader(fd: OwnedFd) -> std::io::Result<tokio::net::unix::pipe::Receiver> {
-    tokio::net::unix::pipe::Receiver::from_owned_fd(fd)
-}
-
 /// Copies each reader to `out` in order. When `out` fails, the rest are dropped unread: the
 /// copies get SIGPIPE, as the unsplit command would.
-pub async fn concatenate(readers: Vec<OwnedFd>, out: &mut Writer) -> std::io::Result<()> {
+async fn concatenate(readers: Vec<OwnedFd>, out: &mut Writer) -> std::io::Result<()> {
     for fd in readers {
-        let Ok(mut input) = reader(fd) else { continue };
+        let Ok(mut input) = pipe_reader(fd) else { continue };
         tokio::io::copy(&mut input, out).await?;
         out.flush().await?;
     }
@@ -118,7 +118,7 @@ async fn sum(readers: Vec<OwnedFd>, out: &mut Writer) -> std::io::Result<()> {
     let mut outputs = Vec::new();
     for fd in readers {
         let mut text = Vec::new();
-        if let Ok(mut input) = reader(fd) {
+        if let Ok(mut input) = pipe_reader(fd) {
             input.read_to_end(&mut text).await?;
         }
         outputs.push(text);
@@ -146,7 +146,7 @@ fn number(word: &[u8]) -> Option<u128> {
     std::str::from_utf8(word).ok().filter(|w| w.bytes().all(|b| b.is_ascii_digit()))?.parse().ok()
 }
 
-pub(crate) fn sum_texts(outputs: &[Vec<u8>]) -> Vec<u8> {
+fn sum_texts(outputs: &[Vec<u8>]) -> Vec<u8> {
     let present: Vec<&Vec<u8>> = outputs.iter().filter(|o| !o.is_empty()).collect();
     let Some(first) = present.first() else { return Vec::new() };
     let parsed: Vec<Vec<Fields<'_>>> =
@@ -189,7 +189,7 @@ async fn uniq_count(readers: Vec<OwnedFd>, out: &mut Writer) -> std::io::Result<
     let mut pending: Option<(u128, Vec<u8>)> = None;
     let mut line = Vec::new();
     for fd in readers {
-        let Ok(input) = reader(fd) else { continue };
+        let Ok(input) = pipe_reader(fd) else { continue };
         let mut input = tokio::io::BufReader::with_capacity(256 * 1024, input);
         loop {
             line.clear();

@@ -103,8 +103,11 @@ pub fn start(
     for (var, value) in &command.assignments {
         process.env(var, value);
     }
-    let mappings = inherited.into_iter().zip(3..).map(|(parent_fd, child_fd)| FdMapping { parent_fd, child_fd });
-    if process.fd_mappings(mappings.collect()).is_err() {
+    // Only when there are any: the mapping is a pre-exec hook, which makes std fork and exec
+    // instead of posix_spawn, and every local command goes through here.
+    let mappings: Vec<FdMapping> =
+        inherited.into_iter().zip(3..).map(|(parent_fd, child_fd)| FdMapping { parent_fd, child_fd }).collect();
+    if !mappings.is_empty() && process.fd_mappings(mappings).is_err() {
         caller.bash_error(&call.name, command.line, &program.to_string_lossy(), &"descriptors collide");
         return Err(126);
     }
