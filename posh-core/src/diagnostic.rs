@@ -145,6 +145,10 @@ codes! {
     /// `bounds_lines` and `bounds_bytes` go on an option with one value (`head -n N`), at most
     /// one of them per option.
     BadOutputBound = "A117", "bad-output-bound", Error;
+    /// What a command takes along is misspelt: `no_match_status` is an exit status (1 to 255),
+    /// `reads_env` names environment variables, and `reads_home` names files under the home,
+    /// each written `~/path`.
+    BadCarried = "A118", "bad-carried", Error;
     /// An earlier entry for the same command fits every invocation this entry fits, so this
     /// entry can never win. Reorder the entries, or add a `required` option to the earlier one.
     UnreachableEntry = "A201", "unreachable-entry", Warning;

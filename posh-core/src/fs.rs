@@ -14,14 +14,18 @@ pub enum FileKind {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FileMeta {
     pub kind: FileKind,
-    /// Bytes for a file; for a directory, the bytes of everything below it when the
-    /// implementation knows them cheaply, else 0.
+    /// Bytes for a file; 0 for a directory (see [`FileSystem::directory_size`]).
     pub size: u64,
 }
 
 pub trait FileSystem {
-    /// `None` when the path does not exist or cannot be read.
+    /// `None` when the path does not exist or cannot be read. One `stat`: a directory's size is
+    /// 0 here.
     fn metadata(&self, path: &Path) -> Option<FileMeta>;
+    /// The bytes of everything below a directory, when the implementation can add them up
+    /// cheaply (a walk of a local disk, within a budget). The planner asks it only of directories
+    /// at the client: walking one on a mount would cost the client a round trip per entry.
+    fn directory_size(&self, path: &Path) -> Option<u64>;
     /// The names in a directory, sorted; empty when it is not a readable directory.
     fn read_dir(&self, path: &Path) -> Vec<String>;
     fn read_to_string(&self, path: &Path) -> Option<String>;
@@ -88,10 +92,11 @@ impl FileSystem for MemoryFileSystem {
         if let Some((size, _)) = self.files.get(path) {
             return Some(FileMeta { kind: FileKind::File, size: *size });
         }
-        self.is_dir(path).then(|| FileMeta {
-            kind: FileKind::Directory,
-            size: self.files.iter().filter(|(f, _)| f.starts_with(path)).map(|(_, (s, _))| s).sum(),
-        })
+        self.is_dir(path).then_some(FileMeta { kind: FileKind::Directory, size: 0 })
+    }
+
+    fn directory_size(&self, path: &Path) -> Option<u64> {
+        self.is_dir(path).then(|| self.files.iter().filter(|(f, _)| f.starts_with(path)).map(|(_, (s, _))| s).sum())
     }
 
     fn read_dir(&self, path: &Path) -> Vec<String> {
@@ -126,7 +131,8 @@ mod tests {
     fn memory_file_system_has_implicit_directories() {
         let mut fs = MemoryFileSystem::new();
         fs.add_file("/mnt/logs/a.log", 10).add_file("/mnt/logs/b.log", 5).add_text("/home/u/posh.toml", "x");
-        assert_eq!(fs.metadata(Path::new("/mnt/logs")), Some(FileMeta { kind: FileKind::Directory, size: 15 }));
+        assert_eq!(fs.metadata(Path::new("/mnt/logs")), Some(FileMeta { kind: FileKind::Directory, size: 0 }));
+        assert_eq!(fs.directory_size(Path::new("/mnt/logs")), Some(15));
         assert_eq!(fs.metadata(Path::new("/mnt/logs/a.log")), Some(FileMeta { kind: FileKind::File, size: 10 }));
         assert_eq!(fs.metadata(Path::new("/mnt/nothing")), None);
         assert_eq!(fs.read_dir(Path::new("/mnt")), ["logs"]);

@@ -14,12 +14,13 @@ pub struct OsFileSystem;
 impl FileSystem for OsFileSystem {
     fn metadata(&self, path: &Path) -> Option<FileMeta> {
         let meta = std::fs::metadata(path).ok()?;
-        if meta.is_dir() {
-            let mut budget = WALK_LIMIT;
-            Some(FileMeta { kind: FileKind::Directory, size: directory_size(path, &mut budget) })
-        } else {
-            Some(FileMeta { kind: FileKind::File, size: meta.len() })
-        }
+        let kind = if meta.is_dir() { FileKind::Directory } else { FileKind::File };
+        Some(FileMeta { kind, size: if meta.is_dir() { 0 } else { meta.len() } })
+    }
+
+    fn directory_size(&self, path: &Path) -> Option<u64> {
+        let mut budget = WALK_LIMIT;
+        std::fs::metadata(path).ok().filter(|m| m.is_dir()).map(|_| walk(path, &mut budget))
     }
 
     fn read_dir(&self, path: &Path) -> Vec<String> {
@@ -55,7 +56,7 @@ fn last_byte(path: &Path) -> Option<u8> {
     Some(byte[0])
 }
 
-fn directory_size(path: &Path, budget: &mut usize) -> u64 {
+fn walk(path: &Path, budget: &mut usize) -> u64 {
     let Ok(entries) = std::fs::read_dir(path) else {
         return 0;
     };
@@ -67,7 +68,7 @@ fn directory_size(path: &Path, budget: &mut usize) -> u64 {
         *budget -= 1;
         // symlink_metadata: a link is not followed, so a cycle cannot trap the walk.
         match entry.path().symlink_metadata() {
-            Ok(meta) if meta.is_dir() => total += directory_size(&entry.path(), budget),
+            Ok(meta) if meta.is_dir() => total += walk(&entry.path(), budget),
             Ok(meta) => total += meta.len(),
             Err(_) => {}
         }

@@ -345,3 +345,65 @@ fn a_line_cut_by_a_seam_is_read_whole() {
     assert_eq!(stats[0]["commands"][1]["location"], "client", "{stats:?}");
     assert_eq!(stats[3]["commands"][1]["location"], serde_json::json!(["logs", "archive"]), "{stats:?}");
 }
+
+/// git runs at the proxy of the mount its repository is on, with the user's identity and
+/// configuration taken along (`reads_env`, `reads_home`): the commit it makes is bash's, byte
+/// for byte (same author, same hash), and the user's ignore file applies.
+#[test]
+fn git_runs_at_its_proxy_with_the_users_identity() {
+    let cluster = Cluster::new(&[]);
+    let root = cluster.root();
+    let home = root.join("home");
+    std::fs::create_dir_all(root.join("config/git")).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(home.join(".gitconfig"), "[user]\n\tname = Ada Client\n\temail = ada@client.invalid\n").unwrap();
+    std::fs::write(root.join("config/git/ignore"), "*.tmp\n").unwrap();
+    let repo = root.join("logs/repo");
+    let git = |args: &[&str]| {
+        let status = cluster.command("git").args(args).current_dir(&repo).env("HOME", &home).status().unwrap();
+        assert!(status.success(), "git {args:?}");
+    };
+    let fresh_repo = || {
+        let _ = std::fs::remove_dir_all(&repo);
+        std::fs::create_dir_all(repo.join("src")).unwrap();
+        std::fs::write(repo.join("src/a.c"), "int a;\n").unwrap();
+        git(&["init", "-q", "-b", "main"]);
+        git(&["add", "."]);
+        git(&["commit", "-q", "-m", "base"]);
+        std::fs::write(repo.join("src/a.c"), "int a = 1;\n").unwrap();
+        std::fs::write(repo.join("src/b.c"), "int b;\n").unwrap();
+        std::fs::write(repo.join("scratch.tmp"), "ignored\n").unwrap();
+    };
+    // Run from the mount (bash keeps `cd`, whose target the static plan does not follow).
+    let script = "cd repo\n\
+                  git status --short\n\
+                  git add .\n\
+                  git commit -q -m 'add b'\n\
+                  git log -n 1 '--format=%an <%ae> / %cn <%ce> %H'\n\
+                  git grep -c nothing\n\
+                  echo $?\n";
+    std::fs::write(root.join("s.sh"), script).unwrap();
+    let run = |program: &str| {
+        fresh_repo();
+        let mut command = cluster.command(program);
+        command.env("HOME", &home).env("GIT_AUTHOR_DATE", "2020-07-15T12:00:00Z");
+        command.env("GIT_COMMITTER_DATE", "2020-07-15T12:00:00Z").env("GIT_CONFIG_NOSYSTEM", "1");
+        command.current_dir(root.join("logs"));
+        match program {
+            "bash" => command.arg("../s.sh"),
+            _ => command.args(["--stats", "../stats.json", "../s.sh"]),
+        };
+        command.output().unwrap()
+    };
+    let bash = run("bash");
+    assert!(text(&bash.stdout).contains("Ada Client <ada@client.invalid> / Ada Client"), "{}", text(&bash.stdout));
+    let posh = run(env!("CARGO_BIN_EXE_posh-exec"));
+    assert_eq!(text(&posh.stdout), text(&bash.stdout));
+    assert_eq!(text(&posh.stderr), text(&bash.stderr));
+    assert_eq!(posh.status.code(), bash.status.code());
+    let stats = cluster.stats();
+    assert_eq!(stats.len(), 5, "every git command was handed to the runtime: {stats:?}");
+    for record in &stats {
+        assert_eq!(record["commands"][0]["location"], "logs", "{record}");
+    }
+}

@@ -180,7 +180,7 @@ fn figure_2_splits_cat_and_grep_per_mount_and_only_grep_output_crosses() {
             "  @A cat A/x.log (copy 1/2): one copy per mount of its data",
             "      annotation: cat[splittable_across_input, output_ends_as_input] (text.posh)",
             "  @A grep foo (copy 1/2): one copy per mount of its data",
-            "      annotation: grep[splittable_across_input, filters_input, output_ends_lines] (search.posh)",
+            "      annotation: grep[splittable_across_input, filters_input, output_ends_lines, no_match_status:1] (search.posh)",
             "  @B cat B/y.log (copy 2/2): one copy per mount of its data",
             "  @B grep foo (copy 2/2): one copy per mount of its data",
             "  @client merge (concat): the copies' outputs are combined at the client",
@@ -284,7 +284,7 @@ fn dash_c_explains_the_commands_given() {
         fixture.explain(&["-c", "grep foo A/x.log > A/out.txt"]),
         "-c:1: [@A]grep foo A/x.log > A/out.txt
   @A grep foo A/x.log: the cheapest place for the data it moves
-      annotation: grep[splittable_across_input, filters_input, output_ends_lines] (search.posh)
+      annotation: grep[splittable_across_input, filters_input, output_ends_lines, no_match_status:1] (search.posh)
   bash would move 1.2 GB, posh moves 0 B
 
 1 pipeline(s), cost-based placement: bash would move 1.2 GB, posh moves 0 B

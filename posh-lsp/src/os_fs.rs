@@ -99,6 +99,12 @@ impl FileSystem for BudgetedFs<'_> {
         }
     }
 
+    /// Not walked: the editor's plan must come back within its budget, and a walk through a
+    /// network mount would not.
+    fn directory_size(&self, _path: &Path) -> Option<u64> {
+        None
+    }
+
     fn read_dir(&self, path: &Path) -> Vec<String> {
         let load = || {
             let mut names: Vec<String> = std::fs::read_dir(path)

@@ -30,6 +30,16 @@ pub fn format_header(entry: &CommandEntry) -> String {
     if let Some(bytes) = o.output_per_input {
         options.push(format!("output_per_input:{bytes}"));
     }
+    if let Some(status) = o.no_match_status {
+        options.push(format!("no_match_status:{status}"));
+    }
+    if !o.reads_env.is_empty() {
+        options.push(format!("reads_env:{}", quote(&o.reads_env.join(" "))));
+    }
+    if !o.reads_home.is_empty() {
+        let files: Vec<String> = o.reads_home.iter().map(|f| format!("~/{f}")).collect();
+        options.push(format!("reads_home:{}", quote(&files.join(" "))));
+    }
     if !options.is_empty() {
         out.push_str(&format!("[{}]", options.join(", ")));
     }

@@ -89,6 +89,9 @@ fn lower_options(fields: &[RawField], diags: &mut Vec<Diagnostic>) -> CommandOpt
             }
             "output_ratio" => options.output_ratio = number_value(field, diags),
             "output_per_input" => options.output_per_input = number_value(field, diags),
+            "no_match_status" => options.no_match_status = status_value(field, diags),
+            "reads_env" => options.reads_env = env_names(field, diags),
+            "reads_home" => options.reads_home = home_files(field, diags),
             other => unreachable!("command option `{other}` has no meaning in lower_options"),
         }
     }
@@ -329,6 +332,64 @@ fn text_value(field: &RawField) -> Option<&str> {
         RawValueKind::Word(w) | RawValueKind::Str(w) => Some(w),
         _ => None,
     }
+}
+
+/// An exit status a command can report: 1 to 255.
+fn status_value(field: &RawField, diags: &mut Vec<Diagnostic>) -> Option<u8> {
+    let number = number_value(field, diags)?;
+    match u8::try_from(number as i64) {
+        Ok(status) if status > 0 && f64::from(status) == number => Some(status),
+        _ => {
+            let span = field.value.as_ref().map_or(field.span, |v| v.span);
+            diags.push(Diagnostic::new(
+                Code::BadCarried,
+                span,
+                format!("`{number}` is not an exit status from 1 to 255"),
+            ));
+            None
+        }
+    }
+}
+
+/// The variable names of `reads_env`: each a name a shell could assign.
+fn env_names(field: &RawField, diags: &mut Vec<Diagnostic>) -> Vec<String> {
+    let span = field.value.as_ref().map_or(field.span, |v| v.span);
+    let mut names = Vec::new();
+    for name in text_value(field).unwrap_or_default().split_whitespace() {
+        let valid = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
+            && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
+        if valid {
+            names.push(name.to_string());
+        } else {
+            diags.push(Diagnostic::new(
+                Code::BadCarried,
+                span,
+                format!("`{name}` is not an environment variable name"),
+            ));
+        }
+    }
+    names
+}
+
+/// The files of `reads_home`, as paths relative to the home (`~/.gitconfig` is `.gitconfig`).
+fn home_files(field: &RawField, diags: &mut Vec<Diagnostic>) -> Vec<String> {
+    let span = field.value.as_ref().map_or(field.span, |v| v.span);
+    let mut files = Vec::new();
+    for word in text_value(field).unwrap_or_default().split_whitespace() {
+        let relative = word.strip_prefix("~/").filter(|rest| {
+            !rest.is_empty()
+                && std::path::Path::new(rest).components().all(|c| matches!(c, std::path::Component::Normal(_)))
+        });
+        match relative {
+            Some(relative) => files.push(relative.trim_end_matches('/').to_string()),
+            None => diags.push(Diagnostic::new(
+                Code::BadCarried,
+                span,
+                format!("`{word}` is not a file under the home: write `~/` and a path without `.` or `..`"),
+            )),
+        }
+    }
+    files
 }
 
 fn number_value(field: &RawField, diags: &mut Vec<Diagnostic>) -> Option<f64> {

@@ -102,6 +102,12 @@ pub struct CommandOptions {
     pub output_ends_as_input: bool,
     /// Standard input lists names of files the command opens (`xargs`).
     pub stdin_file_list: bool,
+    /// The status meaning "nothing selected" rather than a failure (grep's 1).
+    pub no_match_status: Option<u8>,
+    /// Environment variables the command reads besides the locale.
+    pub reads_env: Vec<String>,
+    /// Its configuration files in the user's home, relative to it (`.gitconfig`).
+    pub reads_home: Vec<String>,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

@@ -390,3 +390,20 @@ c: PARAMS:[(type:input_file,size:list,bounds_bytes)]
     let formatted: String = parsed.entries.iter().take(2).map(format_entry).collect();
     insta::assert_snapshot!(format!("{formatted}\n{}", render_diagnostics(source)));
 }
+
+#[test]
+fn what_a_command_takes_along_round_trips_and_is_checked() {
+    let source = "\
+git[needs_current_dir,no_match_status:1,reads_env:\"GIT_AUTHOR_NAME EMAIL\",reads_home:\"~/.gitconfig ~/.config/git/config\"]: PARAMS:[(type:str,size:list)]
+a[no_match_status:0]: PARAMS:[(type:input_file,size:list)]
+b[no_match_status:1.5,reads_env:\"OK 2BAD A-B\"]: PARAMS:[(type:input_file,size:list)]
+c[reads_home:\".gitconfig ~/../x ~/a/./b /etc/passwd ~/\"]: PARAMS:[(type:input_file,size:list)]
+";
+    check_lossless(source);
+    let parsed = parse(source);
+    let options = &parsed.entries[0].options;
+    assert_eq!(options.reads_home, [".gitconfig", ".config/git/config"]);
+    let reparsed = parse(&format_entry(&parsed.entries[0]));
+    assert_eq!(reparsed.entries[0].options, *options, "the printed header reads back the same");
+    insta::assert_snapshot!(format!("{}\n{}", format_entry(&parsed.entries[0]), render_diagnostics(source)));
+}

@@ -6,10 +6,11 @@ use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
 use crate::annotation::{ArgType, MergeKind, OutputBound};
+use crate::fs::{FileKind, FileMeta};
 use crate::matcher::{Invocation, NoMatch};
 use crate::planner::PlanContext;
 use crate::planner::expand::{Expanded, expand_word};
-use crate::planner::model::{Edge, Location, Node, NodeId, NodeKind, PipelinePlan, Stream, Why};
+use crate::planner::model::{Carried, Edge, Location, Node, NodeId, NodeKind, PipelinePlan, Stream, Why};
 use crate::planner::reach::{Reach, reach};
 use crate::shell::{self, CommandKind, RedirectOp, RedirectTarget};
 
@@ -384,19 +385,11 @@ fn analyse<'l>(
                 }
             }
             if invocation.entry.options.needs_current_dir {
-                // It works on the whole working directory (git stats every file), so that is
-                // what bash would drag across, and where it must run.
-                let cwd = ctx.file_use(".", false, None);
-                facts.pin = Some(match cwd.location {
-                    // Such commands read the user's configuration too (git's identity in
-                    // ~/.gitconfig), which does not reach a proxy yet: at a proxy, a commit
-                    // would get another author than under bash.
-                    Location::Mount(_) => (
-                        Location::Client,
-                        Why::ClientOnly("its configuration in the user's home does not reach a proxy yet".to_string()),
-                    ),
-                    Location::Client => (Location::Client, Why::CurrentDirectory),
-                });
+                // It works on the whole working directory (git stats every file), so it runs
+                // where that lives. What it reads of the user's (git's identity and
+                // configuration) goes along: see `Carried`.
+                let cwd = ctx.working_directory();
+                facts.pin = Some((cwd.location.clone(), Why::CurrentDirectory));
                 facts.inputs.push(cwd);
             }
             let words = facts.inputs.iter().chain(&facts.outputs).map(|f| f.path.as_str());
@@ -506,12 +499,26 @@ impl PlanContext<'_> {
 
     fn file_use(&self, path: &str, config: bool, split_value: Option<usize>) -> FileUse {
         let absolute = self.absolute(path);
-        FileUse {
-            path: path.to_string(),
-            location: self.location_of(&absolute),
-            size: self.fs.metadata(&absolute).map_or(0, |m| m.size),
-            config,
-            split_value,
+        let location = self.location_of(&absolute);
+        let size = match self.fs.metadata(&absolute) {
+            Some(FileMeta { kind: FileKind::Directory, .. }) => self.fs.directory_size(&absolute).unwrap_or(0),
+            Some(meta) => meta.size,
+            None => 0,
+        };
+        FileUse { path: path.to_string(), location, size, config, split_value }
+    }
+
+    /// The working directory of a command that runs where it lives (`needs_current_dir`). On
+    /// a mount it is not walked: the command goes there whatever its size, and through the
+    /// mount each entry would cost the client a round trip (git's 20,000 files, twice). Its
+    /// bytes are then unknown, and shown as 0.
+    fn working_directory(&self) -> FileUse {
+        let location = self.location_of(&self.absolute("."));
+        match location {
+            Location::Client => self.file_use(".", false, None),
+            Location::Mount(_) => {
+                FileUse { path: ".".to_string(), location, size: 0, config: false, split_value: None }
+            }
         }
     }
 }
@@ -658,6 +665,11 @@ impl Graph<'_> {
             span: facts.span,
             copy: copy.as_ref().map(|(i, n, _)| (*i, *n)),
             annotation: facts.annotation.clone(),
+            no_match_status: facts.invocation.as_ref().and_then(|i| i.entry.options.no_match_status),
+            carries: facts.invocation.as_ref().map_or_else(Carried::default, |i| Carried {
+                env: i.entry.options.reads_env.clone(),
+                home: i.entry.options.reads_home.clone(),
+            }),
         };
         let id = self.node(kind, location, why, pinned);
         if let (Reach::ClientOr(mount), None) = (&facts.reach, &copy) {

@@ -62,6 +62,24 @@ pub struct Node {
     pub why: Why,
 }
 
+/// What of the client's environment a command reads besides its words and files, as its
+/// annotation says (`reads_env`, `reads_home`): it goes along to a proxy with the command.
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Carried {
+    /// Environment variables, taken along when the script has set them.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub env: Vec<String>,
+    /// Files under the user's home, relative to it; a copy of each the user has goes along.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub home: Vec<String>,
+}
+
+impl Carried {
+    pub fn is_empty(&self) -> bool {
+        self.env.is_empty() && self.home.is_empty()
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum NodeKind {
@@ -79,6 +97,13 @@ pub enum NodeKind {
         copy: Option<(usize, usize)>,
         /// The annotation entry that fits, as `name[options]` with its source file.
         annotation: Option<String>,
+        /// The status by which it says it selected nothing (grep's 1): the copies of a split
+        /// exit with it only when each did.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        no_match_status: Option<u8>,
+        /// What it takes along from the client wherever it runs.
+        #[serde(skip_serializing_if = "Carried::is_empty")]
+        carries: Carried,
     },
     /// A file the pipeline reads (an input argument or a `<` redirect).
     ReadFile {

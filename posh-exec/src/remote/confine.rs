@@ -1,6 +1,7 @@
 //! What the proxy agrees to run: annotated commands whose files and working directory stay
 //! under the export root, with an environment it builds itself.
 
+use std::collections::BTreeMap;
 use std::io;
 use std::path::{Component, Path, PathBuf};
 
@@ -27,6 +28,8 @@ pub struct Checked {
     pub outputs_appended: bool,
     /// Every file word (inputs and outputs), resolved.
     pub files: Vec<PathBuf>,
+    /// The files of the command's own home (relative path, content), when it has one.
+    pub home: Option<Vec<(PathBuf, String)>>,
 }
 
 /// A redirection the proxy applies.
@@ -119,7 +122,8 @@ pub fn check(library: &Library, root: &Path, cwd: &Path, command: &JobCommand) -
         env.push((name.clone(), value.clone()));
     }
     let outputs_appended = invocation.appends_outputs();
-    Ok(Checked { argv: command.argv.clone(), env, redirects, outputs, outputs_appended, files: paths })
+    let home = command.home.as_ref().map(check_home).transpose()?;
+    Ok(Checked { argv: command.argv.clone(), env, redirects, outputs, outputs_appended, files: paths, home })
 }
 
 fn check_redirect(root: &Path, cwd: &Path, redirect: &Redirect) -> Result<CheckedRedirect, String> {
@@ -144,6 +148,33 @@ fn check_redirect(root: &Path, cwd: &Path, redirect: &Redirect) -> Result<Checke
         },
         other => return Err(format!("redirection `{other}` is not supported by the proxy")),
     })
+}
+
+/// The most a command's home may hold: a user's configuration, not data.
+const HOME_LIMIT: usize = 256 * 1024;
+
+/// The files of a command's own home: relative paths without `.` or `..`, a few hundred KiB in
+/// all. They are written into the job's private directory, never under the export.
+fn check_home(files: &BTreeMap<String, String>) -> Result<Vec<(PathBuf, String)>, String> {
+    let total: usize = files.values().map(String::len).sum();
+    if total > HOME_LIMIT || files.len() > 64 {
+        return Err(format!(
+            "the command's home files hold {total} bytes in {} files, more than a job takes",
+            files.len()
+        ));
+    }
+    files
+        .iter()
+        .map(|(path, text)| {
+            let relative = Path::new(path);
+            let normal = !path.is_empty() && relative.components().all(|c| matches!(c, Component::Normal(_)));
+            if normal {
+                Ok((relative.to_path_buf(), text.clone()))
+            } else {
+                Err(format!("`{path}` cannot be a file of a home"))
+            }
+        })
+        .collect()
 }
 
 /// Names a request may not set: they would change which program runs or what it loads.
@@ -242,12 +273,8 @@ mod tests {
         let root = std::fs::canonicalize(dir.path()).unwrap();
         std::fs::write(root.join("list.txt"), "/etc/passwd\n").unwrap();
         let library = Library::builtin();
-        let job = |argv: &[&str]| JobCommand {
-            argv: argv.iter().map(|w| w.to_string()).collect(),
-            env: Default::default(),
-            files: Vec::new(),
-            redirects: Vec::new(),
-        };
+        let job =
+            |argv: &[&str]| JobCommand { argv: argv.iter().map(|w| w.to_string()).collect(), ..JobCommand::default() };
         let refused = |argv: &[&str]| check(&library, &root, &root, &job(argv)).unwrap_err();
         assert_eq!(
             refused(&["xargs", "cat"]),
@@ -258,17 +285,25 @@ mod tests {
     }
 
     #[test]
+    fn a_home_holds_only_a_few_files_below_it() {
+        let home = |files: &[(&str, usize)]| {
+            let files = files.iter().map(|(path, len)| (path.to_string(), "x".repeat(*len))).collect();
+            check_home(&files).map(|files| files.len())
+        };
+        assert_eq!(home(&[(".gitconfig", 10), (".config/git/ignore", 10)]), Ok(2));
+        for bad in ["../.ssh/authorized_keys", "/etc/passwd", "a/../../b", "./x", ""] {
+            assert_eq!(home(&[(bad, 1)]), Err(format!("`{bad}` cannot be a file of a home")), "{bad}");
+        }
+        assert!(home(&[(".gitconfig", HOME_LIMIT + 1)]).unwrap_err().contains("more than a job takes"));
+    }
+
+    #[test]
     fn output_words_of_an_appending_flag_are_marked_appended() {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let library = Library::builtin();
         let appended = |argv: &[&str]| {
-            let command = JobCommand {
-                argv: argv.iter().map(|w| w.to_string()).collect(),
-                env: Default::default(),
-                files: Vec::new(),
-                redirects: Vec::new(),
-            };
+            let command = JobCommand { argv: argv.iter().map(|w| w.to_string()).collect(), ..JobCommand::default() };
             check(&library, &root, &root, &command).unwrap().outputs_appended
         };
         assert!(appended(&["tee", "-a", "log.txt"]));

@@ -297,6 +297,28 @@ fn apply_redirects(
 }
 
 /// Whether `program` is an executable in the proxy's `PATH`.
+/// Command `index`'s own home in the job's private directory, holding its configuration files
+/// (checked relative paths), readable by it alone.
+fn make_home(
+    job_dir: &Path,
+    index: usize,
+    files: &[(std::path::PathBuf, String)],
+) -> std::io::Result<std::path::PathBuf> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    let home = job_dir.join(format!("home-{index}"));
+    let mut dirs = std::fs::DirBuilder::new();
+    dirs.recursive(true).mode(0o700);
+    dirs.create(&home)?;
+    for (path, text) in files {
+        let file = home.join(path);
+        if let Some(parent) = file.parent() {
+            dirs.create(parent)?;
+        }
+        std::fs::write(file, text)?;
+    }
+    Ok(home)
+}
+
 fn on_path(program: &str) -> bool {
     PATH.split(':').any(|dir| {
         std::fs::metadata(Path::new(dir).join(program))
@@ -378,6 +400,20 @@ where
             ends[i] = Some(Exit { error: Some(error), ..Exit::default() });
             continue;
         }
+        let home = match &checked.home {
+            Some(files) => match make_home(place.dir.path(), i, files) {
+                Ok(home) => Some(home),
+                Err(e) => {
+                    let message = format!("cannot make its home: {}", os_message(&e));
+                    ends[i] = Some(Exit {
+                        error: Some(StartError { redirect: None, message, status: 126 }),
+                        ..Exit::default()
+                    });
+                    continue;
+                }
+            },
+            None => None,
+        };
         let [stdin, stdout, stderr] = fds.map(|fd| fd.map_or_else(Stdio::null, Stdio::from));
         let mut command = tokio::process::Command::new(place.launcher);
         command
@@ -390,6 +426,7 @@ where
             .env_clear()
             .envs(checked.env.iter().map(|(k, v)| (k, v)))
             .env("TMPDIR", place.dir.path())
+            .envs(home.map(|home| ("HOME", home)))
             .stdin(stdin)
             .stdout(stdout)
             .stderr(stderr)
@@ -609,6 +646,7 @@ mod tests {
             outputs: vec![(2, 0..log.to_str().unwrap().len(), log.clone())],
             outputs_appended: true,
             files: vec![log.clone()],
+            home: None,
         };
         for (completed, expected) in [(false, "old\n"), (true, "old\nnew\n")] {
             let mut outputs = Outputs::new(&journal, std::slice::from_ref(&checked));
@@ -632,6 +670,7 @@ mod tests {
             outputs: vec![(3, 0..made.to_str().unwrap().len(), made.join("deeper"))],
             outputs_appended: false,
             files: vec![made.join("deeper")],
+            home: None,
         };
         let mut outputs = Outputs::new(&journal, &[]);
         record_output_words(&checked, 0, &mut outputs).unwrap();

@@ -65,6 +65,10 @@ pub struct JobCommand {
     /// Applied in order over the command's pipes, as bash applies them.
     #[serde(default)]
     pub redirects: Vec<Redirect>,
+    /// The command runs with a home of its own (`HOME`), holding these files (path relative to
+    /// the home, text): the user's configuration its annotation names (`reads_home`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub home: Option<BTreeMap<String, String>>,
 }
 
 /// `fd op target`: `<`, `>`, `>|`, `>>` with a path under the export (or `/dev/null`), `>&` with

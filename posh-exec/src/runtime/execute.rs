@@ -125,14 +125,12 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
     for end in &ends {
         statuses[end.command].push(end.status);
     }
-    let mut statuses: Vec<i32> = call
-        .commands
-        .iter()
-        .zip(&statuses)
-        .map(|(command, copies)| {
-            combine_copies(&command.argv.first().map(|a| a.to_string_lossy()).unwrap_or_default(), copies)
-        })
-        .collect();
+    let no_match = |command: usize| {
+        let unit = units.iter().find(|u| u.commands.contains(&command))?;
+        unit.fan_in.as_ref()?.no_match_status[command - unit.commands.start]
+    };
+    let mut statuses: Vec<i32> =
+        statuses.iter().enumerate().map(|(command, copies)| combine_copies(no_match(command), copies)).collect();
     // A merge that failed fails the command, unless a copy already did.
     for (command, status) in merges {
         if statuses[command] == 0 {
@@ -161,16 +159,15 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
 }
 
 /// The status of a command run as several copies. Any failure wins (`cat a missing` fails as
-/// one command would), except for the grep family, where 1 only means "no line selected": a
-/// copy that selected lines makes the whole succeed.
-fn combine_copies(program: &str, copies: &[i32]) -> i32 {
-    let name = program.rsplit('/').next().unwrap_or(program);
-    let grep_like = matches!(name, "grep" | "egrep" | "fgrep" | "zgrep" | "rg");
+/// one command would), except the status by which the command says it selected nothing
+/// (`no_match_status`, grep's 1): a copy that selected something makes the whole succeed.
+fn combine_copies(no_match: Option<u8>, copies: &[i32]) -> i32 {
+    let no_match = no_match.map(i32::from);
     match copies {
         [] => 1,
         [one] => *one,
-        _ if grep_like && copies.iter().all(|&s| s <= 1) => *copies.iter().min().unwrap_or(&1),
-        _ => copies.iter().copied().find(|&s| s != 0).unwrap_or(0),
+        _ if copies.iter().all(|&s| s == 0 || Some(s) == no_match) => *copies.iter().min().unwrap_or(&1),
+        _ => copies.iter().copied().find(|&s| s != 0 && Some(s) != no_match).unwrap_or(0),
     }
 }
 

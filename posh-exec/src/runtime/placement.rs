@@ -12,7 +12,7 @@ use posh_core::annotation::MergeKind;
 use posh_core::config::Config;
 use posh_core::fs::normalize_path;
 use posh_core::library::Library;
-use posh_core::planner::{self, Location, NodeKind, PipelinePlan, PlanContext, PlanOptions, ScriptScope};
+use posh_core::planner::{self, Carried, Location, NodeKind, PipelinePlan, PlanContext, PlanOptions, ScriptScope};
 use posh_exec::remote::protocol::{JobCommand, Redirect};
 
 use super::{CommandCall, PipelineCall};
@@ -57,12 +57,15 @@ pub struct Unit {
     pub fan_in: Option<FanIn>,
 }
 
-/// A split's merge at the client, as the last command's annotation says.
+/// How a split's copies combine at the client, as the annotations say: the last command's
+/// outputs by its merge, each command's statuses by its `no_match_status`.
 #[derive(Clone, Debug, PartialEq)]
 pub struct FanIn {
     pub kind: MergeKind,
     /// The merging command (`sort -m ...`, a rerun), when posh does not combine itself.
     pub argv: Vec<OsString>,
+    /// For each command of the unit, the status that says its copy selected nothing.
+    pub no_match_status: Vec<Option<u8>>,
 }
 
 impl Unit {
@@ -99,7 +102,6 @@ pub fn place(
     let ctx =
         PlanContext { library, config, fs: &OsFileSystem, cwd: cwd.to_path_buf(), options: PlanOptions::default() };
     let plan = planner::plan_pipeline_in(&ctx, pipeline, &ScriptScope::handed_over());
-    let locale: Vec<(OsString, OsString)> = env.iter().filter(|(k, _)| is_locale(k)).cloned().collect();
     // `split`: the step is a copy of a split command, whose redirections the fan-in applies.
     let step_of = |command: usize, copy: usize, argv: Vec<String>, location: &Location, split: bool| -> Step {
         let argv_os: Vec<OsString> = argv.iter().map(OsString::from).collect();
@@ -107,7 +109,9 @@ pub fn place(
         let local = Step { command, copy, argv: argv_os, remote: None, why };
         let Location::Mount(name) = location else { return local };
         let redirects = if split { &[][..] } else { &call.commands[command].redirects[..] };
-        match remote_step(config, name, &call.commands[command], redirects, argv, cwd, &locale) {
+        let carried = carried(&plan, command);
+        let along = taken_along(carried, env);
+        match along.and_then(|along| remote_step(config, name, &call.commands[command], redirects, argv, cwd, along)) {
             Ok(remote) => Step { remote: Some(remote), ..local },
             // Recorded with its reason, for `--stats`.
             Err(reason) => Step { why: Some(departure(name, &reason)), ..local },
@@ -147,7 +151,9 @@ pub fn place(
                     .collect();
                 match lanes {
                     Some(lanes) => {
-                        let fan_in = FanIn { kind, argv: merge_argv.iter().map(OsString::from).collect() };
+                        let no_match_status = region.clone().map(|c| no_match_status(&plan, c)).collect();
+                        let argv = merge_argv.iter().map(OsString::from).collect();
+                        let fan_in = FanIn { kind, argv, no_match_status };
                         units.push(Unit { commands: region.clone(), lanes, fan_in: Some(fan_in) })
                     }
                     None => {
@@ -246,6 +252,25 @@ fn copies(plan: &PipelinePlan, index: usize) -> Vec<(Vec<String>, Location)> {
     copies.into_iter().map(|(_, argv, location)| (argv, location)).collect()
 }
 
+/// The status by which command `index` says it selected nothing, as the plan says.
+fn no_match_status(plan: &PipelinePlan, index: usize) -> Option<u8> {
+    plan.copies_of(index).find_map(|n| match &n.kind {
+        NodeKind::Command { no_match_status, .. } => *no_match_status,
+        _ => None,
+    })
+}
+
+/// What command `index` takes along from the client, as the plan says.
+fn carried(plan: &PipelinePlan, index: usize) -> &Carried {
+    static NOTHING: Carried = Carried { env: Vec::new(), home: Vec::new() };
+    plan.copies_of(index)
+        .find_map(|n| match &n.kind {
+            NodeKind::Command { carries, .. } => Some(carries),
+            _ => None,
+        })
+        .unwrap_or(&NOTHING)
+}
+
 fn copies_of_len(plan: &PipelinePlan, index: usize, n: usize) -> Option<Vec<(Vec<String>, Location)>> {
     Some(copies(plan, index)).filter(|c| c.len() == n)
 }
@@ -275,6 +300,30 @@ fn pipeline_text(call: &PipelineCall) -> Option<String> {
     Some(commands.join(" | ") + "\n")
 }
 
+/// What a command takes along to a proxy: its environment and, when it has one, its home.
+struct Along {
+    env: std::collections::BTreeMap<String, String>,
+    home: Option<std::collections::BTreeMap<String, String>>,
+}
+
+/// The locale and the variables `carried` names, as the caller has them, and a copy of the home
+/// files it names. Fails on what is not UTF-8 and on configuration too large to take along.
+fn taken_along(carried: &Carried, env: &[(OsString, OsString)]) -> Result<Along, String> {
+    let reads = |name: &OsStr| is_locale(name) || carried.env.iter().any(|v| OsStr::new(v) == name);
+    let mut along = Along { env: std::collections::BTreeMap::new(), home: None };
+    for (var, value) in env.iter().filter(|(k, _)| reads(k)) {
+        along.env.insert(utf8(var)?, utf8(value)?);
+    }
+    if !carried.home.is_empty() {
+        along.home = Some(home_files(&carried.home, env)?);
+    }
+    Ok(along)
+}
+
+fn utf8(word: &OsStr) -> Result<String, String> {
+    word.to_str().map(str::to_string).ok_or_else(|| "a word is not UTF-8".to_string())
+}
+
 /// `command` (with the copy's `argv` and the `redirects` it makes itself) as a job for the proxy
 /// of mount `name`. The planner has checked that the proxy sees every word as the client does
 /// (`posh_core::planner` reach rules); this only writes the job in the proxy's terms, and fails
@@ -286,7 +335,7 @@ fn remote_step(
     redirects: &[(u32, String, OsString)],
     argv: Vec<String>,
     cwd: &Path,
-    locale: &[(OsString, OsString)],
+    along: Along,
 ) -> Result<RemoteStep, String> {
     let not_utf8 = || "a word is not UTF-8".to_string();
     let mount_index = config.mounts.iter().position(|m| m.name == name).ok_or_else(|| format!("no mount {name}"))?;
@@ -318,15 +367,78 @@ fn remote_step(
             _ => return Err(format!("its redirection `{op}` cannot be made at a proxy")),
         }
     }
-    let mut env = std::collections::BTreeMap::new();
-    for (var, value) in locale.iter().chain(&command.assignments) {
-        env.insert(var.to_str().ok_or_else(not_utf8)?.to_string(), value.to_str().ok_or_else(not_utf8)?.to_string());
+    // Its own assignments win, as in bash.
+    let Along { mut env, home } = along;
+    for (var, value) in &command.assignments {
+        env.insert(utf8(var)?, utf8(value)?);
     }
     Ok(RemoteStep {
         mount: mount_index,
         cwd: job_cwd,
         view,
-        job: JobCommand { argv, env, files: Vec::new(), redirects: job_redirects },
+        job: JobCommand { argv, env, files: Vec::new(), redirects: job_redirects, home },
         redirect_of,
     })
+}
+
+/// The most of the user's configuration a job takes along (the proxy takes as much).
+const HOME_LIMIT: u64 = 256 * 1024;
+
+/// A copy of each of `files` (relative to the home) that the user has, read where bash's
+/// command would read it: under `$HOME`, and `.config/...` under `$XDG_CONFIG_HOME` when set.
+fn home_files(
+    files: &[String],
+    env: &[(OsString, OsString)],
+) -> Result<std::collections::BTreeMap<String, String>, String> {
+    let var = |name: &str| env.iter().find(|(k, _)| k == name).map(|(_, v)| Path::new(v)).filter(|v| v.is_absolute());
+    let home = var("HOME").ok_or("it reads files in the user's home, and HOME is not set")?;
+    let mut copies = std::collections::BTreeMap::new();
+    let mut total = 0;
+    for file in files {
+        let path = match (file.strip_prefix(".config/"), var("XDG_CONFIG_HOME")) {
+            (Some(rest), Some(config)) => config.join(rest),
+            _ => home.join(file),
+        };
+        let shown = || format!("~/{file}");
+        let text = match std::fs::metadata(&path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Ok(meta) if meta.is_file() && meta.len() + total <= HOME_LIMIT => std::fs::read_to_string(&path)
+                .map_err(|e| format!("its configuration {} cannot be read as text ({e})", shown()))?,
+            Ok(meta) if meta.is_file() => {
+                return Err(format!("its configuration in the home ({}) is larger than a job takes along", shown()));
+            }
+            Ok(_) => continue,
+            Err(e) => return Err(format!("its configuration {} cannot be read ({e})", shown())),
+        };
+        total += text.len() as u64;
+        copies.insert(file.clone(), text);
+    }
+    Ok(copies)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn home_files_are_read_where_the_command_would_read_them() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, config) = (dir.path().join("home"), dir.path().join("xdg"));
+        std::fs::create_dir_all(config.join("git")).unwrap();
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::write(home.join(".gitconfig"), "[user]\n").unwrap();
+        std::fs::write(config.join("git/ignore"), "*.tmp\n").unwrap();
+        let files = [".gitconfig".to_string(), ".config/git/ignore".to_string(), ".config/git/attributes".to_string()];
+        let env = |vars: &[(&str, &Path)]| -> Vec<(OsString, OsString)> {
+            vars.iter().map(|(k, v)| (OsString::from(k), v.as_os_str().to_owned())).collect()
+        };
+        let copies = home_files(&files, &env(&[("HOME", &home), ("XDG_CONFIG_HOME", &config)])).unwrap();
+        let names: Vec<&str> = copies.keys().map(String::as_str).collect();
+        assert_eq!(names, [".config/git/ignore", ".gitconfig"], "what the user has, from $XDG_CONFIG_HOME");
+        let copies = home_files(&files, &env(&[("HOME", &home)])).unwrap();
+        assert_eq!(copies.keys().collect::<Vec<_>>(), [".gitconfig"], "~/.config when XDG_CONFIG_HOME is not set");
+        assert!(home_files(&files, &[]).unwrap_err().contains("HOME is not set"));
+        std::fs::write(home.join(".gitconfig"), vec![b'#'; HOME_LIMIT as usize + 1]).unwrap();
+        assert!(home_files(&files, &env(&[("HOME", &home)])).unwrap_err().contains("larger than a job takes along"));
+    }
 }
