@@ -353,43 +353,43 @@ fn status_value(field: &RawField, diags: &mut Vec<Diagnostic>) -> Option<u8> {
 
 /// The variable names of `reads_env`: each a name a shell could assign.
 fn env_names(field: &RawField, diags: &mut Vec<Diagnostic>) -> Vec<String> {
-    let span = field.value.as_ref().map_or(field.span, |v| v.span);
-    let mut names = Vec::new();
-    for name in text_value(field).unwrap_or_default().split_whitespace() {
+    spaced_words(field, diags, |name| {
         let valid = name.starts_with(|c: char| c.is_ascii_alphabetic() || c == '_')
             && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
-        if valid {
-            names.push(name.to_string());
-        } else {
-            diags.push(Diagnostic::new(
-                Code::BadCarried,
-                span,
-                format!("`{name}` is not an environment variable name"),
-            ));
-        }
-    }
-    names
+        valid.then(|| name.to_string()).ok_or_else(|| format!("`{name}` is not an environment variable name"))
+    })
 }
 
 /// The files of `reads_home`, as paths relative to the home (`~/.gitconfig` is `.gitconfig`).
 fn home_files(field: &RawField, diags: &mut Vec<Diagnostic>) -> Vec<String> {
-    let span = field.value.as_ref().map_or(field.span, |v| v.span);
-    let mut files = Vec::new();
-    for word in text_value(field).unwrap_or_default().split_whitespace() {
-        let relative = word.strip_prefix("~/").filter(|rest| {
+    spaced_words(field, diags, |word| {
+        let normal = |rest: &&str| {
             !rest.is_empty()
                 && std::path::Path::new(rest).components().all(|c| matches!(c, std::path::Component::Normal(_)))
-        });
-        match relative {
-            Some(relative) => files.push(relative.trim_end_matches('/').to_string()),
-            None => diags.push(Diagnostic::new(
-                Code::BadCarried,
-                span,
-                format!("`{word}` is not a file under the home: write `~/` and a path without `.` or `..`"),
-            )),
+        };
+        word.strip_prefix("~/")
+            .filter(normal)
+            .map(|relative| relative.trim_end_matches('/').to_string())
+            .ok_or_else(|| format!("`{word}` is not a file under the home: write `~/` and a path without `.` or `..`"))
+    })
+}
+
+/// The space-separated words of a string value, each read by `read`; a word it refuses is an
+/// A118 diagnostic on the value.
+fn spaced_words(
+    field: &RawField,
+    diags: &mut Vec<Diagnostic>,
+    read: impl Fn(&str) -> Result<String, String>,
+) -> Vec<String> {
+    let span = field.value.as_ref().map_or(field.span, |v| v.span);
+    let mut values = Vec::new();
+    for word in text_value(field).unwrap_or_default().split_whitespace() {
+        match read(word) {
+            Ok(value) => values.push(value),
+            Err(message) => diags.push(Diagnostic::new(Code::BadCarried, span, message)),
         }
     }
-    files
+    values
 }
 
 fn number_value(field: &RawField, diags: &mut Vec<Diagnostic>) -> Option<f64> {

@@ -8,7 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use posh_core::annotation::model::ArgType;
 use posh_core::library::Library;
 
-use super::protocol::{JobCommand, Redirect, Request, VERSION};
+use super::protocol::{JobCommand, MAX_HOME_BYTES, Redirect, Request, VERSION};
 
 /// The only `PATH` a command run by the proxy sees.
 pub const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -150,14 +150,11 @@ fn check_redirect(root: &Path, cwd: &Path, redirect: &Redirect) -> Result<Checke
     })
 }
 
-/// The most a command's home may hold: a user's configuration, not data.
-const HOME_LIMIT: usize = 256 * 1024;
-
 /// The files of a command's own home: relative paths without `.` or `..`, a few hundred KiB in
 /// all. They are written into the job's private directory, never under the export.
 fn check_home(files: &BTreeMap<String, String>) -> Result<Vec<(PathBuf, String)>, String> {
     let total: usize = files.values().map(String::len).sum();
-    if total > HOME_LIMIT || files.len() > 64 {
+    if total > MAX_HOME_BYTES || files.len() > 64 {
         return Err(format!(
             "the command's home files hold {total} bytes in {} files, more than a job takes",
             files.len()
@@ -294,7 +291,7 @@ mod tests {
         for bad in ["../.ssh/authorized_keys", "/etc/passwd", "a/../../b", "./x", ""] {
             assert_eq!(home(&[(bad, 1)]), Err(format!("`{bad}` cannot be a file of a home")), "{bad}");
         }
-        assert!(home(&[(".gitconfig", HOME_LIMIT + 1)]).unwrap_err().contains("more than a job takes"));
+        assert!(home(&[(".gitconfig", MAX_HOME_BYTES + 1)]).unwrap_err().contains("more than a job takes"));
     }
 
     #[test]

@@ -12,6 +12,9 @@ pub const ALPN: &[u8] = b"posh/1";
 pub const VERSION: u32 = 2;
 /// The longest request or header line accepted, newline included.
 pub const MAX_LINE: usize = 1 << 20;
+/// The most a command's home (`JobCommand::home`) holds, in bytes: a user's configuration, not
+/// data. The client takes no more along; the proxy accepts no more.
+pub const MAX_HOME_BYTES: usize = 256 * 1024;
 /// The largest frame payload either side sends or accepts.
 pub const MAX_FRAME: usize = 1 << 20;
 /// The name the client asks for in TLS; the certificate's names are not checked, its pinned

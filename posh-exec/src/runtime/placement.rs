@@ -13,7 +13,7 @@ use posh_core::config::Config;
 use posh_core::fs::normalize_path;
 use posh_core::library::Library;
 use posh_core::planner::{self, Carried, Location, NodeKind, PipelinePlan, PlanContext, PlanOptions, ScriptScope};
-use posh_exec::remote::protocol::{JobCommand, Redirect};
+use posh_exec::remote::protocol::{JobCommand, MAX_HOME_BYTES, Redirect};
 
 use super::{CommandCall, PipelineCall};
 use crate::os_fs::OsFileSystem;
@@ -110,7 +110,7 @@ pub fn place(
         let Location::Mount(name) = location else { return local };
         let redirects = if split { &[][..] } else { &call.commands[command].redirects[..] };
         let carried = carried(&plan, command);
-        let along = taken_along(carried, env);
+        let along = taken_along(&carried, env);
         match along.and_then(|along| remote_step(config, name, &call.commands[command], redirects, argv, cwd, along)) {
             Ok(remote) => Step { remote: Some(remote), ..local },
             // Recorded with its reason, for `--stats`.
@@ -261,14 +261,12 @@ fn no_match_status(plan: &PipelinePlan, index: usize) -> Option<u8> {
 }
 
 /// What command `index` takes along from the client, as the plan says.
-fn carried(plan: &PipelinePlan, index: usize) -> &Carried {
-    static NOTHING: Carried = Carried { env: Vec::new(), home: Vec::new() };
-    plan.copies_of(index)
-        .find_map(|n| match &n.kind {
-            NodeKind::Command { carries, .. } => Some(carries),
-            _ => None,
-        })
-        .unwrap_or(&NOTHING)
+fn carried(plan: &PipelinePlan, index: usize) -> Carried {
+    let carries = plan.copies_of(index).find_map(|n| match &n.kind {
+        NodeKind::Command { carries, .. } => Some(carries),
+        _ => None,
+    });
+    carries.cloned().unwrap_or_default()
 }
 
 fn copies_of_len(plan: &PipelinePlan, index: usize, n: usize) -> Option<Vec<(Vec<String>, Location)>> {
@@ -381,9 +379,6 @@ fn remote_step(
     })
 }
 
-/// The most of the user's configuration a job takes along (the proxy takes as much).
-const HOME_LIMIT: u64 = 256 * 1024;
-
 /// A copy of each of `files` (relative to the home) that the user has, read where bash's
 /// command would read it: under `$HOME`, and `.config/...` under `$XDG_CONFIG_HOME` when set.
 fn home_files(
@@ -402,7 +397,7 @@ fn home_files(
         let shown = || format!("~/{file}");
         let text = match std::fs::metadata(&path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
-            Ok(meta) if meta.is_file() && meta.len() + total <= HOME_LIMIT => std::fs::read_to_string(&path)
+            Ok(meta) if meta.is_file() && meta.len() + total <= MAX_HOME_BYTES as u64 => std::fs::read_to_string(&path)
                 .map_err(|e| format!("its configuration {} cannot be read as text ({e})", shown()))?,
             Ok(meta) if meta.is_file() => {
                 return Err(format!("its configuration in the home ({}) is larger than a job takes along", shown()));
@@ -438,7 +433,7 @@ mod tests {
         let copies = home_files(&files, &env(&[("HOME", &home)])).unwrap();
         assert_eq!(copies.keys().collect::<Vec<_>>(), [".gitconfig"], "~/.config when XDG_CONFIG_HOME is not set");
         assert!(home_files(&files, &[]).unwrap_err().contains("HOME is not set"));
-        std::fs::write(home.join(".gitconfig"), vec![b'#'; HOME_LIMIT as usize + 1]).unwrap();
+        std::fs::write(home.join(".gitconfig"), vec![b'#'; MAX_HOME_BYTES + 1]).unwrap();
         assert!(home_files(&files, &env(&[("HOME", &home)])).unwrap_err().contains("larger than a job takes along"));
     }
 }
