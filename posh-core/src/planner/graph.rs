@@ -127,6 +127,12 @@ fn gnu_count(text: &str) -> Option<u64> {
 }
 
 impl Facts<'_> {
+    /// The first file it names by a relative path (its working directory's `.` included).
+    fn relative_word(&self) -> Option<String> {
+        let mut files = self.inputs.iter().chain(&self.outputs).map(|f| &f.path).chain(&self.redirect_files);
+        files.find(|path| !path.starts_with('/')).cloned()
+    }
+
     fn ratio(&self) -> f64 {
         let Some(invocation) = &self.invocation else {
             return 1.0;
@@ -196,11 +202,26 @@ pub(crate) fn build_pipeline(
     pipeline: &shell::Pipeline,
     functions: &[String],
     stays: Option<String>,
+    cwd_known: bool,
     split: bool,
 ) -> Built {
     let count = pipeline.commands.len();
     let mut facts: Vec<Facts<'_>> =
         pipeline.commands.iter().enumerate().map(|(i, c)| analyse(ctx, c, i, count, functions)).collect();
+    if !cwd_known {
+        // Relative words name files only bash can place (a `cd` the planner cannot follow came
+        // before): they are words only the shell can tell, as `$PWD/...` would be.
+        for (facts, command) in facts.iter_mut().zip(&pipeline.commands) {
+            let relative_glob = command.words.iter().find(|w| w.glob && !w.raw.starts_with('/'));
+            let relative = relative_glob.map(|w| w.raw.clone()).or_else(|| facts.relative_word());
+            if facts.shell_reason.is_none()
+                && let Some(word) = relative
+            {
+                let word = if word == "." { "$PWD".to_string() } else { format!("$PWD/{word}") };
+                facts.shell_reason = Some(Why::DependsOnShell(word));
+            }
+        }
+    }
     if let Some(why) = stays {
         for facts in &mut facts {
             facts.shell_reason.get_or_insert_with(|| Why::StaysWithBash(why.clone()));

@@ -11,6 +11,7 @@ mod model;
 mod place;
 mod reach;
 pub mod render;
+mod working_dir;
 
 use std::path::PathBuf;
 
@@ -21,13 +22,15 @@ use crate::shell::{Context, Pipeline, Script};
 
 pub use expand::{Expanded, expand_word};
 pub use model::*;
+pub use working_dir::WorkingDir;
 
 /// Everything the planner reads besides the script.
 pub struct PlanContext<'a> {
     pub library: &'a Library,
     pub config: &'a Config,
     pub fs: &'a dyn FileSystem,
-    /// The working directory relative paths resolve against.
+    /// The working directory relative paths resolve against: the script's starting directory
+    /// (a pipeline after a literal `cd` is planned from where that leads, see `WorkingDir`).
     pub cwd: PathBuf,
     pub options: PlanOptions,
 }
@@ -63,14 +66,26 @@ pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan
 /// Plans one pipeline of the script `scope` describes.
 pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &ScriptScope<'_>) -> PipelinePlan {
     let stays = scope.why_stays(ctx.library, pipeline);
-    let mut built = graph::build_pipeline(ctx, pipeline, &scope.functions, stays.clone(), true);
+    let working_dir = scope.working_dir(pipeline);
+    let moved;
+    let (ctx, cwd_known) = match &working_dir {
+        WorkingDir::Known(steps) if steps.is_empty() => (ctx, true),
+        WorkingDir::Known(steps) => {
+            let cwd = steps.iter().fold(ctx.cwd.clone(), |dir, step| crate::fs::normalize_path(&dir.join(step)));
+            moved = PlanContext { cwd, options: ctx.options.clone(), ..*ctx };
+            (&moved, true)
+        }
+        WorkingDir::Unknown => (ctx, false),
+    };
+    let build = |split| graph::build_pipeline(ctx, pipeline, &scope.functions, stays.clone(), cwd_known, split);
+    let mut built = build(true);
     place::place(ctx, &mut built);
     // Split copies are pinned next to their files: when what they send the merge is predicted
     // above what bash would move (a command whose output outgrows its input), the pipeline is
     // planned unsplit, so no plan predicts more than bash.
     let split = built.plan.nodes.iter().any(|n| matches!(n.kind, NodeKind::Merge { .. }));
     if split && built.plan.posh_bytes > built.plan.bash_bytes {
-        built = graph::build_pipeline(ctx, pipeline, &scope.functions, stays, false);
+        built = build(false);
         place::place(ctx, &mut built);
     }
     // Where a command with a word only bash knows runs is decided when the script runs, and the
@@ -89,9 +104,9 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
     built.plan
 }
 
-/// What planning a pipeline needs to know of the script around it: its functions, and whether
-/// posh hands the pipeline to its runtime at all (a pipeline that stays with bash runs wholly at
-/// the client, and its plan says so).
+/// What planning a pipeline needs to know of the script around it: its functions, the working
+/// directory it starts from, and whether posh hands the pipeline to its runtime at all (a
+/// pipeline that stays with bash runs wholly at the client, and its plan says so).
 #[derive(Clone, Debug)]
 pub struct ScriptScope<'a> {
     /// The script's text, which the pipelines' spans index.
@@ -99,6 +114,9 @@ pub struct ScriptScope<'a> {
     functions: Vec<String>,
     /// Why every pipeline stays with bash, if they all do.
     script_stays: Option<String>,
+    /// Each pipeline's working directory, by the start of its span (pipelines are in source
+    /// order).
+    working_dirs: Vec<(usize, WorkingDir)>,
     /// The pipeline was handed over already: the runtime plans it with bash's expanded words.
     handed_over: bool,
 }
@@ -109,13 +127,36 @@ impl<'a> ScriptScope<'a> {
             source,
             functions: function_names(script),
             script_stays: crate::rewrite::why_script_stays(source),
+            working_dirs: script
+                .pipelines
+                .iter()
+                .map(|p| p.span.start)
+                .zip(working_dir::working_dirs(source, script))
+                .collect(),
             handed_over: false,
         }
     }
 
-    /// The scope of a pipeline bash has handed over, its words expanded: the runtime's.
+    /// The scope of a pipeline bash has handed over, its words expanded: the runtime's, whose
+    /// working directory is bash's own.
     pub fn handed_over() -> ScriptScope<'static> {
-        ScriptScope { source: "", functions: Vec::new(), script_stays: None, handed_over: true }
+        ScriptScope {
+            source: "",
+            functions: Vec::new(),
+            script_stays: None,
+            working_dirs: Vec::new(),
+            handed_over: true,
+        }
+    }
+
+    /// The working directory `pipeline` starts from (the starting one for a pipeline this scope
+    /// does not list).
+    pub fn working_dir(&self, pipeline: &Pipeline) -> WorkingDir {
+        let at = self.working_dirs.partition_point(|(start, _)| *start < pipeline.span.start);
+        match self.working_dirs.get(at) {
+            Some((start, dir)) if *start == pipeline.span.start => dir.clone(),
+            _ => WorkingDir::Known(Vec::new()),
+        }
     }
 
     pub fn functions(&self) -> &[String] {

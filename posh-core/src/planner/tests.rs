@@ -303,3 +303,21 @@ fn pieces_reach_later_commands_only_at_line_ends() {
     [@a, @b]grep -h x /mnt/a/cut.txt /mnt/b/rest.txt | [@a, @b]sort [9 B, sort_merge @client]
     ");
 }
+
+#[test]
+fn a_literal_cd_moves_the_pipelines_after_it_and_any_other_cd_makes_them_the_shells() {
+    // From the client's home: `cd /mnt/a` puts `big.txt` on mount a; `cd x || exit` is followed
+    // too; after `cd "$d"` (or a cd in a loop) relative words are only known to bash, absolute
+    // ones still are the planner's.
+    insta::assert_snapshot!(check_with(
+        "/home/user",
+        "wc -l notes.txt\ncd /mnt/a\ngrep -c x big.txt\ncd ../b || exit 1\ngrep -c x small.txt\n\
+         test -d /mnt/repo && cd /mnt/repo\ngit status\ncd \"$1\"\ngrep -c x small.txt\ngrep -c x /mnt/b/small.txt\n",
+        PlanOptions::default()
+    ));
+    insta::assert_snapshot!(check_with(
+        "/mnt/b",
+        "grep -c x small.txt\nfor d in a b; do grep -c x small.txt; cd ..; done\n( cd /mnt/a; grep -c x big.txt )\n",
+        PlanOptions::default()
+    ));
+}

@@ -7,7 +7,7 @@ use posh_core::planner::{self, NodeKind, PipelinePlan, Plan, PlanContext};
 use posh_core::shell::{Recovery, Script};
 
 use super::World;
-use super::chunks::{self, ChunkCache};
+use super::chunks::{self, ChunkCache, PlannedWith};
 
 #[derive(Debug)]
 pub struct ScriptAnalysis {
@@ -64,8 +64,12 @@ pub fn analyze_script_cached(
             let count = chunk.pipelines.len();
             let ours = &script.pipelines[next..next + count];
             next += count;
+            let with = PlannedWith {
+                functions: scope.functions().to_vec(),
+                working_dirs: ours.iter().map(|p| scope.working_dir(p)).collect(),
+            };
             let relative = match &chunk.plans {
-                Some((made_with, plans)) if made_with == scope.functions() => {
+                Some((made_with, plans)) if *made_with == with => {
                     cache.reused += count;
                     plans.clone()
                 }
@@ -78,7 +82,7 @@ pub fn analyze_script_cached(
                             plan
                         })
                         .collect();
-                    chunk.plans = Some((scope.functions().to_vec(), plans.clone()));
+                    chunk.plans = Some((with, plans.clone()));
                     plans
                 }
             };

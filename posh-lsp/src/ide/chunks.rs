@@ -31,14 +31,22 @@ pub struct ChunkCache {
     pub(crate) layout: Vec<(usize, String)>,
 }
 
+/// What a chunk's plans depend on besides its text: the script's function names and the working
+/// directory each of its pipelines starts from (a `cd` in an earlier chunk moves them).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PlannedWith {
+    pub functions: Vec<String>,
+    pub working_dirs: Vec<posh_core::planner::WorkingDir>,
+}
+
 #[derive(Debug, Clone)]
 pub(crate) struct Chunk {
     pub pipelines: Vec<Pipeline>,
     /// Parse errors of a chunk that parsed only with a closer appended.
     pub errors: Vec<ShellError>,
     pub recovery: Recovery,
-    /// The pipelines' plans, and the script's function names they were made with.
-    pub plans: Option<(Vec<String>, Vec<PipelinePlan>)>,
+    /// The pipelines' plans, and what of the script around the chunk they were made with.
+    pub plans: Option<(PlannedWith, Vec<PipelinePlan>)>,
 }
 
 impl ChunkCache {

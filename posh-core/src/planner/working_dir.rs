@@ -1,0 +1,111 @@
+//! The working directory each pipeline runs in, as far as the script's text tells. A literal
+//! top-level `cd DIR` is followed; any other change of directory (`cd "$d"`, a `cd` in a loop,
+//! a function or after `&&`, `pushd`, `popd`) makes relative words of the pipelines it may
+//! precede unknown until the script runs: they are planned as words only the shell can tell
+//! (`$PWD/...`), and the runtime places them with bash's real directory.
+
+use crate::shell::{Context, Pipeline, Script};
+
+/// Where a pipeline starts from, relative to the script's starting directory.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum WorkingDir {
+    /// The starting directory, then these literal `cd` targets, in order (an absolute one
+    /// replaces what came before it).
+    Known(Vec<String>),
+    /// A change of directory the planner cannot follow may have run before.
+    Unknown,
+}
+
+/// The programs that change bash's working directory.
+const CHANGES_DIRECTORY: &[&str] = &["cd", "pushd", "popd"];
+
+/// One entry per pipeline of `script`, in the same order.
+pub(crate) fn working_dirs(source: &str, script: &Script) -> Vec<WorkingDir> {
+    let pipelines = &script.pipelines;
+    let mut unknown = vec![false; pipelines.len()];
+    for (i, pipeline) in pipelines.iter().enumerate() {
+        if !changes_directory(pipeline) || followed(source, pipelines, i).is_some() {
+            continue;
+        }
+        // A change inside a subshell or substitution reaches only what runs later inside one
+        // (over-approximated: any later pipeline of the same construct that is inside one).
+        let confined = pipeline.background
+            || pipeline
+                .context
+                .iter()
+                .any(|c| matches!(c, Context::Subshell | Context::CommandSubstitution | Context::ProcessSubstitution));
+        let run = construct_around(pipelines, i);
+        if confined {
+            for j in i + 1..run.end {
+                unknown[j] |= pipelines[j].context.iter().any(|c| {
+                    matches!(c, Context::Subshell | Context::CommandSubstitution | Context::ProcessSubstitution)
+                });
+            }
+        } else {
+            // A loop may run its earlier pipelines again after the change, and a function's
+            // body runs wherever it is called: everything from the construct's start on.
+            unknown[run.start..].iter_mut().for_each(|u| *u = true);
+            break;
+        }
+    }
+    let mut steps: Vec<String> = Vec::new();
+    pipelines
+        .iter()
+        .enumerate()
+        .map(|(i, _)| {
+            let here = if unknown[i] { WorkingDir::Unknown } else { WorkingDir::Known(steps.clone()) };
+            if let Some(target) = followed(source, pipelines, i) {
+                steps.push(target);
+            }
+            here
+        })
+        .collect()
+}
+
+fn changes_directory(pipeline: &Pipeline) -> bool {
+    pipeline.commands.iter().any(|c| {
+        c.words.first().is_some_and(|w| w.literal.as_deref().is_some_and(|name| CHANGES_DIRECTORY.contains(&name)))
+    })
+}
+
+/// The target of pipeline `i` when it is a `cd` the planner follows: `cd DIR` (or `cd -- DIR`)
+/// with a literal, non-empty `DIR` that does not start with `-`, alone in its pipeline, at the
+/// top level or first in an and-or list (`cd DIR || exit`), in the foreground.
+fn followed(source: &str, pipelines: &[Pipeline], i: usize) -> Option<String> {
+    let pipeline = &pipelines[i];
+    let [command] = pipeline.commands.as_slice() else { return None };
+    let top_level = match pipeline.context.as_slice() {
+        [] => true,
+        [Context::AndOr] => !continues_an_and_or_list(source, pipelines, i),
+        _ => false,
+    };
+    if !top_level || pipeline.background || pipeline.negated || !command.redirects.is_empty() {
+        return None;
+    }
+    let words: Vec<&str> = command.words.iter().map(|w| w.literal.as_deref()).collect::<Option<_>>()?;
+    let target = match words.as_slice() {
+        ["cd", target] | ["cd", "--", target] => *target,
+        _ => return None,
+    };
+    (!target.is_empty() && !target.starts_with('-')).then(|| target.to_string())
+}
+
+/// Whether pipeline `i` comes after `&&` or `||` (it may then not run at all). What stands
+/// between it and the pipeline before may be a command the model does not list (`[[ -d x ]]`).
+fn continues_an_and_or_list(source: &str, pipelines: &[Pipeline], i: usize) -> bool {
+    let from = i.checked_sub(1).map_or(0, |p| pipelines[p].span.end);
+    let before = source.get(from..pipelines[i].span.start).unwrap_or_default().trim_end();
+    before.ends_with("&&") || before.ends_with("||")
+}
+
+/// The consecutive pipelines around `i` that stand inside some construct (a loop, a function, a
+/// conditional, a group, a list): over-approximates the top-level construct `i` belongs to.
+fn construct_around(pipelines: &[Pipeline], i: usize) -> std::ops::Range<usize> {
+    if pipelines[i].context.is_empty() {
+        return i..i + 1;
+    }
+    let inside = |p: &Pipeline| !p.context.is_empty();
+    let start = (0..i).rev().take_while(|&j| inside(&pipelines[j])).last().unwrap_or(i);
+    let end = (i..pipelines.len()).take_while(|&j| inside(&pipelines[j])).last().map_or(i + 1, |j| j + 1);
+    start..end
+}
