@@ -29,17 +29,10 @@ pub(crate) fn working_dirs(source: &str, script: &Script) -> Vec<WorkingDir> {
         }
         // A change inside a subshell or substitution reaches only what runs later inside one
         // (over-approximated: any later pipeline of the same construct that is inside one).
-        let confined = pipeline.background
-            || pipeline
-                .context
-                .iter()
-                .any(|c| matches!(c, Context::Subshell | Context::CommandSubstitution | Context::ProcessSubstitution));
         let run = construct_around(pipelines, i);
-        if confined {
+        if pipeline.background || in_a_subshell(pipeline) {
             for j in i + 1..run.end {
-                unknown[j] |= pipelines[j].context.iter().any(|c| {
-                    matches!(c, Context::Subshell | Context::CommandSubstitution | Context::ProcessSubstitution)
-                });
+                unknown[j] |= in_a_subshell(&pipelines[j]);
             }
         } else {
             // A loop may run its earlier pipelines again after the change, and a function's
@@ -60,6 +53,14 @@ pub(crate) fn working_dirs(source: &str, script: &Script) -> Vec<WorkingDir> {
             here
         })
         .collect()
+}
+
+/// Whether it runs in a process of its own (a subshell, a command or process substitution).
+fn in_a_subshell(pipeline: &Pipeline) -> bool {
+    pipeline
+        .context
+        .iter()
+        .any(|c| matches!(c, Context::Subshell | Context::CommandSubstitution | Context::ProcessSubstitution))
 }
 
 fn changes_directory(pipeline: &Pipeline) -> bool {
