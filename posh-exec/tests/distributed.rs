@@ -360,7 +360,11 @@ fn git_runs_at_its_proxy_with_the_users_identity() {
     std::fs::write(root.join("config/git/ignore"), "*.tmp\n").unwrap();
     let repo = root.join("logs/repo");
     let git = |args: &[&str]| {
-        let status = cluster.command("git").args(args).current_dir(&repo).env("HOME", &home).status().unwrap();
+        // Fixed dates: each run makes its own base commit, whose hash the compared one depends on.
+        let mut command = cluster.command("git");
+        command.args(args).current_dir(&repo).env("HOME", &home);
+        command.env("GIT_AUTHOR_DATE", "2020-07-15T11:00:00Z").env("GIT_COMMITTER_DATE", "2020-07-15T11:00:00Z");
+        let status = command.status().unwrap();
         assert!(status.success(), "git {args:?}");
     };
     let fresh_repo = || {
@@ -374,7 +378,7 @@ fn git_runs_at_its_proxy_with_the_users_identity() {
         std::fs::write(repo.join("src/b.c"), "int b;\n").unwrap();
         std::fs::write(repo.join("scratch.tmp"), "ignored\n").unwrap();
     };
-    // Run from the mount (bash keeps `cd`, whose target the static plan does not follow).
+    // Run from the mount; the plan follows `cd repo`.
     let script = "cd repo\n\
                   git status --short\n\
                   git add .\n\
