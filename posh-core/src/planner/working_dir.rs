@@ -22,9 +22,10 @@ const CHANGES_DIRECTORY: &[&str] = &["cd", "pushd", "popd"];
 /// One entry per pipeline of `script`, in the same order.
 pub(crate) fn working_dirs(source: &str, script: &Script) -> Vec<WorkingDir> {
     let pipelines = &script.pipelines;
+    let targets: Vec<Option<String>> = (0..pipelines.len()).map(|i| followed(source, pipelines, i)).collect();
     let mut unknown = vec![false; pipelines.len()];
     for (i, pipeline) in pipelines.iter().enumerate() {
-        if !changes_directory(pipeline) || followed(source, pipelines, i).is_some() {
+        if !changes_directory(pipeline) || targets[i].is_some() {
             continue;
         }
         // A change inside a subshell or substitution reaches only what runs later inside one
@@ -42,14 +43,12 @@ pub(crate) fn working_dirs(source: &str, script: &Script) -> Vec<WorkingDir> {
         }
     }
     let mut steps: Vec<String> = Vec::new();
-    pipelines
-        .iter()
-        .enumerate()
-        .map(|(i, _)| {
-            let here = if unknown[i] { WorkingDir::Unknown } else { WorkingDir::Known(steps.clone()) };
-            if let Some(target) = followed(source, pipelines, i) {
-                steps.push(target);
-            }
+    unknown
+        .into_iter()
+        .zip(targets)
+        .map(|(unknown, target)| {
+            let here = if unknown { WorkingDir::Unknown } else { WorkingDir::Known(steps.clone()) };
+            steps.extend(target);
             here
         })
         .collect()
