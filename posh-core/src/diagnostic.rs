@@ -149,6 +149,10 @@ codes! {
     /// `reads_env` names environment variables, and `reads_home` names files under the home,
     /// each written `~/path`.
     BadCarried = "A118", "bad-carried", Error;
+    /// `streamable` marks an input file that the command reads once, from start to end, for its
+    /// bytes alone, so that a stream from another proxy may stand in for it: it applies only to
+    /// `type:input_file` values, and never to a `file_list` (whose names are opened, not read).
+    BadStreamable = "A119", "bad-streamable", Error;
     /// An earlier entry for the same command fits every invocation this entry fits, so this
     /// entry can never win. Reorder the entries, or add a `required` option to the earlier one.
     UnreachableEntry = "A201", "unreachable-entry", Warning;

@@ -93,6 +93,7 @@ fn format_arg(spec: &ArgSpec, section: Section) -> String {
         (spec.attached, "attached"),
         (spec.required, "required"),
         (spec.config, "config"),
+        (spec.streamable, "streamable"),
         (spec.file_list, "file_list"),
         (spec.appends, "appends"),
         (spec.bounds == Some(OutputBound::Lines), "bounds_lines"),

@@ -119,6 +119,7 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
         attached: false,
         required: false,
         config: false,
+        streamable: false,
         file_list: false,
         appends: false,
         bounds: None,
@@ -178,6 +179,7 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
             "attached" => spec.attached = true,
             "required" => spec.required = true,
             "config" => spec.config = true,
+            "streamable" => spec.streamable = true,
             "file_list" => spec.file_list = true,
             "appends" => spec.appends = true,
             "bounds_lines" | "bounds_bytes" => {

@@ -151,6 +151,8 @@ pub struct ArgSpec {
     pub attached: bool,
     pub required: bool,
     pub config: bool,
+    /// An input read once, front to back, for its bytes alone: a stream may stand in for it.
+    pub streamable: bool,
     /// The file's content lists names of files the command opens (`tar -T LIST`).
     pub file_list: bool,
     /// A flag that makes the command append to its output files (`tee -a`).

@@ -354,6 +354,18 @@ h[stdin_file_list]: OPTPARAMS:[(short:T,type:input_file,size:1,file_list)] PARAM
     insta::assert_snapshot!(render_diagnostics(source));
 }
 
+/// `streamable` goes on input files only, and never on a list of names.
+#[test]
+fn streamable_checks() {
+    let source = "\
+a: PARAMS:[(type:input_file,size:1,streamable),(type:input_file,size:1,config,streamable)]
+b: OPTPARAMS:[(short:o,type:output_file,size:1,streamable)]
+c: OPTPARAMS:[(short:T,type:input_file,size:1,file_list,streamable)] PARAMS:[(type:str,size:list,streamable)]
+";
+    check_lossless(source);
+    insta::assert_snapshot!(render_diagnostics(source));
+}
+
 /// A flag that makes the command append: the same model from both layouts, printed back, and
 /// misplaced uses reported.
 #[test]

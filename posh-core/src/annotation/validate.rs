@@ -63,6 +63,13 @@ pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
                 "`config` marks a whole input file read by every copy: `type:input_file`, never `splittable`".into(),
             );
         }
+        if spec.streamable && (spec.ty != ArgType::InputFile || spec.file_list) {
+            push(
+                Code::BadStreamable,
+                spec.span,
+                "`streamable` marks an input file read once for its bytes: `type:input_file`, never `file_list`".into(),
+            );
+        }
         if spec.file_list && (spec.ty != ArgType::InputFile || spec.splittable) {
             let message = if arg.section == Section::Flags {
                 "`file_list` marks an input file that lists file names; for a flag that makes standard input \

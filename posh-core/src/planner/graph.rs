@@ -11,7 +11,7 @@ use crate::matcher::{Invocation, NoMatch};
 use crate::planner::PlanContext;
 use crate::planner::expand::{Expanded, expand_word};
 use crate::planner::model::{Carried, Edge, Location, Node, NodeId, NodeKind, PipelinePlan, Stream, Why};
-use crate::planner::reach::{Reach, reach};
+use crate::planner::reach::{FileWord, Reach, reach};
 use crate::shell::{self, CommandKind, RedirectOp, RedirectTarget};
 
 /// Where a command's standard input comes from, after its redirections.
@@ -42,6 +42,8 @@ struct FileUse {
     config: bool,
     /// Index among the invocation's splittable values, for the splittable argument's files.
     split_value: Option<usize>,
+    /// Its annotation says a stream may stand in for it (`streamable`).
+    streamable: bool,
 }
 
 /// What the planner learned about one command of a pipeline.
@@ -190,8 +192,8 @@ impl Facts<'_> {
 pub(crate) struct Built {
     pub plan: PipelinePlan,
     pub pinned: Vec<bool>,
-    /// Per node, the one mount whose proxy may run it besides the client (`None`: any).
-    pub allowed: Vec<Option<String>>,
+    /// Per node, the mounts whose proxies may run it besides the client (`None`: any).
+    pub allowed: Vec<Option<Vec<String>>>,
 }
 
 /// Builds `pipeline`'s DAG; with `stays` (why the pipeline stays with bash), every command is at
@@ -250,8 +252,14 @@ pub(crate) fn build_pipeline(
             }
         }
     }
-    let plan =
-        PipelinePlan { span: pipeline.span, nodes: graph.nodes, edges: graph.edges, bash_bytes: 0, posh_bytes: 0 };
+    let plan = PipelinePlan {
+        span: pipeline.span,
+        nodes: graph.nodes,
+        edges: graph.edges,
+        bash_bytes: 0,
+        posh_bytes: 0,
+        between_proxies_bytes: 0,
+    };
     Built { plan, pinned: graph.pinned, allowed: graph.allowed }
 }
 
@@ -272,9 +280,10 @@ fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Op
     if first.shell_reason.is_some() || copies < 2 || first.pin.is_some() || first.dash_input || redirected_input {
         return None;
     }
+    // A copy reads its files where they are: nothing is streamed to it.
     let runnable = |words: Vec<&str>, location: &Location| match location {
         Location::Client => true,
-        Location::Mount(name) => reach(ctx, words).allows(name),
+        Location::Mount(name) => reach(ctx, words.into_iter().map(FileWord::fixed)).allows(name),
     };
     if !runs.iter().all(|(location, members)| runnable(first.copy_words(members), location)) {
         return None;
@@ -392,7 +401,9 @@ fn analyse<'l>(
                 let spec = invocation.entry.arg(value.arg);
                 match value.ty {
                     ArgType::InputFile if text == "-" => facts.dash_input = true,
-                    ArgType::InputFile => facts.inputs.push(ctx.file_use(&text, spec.config, split_value)),
+                    ArgType::InputFile => facts
+                        .inputs
+                        .push(FileUse { streamable: spec.streamable, ..ctx.file_use(&text, spec.config, split_value) }),
                     ArgType::OutputFile if text == "-" => {}
                     ArgType::OutputFile => facts.outputs.push(ctx.file_use(&text, false, None)),
                     ArgType::Str => {}
@@ -413,8 +424,10 @@ fn analyse<'l>(
                 facts.pin = Some((cwd.location.clone(), Why::CurrentDirectory));
                 facts.inputs.push(cwd);
             }
-            let words = facts.inputs.iter().chain(&facts.outputs).map(|f| f.path.as_str());
-            facts.reach = reach(ctx, words.chain(facts.redirect_files.iter().map(String::as_str)));
+            let inputs = facts.inputs.iter().map(|f| FileWord { word: &f.path, streamable: f.streamable });
+            let others =
+                facts.outputs.iter().map(|f| f.path.as_str()).chain(facts.redirect_files.iter().map(String::as_str));
+            facts.reach = reach(ctx, inputs.chain(others.map(FileWord::fixed)));
             let reads_script_input = facts.stdin == Input::Stdin
                 && index == 0
                 && (facts.dash_input || facts.inputs.iter().all(|f| f.config));
@@ -526,7 +539,7 @@ impl PlanContext<'_> {
             Some(meta) => meta.size,
             None => 0,
         };
-        FileUse { path: path.to_string(), location, size, config, split_value }
+        FileUse { path: path.to_string(), location, size, config, split_value, streamable: false }
     }
 
     /// The working directory of a command that runs where it lives (`needs_current_dir`). On
@@ -537,9 +550,14 @@ impl PlanContext<'_> {
         let location = self.location_of(&self.absolute("."));
         match location {
             Location::Client => self.file_use(".", false, None),
-            Location::Mount(_) => {
-                FileUse { path: ".".to_string(), location, size: 0, config: false, split_value: None }
-            }
+            Location::Mount(_) => FileUse {
+                path: ".".to_string(),
+                location,
+                size: 0,
+                config: false,
+                split_value: None,
+                streamable: false,
+            },
         }
     }
 }
@@ -555,7 +573,7 @@ struct Graph<'c> {
     special: HashMap<&'static str, NodeId>,
     /// Read and write nodes by path, so a file used twice is one node.
     files: HashMap<(bool, String), NodeId>,
-    allowed: Vec<Option<String>>,
+    allowed: Vec<Option<Vec<String>>>,
 }
 
 impl Graph<'_> {
@@ -568,7 +586,7 @@ impl Graph<'_> {
     }
 
     fn edge(&mut self, from: NodeId, to: NodeId, stream: Stream, bytes: u64) {
-        self.edges.push(Edge { from, to, stream, bytes, crosses: false });
+        self.edges.push(Edge { from, to, stream, bytes, crosses: false, between_proxies: false });
     }
 
     fn special(&mut self, name: &'static str, kind: NodeKind) -> NodeId {
@@ -693,8 +711,8 @@ impl Graph<'_> {
             }),
         };
         let id = self.node(kind, location, why, pinned);
-        if let (Reach::ClientOr(mount), None) = (&facts.reach, &copy) {
-            self.allowed[id] = Some(mount.clone());
+        if let (Reach::ClientOr(mounts), None) = (&facts.reach, &copy) {
+            self.allowed[id] = Some(mounts.clone());
         }
         let mut bytes_in = match split {
             None => self.connect_stdin(id, &facts.stdin),

@@ -50,8 +50,16 @@ pub struct PipelinePlan {
     pub edges: Vec<Edge>,
     /// Bytes that would cross the network if everything ran at the client (as under bash).
     pub bash_bytes: u64,
-    /// Bytes predicted to cross the network under this plan.
+    /// Bytes predicted to cross the client's links under this plan.
     pub posh_bytes: u64,
+    /// Bytes predicted to go directly from one proxy to another (files streamed to a command at
+    /// another mount's proxy), which never reach the client.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub between_proxies_bytes: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
@@ -154,6 +162,10 @@ pub struct Edge {
     pub bytes: u64,
     /// The two ends run on different machines.
     pub crosses: bool,
+    /// A file on one mount streamed to a command at another mount's proxy: the bytes go from
+    /// proxy to proxy, not through the client.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub between_proxies: bool,
 }
 
 /// Why a node runs where it runs.
@@ -170,7 +182,8 @@ pub enum Why {
     DependsOnShell(String),
     /// A builtin, a function of the script or a compound command: it runs in bash.
     RunsInShell,
-    /// Its files lie on several mounts and it cannot be split (the paper's rule).
+    /// Its files lie on several mounts, it cannot be split, and none of them can be streamed to
+    /// the others' proxy (or the placement is the paper's, which never streams).
     SeveralMounts,
     /// No proxy could run it as bash would: the detail says why (a file on no mount, a path the
     /// proxy sees differently, the script's standard input).
@@ -208,7 +221,11 @@ impl Why {
                 )
             }
             Why::RunsInShell => "runs inside bash (builtin, function or compound command)".to_string(),
-            Why::SeveralMounts => "reads files on several mounts and cannot be split".to_string(),
+            Why::SeveralMounts => "reads files on several mounts and cannot be split; a file is streamed to \
+                                   another mount's proxy only by the cost-based placement, when the annotation \
+                                   calls it `streamable` and a plain relative word from above both mounts names \
+                                   an existing file"
+                .to_string(),
             Why::ClientOnly(why) => format!("{why}, so it runs at the client"),
             Why::StaysWithBash(why) => format!("the pipeline stays with bash ({why}), so it runs at the client"),
             Why::FanIn => "the copies' outputs are combined at the client".to_string(),

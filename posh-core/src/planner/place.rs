@@ -22,9 +22,18 @@ pub(crate) fn place(ctx: &PlanContext<'_>, built: &mut Built) {
     }
     let plan = &mut built.plan;
     for edge in &mut plan.edges {
-        edge.crosses = plan.nodes[edge.from].location != plan.nodes[edge.to].location;
+        let (from, to) = (&plan.nodes[edge.from], &plan.nodes[edge.to]);
+        edge.crosses = from.location != to.location;
+        edge.between_proxies = edge.crosses
+            && matches!(from.kind, NodeKind::ReadFile { .. })
+            && matches!((&from.location, &to.location), (Location::Mount(_), Location::Mount(_)));
     }
-    plan.posh_bytes = plan.edges.iter().filter(|e| e.crosses).map(|e| e.bytes).sum();
+    let moved = |between_proxies: bool| {
+        let edges = plan.edges.iter().filter(|e| e.crosses && e.between_proxies == between_proxies);
+        edges.map(|e| e.bytes).sum()
+    };
+    plan.posh_bytes = moved(false);
+    plan.between_proxies_bytes = moved(true);
     // Under bash every command runs at the client, so every byte of a remote file crosses.
     plan.bash_bytes = plan
         .nodes
@@ -44,7 +53,7 @@ pub(crate) fn place(ctx: &PlanContext<'_>, built: &mut Built) {
 fn allowed(built: &Built, n: NodeId, at: &Location) -> bool {
     match (&built.allowed[n], at) {
         (None, _) | (_, Location::Client) => true,
-        (Some(mount), Location::Mount(name)) => mount == name,
+        (Some(mounts), Location::Mount(name)) => mounts.contains(name),
     }
 }
 

@@ -148,7 +148,7 @@ fn node_label(node: &Node) -> String {
 pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
     let lines = LineIndex::new(source);
     let mut out = String::new();
-    let (mut bash, mut posh) = (0, 0);
+    let (mut bash, mut posh, mut between_proxies) = (0, 0, 0);
     for pipeline in &plan.pipelines {
         let (line, _) = lines.line_col(source, pipeline.span.start);
         out.push_str(&format!("{path}:{line}: {}\n", render_inline(source, pipeline)));
@@ -162,8 +162,9 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
         }
         for edge in pipeline.crossing_edges().filter(|e| e.bytes > 0) {
             let (from, to) = (pipeline.node(edge.from), pipeline.node(edge.to));
+            let how = if edge.between_proxies { ", streamed from proxy to proxy" } else { "" };
             out.push_str(&format!(
-                "  crosses {} → {}: {} ({} → {})\n",
+                "  crosses {} → {}: {} ({} → {}{how})\n",
                 from.location.label(),
                 to.location.label(),
                 format_bytes(edge.bytes),
@@ -171,20 +172,29 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
                 node_label(to)
             ));
         }
+        let between = match pipeline.between_proxies_bytes {
+            0 => String::new(),
+            bytes => format!(" (and {} between proxies)", format_bytes(bytes)),
+        };
         out.push_str(&format!(
-            "  bash would move {}, posh moves {}\n\n",
+            "  bash would move {}, posh moves {}{between}\n\n",
             format_bytes(pipeline.bash_bytes),
             format_bytes(pipeline.posh_bytes)
         ));
         bash += pipeline.bash_bytes;
         posh += pipeline.posh_bytes;
+        between_proxies += pipeline.between_proxies_bytes;
     }
+    let between = match between_proxies {
+        0 => String::new(),
+        bytes => format!(" (and {} between proxies)", format_bytes(bytes)),
+    };
     let strategy = match plan.strategy {
         Strategy::Greedy => "greedy (the paper's)",
         Strategy::CostBased => "cost-based",
     };
     out.push_str(&format!(
-        "{} pipeline(s), {strategy} placement: bash would move {}, posh moves {}\n",
+        "{} pipeline(s), {strategy} placement: bash would move {}, posh moves {}{between}\n",
         plan.pipelines.len(),
         format_bytes(bash),
         format_bytes(posh)
@@ -261,6 +271,7 @@ pub struct ExplainDocument<'a> {
     pub pipelines: Vec<ExplainPipeline<'a>>,
     pub bash_bytes: u64,
     pub posh_bytes: u64,
+    pub between_proxies_bytes: u64,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -300,6 +311,7 @@ impl<'a> ExplainDocument<'a> {
                 .collect(),
             bash_bytes: plan.pipelines.iter().map(|p| p.bash_bytes).sum(),
             posh_bytes: plan.pipelines.iter().map(|p| p.posh_bytes).sum(),
+            between_proxies_bytes: plan.pipelines.iter().map(|p| p.between_proxies_bytes).sum(),
         }
     }
 }

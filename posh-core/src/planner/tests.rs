@@ -139,11 +139,20 @@ fn git_workflow_runs_with_the_working_directory() {
 }
 
 #[test]
-fn comm_across_two_mounts_ships_the_smaller_input() {
-    let script = "comm -12 /mnt/a/big.txt /mnt/b/small.txt > /home/user/common.txt\n";
-    let cost_based = check(script);
-    let greedy = check_with("/home/user", script, PlanOptions { strategy: Strategy::Greedy, ..PlanOptions::default() });
-    insta::assert_snapshot!(format!("cost-based:\n{cost_based}\ngreedy (the paper):\n{greedy}"));
+fn comm_across_two_mounts_streams_the_smaller_input_to_the_larger_ones_proxy() {
+    // From above both mounts, the job at @a runs in a view where a pipe stands for b/small.txt.
+    let relative = "comm -12 a/big.txt b/small.txt > a/common.txt\ncomm -12 b/small.txt a/big.txt | wc -l\n";
+    let (plan, source) = plan_with(CONFIG, &file_system(), "/mnt", relative, PlanOptions::default());
+    // Absolute words would name the streamed file where the job cannot put a pipe; the paper's
+    // greedy placement sends every command reading several mounts to the client.
+    let absolute = "comm -12 /mnt/a/big.txt /mnt/b/small.txt > /home/user/common.txt\n";
+    let greedy = PlanOptions { strategy: Strategy::Greedy, ..PlanOptions::default() };
+    insta::assert_snapshot!(format!(
+        "{}\nabsolute words:\n{}\ngreedy (the paper):\n{}",
+        render_text("comm.sh", &source, &plan),
+        check(absolute),
+        check_with("/mnt", relative, greedy)
+    ));
 }
 
 #[test]
