@@ -411,3 +411,47 @@ fn git_runs_at_its_proxy_with_the_users_identity() {
         assert_eq!(record["commands"][0]["location"], "logs", "{record}");
     }
 }
+
+/// `comm`, `join` and `paste` over a file on each mount: the command runs at the proxy of the
+/// larger file, the other is streamed to it by its own proxy (which the client introduced: no
+/// proxy authorizes the other), and only the result reaches the client. An empty file, or one
+/// missing when the command runs, leaves it to the client, whose messages are bash's.
+#[test]
+fn a_file_on_one_mount_is_streamed_to_the_other_mounts_proxy_and_only_results_cross() {
+    let cluster = Cluster::new(&[]);
+    let root = cluster.root();
+    let ids = |step: usize| -> String { (0..120_000).step_by(step).map(|i| format!("id{i:07}\n")).collect() };
+    std::fs::write(root.join("logs/ids.txt"), ids(2)).unwrap();
+    std::fs::write(root.join("archive/ids.txt"), ids(3)).unwrap();
+    std::fs::write(root.join("archive/empty.txt"), "").unwrap();
+    let script = "comm -12 logs/ids.txt archive/ids.txt | wc -l\n\
+                  join archive/ids.txt logs/ids.txt > logs/joined.txt\n\
+                  tail -n 1 logs/joined.txt\n\
+                  paste -d , archive/ids.txt logs/ids.txt | tail -n 2\n\
+                  comm -3 logs/ids.txt archive/empty.txt | wc -l\n\
+                  comm -12 logs/ids.txt archive/missing.txt | wc -l\n";
+    std::fs::write(root.join("s.sh"), script).unwrap();
+    let bash = cluster.bash(&["s.sh"]);
+    std::fs::remove_file(root.join("logs/joined.txt")).unwrap();
+    let posh = cluster.posh(&["--stats", "stats.json", "s.sh"]);
+    assert_eq!(text(&posh.stdout), text(&bash.stdout));
+    assert_eq!(text(&posh.stderr), text(&bash.stderr));
+    assert_eq!(posh.status.code(), bash.status.code());
+    assert!(text(&bash.stderr).contains("missing.txt: No such file"), "{}", text(&bash.stderr));
+
+    let stats = cluster.stats();
+    let streamed = std::fs::metadata(root.join("archive/ids.txt")).unwrap().len();
+    for (record, commands) in [(0, 2), (1, 1), (3, 2)] {
+        for c in 0..commands {
+            assert_eq!(stats[record]["commands"][c]["location"], "logs", "{}", stats[record]);
+        }
+        // The archive's proxy sent its file to the logs' proxy; the client got a status.
+        let from_archive = stats[record]["proxies"]["archive"]["bytes_from_proxy"].as_u64().unwrap();
+        assert!(from_archive < 200 && streamed > 300_000, "{from_archive} bytes of a {streamed}-byte file");
+    }
+    // Nothing to stream from an empty or missing file: comm runs at the client, as bash's does.
+    for record in [4, 5] {
+        assert_eq!(stats[record]["commands"][0]["location"], "client", "{}", stats[record]);
+    }
+    assert!(stats[5]["commands"][0]["why"].as_str().unwrap().contains("is not a file with content"), "{}", stats[5]);
+}

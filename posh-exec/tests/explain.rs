@@ -434,57 +434,57 @@ fn dot_renders_with_graphviz() {
     assert!(svg.contains("proxy @A") && svg.contains("400 MB"), "{svg}");
 }
 
-/// A proxy cannot read another mount's files yet (no proxy-to-proxy streams), so either
-/// strategy keeps a command over two mounts at the client: the plan is what runs.
+/// Cost-based placement runs comm at the proxy of its larger file, the smaller one streamed to
+/// it from its own proxy; the paper's greedy placement keeps it at the client.
 #[test]
-fn comm_across_two_mounts_stays_at_the_client_with_either_strategy() {
+fn comm_across_two_mounts_streams_the_smaller_file_unless_greedy() {
     let fixture = Fixture::new();
     let script = "comm -12 A/big.txt B/small.txt";
     let cost_based = fixture.explain(&["-c", script]);
     assert_eq!(
         cost_based,
-        "-c:1: [@client ⇐920 MB]comm -12 A/big.txt B/small.txt
-  @client comm -12 A/big.txt B/small.txt: reads files on several mounts and cannot be split
+        "-c:1: [@A ⇐20 MB]comm -12 A/big.txt B/small.txt [⇒ output 460 MB]
+  @A comm -12 A/big.txt B/small.txt: the cheapest place for the data it moves
       annotation: comm[filters_input] (text.posh)
-  crosses @A → @client: 900 MB (read A/big.txt (900 MB) → comm -12 A/big.txt B/small.txt)
-  crosses @B → @client: 20 MB (read B/small.txt (20 MB) → comm -12 A/big.txt B/small.txt)
-  bash would move 920 MB, posh moves 920 MB
+  crosses @B → @A: 20 MB (read B/small.txt (20 MB) → comm -12 A/big.txt B/small.txt, streamed from proxy to proxy)
+  crosses @A → @client: 460 MB (comm -12 A/big.txt B/small.txt → standard output)
+  bash would move 920 MB, posh moves 460 MB (and 20 MB between proxies)
 
-1 pipeline(s), cost-based placement: bash would move 920 MB, posh moves 920 MB
+1 pipeline(s), cost-based placement: bash would move 920 MB, posh moves 460 MB (and 20 MB between proxies)
 "
     );
     assert_eq!(fixture.explain(&["--placement", "cost-based", "-c", script]), cost_based, "cost-based is the default");
-    assert_eq!(
-        fixture.explain(&["--placement", "greedy", "-c", script]),
-        "-c:1: [@client ⇐920 MB]comm -12 A/big.txt B/small.txt
-  @client comm -12 A/big.txt B/small.txt: reads files on several mounts and cannot be split
-      annotation: comm[filters_input] (text.posh)
-  crosses @A → @client: 900 MB (read A/big.txt (900 MB) → comm -12 A/big.txt B/small.txt)
-  crosses @B → @client: 20 MB (read B/small.txt (20 MB) → comm -12 A/big.txt B/small.txt)
-  bash would move 920 MB, posh moves 920 MB
-
-1 pipeline(s), greedy (the paper's) placement: bash would move 920 MB, posh moves 920 MB
-"
-    );
+    let greedy = fixture.explain(&["--placement", "greedy", "-c", script]);
+    assert!(greedy.starts_with("-c:1: [@client ⇐920 MB]comm -12 A/big.txt B/small.txt\n"), "{greedy}");
+    assert!(greedy.contains("bash would move 920 MB, posh moves 920 MB\n"), "{greedy}");
     let json = |placement: &str| {
         let doc = fixture.json(&["--placement", placement, "-c", script]);
-        (doc["strategy"].clone(), commands(&doc["pipelines"][0], 0), doc["posh_bytes"].clone())
+        let streamed: Vec<Value> = doc["pipelines"][0]["edges"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|e| e["between_proxies"] == true)
+            .map(|e| e["bytes"].clone())
+            .collect();
+        (commands(&doc["pipelines"][0], 0), doc["posh_bytes"].clone(), doc["between_proxies_bytes"].clone(), streamed)
     };
     let argv = || script.to_string();
     assert_eq!(
         json("greedy"),
         (
-            "greedy".into(),
             vec![(argv(), "@client".into(), Value::Null, serde_json::json!({"reason": "several_mounts"}))],
-            (920 * MB).into()
+            (920 * MB).into(),
+            0.into(),
+            vec![]
         )
     );
     assert_eq!(
         json("cost-based"),
         (
-            "cost_based".into(),
-            vec![(argv(), "@client".into(), Value::Null, serde_json::json!({"reason": "several_mounts"}))],
-            (920 * MB).into()
+            vec![(argv(), "@A".into(), Value::Null, serde_json::json!({"reason": "cheapest"}))],
+            (460 * MB).into(),
+            (20 * MB).into(),
+            vec![(20 * MB).into()]
         )
     );
 }

@@ -530,3 +530,52 @@ async fn a_reader_that_leaves_gives_the_command_sigpipe() {
     .unwrap();
     assert_eq!(ended.commands[0].status(), 128 + 13, "{ended:?}");
 }
+
+/// Another proxy is let in only as far as the client introduced it: while one of the client's
+/// jobs waits for it, to fetch that job's output with its token, and nothing else.
+#[tokio::test(flavor = "multi_thread")]
+async fn another_proxy_may_only_fetch_the_output_the_client_sent_its_way() {
+    use posh_exec::remote::protocol::{PeerInput, PeerOutput};
+    use posh_exec::remote::{Pin, Traffic, connect_pinned, peer};
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let client = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let other = Identity::ephemeral("another-proxy").unwrap();
+    let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let token = "0123456789abcdef0123456789abcdef";
+    let input = |token: &str| PeerInput {
+        path: "a.txt".into(),
+        addr: proxy.addr.clone(),
+        fingerprint: proxy.fingerprint.clone(),
+        token: token.into(),
+    };
+    let refusal = |result: anyhow::Result<(quinn::Connection, Vec<u8>, quinn::RecvStream)>| match result {
+        Ok(_) => panic!("the proxy served a fetch it should have refused"),
+        Err(e) => format!("{e:#}"),
+    };
+    // Not introduced: a stranger.
+    let error = refusal(peer::fetch(&endpoint, &other, &input(token)).await);
+    assert!(error.contains("not authorized"), "{error}");
+
+    let mut job = request(&["cat", "a.txt"]);
+    job.peer_output = Some(PeerOutput { token: token.into(), peer: other.fingerprint().into() });
+    let job = client.start(&job, &Traffic::default()).await.unwrap();
+    // Introduced, it may not run anything.
+    let as_client = connect_pinned(&proxy.addr, &other, Pin::Exactly(&proxy.fingerprint)).await.unwrap();
+    let error = as_client.run(&request(&["cat", "a.txt"]), b"").await.unwrap_err();
+    assert!(format!("{error:#}").contains("not authorized to run jobs"), "{error:#}");
+    // Nor fetch with another token.
+    let error = refusal(peer::fetch(&endpoint, &other, &input("fedcba9876543210fedcba9876543210")).await);
+    assert!(error.contains("no output waits for this proxy"), "{error}");
+    // With its token, it gets the job's output, and a stream that ends only because the job did.
+    let (_connection, mut bytes, mut rest) = peer::fetch(&endpoint, &other, &input(token)).await.unwrap();
+    bytes.extend(rest.read_to_end(1 << 20).await.unwrap());
+    assert_eq!(String::from_utf8(bytes).unwrap(), "foo 1\nbar 2\nfood 3\n");
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let ended = job.finish(None::<tokio::io::Empty>, &mut stdout, &mut stderr, &Traffic::default()).await.unwrap();
+    assert_eq!(ended.commands[0].status(), 0);
+    assert!(stdout.is_empty(), "the output went to the other proxy only");
+    // Fetched once: the token is spent.
+    let error = refusal(peer::fetch(&endpoint, &other, &input(token)).await);
+    assert!(error.contains("not authorized") || error.contains("no output waits"), "{error}");
+}

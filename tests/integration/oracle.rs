@@ -13,8 +13,8 @@
 //! once (`> log 2>&1`), where a remote job's two streams must keep bash's bytes and order.
 //!
 //! Modes: `local` has no configuration at all; `mounted` puts a `posh.toml` in `work/` that makes
-//! `data/` an embedded mount (an in-process proxy), so posh-exec treats the data as remote
-//! storage; `proxied` starts one real `posh-proxy` process on loopback for the whole suite,
+//! `data/` an embedded mount (an in-process proxy) and `data/sub/` another, so posh-exec treats
+//! the data as remote storage on two servers; `proxied` starts one real `posh-proxy` process on loopback for the whole suite,
 //! exporting the directory that holds every run's root, and the `posh.toml` makes that whole
 //! directory its mount: the case's data, its working directory and the files it writes are all
 //! on the proxy's side. The case format is described in `tests/oracle/README.md`.
@@ -304,7 +304,7 @@ fn replace_all(haystack: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 enum Mode {
     /// No configuration anywhere: posh-exec must be bash.
     Local,
-    /// `work/posh.toml` makes `work/data` an embedded mount.
+    /// `work/posh.toml` makes `work/data` an embedded mount, and `work/data/sub` another.
     Mounted,
     /// `work/posh.toml` mounts the runs' parent directory, served by a posh-proxy process.
     Proxied,
@@ -387,9 +387,15 @@ impl Drop for ProxyProcess {
     }
 }
 
-const MOUNTED_CONFIG: &str = "# The oracle's data directory, served by an in-process proxy.\n\
+const MOUNTED_CONFIG: &str = "# The oracle's data directory, served by an in-process proxy, and its `sub`\n\
+# directory by another (a nested mount: files of both are streamed between the two).\n\
 [[mount]]\n\
 path = \"data\"\n\
+proxy = \"embedded\"\n\
+\n\
+[[mount]]\n\
+name = \"sub\"\n\
+path = \"data/sub\"\n\
 proxy = \"embedded\"\n";
 
 /// What one shell did with one case.

@@ -221,11 +221,10 @@ impl Why {
                 )
             }
             Why::RunsInShell => "runs inside bash (builtin, function or compound command)".to_string(),
-            Why::SeveralMounts => "reads files on several mounts and cannot be split; a file is streamed to \
-                                   another mount's proxy only by the cost-based placement, when the annotation \
-                                   calls it `streamable` and a plain relative word from above both mounts names \
-                                   an existing file"
-                .to_string(),
+            Why::SeveralMounts => {
+                "reads files on several mounts and cannot be split, and none can be streamed to another's proxy"
+                    .to_string()
+            }
             Why::ClientOnly(why) => format!("{why}, so it runs at the client"),
             Why::StaysWithBash(why) => format!("the pipeline stays with bash ({why}), so it runs at the client"),
             Why::FanIn => "the copies' outputs are combined at the client".to_string(),

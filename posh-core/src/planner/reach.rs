@@ -112,16 +112,20 @@ pub(crate) fn reach<'w>(ctx: &PlanContext<'_>, words: impl IntoIterator<Item = F
 /// another mount streamed to it from that mount's proxy. The job then runs in a view (the
 /// working directory lies above `runner`'s mount), where a pipe takes the streamed word's place
 /// under the very name bash gave it; so the word must be relative and plain (no `.` or `..`),
-/// named once, and a regular file that exists (a missing one is left to the client, whose
-/// `comm` says so as bash's would).
+/// named once, outside `runner`'s own mount (a nested mount's files lie under the link to its
+/// parent's export), and a file with content (an empty pipe gives no sign that its reader came).
+/// A file that does not exist yet is planned as the file the script will have written by then
+/// (at run time, a missing or empty one leaves the command to the client, whose message about it
+/// is bash's).
 fn streamed_here(ctx: &PlanContext<'_>, cwd: &Path, runner: &Mount, files: &[(FileWord<'_>, &Mount)]) -> bool {
     let in_view = runner.path.starts_with(cwd) && runner.path != cwd;
     let elsewhere = files.iter().filter(|(_, mount)| mount.name != runner.name);
     in_view
         && elsewhere.clone().all(|(file, _)| {
+            let path = cwd.join(file.word);
             let plain = Path::new(file.word).components().all(|c| matches!(c, Component::Normal(_)));
             let once = files.iter().filter(|(other, _)| other.word == file.word).count() == 1;
-            let regular = ctx.fs.metadata(&cwd.join(file.word)).is_some_and(|m| m.kind == FileKind::File);
-            file.streamable && plain && once && regular
+            let content = ctx.fs.metadata(&path).is_none_or(|m| m.kind == FileKind::File && m.size > 0);
+            file.streamable && plain && once && !path.starts_with(&runner.path) && content
         })
 }

@@ -119,6 +119,7 @@ async fn run(args: Args) -> Result<()> {
         library: posh_core::library::Library::builtin(),
         launcher: None,
         journal: std::sync::Arc::new(journal),
+        identity: std::sync::Arc::new(identity),
     };
     proxy::serve(endpoint, config, shutdown).await
 }

@@ -191,24 +191,8 @@ pub async fn connect_pinned(addr: &str, identity: &Identity, pin: Pin<'_>) -> Re
         Pin::Known(known) => known.lookup(addr)?,
         Pin::Exactly(fingerprint) => Some(fingerprint.to_string()),
     };
-    let provider = Arc::new(rustls::crypto::ring::default_provider());
     let seen = Arc::new(Mutex::new(None));
-    let verifier = Arc::new(PinnedServer {
-        expected: expected.clone(),
-        seen: seen.clone(),
-        algorithms: provider.signature_verification_algorithms,
-    });
-    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
-        .with_protocol_versions(&[&rustls::version::TLS13])?
-        .dangerous()
-        .with_custom_certificate_verifier(verifier)
-        .with_client_auth_cert(vec![identity.cert()], identity.key())
-        .context("the client identity is unusable")?;
-    tls.alpn_protocols = vec![protocol::ALPN.to_vec()];
-    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls)?;
-    let mut config = quinn::ClientConfig::new(Arc::new(quic));
-    config.transport_config(protocol::transport());
-
+    let config = client_config(identity, expected.clone(), seen.clone())?;
     let bind: SocketAddr = if target.is_ipv6() { "[::]:0" } else { "0.0.0.0:0" }.parse()?;
     let mut endpoint = quinn::Endpoint::client(bind).context("cannot open a UDP socket")?;
     endpoint.set_default_client_config(config);
@@ -239,6 +223,47 @@ pub async fn connect_pinned(addr: &str, identity: &Identity, pin: Pin<'_>) -> Re
         tracing::info!("recorded proxy {addr} with fingerprint {got} in {}", known.path().display());
     }
     Ok(Connection { addr: addr.to_string(), fingerprint: got, conn, endpoint })
+}
+
+/// TLS for connecting as `identity` to a proxy that must present the certificate `expected`
+/// (any on first use); the verifier records what it saw in `seen`.
+fn client_config(
+    identity: &Identity,
+    expected: Option<String>,
+    seen: Arc<Mutex<Option<String>>>,
+) -> Result<quinn::ClientConfig> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = Arc::new(PinnedServer { expected, seen, algorithms: provider.signature_verification_algorithms });
+    let mut tls = rustls::ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_client_auth_cert(vec![identity.cert()], identity.key())
+        .context("the client identity is unusable")?;
+    tls.alpn_protocols = vec![protocol::ALPN.to_vec()];
+    let quic = quinn::crypto::rustls::QuicClientConfig::try_from(tls)?;
+    let mut config = quinn::ClientConfig::new(Arc::new(quic));
+    config.transport_config(protocol::transport());
+    Ok(config)
+}
+
+/// Connects a proxy, from its own `endpoint` and as its host `identity`, to another proxy at
+/// `addr` that must present `fingerprint`: the client introduced the two (see
+/// `protocol::PeerOutput`).
+pub async fn connect_peer(
+    endpoint: &quinn::Endpoint,
+    addr: &str,
+    identity: &Identity,
+    fingerprint: &str,
+) -> Result<quinn::Connection> {
+    let target: SocketAddr = tokio::net::lookup_host(addr)
+        .await
+        .with_context(|| format!("cannot resolve proxy address {addr}"))?
+        .next()
+        .ok_or_else(|| anyhow!("proxy address {addr} resolves to nothing"))?;
+    let config = client_config(identity, Some(fingerprint.to_string()), Arc::default())?;
+    let connecting = endpoint.connect_with(config, target, protocol::SERVER_NAME)?;
+    connecting.await.with_context(|| format!("cannot connect to proxy {addr}"))
 }
 
 impl Connection {

@@ -66,8 +66,16 @@ pub fn check_request(root: &Path, request: &Request) -> Result<PathBuf, String> 
 }
 
 /// Checks one command against the library and the export root (which must be canonical);
-/// `cwd` comes from [`check_request`]. The error is the message sent back to the client.
-pub fn check(library: &Library, root: &Path, cwd: &Path, command: &JobCommand) -> Result<Checked, String> {
+/// `cwd` comes from [`check_request`]. `fed` are the words that name pipes the proxy makes in
+/// the job's view, fed by other proxies (`Request::peer_inputs`): the command may read them. The
+/// error is the message sent back to the client.
+pub fn check(
+    library: &Library,
+    root: &Path,
+    cwd: &Path,
+    command: &JobCommand,
+    fed: &[&str],
+) -> Result<Checked, String> {
     let Some(program) = command.argv.first() else {
         return Err("empty command".to_string());
     };
@@ -108,8 +116,8 @@ pub fn check(library: &Library, root: &Path, cwd: &Path, command: &JobCommand) -
     }
     let mut paths = Vec::with_capacity(files.len());
     for file in &files {
-        if file == "-" {
-            continue; // standard input or output
+        if file == "-" || fed.contains(&file.as_str()) {
+            continue; // standard input or output, or a pipe the proxy made
         }
         paths.push(resolve(root, cwd, file).map_err(|e| format!("`{file}`: {e}"))?);
     }
@@ -272,13 +280,16 @@ mod tests {
         let library = Library::builtin();
         let job =
             |argv: &[&str]| JobCommand { argv: argv.iter().map(|w| w.to_string()).collect(), ..JobCommand::default() };
-        let refused = |argv: &[&str]| check(&library, &root, &root, &job(argv)).unwrap_err();
+        let refused = |argv: &[&str]| check(&library, &root, &root, &job(argv), &[]).unwrap_err();
         assert_eq!(
             refused(&["xargs", "cat"]),
             "refused: `xargs` opens files named in standard input, which the proxy cannot check; nothing was run"
         );
         assert!(refused(&["tar", "-cf", "out.tar", "-T", "list.txt"]).contains("opens files named in `list.txt`"));
-        assert!(check(&library, &root, &root, &job(&["cat", "list.txt"])).is_ok(), "a named file is checked and run");
+        assert!(
+            check(&library, &root, &root, &job(&["cat", "list.txt"]), &[]).is_ok(),
+            "a named file is checked and run"
+        );
     }
 
     #[test]
@@ -301,7 +312,7 @@ mod tests {
         let library = Library::builtin();
         let appended = |argv: &[&str]| {
             let command = JobCommand { argv: argv.iter().map(|w| w.to_string()).collect(), ..JobCommand::default() };
-            check(&library, &root, &root, &command).unwrap().outputs_appended
+            check(&library, &root, &root, &command, &[]).unwrap().outputs_appended
         };
         assert!(appended(&["tee", "-a", "log.txt"]));
         assert!(appended(&["tee", "--append", "-i", "log.txt", "other.txt"]));

@@ -15,6 +15,7 @@ use tokio::sync::watch;
 
 use super::confine::{Checked, CheckedRedirect, PATH};
 use super::journal::{self, Journal, Record};
+use super::peer::Expected;
 use super::protocol::{
     self, Ended, Exit, StartError, TAG_EXIT, TAG_STDERR, TAG_STDIN, TAG_STDIN_END, TAG_STDOUT, TAG_STDOUT_CLOSED,
     os_message,
@@ -348,13 +349,16 @@ pub struct JobOptions {
 }
 
 /// Runs the checked commands as one pipeline; the stream carries input frames in, output frames
-/// and the final statuses out. `kill` turning true aborts the job (shutdown).
+/// and the final statuses out. With `peer_output`, the last command's stdout goes to the proxy
+/// that comes for it instead, and that stream finishes only if the job completed and its last
+/// command succeeded. `kill` turning true aborts the job (shutdown, a broken input stream).
 pub async fn run<R, W>(
     place: &JobPlace<'_>,
     commands: &[Checked],
     options: JobOptions,
     recv: &mut R,
     send: &mut W,
+    peer_output: Option<Expected>,
     mut kill: watch::Receiver<bool>,
 ) -> Result<Ended>
 where
@@ -487,6 +491,11 @@ where
     let output = async {
         let mut out_buf = vec![0u8; 256 * 1024];
         let mut err_buf = vec![0u8; 64 * 1024];
+        // Nothing is read from the last command before its reader is here (it waits in its pipe).
+        let mut peer = match peer_output {
+            Some(mut expected) => Some(expected.arrival().await?),
+            None => None,
+        };
         while stdout.is_some() || stderr.is_some() {
             tokio::select! {
                 // Output before errors when both are waiting: GNU tools flush stdout before they
@@ -498,7 +507,15 @@ where
                     0 => stdout = None,
                     n => {
                         let n = fill(stdout.as_ref(), &mut out_buf, n);
-                        protocol::write_frame(send, TAG_STDOUT, &out_buf[..n]).await?;
+                        match &mut peer {
+                            // The other proxy's command stopped reading, as a closed stdout.
+                            Some(sink) => if sink.write_all(&out_buf[..n]).await.is_err() {
+                                stdout = None;
+                            },
+                            None => {
+                                protocol::write_frame(send, TAG_STDOUT, &out_buf[..n]).await?;
+                            }
+                        }
                     }
                 },
                 n = read_some(&mut stderr, &mut err_buf), if stderr.is_some() => match n? {
@@ -509,7 +526,7 @@ where
                 },
             }
         }
-        Ok::<_, anyhow::Error>(())
+        Ok::<_, anyhow::Error>(peer)
     };
     let io = async {
         tokio::pin!(input, output);
@@ -525,9 +542,13 @@ where
         }
     };
     let mut lost = None;
+    let mut peer = None;
     let completed = tokio::select! {
         result = io => match result {
-            Ok(()) => true,
+            Ok(sink) => {
+                peer = sink;
+                true
+            }
             Err(e) => {
                 lost = Some(e);
                 false
@@ -546,6 +567,13 @@ where
         ends[i] = Some(Exit { code: status.code(), signal: status.signal(), error: None });
     }
     let ends: Vec<Exit> = ends.into_iter().map(|e| e.unwrap_or_default()).collect();
+    // The other proxy reads a whole file only from a job that completed; dropped, it is reset.
+    if let Some(sink) = peer
+        && completed
+        && ends.last().is_some_and(|e| e.status() == 0)
+    {
+        sink.complete();
+    }
     outputs.settle(&ends, completed)?;
     if let Some(e) = lost {
         return Err(e);

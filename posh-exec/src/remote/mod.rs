@@ -11,6 +11,7 @@ pub mod job;
 pub mod jobs_dir;
 pub mod journal;
 pub mod liveness;
+pub mod peer;
 pub mod protocol;
 pub mod proxy;
 pub mod sandbox;

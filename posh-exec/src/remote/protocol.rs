@@ -8,8 +8,8 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWri
 
 /// The ALPN protocol name both sides require.
 pub const ALPN: &[u8] = b"posh/1";
-/// The request version this code speaks.
-pub const VERSION: u32 = 2;
+/// The request version this code speaks (3: streams between proxies).
+pub const VERSION: u32 = 3;
 /// The longest request or header line accepted, newline included.
 pub const MAX_LINE: usize = 1 << 20;
 /// The most a command's home (`JobCommand::home`) holds, in bytes: a user's configuration, not
@@ -53,6 +53,44 @@ pub struct Request {
     /// goes into the job's output stream, so the two interleave as the commands wrote them.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub stderr_with_stdout: bool,
+    /// The last command's stdout goes to another proxy, which comes for it with this token,
+    /// instead of back on this stream (stderr and the statuses still come back here).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_output: Option<PeerOutput>,
+    /// Files the commands read that lie on another proxy's export: each is a pipe in the job's
+    /// view, under the word the commands name it by, fed by that proxy's job.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peer_inputs: Vec<PeerInput>,
+}
+
+/// Where a job's output goes when another proxy reads it (see `Request::peer_output`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerOutput {
+    /// Random, chosen by the client; the reading proxy presents it.
+    pub token: String,
+    /// The fingerprint of the proxy that will come for it: the client introduces it, and this
+    /// proxy accepts that certificate for this one fetch.
+    pub peer: String,
+}
+
+/// A file that another proxy streams into a job (see `Request::peer_inputs`).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerInput {
+    /// The word the job's commands read it by, relative to the view: plain names only.
+    pub path: String,
+    /// Where the other proxy listens, and the fingerprint it must present.
+    pub addr: String,
+    pub fingerprint: String,
+    pub token: String,
+}
+
+/// The first line of a stream that a proxy opens to another to read a job's output that the
+/// client sent its way (`PeerOutput`). The answer is a [`Header`], then the output's bytes,
+/// unframed: the stream finishes when the job completed, and is reset when it did not.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Fetch {
+    pub fetch: String,
 }
 
 /// One command of a job.

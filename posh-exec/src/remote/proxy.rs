@@ -18,7 +18,8 @@ use tokio::sync::{Semaphore, watch};
 use super::identity::{Identity, fingerprint};
 use super::jobs_dir::JobsDir;
 use super::journal::Journal;
-use super::protocol::{self, Exit, Header, Request};
+use super::peer::{self, PeerOutputs};
+use super::protocol::{self, Exit, Fetch, Header, Request};
 use super::{confine, job};
 
 /// Who may connect.
@@ -49,6 +50,9 @@ pub struct ProxyConfig {
     /// Where jobs write down their output changes, so a proxy that died undoes them at its next
     /// start (`Journal::open(STATE_DIR/journal)`); `Journal::none()` keeps nothing.
     pub journal: Arc<Journal>,
+    /// The host identity (the endpoint's), which the proxy also presents to another proxy it
+    /// reads a stream from (see `peer`).
+    pub identity: Arc<Identity>,
 }
 
 /// Requires a client certificate and checks that the client holds its key; which certificates
@@ -135,6 +139,10 @@ struct Shared {
     kill: watch::Receiver<bool>,
     /// Streams not yet fully delivered to their client (a job's slot is free before that).
     in_flight: watch::Sender<usize>,
+    /// Jobs' outputs waiting for another proxy (see `peer`).
+    peer_outputs: Arc<PeerOutputs>,
+    /// This proxy's endpoint, from which it also connects to other proxies.
+    endpoint: quinn::Endpoint,
 }
 
 /// Counts a stream in [`Shared::in_flight`] while it lives.
@@ -165,6 +173,8 @@ pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: imp
         stopping,
         kill,
         in_flight: watch::channel(0).0,
+        peer_outputs: Arc::default(),
+        endpoint: endpoint.clone(),
     });
     tokio::pin!(shutdown);
     loop {
@@ -221,9 +231,9 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
         })),
         Authorization::Only(list) => Some(list.clone()),
     };
-    if let Some(authorized) = authorized
-        && !authorized.contains(&client)
-    {
+    // Another proxy that a client sent one of our jobs' outputs to may come for it, and only that.
+    let peer_only = authorized.as_ref().is_some_and(|a| !a.contains(&client));
+    if peer_only && !shared.peer_outputs.introduced(&client) {
         tracing::warn!("refused {remote}: client {client} is not authorized");
         let reason =
             format!("client {client} is not authorized by this proxy (add it to the proxy's authorized-clients file)");
@@ -240,8 +250,8 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
         let shared = shared.clone();
         let client = client.clone();
         tokio::spawn(async move {
-            if let Err(e) = handle_job(send, recv, &shared).await {
-                tracing::info!("job of {client} from {remote}: {e:#}");
+            if let Err(e) = handle_stream(send, recv, &shared, &client, peer_only).await {
+                tracing::info!("stream of {client} from {remote}: {e:#}");
             }
         });
     }
@@ -269,13 +279,42 @@ async fn refuse(mut send: quinn::SendStream, recv: &mut quinn::RecvStream, error
     Ok(())
 }
 
-async fn handle_job(mut send: quinn::SendStream, recv: quinn::RecvStream, shared: &Shared) -> Result<()> {
+/// One stream: a job of an authorized client, or another proxy's fetch of a job's output (the
+/// only thing a proxy that is no authorized client may ask).
+async fn handle_stream(
+    send: quinn::SendStream,
+    recv: quinn::RecvStream,
+    shared: &Shared,
+    client: &str,
+    peer_only: bool,
+) -> Result<()> {
     let _in_flight = InFlight::new(&shared.in_flight);
     let mut recv = BufReader::new(recv);
-    let request: Request = match protocol::read_line(&mut recv).await {
-        Ok((request, _)) => request,
+    let opening: serde_json::Value = match protocol::read_line(&mut recv).await {
+        Ok((opening, _)) => opening,
         Err(e) => return refuse(send, recv.get_mut(), format!("bad request: {e}")).await,
     };
+    if opening.get("fetch").is_some() {
+        return match serde_json::from_value::<Fetch>(opening) {
+            Ok(fetch) => peer::serve_fetch(&shared.peer_outputs, client, &fetch, send).await,
+            Err(e) => refuse(send, recv.get_mut(), format!("bad fetch: {e}")).await,
+        };
+    }
+    if peer_only {
+        return refuse(send, recv.get_mut(), format!("client {client} is not authorized to run jobs")).await;
+    }
+    match serde_json::from_value::<Request>(opening) {
+        Ok(request) => handle_job(send, recv, shared, request).await,
+        Err(e) => refuse(send, recv.get_mut(), format!("bad request: {e}")).await,
+    }
+}
+
+async fn handle_job(
+    mut send: quinn::SendStream,
+    mut recv: BufReader<quinn::RecvStream>,
+    shared: &Shared,
+    request: Request,
+) -> Result<()> {
     if *shared.stopping.borrow() {
         return refuse(send, recv.get_mut(), "proxy is shutting down".to_string()).await;
     }
@@ -299,13 +338,36 @@ async fn handle_job(mut send: quinn::SendStream, recv: quinn::RecvStream, shared
             Err(e) => return refuse(send, recv.get_mut(), format!("cannot make the job's view: {e}")).await,
         },
     };
+    let fed: Vec<&str> = request.peer_inputs.iter().map(|i| i.path.as_str()).collect();
     let mut checked = Vec::with_capacity(request.commands.len());
     for command in &request.commands {
-        match confine::check(&shared.config.library, &shared.config.export, &cwd, command) {
+        match confine::check(&shared.config.library, &shared.config.export, &cwd, command, &fed) {
             Ok(c) => checked.push(c),
             Err(e) => return refuse(send, recv.get_mut(), e).await,
         }
     }
+    // Streams from other proxies: pipes in the view, made and connected before anything runs.
+    let feeds = match (&request.view, request.peer_inputs.is_empty()) {
+        (_, true) => Vec::new(),
+        (Some(linked), false) => {
+            let identity = &shared.config.identity;
+            match peer::open_feeds(&shared.endpoint, identity, &cwd, linked, &request.peer_inputs).await {
+                Ok(feeds) => feeds,
+                Err(e) => return refuse(send, recv.get_mut(), e).await,
+            }
+        }
+        (None, false) => {
+            let error = "a stream from another proxy needs a job with a view".to_string();
+            return refuse(send, recv.get_mut(), error).await;
+        }
+    };
+    let peer_output = match &request.peer_output {
+        None => None,
+        Some(output) => match shared.peer_outputs.expect(&output.token, &output.peer) {
+            Ok(expected) => Some(expected),
+            Err(e) => return refuse(send, recv.get_mut(), e).await,
+        },
+    };
     let launcher = match &shared.config.launcher {
         Some(launcher) => launcher.clone(),
         None => std::env::current_exe().context("the proxy's own executable")?,
@@ -319,7 +381,19 @@ async fn handle_job(mut send: quinn::SendStream, recv: quinn::RecvStream, shared
         journal: &shared.config.journal,
     };
     let options = job::JobOptions { noclobber: request.noclobber, stderr_with_stdout: request.stderr_with_stdout };
-    let ended = job::run(&place, &checked, options, &mut recv, &mut send, shared.kill.clone()).await?;
+    // The job ends early at shutdown, or when a stream it reads breaks.
+    let (abort, kill) = watch::channel(false);
+    let abort = Arc::new(abort);
+    let mut watchers = peer::start_feeds(feeds, abort.clone());
+    let mut shutdown = shared.kill.clone();
+    watchers.spawn(async move {
+        if shutdown.wait_for(|k| *k).await.is_ok() {
+            abort.send_replace(true);
+        }
+    });
+    let ended = job::run(&place, &checked, options, &mut recv, &mut send, peer_output, kill).await;
+    drop(watchers);
+    let ended = ended?;
     tracing::info!("job ended: {:?}", ended.commands.iter().map(Exit::status).collect::<Vec<_>>());
     let _ = send.finish();
     // The command is done: its slot is free (a client running jobs one after another must not

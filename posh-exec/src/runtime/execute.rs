@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::sync::Arc;
 
-use posh_exec::remote::protocol::{Request, VERSION};
+use posh_exec::remote::protocol::{PeerInput, PeerOutput, Request, VERSION};
 use posh_exec::remote::{StartError, Traffic};
 
 use tokio::io::AsyncWriteExt as _;
@@ -17,7 +17,7 @@ use super::coherence::Written;
 use super::fan_in;
 use super::local::{self, Caller};
 use super::output::{async_writer, one_destination};
-use super::placement::{Step, Unit};
+use super::placement::{Step, StreamedInput, Unit};
 use super::session::Session;
 
 /// How a step ended, and where it ran in the end (a proxy may have left it to the client).
@@ -255,6 +255,10 @@ fn run_lane(
         match (&group[0].remote, ctx.session) {
             (Some(remote), Some(session)) => {
                 let traffic = ctx.traffic.entry(remote.mount).or_default().clone();
+                let sources = group.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| &r.streamed);
+                let source_traffic = sources
+                    .map(|input| (input.source.mount, ctx.traffic.entry(input.source.mount).or_default().clone()));
+                let source_traffic = source_traffic.collect();
                 let job = RemoteGroup {
                     session: session.clone(),
                     call: ctx.call.clone(),
@@ -268,6 +272,7 @@ fn run_lane(
                     stderr,
                     caller: ctx.caller.duplicate(),
                     traffic,
+                    source_traffic,
                 };
                 started.tasks.spawn(job.run());
             }
@@ -313,24 +318,71 @@ struct RemoteGroup {
     /// Its stderr is the jobs' stderr; its cwd and environment serve a fallback at the client.
     caller: Caller,
     traffic: Arc<Traffic>,
+    /// The traffic counters of the mounts that stream files to it.
+    source_traffic: BTreeMap<usize, Arc<Traffic>>,
+}
+
+/// A job at another mount's proxy whose output goes straight to this group's proxy.
+struct Source<'c> {
+    input: StreamedInput,
+    job: posh_exec::remote::Job<'c>,
+    addr: String,
 }
 
 impl RemoteGroup {
     async fn run(self) -> Statuses {
         let remote = self.steps[0].remote.as_ref().expect("a remote group");
         let mount = &self.session.config.mounts[remote.mount];
-        let request = Request {
+        let mut request = Request {
             version: VERSION,
             cwd: remote.cwd.clone(),
             view: remote.view.clone(),
             commands: self.steps.iter().filter_map(|s| s.remote.as_ref().map(|r| r.job.clone())).collect(),
             noclobber: self.call.noclobber,
             stderr_with_stdout: self.stderr_with_stdout,
+            peer_output: None,
+            peer_inputs: Vec::new(),
         };
         let connection = match self.session.connection(remote.mount).await {
             Some(connection) => connection,
             None => return self.run_here().await,
         };
+        // Files from other mounts: each of their proxies starts a job whose output waits for
+        // this proxy, which the request introduces; a proxy that cannot take part leaves the
+        // whole group to the client, before anything ran.
+        let streamed: Vec<StreamedInput> =
+            self.steps.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| r.streamed.clone()).collect();
+        let mut source_connections = Vec::with_capacity(streamed.len());
+        for input in &streamed {
+            match self.session.connection(input.source.mount).await {
+                Some(source) => source_connections.push(source),
+                None => return self.run_here().await,
+            }
+        }
+        let mut sources = Vec::with_capacity(streamed.len());
+        for (input, source) in streamed.into_iter().zip(&source_connections) {
+            let token = random_token();
+            let source_request = Request {
+                version: VERSION,
+                cwd: input.source.cwd.clone(),
+                view: input.source.view.clone(),
+                commands: vec![input.source.job.clone()],
+                peer_output: Some(PeerOutput { token: token.clone(), peer: connection.fingerprint().to_string() }),
+                ..Request::default()
+            };
+            let traffic = self.source_traffic.get(&input.source.mount).cloned().unwrap_or_default();
+            let job = match source.start(&source_request, &traffic).await {
+                Ok(job) => job,
+                Err(e) => {
+                    let name = &self.session.config.mounts[input.source.mount].name;
+                    self.caller.warn(&format!("{e}; running it at the client instead (mount {name})"));
+                    return self.run_here().await;
+                }
+            };
+            let (addr, fingerprint) = (source.addr().to_string(), source.fingerprint().to_string());
+            request.peer_inputs.push(PeerInput { path: input.word.clone(), addr: addr.clone(), fingerprint, token });
+            sources.push(Source { input, job, addr });
+        }
         let cwd = self.caller.cwd.as_deref();
         let written = Written::before_job(self.session.library(), &self.call, &self.steps, cwd).await;
         let job = match connection.start(&request, &self.traffic).await {
@@ -345,10 +397,12 @@ impl RemoteGroup {
                 return self.run_here().await;
             }
         };
+        let line = self.call.commands[self.steps[0].command].line;
+        let streams = finish_sources(&self.caller, &self.call.name, line, &self.source_traffic, sources);
         let stdin = self.stdin.and_then(|fd| pipe_reader(fd).ok());
         let mut stdout = async_writer(self.stdout);
         let mut stderr = async_writer(self.stderr);
-        let ended = job.finish(stdin, &mut stdout, &mut stderr, &self.traffic).await;
+        let (ended, broken) = tokio::join!(job.finish(stdin, &mut stdout, &mut stderr, &self.traffic), streams);
         // Everything written before the status goes back to bash.
         let _ = tokio::join!(stdout.shutdown(), stderr.shutdown());
         // And the client's filesystem caches show what the job wrote before bash reads it.
@@ -373,7 +427,16 @@ impl RemoteGroup {
                         };
                         self.caller.bash_error(&self.call.name, command.line, &what, &error.message);
                     }
-                    StepEnd { command: step.command, copy: step.copy, status: exit.status(), mount: Some(remote.mount) }
+                    // A command whose streamed file did not arrive whole failed, whatever it said.
+                    let reads_broken = step
+                        .remote
+                        .as_ref()
+                        .is_some_and(|r| r.streamed.iter().any(|input| broken.contains(&input.word)));
+                    let status = match exit.status() {
+                        0 if reads_broken => 1,
+                        status => status,
+                    };
+                    StepEnd { command: step.command, copy: step.copy, status, mount: Some(remote.mount) }
                 })
                 .collect(),
             Err(e) => {
@@ -394,6 +457,48 @@ impl RemoteGroup {
         start_local(&self.caller, &self.call, &local, [self.stdin, self.stdout, self.stderr], &mut started);
         started.wait().await.0
     }
+}
+
+/// Waits for the jobs streaming files to this group's proxy, their stderr going to the
+/// caller's; says why each one that did not deliver its whole file failed, and returns
+/// their words. One that met a reader that stopped early (SIGPIPE) delivered what was read.
+async fn finish_sources(
+    caller: &Caller,
+    name: &str,
+    line: usize,
+    source_traffic: &BTreeMap<usize, Arc<Traffic>>,
+    sources: Vec<Source<'_>>,
+) -> Vec<String> {
+    let mut broken = Vec::new();
+    for Source { input, job, addr } in sources {
+        let traffic = source_traffic.get(&input.source.mount).cloned().unwrap_or_default();
+        let mut stderr = async_writer(caller.dup(2));
+        let ended = job.finish(None::<tokio::io::Empty>, &mut tokio::io::sink(), &mut stderr, &traffic).await;
+        let _ = stderr.shutdown().await;
+        let why = match ended {
+            Ok(ended) => match ended.commands.last().map(|e| e.status()) {
+                Some(0 | SIGPIPE_STATUS) => continue,
+                Some(status) => format!("its proxy's `cat` exited with status {status}"),
+                None => "its proxy reported nothing".to_string(),
+            },
+            Err(e) => format!("{e:#}"),
+        };
+        caller.bash_error(name, line, &input.word, &format!("not streamed whole from proxy {addr}: {why}"));
+        broken.push(input.word);
+    }
+    broken
+}
+
+/// A shell's status for a command that SIGPIPE ended.
+const SIGPIPE_STATUS: i32 = 128 + 13;
+
+/// A token no one can guess, naming one stream between two proxies.
+fn random_token() -> String {
+    use ring::rand::SecureRandom as _;
+    let mut bytes = [0u8; 16];
+    // The system's generator fails only on a broken system; a zero token still names one stream.
+    let _ = ring::rand::SystemRandom::new().fill(&mut bytes);
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
 /// An async reader on a pipe of ours (no other process shares its read end).

@@ -45,6 +45,17 @@ pub struct RemoteStep {
     pub job: JobCommand,
     /// For each of `job.redirects`, the command's redirection it came from (for messages).
     pub redirect_of: Vec<usize>,
+    /// Files it reads from other mounts, each streamed to this proxy by its own mount's proxy.
+    pub streamed: Vec<StreamedInput>,
+}
+
+/// A file a remote step reads from another mount (the plan's edge between two proxies): that
+/// mount's proxy runs `source` (`cat -- WORD`), whose output fills a pipe that stands under
+/// `word` in the step's view.
+#[derive(Clone, Debug, PartialEq)]
+pub struct StreamedInput {
+    pub word: String,
+    pub source: Box<RemoteStep>,
 }
 
 /// Consecutive commands of the pipeline: one lane, or a split with one lane per copy whose
@@ -111,7 +122,16 @@ pub fn place(
         let redirects = if split { &[][..] } else { &call.commands[command].redirects[..] };
         let carried = carried(&plan, command);
         let along = taken_along(&carried, env);
-        match along.and_then(|along| remote_step(config, name, &call.commands[command], redirects, argv, cwd, along)) {
+        let remote = along
+            .and_then(|along| remote_step(config, name, &call.commands[command], redirects, argv, cwd, along))
+            .and_then(|mut remote| {
+                for (word, mount) in streamed_inputs(&plan, command, copy) {
+                    let source = stream_source(config, &mount, &word, cwd, env)?;
+                    remote.streamed.push(StreamedInput { word, source: Box::new(source) });
+                }
+                Ok(remote)
+            });
+        match remote {
             Ok(remote) => Step { remote: Some(remote), ..local },
             // Recorded with its reason, for `--stats`.
             Err(reason) => Step { why: Some(departure(name, &reason)), ..local },
@@ -252,6 +272,39 @@ fn copies(plan: &PipelinePlan, index: usize) -> Vec<(Vec<String>, Location)> {
     copies.into_iter().map(|(_, argv, location)| (argv, location)).collect()
 }
 
+/// The files copy `copy` of command `index` reads streamed from other mounts' proxies, as the
+/// plan's edges between two proxies say: (word, mount).
+fn streamed_inputs(plan: &PipelinePlan, index: usize, copy: usize) -> Vec<(String, String)> {
+    let node = plan
+        .copies_of(index)
+        .find(|n| matches!(n.kind, NodeKind::Command { copy: c, .. } if c.map_or(0, |(i, _)| i) == copy));
+    let Some(node) = node else { return Vec::new() };
+    let into = plan.edges.iter().filter(|e| e.to == node.id && e.between_proxies);
+    into.filter_map(|e| match (&plan.node(e.from).kind, &plan.node(e.from).location) {
+        (NodeKind::ReadFile { path, .. }, Location::Mount(mount)) => Some((path.clone(), mount.clone())),
+        _ => None,
+    })
+    .collect()
+}
+
+/// The job at mount `name` whose output is the file `word`: `cat`, with the locale only. A file
+/// that is not there when the command runs (or is empty, see `remote::peer`) leaves the command
+/// to the client, whose message about it is bash's.
+fn stream_source(
+    config: &Config,
+    name: &str,
+    word: &str,
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+) -> Result<RemoteStep, String> {
+    if !std::fs::metadata(cwd.join(word)).is_ok_and(|m| m.is_file() && m.len() > 0) {
+        return Err(format!("`{word}`, which it would stream from {name}, is not a file with content"));
+    }
+    let argv: Vec<String> = ["cat", "--", word].map(String::from).to_vec();
+    let command = CommandCall { argv: argv.iter().map(OsString::from).collect(), ..CommandCall::default() };
+    remote_step(config, name, &command, &[], argv, cwd, taken_along(&Carried::default(), env)?)
+}
+
 /// The status by which command `index` says it selected nothing, as the plan says.
 fn no_match_status(plan: &PipelinePlan, index: usize) -> Option<u8> {
     plan.copies_of(index).find_map(|n| match &n.kind {
@@ -376,6 +429,7 @@ fn remote_step(
         view,
         job: JobCommand { argv, env, files: Vec::new(), redirects: job_redirects, home },
         redirect_of,
+        streamed: Vec::new(),
     })
 }
 

@@ -286,7 +286,7 @@ async fn start_embedded(
     jobs: Arc<JobsDir>,
     journal: Arc<Journal>,
 ) -> Result<Connection> {
-    let host = Identity::ephemeral("posh-embedded")?;
+    let host = Arc::new(Identity::ephemeral("posh-embedded")?);
     let endpoint = proxy::endpoint(&host, "127.0.0.1:0".parse()?)?;
     let addr = endpoint.local_addr()?;
     let export = std::fs::canonicalize(&mount.export)
@@ -300,6 +300,7 @@ async fn start_embedded(
         library: library.clone(),
         launcher: Some(std::env::current_exe().context("posh-exec's own executable")?),
         journal,
+        identity: host.clone(),
     };
     tokio::spawn(async move {
         if let Err(e) = proxy::serve(endpoint, config, std::future::pending()).await {

@@ -1,0 +1,295 @@
+//! Streams between proxies: a file on one mount read by a command at another mount's proxy
+//! (`comm a/x b/y` run where `a` is, `b/y` streamed from `b`'s proxy), with no byte through the
+//! client.
+//!
+//! The client introduces the two proxies for one stream. The proxy holding the file runs a job
+//! (`cat -- b/y`) whose output waits for the other (`PeerOutput`): it is registered here under a
+//! random token, with the fingerprint of the one proxy that may come for it. The proxy running
+//! the reading job connects with its own host certificate, presents the token (`Fetch`), and
+//! writes the bytes into a pipe made in the job's view under the word the command reads
+//! (`PeerInput`). A proxy accepts another's certificate only while one of its jobs waits for that
+//! proxy, and only to fetch that job's output: the trust is the client's, for one stream.
+//!
+//! A stream finishes only when its job completed; otherwise it is reset, and the reading job is
+//! aborted: a command never takes a cut stream for a whole file.
+
+use std::collections::HashMap;
+use std::path::{Component, Path};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use tokio::io::AsyncWriteExt as _;
+use tokio::sync::{oneshot, watch};
+use tokio::task::JoinSet;
+
+use super::client::connect_peer;
+use super::identity::Identity;
+use super::protocol::{self, Fetch, Header, PeerInput};
+
+/// How long a job's output waits for the proxy it is meant for, and how long a proxy tries to
+/// reach the one it reads from.
+pub const PEER_WAIT: Duration = Duration::from_secs(20);
+
+/// Jobs' outputs waiting for the proxy the client sent them to, by token.
+#[derive(Debug, Default)]
+pub struct PeerOutputs {
+    waiting: Mutex<HashMap<String, Waiting>>,
+}
+
+#[derive(Debug)]
+struct Waiting {
+    peer: String,
+    deliver: oneshot::Sender<quinn::SendStream>,
+}
+
+impl PeerOutputs {
+    fn waiting(&self) -> std::sync::MutexGuard<'_, HashMap<String, Waiting>> {
+        self.waiting.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Registers a job's output for the proxy with fingerprint `peer`, under `token`.
+    pub fn expect(self: &Arc<Self>, token: &str, peer: &str) -> Result<Expected, String> {
+        if token.len() < 16 || peer.is_empty() {
+            return Err("a stream to another proxy needs a token of 16 characters or more and its fingerprint".into());
+        }
+        let (deliver, arrival) = oneshot::channel();
+        let mut waiting = self.waiting();
+        if waiting.contains_key(token) {
+            return Err("a stream with this token is already waiting".into());
+        }
+        waiting.insert(token.to_string(), Waiting { peer: peer.to_string(), deliver });
+        Ok(Expected { outputs: self.clone(), token: token.to_string(), arrival })
+    }
+
+    /// Whether a job waits for the proxy with this fingerprint (its connection is then let in,
+    /// for fetches only).
+    pub fn introduced(&self, fingerprint: &str) -> bool {
+        self.waiting().values().any(|w| w.peer == fingerprint)
+    }
+
+    /// Takes the registration under `token` if it is for the proxy `fingerprint`.
+    fn take(&self, token: &str, fingerprint: &str) -> Option<Waiting> {
+        let mut waiting = self.waiting();
+        if waiting.get(token).is_none_or(|w| w.peer != fingerprint) {
+            return None;
+        }
+        waiting.remove(token)
+    }
+}
+
+/// A job's output registered for another proxy; dropped, the registration goes.
+#[derive(Debug)]
+pub struct Expected {
+    outputs: Arc<PeerOutputs>,
+    token: String,
+    arrival: oneshot::Receiver<quinn::SendStream>,
+}
+
+impl Expected {
+    /// The other proxy's stream, once it came for it (within [`PEER_WAIT`]).
+    pub async fn arrival(&mut self) -> anyhow::Result<PeerSink> {
+        match tokio::time::timeout(PEER_WAIT, &mut self.arrival).await {
+            Ok(Ok(send)) => Ok(PeerSink(Some(send))),
+            _ => anyhow::bail!("the proxy this output was meant for did not come for it"),
+        }
+    }
+}
+
+impl Drop for Expected {
+    fn drop(&mut self) {
+        self.outputs.waiting().remove(&self.token);
+    }
+}
+
+/// Serves a fetch from another proxy (fingerprint `peer`): the header, then the stream goes to
+/// the job that waits for it.
+pub async fn serve_fetch(
+    outputs: &PeerOutputs,
+    peer: &str,
+    fetch: &Fetch,
+    mut send: quinn::SendStream,
+) -> anyhow::Result<()> {
+    let Some(waiting) = outputs.take(&fetch.fetch, peer) else {
+        let header = Header { ok: false, error: Some("no output waits for this proxy under this token".into()) };
+        protocol::write_line(&mut send, &header).await?;
+        let _ = send.finish();
+        return Ok(());
+    };
+    protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
+    waiting.deliver.send(send).map_err(|_| anyhow::anyhow!("the job whose output this was has ended"))
+}
+
+/// The stream a job's output goes to at another proxy. It finishes only when told
+/// ([`PeerSink::complete`]); dropped before, it is reset, so the reader never mistakes a cut
+/// stream for a whole one (quinn would finish a dropped stream).
+#[derive(Debug)]
+pub struct PeerSink(Option<quinn::SendStream>);
+
+impl PeerSink {
+    /// Writes `bytes`; an error means the reader stopped reading (or is gone).
+    pub async fn write_all(&mut self, bytes: &[u8]) -> std::io::Result<()> {
+        match &mut self.0 {
+            Some(send) => send.write_all(bytes).await.map_err(std::io::Error::other),
+            None => Err(std::io::Error::other("the stream is closed")),
+        }
+    }
+
+    /// The job completed: the reader sees the end of its file.
+    pub fn complete(mut self) {
+        if let Some(mut send) = self.0.take() {
+            let _ = send.finish();
+        }
+    }
+}
+
+impl Drop for PeerSink {
+    fn drop(&mut self) {
+        if let Some(send) = &mut self.0 {
+            let _ = send.reset(1u32.into());
+        }
+    }
+}
+
+/// A pipe in a job's view that another proxy's stream fills.
+#[derive(Debug)]
+pub struct Feed {
+    word: String,
+    pipe: tokio::net::unix::pipe::Sender,
+    /// A read end of ours that never reads: it keeps what the pipe buffers while the command has
+    /// not opened it yet, and tells when the command has read it all.
+    keeper: std::os::fd::OwnedFd,
+    /// What came with the answer's header, written first.
+    early: Vec<u8>,
+    recv: quinn::RecvStream,
+    // Held for as long as the stream is read.
+    _connection: quinn::Connection,
+}
+
+/// Makes a pipe in `view` (the job's view of the client's working directory, with the export
+/// linked at `linked`) for each of `inputs`, and opens each one's stream from its proxy: from
+/// `endpoint`, as `identity`. Done before any command runs, so nothing of the job can have put
+/// something else under those names; the pipes are opened at once, without blocking. The error
+/// is the refusal sent to the client.
+pub async fn open_feeds(
+    endpoint: &quinn::Endpoint,
+    identity: &Identity,
+    view: &Path,
+    linked: &str,
+    inputs: &[PeerInput],
+) -> Result<Vec<Feed>, String> {
+    let mut feeds = Vec::with_capacity(inputs.len());
+    for (i, input) in inputs.iter().enumerate() {
+        let word = &input.path;
+        let plain = !word.is_empty() && Path::new(word).components().all(|c| matches!(c, Component::Normal(_)));
+        if !plain || Path::new(word).starts_with(linked) || inputs[..i].iter().any(|other| other.path == *word) {
+            return Err(format!("`{word}` cannot be a stream in the job's view"));
+        }
+        let (keeper, pipe) =
+            make_pipe(&view.join(word)).map_err(|e| format!("cannot make a pipe for `{word}`: {e}"))?;
+        let opened = tokio::time::timeout(PEER_WAIT, fetch(endpoint, identity, input)).await;
+        let (connection, early, recv) = match opened {
+            Ok(Ok(opened)) => opened,
+            Ok(Err(e)) => return Err(format!("cannot stream `{word}` from proxy {}: {e:#}", input.addr)),
+            Err(_) => return Err(format!("cannot stream `{word}` from proxy {}: no answer", input.addr)),
+        };
+        feeds.push(Feed { word: word.clone(), pipe, keeper, early, recv, _connection: connection });
+    }
+    Ok(feeds)
+}
+
+/// A FIFO at `path` (its directories made, all inside the job's own view), opened for reading
+/// (the keeper) and then for writing, without waiting.
+fn make_pipe(path: &Path) -> std::io::Result<(std::os::fd::OwnedFd, tokio::net::unix::pipe::Sender)> {
+    use std::os::unix::fs::DirBuilderExt as _;
+    if let Some(parent) = path.parent() {
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
+    }
+    let mode = rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR;
+    rustix::fs::mknodat(rustix::fs::CWD, path, rustix::fs::FileType::Fifo, mode, 0)?;
+    let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::CLOEXEC;
+    let keeper = rustix::fs::open(path, flags | rustix::fs::OFlags::NOFOLLOW, rustix::fs::Mode::empty())?;
+    let sender = tokio::net::unix::pipe::OpenOptions::new().open_sender(path)?;
+    Ok((keeper, sender))
+}
+
+/// Connects to the proxy `input` names and asks for the output its token names: the
+/// connection (to be held while reading), the first bytes that came with the answer, and the
+/// stream of the rest.
+pub async fn fetch(
+    endpoint: &quinn::Endpoint,
+    identity: &Identity,
+    input: &PeerInput,
+) -> anyhow::Result<(quinn::Connection, Vec<u8>, quinn::RecvStream)> {
+    let connection = connect_peer(endpoint, &input.addr, identity, &input.fingerprint).await?;
+    let (mut send, recv) = connection.open_bi().await?;
+    protocol::write_line(&mut send, &Fetch { fetch: input.token.clone() }).await?;
+    let _ = send.finish();
+    let mut recv = tokio::io::BufReader::new(recv);
+    let (header, _): (Header, usize) = protocol::read_line(&mut recv).await?;
+    if !header.ok {
+        anyhow::bail!("{}", header.error.unwrap_or_else(|| "refused".into()));
+    }
+    // The file's first bytes may have come with the header.
+    let early = recv.buffer().to_vec();
+    Ok((connection, early, recv.into_inner()))
+}
+
+/// Waits until the command has read everything the pipe holds (nothing else reads it: the
+/// keeper never does). An empty file is never streamed (the planner leaves it), so the command
+/// has then opened the pipe, and closing ours gives it the end of the file.
+async fn read_whole(keeper: &std::os::fd::OwnedFd) -> std::io::Result<()> {
+    while rustix::io::ioctl_fionread(keeper)? > 0 {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    Ok(())
+}
+
+/// Copies each feed's stream into its pipe. A stream that breaks sets `abort` (the job must not
+/// take a cut file for a whole one); one that ends closes its pipe, and the command reads the
+/// end of the file.
+pub fn start_feeds(feeds: Vec<Feed>, abort: Arc<watch::Sender<bool>>) -> JoinSet<()> {
+    let mut tasks = JoinSet::new();
+    for mut feed in feeds {
+        let abort = abort.clone();
+        tasks.spawn(async move {
+            let mut buf = vec![0u8; 256 * 1024];
+            let mut total = feed.early.len();
+            if feed.pipe.write_all(&feed.early).await.is_err() {
+                return;
+            }
+            loop {
+                match feed.recv.read(&mut buf).await {
+                    Ok(Some(n)) => {
+                        total += n;
+                        if feed.pipe.write_all(&buf[..n]).await.is_err() {
+                            let _ = feed.recv.stop(0u32.into());
+                            return;
+                        }
+                    }
+                    Ok(None) => {
+                        // A pipe that nobody holds open drops what it buffered, and one that
+                        // never had a writer makes its reader wait forever: ours stays open until
+                        // the command has read it all. An empty stream (the file emptied since
+                        // it was planned) gives no such sign.
+                        let read = if total == 0 {
+                            Err(std::io::Error::other("the stream was empty"))
+                        } else {
+                            read_whole(&feed.keeper).await
+                        };
+                        if let Err(e) = read {
+                            tracing::info!("aborting the job: cannot tell when `{}` is read: {e}", feed.word);
+                            abort.send_replace(true);
+                        }
+                        return;
+                    }
+                    Err(e) => {
+                        tracing::info!("aborting the job: the stream of `{}` broke: {e}", feed.word);
+                        abort.send_replace(true);
+                        return;
+                    }
+                }
+            }
+        });
+    }
+    tasks
+}
