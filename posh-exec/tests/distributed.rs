@@ -455,3 +455,41 @@ fn a_file_on_one_mount_is_streamed_to_the_other_mounts_proxy_and_only_results_cr
     }
     assert!(stats[5]["commands"][0]["why"].as_str().unwrap().contains("is not a file with content"), "{}", stats[5]);
 }
+
+/// The proxy streaming a file dies mid-stream: the command reading it is aborted (it never takes a
+/// cut stream for a whole file), the client says which file and which proxy, and the output file
+/// keeps its old content.
+#[test]
+fn a_stream_cut_by_a_lost_proxy_aborts_its_reader_and_the_old_output_stays() {
+    let cluster = Cluster::new(&[]);
+    let root = cluster.root();
+    let ids: String = (0..2_000_000).map(|i| format!("id{i:07}\n")).collect();
+    std::fs::write(root.join("archive/ids.txt"), ids).unwrap();
+    // join waits on the FIFO for its next line while the archive's proxy is stuck writing.
+    let fifo = root.join("logs/fifo");
+    mkfifo(&fifo);
+    std::fs::write(root.join("logs/out.txt"), "old content\n").unwrap();
+    std::fs::write(root.join("s.sh"), "join logs/fifo archive/ids.txt > logs/out.txt\necho \"status $?\"\n").unwrap();
+    let child = cluster
+        .command(env!("CARGO_BIN_EXE_posh-exec"))
+        .args(["--stats", "stats.json", "s.sh"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    std::io::Write::write_all(&mut writer, b"aaa first\n").unwrap();
+    wait_for_temporary(&root.join("logs"));
+    std::thread::sleep(Duration::from_millis(500));
+    let addr = cluster.proxies[1].addr.clone();
+    cluster.proxies[1].signal("-KILL");
+    let started = Instant::now();
+    let out = child.wait_with_output().unwrap();
+    assert!(started.elapsed() < Duration::from_secs(30), "posh-exec took {:?} to notice", started.elapsed());
+    drop(writer);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains("archive/ids.txt: not streamed whole") && stderr.contains(&addr), "{stderr}");
+    assert!(!text(&out.stdout).contains("status 0"), "{}", text(&out.stdout));
+    assert_eq!(std::fs::read_to_string(root.join("logs/out.txt")).unwrap(), "old content\n");
+    assert_eq!(cluster.stats()[0]["commands"][0]["location"], "logs", "{:?}", cluster.stats());
+}

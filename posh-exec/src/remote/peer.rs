@@ -161,8 +161,8 @@ pub struct Feed {
     /// What came with the answer's header, written first.
     early: Vec<u8>,
     recv: quinn::RecvStream,
-    // Held for as long as the stream is read.
-    _connection: quinn::Connection,
+    /// The other proxy's connection, held while the stream is read.
+    connection: quinn::Connection,
 }
 
 /// Makes a pipe in `view` (the job's view of the client's working directory, with the export
@@ -192,7 +192,7 @@ pub async fn open_feeds(
             Ok(Err(e)) => return Err(format!("cannot stream `{word}` from proxy {}: {e:#}", input.addr)),
             Err(_) => return Err(format!("cannot stream `{word}` from proxy {}: no answer", input.addr)),
         };
-        feeds.push(Feed { word: word.clone(), pipe, keeper, early, recv, _connection: connection });
+        feeds.push(Feed { word: word.clone(), pipe, keeper, early, recv, connection });
     }
     Ok(feeds)
 }
@@ -249,47 +249,48 @@ async fn read_whole(keeper: &std::os::fd::OwnedFd) -> std::io::Result<()> {
 /// end of the file.
 pub fn start_feeds(feeds: Vec<Feed>, abort: Arc<watch::Sender<bool>>) -> JoinSet<()> {
     let mut tasks = JoinSet::new();
-    for mut feed in feeds {
+    for feed in feeds {
         let abort = abort.clone();
+        let word = feed.word.clone();
         tasks.spawn(async move {
-            let mut buf = vec![0u8; 256 * 1024];
-            let mut total = feed.early.len();
-            if feed.pipe.write_all(&feed.early).await.is_err() {
-                return;
-            }
-            loop {
-                match feed.recv.read(&mut buf).await {
-                    Ok(Some(n)) => {
-                        total += n;
-                        if feed.pipe.write_all(&buf[..n]).await.is_err() {
-                            let _ = feed.recv.stop(0u32.into());
-                            return;
-                        }
-                    }
-                    Ok(None) => {
-                        // A pipe that nobody holds open drops what it buffered, and one that
-                        // never had a writer makes its reader wait forever: ours stays open until
-                        // the command has read it all. An empty stream (the file emptied since
-                        // it was planned) gives no such sign.
-                        let read = if total == 0 {
-                            Err(std::io::Error::other("the stream was empty"))
-                        } else {
-                            read_whole(&feed.keeper).await
-                        };
-                        if let Err(e) = read {
-                            tracing::info!("aborting the job: cannot tell when `{}` is read: {e}", feed.word);
-                            abort.send_replace(true);
-                        }
-                        return;
-                    }
-                    Err(e) => {
-                        tracing::info!("aborting the job: the stream of `{}` broke: {e}", feed.word);
-                        abort.send_replace(true);
-                        return;
-                    }
-                }
+            if let Err(e) = pour(feed).await {
+                tracing::info!("aborting the job: `{word}` {e}");
+                abort.send_replace(true);
             }
         });
     }
     tasks
+}
+
+/// Copies one feed's stream into its pipe; an error means the command must not go on.
+async fn pour(mut feed: Feed) -> Result<(), String> {
+    let mut buf = vec![0u8; 256 * 1024];
+    let mut total = feed.early.len();
+    let early = std::mem::take(&mut feed.early);
+    let mut chunk = &early[..];
+    loop {
+        // A write waits while the command reads something else; the other proxy may vanish
+        // meanwhile, and the command must not then wait for the rest for ever.
+        let written = tokio::select! {
+            written = feed.pipe.write_all(chunk) => written,
+            lost = feed.connection.closed() => return Err(format!("was cut: {lost}")),
+        };
+        if written.is_err() {
+            // The command stopped reading: it has what it wanted.
+            let _ = feed.recv.stop(0u32.into());
+            return Ok(());
+        }
+        match feed.recv.read(&mut buf).await {
+            Ok(Some(n)) => {
+                total += n;
+                chunk = &buf[..n];
+            }
+            // A pipe that nobody holds open drops what it buffered, and one that never had a
+            // writer makes its reader wait forever: ours stays open until the command has read
+            // it all. An empty stream (the file emptied since it was planned) gives no such sign.
+            Ok(None) if total == 0 => return Err("was empty: its reader would wait for ever".into()),
+            Ok(None) => return read_whole(&feed.keeper).await.map_err(|e| format!("cannot be followed: {e}")),
+            Err(e) => return Err(format!("was cut: {e}")),
+        }
+    }
 }
