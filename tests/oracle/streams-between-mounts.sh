@@ -1,12 +1,16 @@
-# Commands reading one file on each of two mounts (mounted: `data` and `data/sub`, nested in it):
-# comm, join and paste run at one proxy with the other file streamed to it from its own proxy;
-# outputs, messages, statuses and written files stay bash's.
+# Commands reading files on two mounts (mounted: `data` and `data/sub`, nested in it): comm,
+# join, paste and cat run at one proxy, the other mount's files streamed to it by their own
+# proxy; outputs, messages, statuses and written files stay bash's.
 # status: 0
 comm -12 data/thirds.txt data/sub/odd.txt | wc -l
 comm -3 data/sub/odd.txt data/thirds.txt | tail -n 2
 paste -d , data/thirds.txt data/sub/odd.txt | tail -n 2
 join data/thirds.txt data/sub/odd.txt > data/sub/joined.txt
 wc -l < data/sub/joined.txt
+cat data/thirds.txt data/numbers.txt data/sub/odd.txt > data/sub/all.txt
+cat data/sub/all.txt | sort | uniq -d | wc -l
+cat -n data/sub/odd.txt data/thirds.txt > data/sub/numbered.txt
+tail -n 1 data/sub/numbered.txt
 comm -12 data/thirds.txt data/sub/missing.txt
 echo "comm of a missing file: $?"
 join data/people.csv data/sub/nested.txt > data/sub/unsorted.txt

@@ -80,13 +80,21 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
     let build = |split| graph::build_pipeline(ctx, pipeline, &scope.functions, stays.clone(), cwd_known, split);
     let mut built = build(true);
     place::place(ctx, &mut built);
-    // Split copies are pinned next to their files: when what they send the merge is predicted
-    // above what bash would move (a command whose output outgrows its input), the pipeline is
-    // planned unsplit, so no plan predicts more than bash.
+    // Split copies are pinned next to their files and merged at the client. The pipeline is
+    // planned unsplit when it then streams a file from one proxy to another and is predicted
+    // faster (`cat a/x b/y > a/z`: at one proxy, instead of both files down to the client and
+    // back up; the model does not value the copies' parallelism, so only streaming may undo a
+    // split), and when what the copies send the merge is predicted above what bash would move
+    // (a command whose output outgrows its input), so no plan predicts more than bash.
     let split = built.plan.nodes.iter().any(|n| matches!(n.kind, NodeKind::Merge { .. }));
-    if split && built.plan.posh_bytes > built.plan.bash_bytes {
-        built = build(false);
-        place::place(ctx, &mut built);
+    if split {
+        let mut unsplit = build(false);
+        place::place(ctx, &mut unsplit);
+        let streams = unsplit.plan.edges.iter().any(|e| e.between_proxies);
+        let faster = place::predicted_seconds(ctx, &unsplit) < place::predicted_seconds(ctx, &built);
+        if (streams && faster) || built.plan.posh_bytes > built.plan.bash_bytes {
+            built = unsplit;
+        }
     }
     // Where a command with a word only bash knows runs is decided when the script runs, and the
     // places of the commands the cost model put around it follow from it.

@@ -49,6 +49,14 @@ pub(crate) fn place(ctx: &PlanContext<'_>, built: &mut Built) {
         .sum();
 }
 
+/// The predicted time the plan's crossing edges take (see [`transfer_cost`]): what the
+/// cost-based placement minimises, for comparing two plans of one pipeline.
+pub(crate) fn predicted_seconds(ctx: &PlanContext<'_>, built: &Built) -> f64 {
+    let plan = &built.plan;
+    let crossing = plan.edges.iter().filter(|e| e.crosses);
+    crossing.map(|e| transfer_cost(ctx, &plan.nodes[e.from].location, &plan.nodes[e.to].location, e.bytes)).sum()
+}
+
 /// Whether node `n` may run `at` (the planner's reach rules).
 fn allowed(built: &Built, n: NodeId, at: &Location) -> bool {
     match (&built.allowed[n], at) {

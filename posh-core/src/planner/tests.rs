@@ -139,9 +139,10 @@ fn git_workflow_runs_with_the_working_directory() {
 }
 
 #[test]
-fn comm_across_two_mounts_streams_the_smaller_input_to_the_larger_ones_proxy() {
+fn commands_across_two_mounts_stream_the_smaller_input_to_the_larger_ones_proxy() {
     // From above both mounts, the job at @a runs in a view where a pipe stands for b/small.txt.
-    let relative = "comm -12 a/big.txt b/small.txt > a/common.txt\ncomm -12 b/small.txt a/big.txt | wc -l\n";
+    let relative = "comm -12 a/big.txt b/small.txt > a/common.txt\ncomm -12 b/small.txt a/big.txt | wc -l\n\
+                    cat a/big.txt b/small.txt > a/both.txt\ncat a/big.txt b/small.txt | grep -c x\n";
     let (plan, source) = plan_with(CONFIG, &file_system(), "/mnt", relative, PlanOptions::default());
     // Absolute words would name the streamed file where the job cannot put a pipe; the paper's
     // greedy placement sends every command reading several mounts to the client.
