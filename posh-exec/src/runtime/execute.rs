@@ -496,7 +496,9 @@ const SIGPIPE_STATUS: i32 = 128 + 13;
 fn random_token() -> String {
     use ring::rand::SecureRandom as _;
     let mut bytes = [0u8; 16];
-    // The system's generator fails only on a broken system; a zero token still names one stream.
+    // The system's generator fails only on a broken system. The token pairs a fetch with its
+    // job; the proxy also requires the fingerprint the client introduced, so even a guessed
+    // token gives another proxy nothing.
     let _ = ring::rand::SystemRandom::new().fill(&mut bytes);
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
