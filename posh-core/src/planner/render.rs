@@ -25,6 +25,15 @@ pub fn format_bytes(bytes: u64) -> String {
     if value < 10.0 { format!("{value:.1} {unit}") } else { format!("{value:.0} {unit}") }
 }
 
+/// What posh moves: `460 MB`, or `460 MB (and 20 MB between proxies)` when files are streamed
+/// from one proxy to another.
+pub fn posh_moves(posh_bytes: u64, between_proxies_bytes: u64) -> String {
+    match between_proxies_bytes {
+        0 => format_bytes(posh_bytes),
+        between => format!("{} (and {} between proxies)", format_bytes(posh_bytes), format_bytes(between)),
+    }
+}
+
 /// `[@a, @b ×2]`: where the copies of one command run.
 fn placement_tag(copies: &[&Node]) -> String {
     let mut groups: Vec<(String, usize)> = Vec::new();
@@ -172,32 +181,24 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
                 node_label(to)
             ));
         }
-        let between = match pipeline.between_proxies_bytes {
-            0 => String::new(),
-            bytes => format!(" (and {} between proxies)", format_bytes(bytes)),
-        };
         out.push_str(&format!(
-            "  bash would move {}, posh moves {}{between}\n\n",
+            "  bash would move {}, posh moves {}\n\n",
             format_bytes(pipeline.bash_bytes),
-            format_bytes(pipeline.posh_bytes)
+            posh_moves(pipeline.posh_bytes, pipeline.between_proxies_bytes)
         ));
         bash += pipeline.bash_bytes;
         posh += pipeline.posh_bytes;
         between_proxies += pipeline.between_proxies_bytes;
     }
-    let between = match between_proxies {
-        0 => String::new(),
-        bytes => format!(" (and {} between proxies)", format_bytes(bytes)),
-    };
     let strategy = match plan.strategy {
         Strategy::Greedy => "greedy (the paper's)",
         Strategy::CostBased => "cost-based",
     };
     out.push_str(&format!(
-        "{} pipeline(s), {strategy} placement: bash would move {}, posh moves {}{between}\n",
+        "{} pipeline(s), {strategy} placement: bash would move {}, posh moves {}\n",
         plan.pipelines.len(),
         format_bytes(bash),
-        format_bytes(posh)
+        posh_moves(posh, between_proxies)
     ));
     out
 }

@@ -2,7 +2,7 @@
 //! what posh moves.
 
 use posh_core::Span;
-use posh_core::planner::render::format_bytes;
+use posh_core::planner::render::{format_bytes, posh_moves};
 
 use super::ScriptAnalysis;
 
@@ -20,7 +20,11 @@ pub fn code_lenses(analysis: &ScriptAnalysis) -> Vec<CodeLens> {
         .filter(|p| p.bash_bytes > 0 || p.posh_bytes > 0)
         .map(|p| CodeLens {
             span: p.span,
-            title: format!("bash moves {}, posh moves {}", format_bytes(p.bash_bytes), format_bytes(p.posh_bytes)),
+            title: format!(
+                "bash moves {}, posh moves {}",
+                format_bytes(p.bash_bytes),
+                posh_moves(p.posh_bytes, p.between_proxies_bytes)
+            ),
         })
         .collect()
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use posh_core::annotation::{self, keywords::KeywordKind};
-use posh_core::planner::render::format_bytes;
+use posh_core::planner::render::{format_bytes, posh_moves};
 use posh_core::planner::{Location, NodeKind};
 use posh_core::{Code, Diagnostic, Span};
 
@@ -84,7 +84,7 @@ pub fn script_hover(world: &World, analysis: &ScriptAnalysis, offset: usize) -> 
         md,
         "This pipeline: bash alone would move {} across the network, posh moves {}.",
         format_bytes(plan.bash_bytes),
-        format_bytes(plan.posh_bytes)
+        posh_moves(plan.posh_bytes, plan.between_proxies_bytes)
     );
     md.push_str(&code_docs(&diagnostics::script_diagnostics(world, analysis), offset));
     Some(Hover { span: *span, markdown: md })
