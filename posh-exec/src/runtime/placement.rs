@@ -246,11 +246,15 @@ fn local_step(command: usize, argv: Vec<OsString>) -> Step {
     Step { command, copy: 0, argv, remote: None, why: None }
 }
 
-/// The planner's reason for running copy `copy` of command `index` where it runs.
-fn client_reason(plan: &PipelinePlan, index: usize, copy: usize) -> Option<String> {
+/// The plan's node for copy `copy` of command `index` (0 when unsplit).
+fn copy_node(plan: &PipelinePlan, index: usize, copy: usize) -> Option<&posh_core::planner::Node> {
     plan.copies_of(index)
         .find(|n| matches!(n.kind, NodeKind::Command { copy: c, .. } if c.map_or(0, |(i, _)| i) == copy))
-        .map(|n| n.why.explain())
+}
+
+/// The planner's reason for running copy `copy` of command `index` where it runs.
+fn client_reason(plan: &PipelinePlan, index: usize, copy: usize) -> Option<String> {
+    copy_node(plan, index, copy).map(|n| n.why.explain())
 }
 
 fn utf8_argv(command: &CommandCall) -> Vec<String> {
@@ -275,10 +279,7 @@ fn copies(plan: &PipelinePlan, index: usize) -> Vec<(Vec<String>, Location)> {
 /// The files copy `copy` of command `index` reads streamed from other mounts' proxies, as the
 /// plan's edges between two proxies say: (word, mount).
 fn streamed_inputs(plan: &PipelinePlan, index: usize, copy: usize) -> Vec<(String, String)> {
-    let node = plan
-        .copies_of(index)
-        .find(|n| matches!(n.kind, NodeKind::Command { copy: c, .. } if c.map_or(0, |(i, _)| i) == copy));
-    let Some(node) = node else { return Vec::new() };
+    let Some(node) = copy_node(plan, index, copy) else { return Vec::new() };
     let into = plan.edges.iter().filter(|e| e.to == node.id && e.between_proxies);
     into.filter_map(|e| match (&plan.node(e.from).kind, &plan.node(e.from).location) {
         (NodeKind::ReadFile { path, .. }, Location::Mount(mount)) => Some((path.clone(), mount.clone())),
