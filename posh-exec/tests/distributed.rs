@@ -72,6 +72,31 @@ impl Cluster {
         self.command("bash").args(args).output().unwrap()
     }
 
+    /// Runs posh-exec with `args` while a job of it reads `fifo` (fed `first`, then held open),
+    /// kills proxy `index` once the job is under way (its output staged in `logs/`), and returns
+    /// what posh-exec did, which must end within 30 s, and the killed proxy's address.
+    fn kill_proxy_mid_job(&self, args: &[&str], fifo: &Path, first: &[u8], index: usize) -> (Output, String) {
+        let child = self
+            .command(env!("CARGO_BIN_EXE_posh-exec"))
+            .args(args)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut writer = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
+        std::io::Write::write_all(&mut writer, first).unwrap();
+        wait_for_temporary(&self.root().join("logs"));
+        // Let the job fill its pipes and streams.
+        std::thread::sleep(Duration::from_millis(500));
+        let addr = self.proxies[index].addr.clone();
+        self.proxies[index].signal("-KILL");
+        let started = Instant::now();
+        let out = child.wait_with_output().unwrap();
+        assert!(started.elapsed() < Duration::from_secs(30), "posh-exec took {:?} to notice", started.elapsed());
+        drop(writer);
+        (out, addr)
+    }
+
     fn stats(&self) -> Vec<serde_json::Value> {
         let text = std::fs::read_to_string(self.root().join("stats.json")).unwrap();
         text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
@@ -235,22 +260,7 @@ fn a_lost_proxy_is_an_error_naming_it_and_the_line_and_the_old_output_stays() {
     std::fs::write(cluster.root().join("logs/out.txt"), "old content\n").unwrap();
     let script = "echo start\ncat logs/big.log logs/fifo > logs/out.txt\necho \"status $?\"\n";
     std::fs::write(cluster.root().join("s.sh"), script).unwrap();
-    let child = cluster
-        .command(env!("CARGO_BIN_EXE_posh-exec"))
-        .arg("s.sh")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
-    std::io::Write::write_all(&mut writer, b"half of the new content\n").unwrap();
-    wait_for_temporary(&cluster.root().join("logs"));
-    let addr = cluster.proxies[0].addr.clone();
-    cluster.proxies[0].signal("-KILL");
-    let started = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(30), "posh-exec took {:?} to notice", started.elapsed());
-    drop(writer);
+    let (out, addr) = cluster.kill_proxy_mid_job(&["s.sh"], &fifo, b"half of the new content\n", 0);
     let stderr = text(&out.stderr);
     assert!(stderr.contains(&addr) && stderr.contains("s.sh: line 2:"), "{stderr}");
     assert_eq!(text(&out.stdout), "start\nstatus 255\n");
@@ -474,23 +484,7 @@ fn a_stream_cut_by_a_lost_proxy_aborts_its_reader_and_the_old_output_stays() {
     mkfifo(&fifo);
     std::fs::write(root.join("logs/out.txt"), "old content\n").unwrap();
     std::fs::write(root.join("s.sh"), "join logs/fifo archive/ids.txt > logs/out.txt\necho \"status $?\"\n").unwrap();
-    let child = cluster
-        .command(env!("CARGO_BIN_EXE_posh-exec"))
-        .args(["--stats", "stats.json", "s.sh"])
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
-    std::io::Write::write_all(&mut writer, b"aaa first\n").unwrap();
-    wait_for_temporary(&root.join("logs"));
-    std::thread::sleep(Duration::from_millis(500));
-    let addr = cluster.proxies[1].addr.clone();
-    cluster.proxies[1].signal("-KILL");
-    let started = Instant::now();
-    let out = child.wait_with_output().unwrap();
-    assert!(started.elapsed() < Duration::from_secs(30), "posh-exec took {:?} to notice", started.elapsed());
-    drop(writer);
+    let (out, addr) = cluster.kill_proxy_mid_job(&["--stats", "stats.json", "s.sh"], &fifo, b"aaa first\n", 1);
     let stderr = text(&out.stderr);
     assert!(stderr.contains("archive/ids.txt: not streamed whole") && stderr.contains(&addr), "{stderr}");
     assert!(!text(&out.stdout).contains("status 0"), "{}", text(&out.stdout));

@@ -135,6 +135,14 @@ impl Facts<'_> {
         files.find(|path| !path.starts_with('/')).cloned()
     }
 
+    /// Its files (inputs, outputs, redirection targets) lie on more than one mount.
+    fn spans_mounts(&self, ctx: &PlanContext<'_>) -> bool {
+        let named = self.inputs.iter().chain(&self.outputs).map(|f| f.location.clone());
+        let redirected = self.redirect_files.iter().map(|path| ctx.location_of(&ctx.absolute(path)));
+        let mut mounts = named.chain(redirected).filter(|l| *l != Location::Client);
+        mounts.next().is_some_and(|first| mounts.any(|other| other != first))
+    }
+
     fn ratio(&self) -> f64 {
         let Some(invocation) = &self.invocation else {
             return 1.0;
@@ -194,6 +202,9 @@ pub(crate) struct Built {
     pub pinned: Vec<bool>,
     /// Per node, the mounts whose proxies may run it besides the client (`None`: any).
     pub allowed: Vec<Option<Vec<String>>>,
+    /// A command of the pipeline, unsplit, could run at more than one mount's proxy (a file
+    /// streamed to it from the other): only then may planning it unsplit beat its split.
+    pub could_stream: bool,
 }
 
 /// Builds `pipeline`'s DAG; with `stays` (why the pipeline stays with bash), every command is at
@@ -260,7 +271,8 @@ pub(crate) fn build_pipeline(
         posh_bytes: 0,
         between_proxies_bytes: 0,
     };
-    Built { plan, pinned: graph.pinned, allowed: graph.allowed }
+    let could_stream = facts.iter().any(|f| matches!(f.reach, Reach::ClientOr(_)) && f.spans_mounts(ctx));
+    Built { plan, pinned: graph.pinned, allowed: graph.allowed, could_stream }
 }
 
 /// When command `start` splits across its files, the last command of the segment that runs as

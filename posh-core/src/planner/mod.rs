@@ -86,13 +86,16 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
     // back up; the model does not value the copies' parallelism, so only streaming may undo a
     // split), and when what the copies send the merge is predicted above what bash would move
     // (a command whose output outgrows its input), so no plan predicts more than bash.
+    // Planned twice only when it may pay: the runtime plans every pipeline it runs, and the
+    // editor every chunk a keystroke touches.
     let split = built.plan.nodes.iter().any(|n| matches!(n.kind, NodeKind::Merge { .. }));
-    if split {
+    let above_bash = built.plan.posh_bytes > built.plan.bash_bytes;
+    if split && (built.could_stream || above_bash) {
         let mut unsplit = build(false);
         place::place(ctx, &mut unsplit);
         let streams = unsplit.plan.edges.iter().any(|e| e.between_proxies);
         let faster = place::predicted_seconds(ctx, &unsplit) < place::predicted_seconds(ctx, &built);
-        if (streams && faster) || built.plan.posh_bytes > built.plan.bash_bytes {
+        if (streams && faster) || above_bash {
             built = unsplit;
         }
     }
