@@ -124,9 +124,21 @@ pub fn trampoline(args: &[OsString]) -> u8 {
         Ok(status[0])
     });
     answer.unwrap_or_else(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof && runtime_is_gone(&socket) {
+            // posh-exec was killed: bash gets its parent-death signal when posh-exec's main
+            // thread has ended, which may come just after our stream closed. Returning at once
+            // could let bash start the script's next command first.
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
         eprintln!("posh-exec: the runtime at {} did not answer: {e}", socket.to_string_lossy());
         1
     })
+}
+
+/// Whether nothing listens on the runtime's socket any more (its process ended).
+fn runtime_is_gone(socket: &std::ffi::OsStr) -> bool {
+    std::os::unix::net::UnixStream::connect(socket)
+        .is_err_and(|e| matches!(e.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound))
 }
 
 /// Runs the pipeline with every command at the client, in this process (no runtime to hand it

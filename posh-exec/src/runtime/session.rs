@@ -227,7 +227,8 @@ impl Session {
 /// with `kill -9`, posh-exec would leave bash running the rest of the script with every handed
 /// over pipeline failing). Linux's parent-death signal does that, but Rust sets it in a child
 /// only in unsafe code, so util-linux's `setpriv` sets it and execs bash; without setpriv, plain
-/// bash.
+/// bash. The signal is SIGKILL: bash started with SIGTERM ignored (as under some supervisors)
+/// would ignore SIGTERM, and a trap on it would run the script's code without its runtime.
 pub fn bash_beside_runtime() -> Command {
     let setpriv = std::env::var_os("PATH")
         .into_iter()
@@ -237,7 +238,7 @@ pub fn bash_beside_runtime() -> Command {
     match setpriv {
         Some(setpriv) => {
             let mut command = Command::new(setpriv);
-            command.args(["--pdeathsig", "TERM", "--", "bash"]);
+            command.args(["--pdeathsig", "KILL", "--", "bash"]);
             command
         }
         None => Command::new("bash"),

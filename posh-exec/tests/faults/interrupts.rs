@@ -20,11 +20,12 @@ fn site(seconds: u32, proxy_args: &[&str]) -> Site {
     site
 }
 
-/// Starts posh-exec on `job.sh` in a process group of its own, as a terminal's job.
+/// Starts posh-exec on `job.sh` in a process group of its own, as a terminal's job, with SIGTERM
+/// ignored as under some supervisors (bash inherits that, and must still end with posh-exec).
 fn start(site: &Site) -> Child {
     use std::os::unix::process::CommandExt as _;
-    site.command(posh_exec())
-        .arg("job.sh")
+    site.command("bash")
+        .args(["-c", "trap '' TERM; exec \"$0\" job.sh", posh_exec()])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .process_group(0)
