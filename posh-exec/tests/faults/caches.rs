@@ -229,11 +229,19 @@ impl Rig {
         let rig = Rig { script, env, prefix, net, data, mnt };
         // The datacenter profile; without Go (for the delay element) an undelayed link.
         let link: &[&str] = if on_path("go") { &["--rtt", "0.5", "--rate", "5000"] } else { &["--rtt", "0"] };
-        let up = try_bounded(rig.netrig().arg("up").args(link), Duration::from_secs(240))?;
-        if !up.status.success() {
-            return Err(format!("netrig.sh up failed: {}", text(&up.stderr)));
+        // Once more after a failure: on a loaded machine sshd in its namespace may not answer
+        // sshfs within the rig's 10 s.
+        let mut failures = Vec::new();
+        for _ in 0..2 {
+            let up = try_bounded(rig.netrig().arg("up").args(link), Duration::from_secs(240))?;
+            if up.status.success() {
+                return Ok(rig);
+            }
+            let sshfs_log = std::fs::read_to_string(dir.join("rig-state/sshfs.log")).unwrap_or_default();
+            failures.push(format!("netrig.sh up failed: {}(sshfs said: {})", text(&up.stderr), sshfs_log.trim()));
+            let _ = try_bounded(rig.netrig().arg("down"), Duration::from_secs(60));
         }
-        Ok(rig)
+        Err(failures.join("; then "))
     }
 
     fn netrig(&self) -> Command {
