@@ -69,6 +69,7 @@ fn bench(c: &mut Criterion) {
         fs: &fs,
         cwd: "/home/user".into(),
         options: PlanOptions::default(),
+        ratios: &posh_core::planner::measured::NO_RATIOS,
     };
 
     let one = posh_core::shell::parse(PIPELINE);

@@ -5,6 +5,7 @@ use std::path::Path;
 use anyhow::{Context as _, Result};
 use posh_core::config::Config;
 use posh_core::library::Library;
+use posh_core::planner::measured::Ratios;
 use posh_core::planner::{self, PlanContext, PlanOptions, render};
 
 use crate::os_fs::OsFileSystem;
@@ -22,12 +23,13 @@ pub fn run(
     source: &str,
     library: &Library,
     config: &Config,
+    ratios: &Ratios,
     options: PlanOptions,
     format: Format,
 ) -> Result<u8> {
     let script = posh_core::shell::parse(source);
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd, options };
+    let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd, options, ratios };
     let plan = planner::plan_script(&ctx, source, &script);
     let lines = posh_core::LineIndex::new(source);
     for error in &script.errors {

@@ -16,6 +16,7 @@ use posh_core::planner::{PlanOptions, Strategy};
 mod explain;
 mod offload;
 mod os_fs;
+mod ratios;
 mod runtime;
 
 #[derive(Parser, Debug)]
@@ -117,7 +118,13 @@ fn client_state() -> Result<runtime::session::ClientState> {
         identity_dir: state.join("identity"),
         known_proxies: state.join("known_proxies"),
         journal_dir: state.join("journal"),
+        ratios: ratios::file(&state),
     })
+}
+
+/// What earlier runs measured, for every plan of this run; none without a state directory.
+fn measured_ratios() -> posh_core::planner::measured::Ratios {
+    client_state().map(|state| ratios::load(&state.ratios)).unwrap_or_default()
 }
 
 fn run(cli: Cli) -> Result<u8> {
@@ -150,7 +157,7 @@ fn run(cli: Cli) -> Result<u8> {
             Placement::Greedy => Strategy::Greedy,
         };
         let options = PlanOptions { strategy, copies_per_mount: cli.copies_per_mount };
-        let code = explain::run(&name, &source, &library, &config, options, cli.format)?;
+        let code = explain::run(&name, &source, &library, &config, &measured_ratios(), options, cli.format)?;
         return Ok(if annotation_errors { code.max(1) } else { code });
     }
     let (name, source) = match (&cli.command, cli.args.first()) {
@@ -183,10 +190,11 @@ fn run(cli: Cli) -> Result<u8> {
     // The runtime's socket exists before the rewrite, which names it.
     let socket = (needs_library && !cli.print_rewritten).then(runtime::session::RuntimeSocket::bind).transpose()?;
     let socket_path = socket.as_ref().map(|s| s.path());
+    let ratios = if needs_library { measured_ratios() } else { Default::default() };
     let rewritten = source
         .as_deref()
         .filter(|_| needs_library)
-        .and_then(|source| offload::rewrite(source, &library, &config, stats.as_deref(), socket_path));
+        .and_then(|source| offload::rewrite(source, &library, &config, &ratios, stats.as_deref(), socket_path));
     if cli.print_rewritten {
         let text = rewritten.or(source).unwrap_or_default();
         print!("{}", text.replace('\u{1f}', "␟"));
@@ -200,7 +208,7 @@ fn run(cli: Cli) -> Result<u8> {
             let socket = socket.context("a rewritten script comes with the runtime's socket")?;
             let mut bash = runtime::session::bash_beside_runtime();
             offload::hand_to_bash(&mut bash, &text, socket.directory(), &name, rest)?;
-            return runtime::session::run_script(config, library, client_state()?, socket, bash);
+            return runtime::session::run_script(config, library, ratios, client_state()?, socket, bash);
         }
         (Some(commands), None) => bash.arg("-c").arg(commands).args(&cli.args),
         (None, None) => bash.args(&cli.args),

@@ -18,6 +18,7 @@ pub fn rewrite(
     source: &str,
     library: &Library,
     config: &Config,
+    ratios: &posh_core::planner::measured::Ratios,
     stats: Option<&str>,
     socket: Option<&str>,
 ) -> Option<String> {
@@ -30,7 +31,7 @@ pub fn rewrite(
     }
     let scope = ScriptScope::new(source, &script);
     let cwd = std::env::current_dir().ok()?;
-    let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd, options: PlanOptions::default() };
+    let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd, options: PlanOptions::default(), ratios };
     // The planner's own hand-over rules (`ScriptScope::why_stays`), so that what `--explain`
     // shows is what runs.
     let chosen: Vec<usize> = script

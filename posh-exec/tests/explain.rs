@@ -179,13 +179,16 @@ fn figure_2_splits_cat_and_grep_per_mount_and_only_grep_output_crosses() {
             "script.sh:3: [@A, @B]cat A/x.log B/y.log | [@A, @B]grep foo |[700 MB, concat @client] [@client]tee local.txt",
             "  @A cat A/x.log (copy 1/2): one copy per mount of its data",
             "      annotation: cat[splittable_across_input, output_ends_as_input] (text.posh)",
+            "      output: 100% of its input, assumed (no run measured it yet)",
             "  @A grep foo (copy 1/2): one copy per mount of its data",
             "      annotation: grep[splittable_across_input, filters_input, output_ends_lines, no_match_status:1] (search.posh)",
+            "      output: 50% of its input, assumed (no run measured it yet)",
             "  @B cat B/y.log (copy 2/2): one copy per mount of its data",
             "  @B grep foo (copy 2/2): one copy per mount of its data",
             "  @client merge (concat): the copies' outputs are combined at the client",
             "  @client tee local.txt: `local.txt` is on no mount, so it runs at the client",
             "      annotation: tee (files.posh)",
+            "      output: 100% of its input, assumed (no run measured it yet)",
             "  crosses @A → @client: 400 MB (grep foo (copy 1/2) → merge (concat))",
             "  crosses @B → @client: 300 MB (grep foo (copy 2/2) → merge (concat))",
             "  bash would move 1.4 GB, posh moves 700 MB",
@@ -285,6 +288,7 @@ fn dash_c_explains_the_commands_given() {
         "-c:1: [@A]grep foo A/x.log > A/out.txt
   @A grep foo A/x.log: the cheapest place for the data it moves
       annotation: grep[splittable_across_input, filters_input, output_ends_lines, no_match_status:1] (search.posh)
+      output: 50% of its input, assumed (no run measured it yet)
   bash would move 1.2 GB, posh moves 0 B
 
 1 pipeline(s), cost-based placement: bash would move 1.2 GB, posh moves 0 B
@@ -446,6 +450,7 @@ fn comm_across_two_mounts_streams_the_smaller_file_unless_greedy() {
         "-c:1: [@A ⇐20 MB]comm -12 A/big.txt B/small.txt [⇒ output 460 MB]
   @A comm -12 A/big.txt B/small.txt: the cheapest place for the data it moves
       annotation: comm[filters_input] (text.posh)
+      output: 50% of its input, assumed (no run measured it yet)
   crosses @B → @A: 20 MB (read B/small.txt (20 MB) → comm -12 A/big.txt B/small.txt, streamed from proxy to proxy)
   crosses @A → @client: 460 MB (comm -12 A/big.txt B/small.txt → standard output)
   bash would move 920 MB, posh moves 460 MB (and 20 MB between proxies)
@@ -580,4 +585,50 @@ fn a_missing_script_is_an_error() {
     let run = fixture.run(&["--explain"]);
     assert_eq!(run.status, Some(2));
     assert_eq!(run.stderr, "posh-exec: no script given (usage: posh-exec --explain SCRIPT, or -c COMMANDS)\n");
+}
+
+/// A run records what each command kept of its input (the kernel's count of the bytes it read
+/// and wrote); the next plan predicts with that figure and says it was measured. A broken
+/// figures file is named with its place and replaced, and the script runs as bash runs it.
+#[test]
+fn a_run_measures_what_a_filter_keeps_and_the_next_plan_uses_it() {
+    let fixture = Fixture::new();
+    let log: String =
+        (0..40_000).map(|i| if i % 40 == 0 { format!("ERROR {i}\n") } else { format!("INFO {i:>60}\n") }).collect();
+    fixture.write("A/m.log", &log);
+    fixture.write("measured.sh", "grep ERROR A/m.log | sort -r\n");
+    let kept = log.lines().filter(|l| l.starts_with("ERROR")).map(|l| l.len() as u64 + 1).sum::<u64>();
+    let grep = |plan: &Value| {
+        let node = nodes(&plan["pipelines"][0]).iter().find(|n| n["kind"]["text"] == "grep ERROR A/m.log");
+        node.expect("grep's node")["kind"].clone()
+    };
+    assert_eq!(grep(&fixture.json(&["measured.sh"]))["output"], serde_json::json!({"from": "assumed", "ratio": 0.5}));
+
+    let run = fixture.run(&["--stats", "stats.json", "measured.sh"]);
+    let bash = common::isolated("bash", &fixture.root).arg("measured.sh").output().expect("bash runs");
+    assert_eq!((run.status, run.stdout.as_bytes(), run.stderr.as_str()), (Some(0), &bash.stdout[..], ""));
+    let stats: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture.root.join("stats.json")).unwrap()).unwrap();
+    let measured = &stats["commands"][0];
+    assert_eq!(measured["location"], "A", "{stats}");
+    let (read, written) = (measured["read"].as_u64().unwrap(), measured["written"].as_u64().unwrap());
+    // The file, and a few KB the program reads to start.
+    assert!((log.len() as u64..log.len() as u64 + 100_000).contains(&read), "{stats}");
+    assert_eq!(written, kept, "{stats}");
+
+    let output = &grep(&fixture.json(&["measured.sh"]))["output"];
+    assert_eq!(output["from"], "measured", "{output}");
+    assert_eq!(output["runs"], 1);
+    assert!((output["ratio"].as_f64().unwrap() - written as f64 / read as f64).abs() < 1e-12, "{output}");
+    let text = fixture.explain(&["measured.sh"]);
+    assert!(text.contains("% of its input, measured over 1 run"), "{text}");
+
+    std::fs::write(fixture.root.join("posh/ratios.json"), "{\"shapes\": [\n").unwrap();
+    let run = fixture.run(&["measured.sh"]);
+    assert_eq!((run.status, run.stdout.as_bytes()), (Some(0), &bash.stdout[..]));
+    assert_eq!(
+        run.stderr,
+        "posh-exec: $TMP/posh/ratios.json:1:11: invalid type: sequence, expected a map; planning without measured ratios\n"
+    );
+    assert_eq!(grep(&fixture.json(&["measured.sh"]))["output"]["runs"], 1, "the broken file was replaced");
 }

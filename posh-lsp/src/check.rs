@@ -8,8 +8,8 @@ use std::time::Duration;
 
 use posh_core::{Diagnostic, LineIndex, Severity};
 
-use crate::ide::{self, Language, Settings, World};
-use crate::os_fs::{CachedFs, user_config_dir};
+use crate::ide::{self, Language, Settings, UserDirs, World};
+use crate::os_fs::{CachedFs, user_config_dir, user_state_dir};
 
 pub fn run(paths: &[PathBuf], deny_warnings: bool) -> ExitCode {
     let mut files = Vec::new();
@@ -37,7 +37,9 @@ pub fn run(paths: &[PathBuf], deny_warnings: bool) -> ExitCode {
                 let world = world.get_or_insert_with(|| {
                     let root = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("."));
                     let budget = fs.budgeted(Duration::from_secs(30));
-                    let world = World::load(&budget, &root, user_config_dir().as_deref(), &[], Settings::default());
+                    let (config, state) = (user_config_dir(), user_state_dir());
+                    let dirs = UserDirs { config: config.as_deref(), state: state.as_deref() };
+                    let world = World::load(&budget, &root, dirs, &[], Settings::default());
                     if let Some(error) = &world.config_error {
                         eprintln!("warning: {error}; planning without posh.toml");
                     }

@@ -18,6 +18,12 @@ pub fn user_config_dir() -> Option<PathBuf> {
     posh_core::config::xdg_base_dir(std::env::var_os("XDG_CONFIG_HOME"), std::env::var_os("HOME"), ".config")
 }
 
+/// The user's state directory, where posh-exec keeps what it measured: `$XDG_STATE_HOME`, else
+/// `~/.local/state`.
+pub fn user_state_dir() -> Option<PathBuf> {
+    posh_core::config::xdg_base_dir(std::env::var_os("XDG_STATE_HOME"), std::env::var_os("HOME"), ".local/state")
+}
+
 #[derive(Debug, Clone)]
 enum Cached {
     Meta(Option<FileMeta>),

@@ -254,6 +254,26 @@ fn chunked_parsing_equals_whole_parsing_on_the_oracle_scripts() {
     assert!(reused > 1_000, "chunks were reused: {reused}");
 }
 
+/// What posh-exec runs measured (the user's state directory) is what the hover predicts with,
+/// and says so; a broken file plans as if nothing were measured.
+#[test]
+fn the_hover_predicts_with_what_runs_measured() {
+    let mut fs = file_system();
+    let ratios = "{\"shapes\": {\"grep -v 'rays traced'\": {\"ratio\": 0.25, \"runs\": 4, \"last_run\": 1}}}";
+    fs.add_text("/home/u/.local/state/posh/ratios.json", ratios);
+    let dirs = ide::UserDirs { config: None, state: Some(Path::new("/home/u/.local/state")) };
+    let world = ide::World::load(&fs, Path::new("/proj"), dirs, &[], ide::Settings::default());
+    let script = "cat /mnt/logs/ray*.log | grep -v 'rays traced' | sort\n";
+    let analysis = ide::analyze_script(&world, &fs, script);
+    let hover = ide::hover::script_hover(&world, &analysis, script.find("grep").unwrap()).expect("a hover on grep");
+    assert!(hover.markdown.contains("Output: 25% of its input, measured over 4 runs."), "{}", hover.markdown);
+    fs.add_text("/home/u/.local/state/posh/ratios.json", "{");
+    let world = ide::World::load(&fs, Path::new("/proj"), dirs, &[], ide::Settings::default());
+    let analysis = ide::analyze_script(&world, &fs, script);
+    let hover = ide::hover::script_hover(&world, &analysis, script.find("grep").unwrap()).expect("a hover on grep");
+    assert!(hover.markdown.contains("Output: 50% of its input, assumed"), "{}", hover.markdown);
+}
+
 #[test]
 fn the_user_s_annotations_load_and_the_workspace_s_win() {
     let mut fs = file_system();
@@ -264,8 +284,13 @@ fn the_user_s_annotations_load_and_the_workspace_s_win() {
         "wc2[filters_input]:\n- PARAMS:\n  - type:input_file, size:list\n",
     );
     fs.add_text("/proj/.posh/project.posh", "mytool[filters_input]:\n- PARAMS:\n  - type:input_file, size:list\n");
-    let world =
-        ide::World::load(&fs, Path::new("/proj"), Some(Path::new("/home/u/.config")), &[], ide::Settings::default());
+    let world = ide::World::load(
+        &fs,
+        Path::new("/proj"),
+        ide::UserDirs { config: Some(Path::new("/home/u/.config")), state: None },
+        &[],
+        ide::Settings::default(),
+    );
     let script = "mytool /mnt/logs/ray1.log | sort\nwc2 /mnt/a/big.txt\n";
     let analysis = ide::analyze_script(&world, &fs, script);
     // The project's entry (an input file) replaced the user's (a string), so mytool is placed

@@ -10,7 +10,10 @@ use crate::fs::{FileKind, FileMeta};
 use crate::matcher::{Invocation, NoMatch};
 use crate::planner::PlanContext;
 use crate::planner::expand::{Expanded, expand_word};
-use crate::planner::model::{Carried, Edge, Location, Node, NodeId, NodeKind, PipelinePlan, Stream, Why};
+use crate::planner::measured::Ratios;
+use crate::planner::model::{
+    Carried, Edge, Location, Node, NodeId, NodeKind, OutputEstimate, PipelinePlan, Stream, Why,
+};
 use crate::planner::reach::{FileWord, Reach, reach};
 use crate::shell::{self, CommandKind, RedirectOp, RedirectTarget};
 
@@ -143,12 +146,30 @@ impl Facts<'_> {
         mounts.next().is_some_and(|first| mounts.any(|other| other != first))
     }
 
-    fn ratio(&self) -> f64 {
+    /// Its shape for measured ratios, when it has an annotation to be measured against.
+    fn shape(&self) -> Option<String> {
+        self.invocation.as_ref()?;
+        let files: Vec<&str> = self.inputs.iter().chain(&self.outputs).map(|f| f.path.as_str()).collect();
+        Some(super::measured::shape(&self.argv, &files))
+    }
+
+    /// Where its predicted output comes from: its annotation's bound, what earlier runs of its
+    /// shape measured, its annotation's ratio, or an assumption.
+    fn output_estimate(&self, ratios: &Ratios) -> OutputEstimate {
         let Some(invocation) = &self.invocation else {
-            return 1.0;
+            return OutputEstimate::Assumed { ratio: 1.0 };
         };
+        if self.bound.is_some() {
+            return OutputEstimate::Bounded;
+        }
+        if let Some(measured) = self.shape().and_then(|shape| ratios.get(&shape).copied()) {
+            return OutputEstimate::Measured { ratio: measured.ratio, runs: measured.runs };
+        }
         let options = &invocation.entry.options;
-        options.output_ratio.unwrap_or(if options.filters_input { 0.5 } else { 1.0 })
+        match options.output_ratio {
+            Some(ratio) => OutputEstimate::Annotation { ratio },
+            None => OutputEstimate::Assumed { ratio: if options.filters_input { 0.5 } else { 1.0 } },
+        }
     }
 
     fn merge_kind(&self) -> MergeKind {
@@ -709,6 +730,7 @@ impl Graph<'_> {
             Some(Share::Files(_)) => shell_words::join(&argv),
             _ => facts.shown.join(" "),
         };
+        let estimate = facts.output_estimate(self.ctx.ratios);
         let kind = NodeKind::Command {
             command: facts.index,
             argv,
@@ -721,6 +743,8 @@ impl Graph<'_> {
                 env: i.entry.options.reads_env.clone(),
                 home: i.entry.options.reads_home.clone(),
             }),
+            shape: facts.shape(),
+            output: estimate,
         };
         let id = self.node(kind, location, why, pinned);
         if let (Reach::ClientOr(mounts), None) = (&facts.reach, &copy) {
@@ -750,7 +774,7 @@ impl Graph<'_> {
         // Several files: a line (or header) per file may name it, and a total line may follow.
         let (inputs, headers) = if inputs > 1 { (inputs + 1, names) } else { (1, 0) };
         let bytes_out = match facts.bound {
-            None => (bytes_in as f64 * facts.ratio()).round() as u64,
+            None => (bytes_in as f64 * estimate.ratio().unwrap_or(1.0)).round() as u64,
             Some(Bound::Prefix(per_input)) => bytes_in.min(per_input.saturating_mul(inputs) + headers),
             // Never above the input either: a count of a tiny file is no reason to leave it.
             Some(Bound::Fixed(per_input)) => bytes_in.min(per_input.saturating_mul(inputs) + names),
@@ -816,7 +840,9 @@ impl Graph<'_> {
         let merged = match kind {
             // One line of totals per copy, added up into one.
             MergeKind::Sum => total / count as u64,
-            MergeKind::Rerun => (total as f64 * last.ratio()).round() as u64,
+            MergeKind::Rerun => {
+                (total as f64 * last.output_estimate(self.ctx.ratios).ratio().unwrap_or(1.0)).round() as u64
+            }
             MergeKind::Concat | MergeKind::SortMerge | MergeKind::UniqCount => total,
         };
         self.connect_output(merge, Stream::Stdout, &last.stdout, merged);

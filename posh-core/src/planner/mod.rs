@@ -3,10 +3,12 @@
 //! `graph` builds each pipeline's DAG (commands fitted to annotations, redirections, files,
 //! splits, byte predictions); `place` gives every node a location; `render` prints plans for
 //! people (text, the script with placements written into it, Graphviz); the JSON form is the
-//! serialised [`Plan`].
+//! serialised [`Plan`]. `measured` holds what earlier runs measured of commands' outputs, which
+//! the byte predictions prefer to the annotations' assumptions.
 
 mod expand;
 mod graph;
+pub mod measured;
 mod model;
 mod place;
 mod reach;
@@ -33,6 +35,8 @@ pub struct PlanContext<'a> {
     /// (a pipeline after a literal `cd` is planned from where that leads, see `WorkingDir`).
     pub cwd: PathBuf,
     pub options: PlanOptions,
+    /// What earlier runs measured of each command shape's output.
+    pub ratios: &'a measured::Ratios,
 }
 
 impl std::fmt::Debug for PlanContext<'_> {

@@ -70,6 +70,34 @@ pub struct Node {
     pub why: Why,
 }
 
+/// Where a command's predicted output comes from: people trust a figure more when they know it
+/// was measured.
+#[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
+#[serde(tag = "from", rename_all = "snake_case")]
+pub enum OutputEstimate {
+    /// A bound in its annotation (`head -n 10`, `wc`): at most so much per input.
+    Bounded,
+    /// The share of its input that earlier runs of its shape wrote, on average.
+    Measured { ratio: f64, runs: u32 },
+    /// The share its annotation states (`output_ratio`).
+    Annotation { ratio: f64 },
+    /// Assumed: half its input for a filter (`filters_input`), all of it otherwise or without
+    /// an annotation.
+    Assumed { ratio: f64 },
+}
+
+impl OutputEstimate {
+    /// The share of its input it is predicted to write; `None` when bounded.
+    pub fn ratio(&self) -> Option<f64> {
+        match *self {
+            OutputEstimate::Bounded => None,
+            OutputEstimate::Measured { ratio, .. }
+            | OutputEstimate::Annotation { ratio }
+            | OutputEstimate::Assumed { ratio } => Some(ratio),
+        }
+    }
+}
+
 /// What of the client's environment a command reads besides its words and files, as its
 /// annotation says (`reads_env`, `reads_home`): it goes along to a proxy with the command.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -112,6 +140,11 @@ pub enum NodeKind {
         /// What it takes along from the client wherever it runs.
         #[serde(skip_serializing_if = "Carried::is_empty")]
         carries: Carried,
+        /// Its shape for measured ratios (see `measured::shape`), when it has an annotation.
+        #[serde(skip_serializing_if = "Option::is_none")]
+        shape: Option<String>,
+        /// Where its predicted output comes from.
+        output: OutputEstimate,
     },
     /// A file the pipeline reads (an input argument or a `<` redirect).
     ReadFile {

@@ -4,7 +4,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::planner::model::{Location, Node, NodeKind, PipelinePlan, Plan, Strategy, Stream};
+use crate::planner::model::{Location, Node, NodeKind, OutputEstimate, PipelinePlan, Plan, Strategy, Stream};
 use crate::text::LineIndex;
 
 /// `532 B`, `3.1 KB`, `12 MB`, `1.5 GB` (decimal units, as links are measured).
@@ -154,6 +154,34 @@ fn node_label(node: &Node) -> String {
 }
 
 /// The `--explain` text for a whole script.
+/// Where a command's predicted output comes from, for people: `2.1% of its input, measured
+/// over 3 runs`.
+pub fn describe_output(output: &OutputEstimate) -> String {
+    match *output {
+        OutputEstimate::Bounded => "bounded by its annotation".to_string(),
+        OutputEstimate::Measured { ratio, runs } => {
+            let runs = if runs == 1 { "1 run".to_string() } else { format!("{runs} runs") };
+            format!("{} of its input, measured over {runs}", format_share(ratio))
+        }
+        OutputEstimate::Annotation { ratio } => format!("{} of its input, as its annotation says", format_share(ratio)),
+        OutputEstimate::Assumed { ratio } => {
+            format!("{} of its input, assumed (no run measured it yet)", format_share(ratio))
+        }
+    }
+}
+
+/// A share as a percentage with the digits that matter: `50%`, `2.1%`, `0.03%`.
+fn format_share(ratio: f64) -> String {
+    let percent = ratio * 100.0;
+    match percent {
+        p if p >= 10.0 => format!("{p:.0}%"),
+        p if p >= 1.0 => format!("{p:.1}%"),
+        p if p >= 0.01 => format!("{p:.2}%"),
+        0.0 => "0%".to_string(),
+        _ => "less than 0.01%".to_string(),
+    }
+}
+
 pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
     let lines = LineIndex::new(source);
     let mut out = String::new();
@@ -165,8 +193,11 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
             pipeline.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Command { .. } | NodeKind::Merge { .. }))
         {
             out.push_str(&format!("  {} {}: {}\n", node.location.label(), node_label(node), node.why.explain()));
-            if let NodeKind::Command { annotation: Some(annotation), copy: None | Some((0, _)), .. } = &node.kind {
+            if let NodeKind::Command { annotation: Some(annotation), copy: None | Some((0, _)), output, .. } =
+                &node.kind
+            {
                 out.push_str(&format!("      annotation: {annotation}\n"));
+                out.push_str(&format!("      output: {}\n", describe_output(output)));
             }
         }
         for edge in pipeline.crossing_edges().filter(|e| e.bytes > 0) {

@@ -67,7 +67,8 @@ fn plan_in(
     options: PlanOptions,
 ) -> (Plan, String) {
     let config = Config::parse(config, Path::new("posh.toml")).expect("the test config parses");
-    let ctx = PlanContext { library, config: &config, fs, cwd: cwd.into(), options };
+    let ratios = &measured::NO_RATIOS;
+    let ctx = PlanContext { library, config: &config, fs, cwd: cwd.into(), options, ratios };
     let parsed = crate::shell::parse(script);
     assert!(parsed.errors.is_empty(), "{:?}", parsed.errors);
     (plan_script(&ctx, script, &parsed), script.to_string())
@@ -330,4 +331,22 @@ fn a_literal_cd_moves_the_pipelines_after_it_and_any_other_cd_makes_them_the_she
         "grep -c x small.txt\nfor d in a b; do grep -c x small.txt; cd ..; done\n( cd /mnt/a; grep -c x big.txt )\n",
         PlanOptions::default()
     ));
+}
+
+/// What earlier runs measured of a command's shape replaces the assumption (a filter keeps half)
+/// in the prediction, and the text says which figure is which; other words make another shape.
+#[test]
+fn measured_ratios_replace_assumed_ones_and_say_so() {
+    let mut ratios = measured::Ratios::default();
+    for now in 0..3 {
+        ratios.record("grep IP", 100 * MB, 2 * MB, now);
+    }
+    let script = "grep IP /mnt/a/x.log | sort\ngrep -v IP /mnt/a/x.log | sort\n";
+    let (library, config, fs) =
+        (Library::builtin(), Config::parse(CONFIG, Path::new("posh.toml")).unwrap(), file_system());
+    let options = PlanOptions::default();
+    let ctx =
+        PlanContext { library: &library, config: &config, fs: &fs, cwd: "/home/user".into(), options, ratios: &ratios };
+    let plan = plan_script(&ctx, script, &crate::shell::parse(script));
+    insta::assert_snapshot!(render_text("measured.sh", script, &plan));
 }

@@ -563,8 +563,8 @@ where
         }
     }
     for (i, mut child) in children {
-        let status = child.wait().await?;
-        ends[i] = Some(Exit { code: status.code(), signal: status.signal(), error: None });
+        let (status, io) = crate::measure::wait(&mut child).await?;
+        ends[i] = Some(Exit { code: status.code(), signal: status.signal(), error: None, io });
     }
     let ends: Vec<Exit> = ends.into_iter().map(|e| e.unwrap_or_default()).collect();
     // The other proxy reads a whole file only from a job that completed; dropped, it is reset.

@@ -149,6 +149,9 @@ pub struct Exit {
     pub signal: Option<i32>,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<StartError>,
+    /// What it read and wrote, when the proxy's kernel told (for measured ratios).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub io: Option<crate::measure::IoCount>,
 }
 
 /// Why a command did not start, for the client to report in bash's words with its own paths.

@@ -6,6 +6,7 @@ use std::collections::BTreeMap;
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::sync::Arc;
 
+use posh_exec::measure::IoCount;
 use posh_exec::remote::protocol::{PeerInput, PeerOutput, Request, VERSION};
 use posh_exec::remote::{StartError, Traffic};
 
@@ -28,11 +29,13 @@ pub struct StepEnd {
     pub status: i32,
     /// The mount whose proxy ran it; `None`: the client.
     pub mount: Option<usize>,
+    /// What it read and wrote, when measured.
+    pub io: Option<IoCount>,
 }
 
 impl StepEnd {
     fn local(step: &Step, status: i32) -> StepEnd {
-        StepEnd { command: step.command, copy: step.copy, status, mount: None }
+        StepEnd { command: step.command, copy: step.copy, status, mount: None, io: None }
     }
 }
 
@@ -142,6 +145,9 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
     } else {
         *statuses.last().expect("a pipeline has a command")
     };
+    if let Some(session) = session {
+        session.record_ratios(&measured_runs(&ends, units));
+    }
     if let Some(path) = &call.stats {
         let mounts = session.map_or(&[][..], |s| &s.config.mounts[..]);
         let record = super::stats::Record {
@@ -156,6 +162,25 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
         record.append(path, caller);
     }
     (status & 0xff) as u8
+}
+
+/// What the pipeline's commands read and wrote, as (shape, read, written), one run per command
+/// (its copies added up). A command counts only when every copy of it was measured and exited
+/// on its own: one killed (by SIGPIPE when `head` had enough) read only part of its input.
+fn measured_runs(ends: &[StepEnd], units: &[Unit]) -> Vec<(String, u64, u64)> {
+    let steps: Vec<&Step> = units.iter().flat_map(|u| u.lanes.iter().flatten()).collect();
+    let mut runs = Vec::new();
+    let commands: std::collections::BTreeSet<usize> = ends.iter().map(|e| e.command).collect();
+    for command in commands {
+        let Some(shape) = steps.iter().find(|s| s.command == command).and_then(|s| s.shape.clone()) else {
+            continue;
+        };
+        let copies = ends.iter().filter(|e| e.command == command);
+        if let Some(total) = IoCount::total(copies.map(|e| e.io.filter(|_| e.status < 128))) {
+            runs.push((shape, total.read, total.written));
+        }
+    }
+    runs
 }
 
 /// The status of a command run as several copies. Any failure wins (`cat a missing` fails as
@@ -197,7 +222,10 @@ impl Started {
         let waits = tokio::task::spawn_blocking(move || {
             children
                 .into_iter()
-                .map(|(end, mut child)| StepEnd { status: child.wait().map_or(1, local::shell_status), ..end })
+                .map(|(end, mut child)| match posh_exec::measure::wait_blocking(&mut child) {
+                    Ok((status, io)) => StepEnd { status: local::shell_status(status), io, ..end },
+                    Err(_) => StepEnd { status: 1, ..end },
+                })
                 .collect::<Statuses>()
         });
         let mut statuses: Statuses = tasks.join_all().await.into_iter().flatten().collect();
@@ -436,7 +464,7 @@ impl RemoteGroup {
                         0 if reads_broken => 1,
                         status => status,
                     };
-                    StepEnd { command: step.command, copy: step.copy, status, mount: Some(remote.mount) }
+                    StepEnd { command: step.command, copy: step.copy, status, mount: Some(remote.mount), io: exit.io }
                 })
                 .collect(),
             Err(e) => {

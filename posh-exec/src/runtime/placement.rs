@@ -12,6 +12,7 @@ use posh_core::annotation::MergeKind;
 use posh_core::config::Config;
 use posh_core::fs::normalize_path;
 use posh_core::library::Library;
+use posh_core::planner::measured::Ratios;
 use posh_core::planner::{self, Carried, Location, NodeKind, PipelinePlan, PlanContext, PlanOptions, ScriptScope};
 use posh_exec::remote::protocol::{JobCommand, MAX_HOME_BYTES, Redirect};
 
@@ -31,6 +32,9 @@ pub struct Step {
     /// Why the planner put the step at the client, in plain words (for `--stats`); `None` when
     /// it chose a proxy or nothing was planned.
     pub why: Option<String>,
+    /// The planner's shape of the command, under which what it read and wrote is recorded
+    /// (`posh_core::planner::measured`); `None` when it has no annotation or was not planned.
+    pub shape: Option<String>,
 }
 
 /// A step in the proxy's terms.
@@ -96,6 +100,7 @@ fn is_locale(name: &OsStr) -> bool {
 pub fn place(
     library: &Library,
     config: &Config,
+    ratios: &Ratios,
     call: &PipelineCall,
     cwd: &Path,
     env: &[(OsString, OsString)],
@@ -110,14 +115,14 @@ pub fn place(
     if !script.errors.is_empty() || pipeline.commands.len() != call.commands.len() {
         return departed(call, "posh could not read back the pipeline bash handed over");
     }
-    let ctx =
-        PlanContext { library, config, fs: &OsFileSystem, cwd: cwd.to_path_buf(), options: PlanOptions::default() };
+    let options = PlanOptions::default();
+    let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd: cwd.to_path_buf(), options, ratios };
     let plan = planner::plan_pipeline_in(&ctx, pipeline, &ScriptScope::handed_over());
     // `split`: the step is a copy of a split command, whose redirections the fan-in applies.
     let step_of = |command: usize, copy: usize, argv: Vec<String>, location: &Location, split: bool| -> Step {
         let argv_os: Vec<OsString> = argv.iter().map(OsString::from).collect();
         let why = (*location == Location::Client).then(|| client_reason(&plan, command, copy)).flatten();
-        let local = Step { command, copy, argv: argv_os, remote: None, why };
+        let local = Step { command, copy, argv: argv_os, remote: None, why, shape: shape(&plan, command) };
         let Location::Mount(name) = location else { return local };
         let redirects = if split { &[][..] } else { &call.commands[command].redirects[..] };
         let carried = carried(&plan, command);
@@ -243,7 +248,7 @@ fn departure(planned: &str, reason: &str) -> String {
 }
 
 fn local_step(command: usize, argv: Vec<OsString>) -> Step {
-    Step { command, copy: 0, argv, remote: None, why: None }
+    Step { command, copy: 0, argv, remote: None, why: None, shape: None }
 }
 
 /// The plan's node for copy `copy` of command `index` (0 when unsplit).
@@ -315,6 +320,13 @@ fn no_match_status(plan: &PipelinePlan, index: usize) -> Option<u8> {
 }
 
 /// What command `index` takes along from the client, as the plan says.
+fn shape(plan: &PipelinePlan, index: usize) -> Option<String> {
+    plan.copies_of(index).find_map(|n| match &n.kind {
+        NodeKind::Command { shape, .. } => shape.clone(),
+        _ => None,
+    })
+}
+
 fn carried(plan: &PipelinePlan, index: usize) -> Carried {
     let carries = plan.copies_of(index).find_map(|n| match &n.kind {
         NodeKind::Command { carries, .. } => Some(carries),

@@ -11,6 +11,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context as _, Result};
 use posh_core::config::{Config, ProxyAddress};
 use posh_core::library::Library;
+use posh_core::planner::measured::Ratios;
 use posh_exec::remote::jobs_dir::JobsDir;
 use posh_exec::remote::journal::Journal;
 use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
@@ -28,6 +29,8 @@ pub struct ClientState {
     pub known_proxies: std::path::PathBuf,
     /// Where the run's embedded proxies write down their output changes (see `remote::journal`).
     pub journal_dir: std::path::PathBuf,
+    /// The measured ratios file (see `crate::ratios`).
+    pub ratios: std::path::PathBuf,
 }
 
 /// How long a pipeline waits for a proxy that was lost, or not reached, to answer again.
@@ -54,6 +57,9 @@ enum ProxyLink {
 pub struct Session {
     pub config: Config,
     library: Library,
+    /// What earlier runs measured, as of the run's start: every pipeline of the run is planned
+    /// with the figures `--explain` would have shown.
+    ratios: Ratios,
     state: ClientState,
     identity: OnceCell<Option<Identity>>,
     /// Where the run's embedded proxies make their jobs' directories, one for the process.
@@ -90,6 +96,11 @@ impl Session {
             })
             .await
             .as_ref()
+    }
+
+    /// Adds what a pipeline's commands measured to the ratios file, for the runs that follow.
+    pub fn record_ratios(&self, runs: &[(String, u64, u64)]) {
+        crate::ratios::record(&self.state.ratios, runs);
     }
 
     pub fn library(&self) -> &Library {
@@ -197,7 +208,7 @@ impl Session {
             }
         };
         let call = decode(&args).map(|call| {
-            let units = placement::place(&self.library, &self.config, &call, &cwd, &env);
+            let units = placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env);
             (call, units)
         });
         let caller = Caller { fds, cwd: Some(cwd), env: Some(env) };
@@ -345,6 +356,7 @@ impl RuntimeSocket {
 pub fn run_script(
     config: Config,
     library: Library,
+    ratios: Ratios,
     state: ClientState,
     socket: RuntimeSocket,
     mut bash: Command,
@@ -361,6 +373,7 @@ pub fn run_script(
         connections: config.mounts.iter().map(|_| tokio::sync::Mutex::default()).collect(),
         config,
         library,
+        ratios,
         state,
         identity: OnceCell::new(),
         embedded_jobs: OnceCell::new(),

@@ -8,6 +8,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use posh_core::config::Mount;
+use posh_exec::measure::IoCount;
 use posh_exec::remote::Traffic;
 
 use super::PipelineCall;
@@ -70,6 +71,12 @@ impl Record<'_> {
                 });
                 if let Some(why) = self.client_reason(i) {
                     record["why"] = serde_json::json!(why);
+                }
+                // What its copies read and wrote, as the kernel counted (files, pipes, start-up).
+                let copies: Vec<_> = self.ends.iter().filter(|end| end.command == i).map(|end| end.io).collect();
+                if let Some(io) = IoCount::total(copies.iter().copied()).filter(|_| !copies.is_empty()) {
+                    record["read"] = serde_json::json!(io.read);
+                    record["written"] = serde_json::json!(io.written);
                 }
                 record
             })

@@ -46,6 +46,7 @@ pub fn analyze_script_cached(
         fs,
         cwd: world.root.clone(),
         options: world.settings.plan.clone(),
+        ratios: &world.ratios,
     };
     let scope = planner::ScriptScope::new(text, &script);
     cache.reused = 0;

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 
 use posh_core::annotation::{self, keywords::KeywordKind};
-use posh_core::planner::render::{format_bytes, posh_moves};
+use posh_core::planner::render::{describe_output, format_bytes, posh_moves};
 use posh_core::planner::{Location, NodeKind};
 use posh_core::{Code, Diagnostic, Span};
 
@@ -37,7 +37,7 @@ pub fn script_hover(world: &World, analysis: &ScriptAnalysis, offset: usize) -> 
         .map(|(plan, command, _)| (plan, command))?;
     let copies: Vec<_> = plan.copies_of(command).collect();
     let first = copies.first()?;
-    let NodeKind::Command { argv, text, span, annotation, .. } = &first.kind else {
+    let NodeKind::Command { argv, text, span, annotation, output, .. } = &first.kind else {
         return None;
     };
     let ids: Vec<usize> = copies.iter().map(|n| n.id).collect();
@@ -75,10 +75,11 @@ pub fn script_hover(world: &World, analysis: &ScriptAnalysis, offset: usize) -> 
         .sum();
     let _ = writeln!(
         md,
-        "Predicted: {} in, {} out, {} of it across the network.\n",
+        "Predicted: {} in, {} out, {} of it across the network. Output: {}.\n",
         format_bytes(bytes_in),
         format_bytes(bytes_out),
-        format_bytes(crossing)
+        format_bytes(crossing),
+        describe_output(output)
     );
     let _ = write!(
         md,

@@ -22,7 +22,7 @@ use std::sync::Arc;
 use posh_core::Span;
 
 pub use analysis::{AnalysisCache, ScriptAnalysis, Shift, analyze_script, analyze_script_cached};
-pub use world::{Settings, World};
+pub use world::{Settings, UserDirs, World};
 
 /// The two kinds of documents posh-lsp serves.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -10,6 +10,7 @@ use posh_core::annotation::CommandEntry;
 use posh_core::config::{self, Config};
 use posh_core::fs::{FileKind, FileSystem};
 use posh_core::library::Library;
+use posh_core::planner::measured::{self, Ratios};
 use posh_core::planner::{PlanOptions, Strategy};
 
 use super::Target;
@@ -64,6 +65,8 @@ pub struct World {
     /// Relative paths in scripts resolve against this directory (the workspace root).
     pub root: PathBuf,
     pub settings: Settings,
+    /// What posh-exec runs measured of commands' outputs (the user's `ratios.json`).
+    pub ratios: Ratios,
 }
 
 /// The annotation files of a workspace: `*.posh` directly in the root, in `annotations/` and in
@@ -72,6 +75,13 @@ pub fn annotation_dirs(root: &Path, user_config_dir: Option<&Path>) -> Vec<PathB
     let mut dirs: Vec<PathBuf> = user_config_dir.map(|d| d.join("posh").join("annotations")).into_iter().collect();
     dirs.extend([root.to_path_buf(), root.join("annotations"), root.join(".posh")]);
     dirs
+}
+
+/// The user's configuration and state directories (`~/.config`, `~/.local/state`).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct UserDirs<'a> {
+    pub config: Option<&'a Path>,
+    pub state: Option<&'a Path>,
 }
 
 impl World {
@@ -85,21 +95,28 @@ impl World {
             config_error: None,
             root: root.into(),
             settings: Settings::default(),
+            ratios: Ratios::default(),
         }
     }
 
     /// Loads posh.toml (discovered from `root` upwards, then the user's directory) and the
     /// annotation files of [`annotation_dirs`], then `overrides` (open documents, by path), which
-    /// win over the files on disk.
+    /// win over the files on disk; and the ratios posh-exec measured, from `user_state_dir`.
     pub fn load(
         fs: &dyn FileSystem,
         root: &Path,
-        user_config_dir: Option<&Path>,
+        user_dirs: UserDirs<'_>,
         overrides: &[(PathBuf, String)],
         settings: Settings,
     ) -> World {
+        let UserDirs { config: user_config_dir, state: user_state_dir } = user_dirs;
         let mut world = World::new(root);
         world.settings = settings;
+        // A broken file is posh-exec's to warn about and replace; hints plan without it.
+        let ratios_file = user_state_dir.map(|dir| dir.join("posh").join(measured::FILE_NAME));
+        if let Some(text) = ratios_file.and_then(|file| fs.read_to_string(&file)) {
+            world.ratios = Ratios::parse(&text).unwrap_or_default();
+        }
         match config::discover(fs, None, None, root, user_config_dir) {
             Ok(Some((path, text))) => match Config::parse(&text, &path) {
                 Ok(config) => {

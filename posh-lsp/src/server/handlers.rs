@@ -12,7 +12,7 @@ use super::convert::{Lines, location};
 use super::documents::{Shown, Snapshot};
 use super::{Backend, FS_BUDGET, FS_TTL};
 use crate::ide::semantic_tokens::TokenType;
-use crate::ide::{self, Language, ScriptAnalysis, World, inlay_hints::HintKind};
+use crate::ide::{self, Language, ScriptAnalysis, UserDirs, World, inlay_hints::HintKind};
 
 impl Backend {
     fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
@@ -108,7 +108,7 @@ impl Backend {
     /// Reloads posh.toml and the annotation files, then refreshes what depends on them.
     async fn reload_world(&self) {
         self.fs.clear();
-        let (root, user_dir, settings, overrides) = {
+        let (root, (config_dir, state_dir), settings, overrides) = {
             let state = self.state();
             let overrides: Vec<(PathBuf, String)> = state
                 .store
@@ -116,14 +116,16 @@ impl Backend {
                 .into_iter()
                 .filter_map(|s| Some((s.uri.to_file_path().ok()?, s.text.to_string())))
                 .collect();
-            (state.root.clone(), state.user_config_dir.clone(), state.settings.clone(), overrides)
+            let dirs = (state.user_config_dir.clone(), state.user_state_dir.clone());
+            (state.root.clone(), dirs, state.settings.clone(), overrides)
         };
         let Some(root) = root else {
             return;
         };
         let fs = self.fs.clone();
         let world = tokio::task::spawn_blocking(move || {
-            World::load(&fs.budgeted(FS_BUDGET * 10), &root, user_dir.as_deref(), &overrides, settings)
+            let dirs = UserDirs { config: config_dir.as_deref(), state: state_dir.as_deref() };
+            World::load(&fs.budgeted(FS_BUDGET * 10), &root, dirs, &overrides, settings)
         })
         .await
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));

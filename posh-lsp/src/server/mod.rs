@@ -61,6 +61,7 @@ struct State {
     world: Arc<World>,
     root: Option<PathBuf>,
     user_config_dir: Option<PathBuf>,
+    user_state_dir: Option<PathBuf>,
     settings: Settings,
     /// The client accepts `workspace/inlayHint/refresh`.
     inlay_refresh: bool,
@@ -82,6 +83,7 @@ impl Backend {
                 world: Arc::new(World::new(root)),
                 root: None,
                 user_config_dir: crate::os_fs::user_config_dir(),
+                user_state_dir: crate::os_fs::user_state_dir(),
                 settings: Settings::default(),
                 inlay_refresh: false,
                 dynamic_watch: false,

@@ -6,7 +6,7 @@
 use std::path::Path;
 
 use posh_core::fs::MemoryFileSystem;
-use posh_lsp::ide::{Settings, World};
+use posh_lsp::ide::{Settings, UserDirs, World};
 
 pub const MB: u64 = 1_000_000;
 
@@ -36,7 +36,7 @@ pub fn file_system() -> MemoryFileSystem {
 }
 
 pub fn world(fs: &MemoryFileSystem) -> World {
-    World::load(fs, Path::new("/proj"), None, &[], Settings::default())
+    World::load(fs, Path::new("/proj"), UserDirs::default(), &[], Settings::default())
 }
 
 /// A workspace: posh.toml mounting `data/` (relative to it), five logs of 500 MB there (sparse

@@ -1,0 +1,149 @@
+//! What earlier runs measured: the share of its input each command shape wrote, so that the
+//! planner predicts `grep IP` by what it kept last time (2% of a log) instead of an assumption
+//! (half, for a filter). The runtime records the figures in the user's state directory
+//! (`posh/ratios.json`); this module is their model and text form, without I/O.
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+/// The file's name in posh's state directory.
+pub const FILE_NAME: &str = "ratios.json";
+
+/// Below this many bytes read, what a command reads is mostly its own start-up (the dynamic
+/// loader, locale files: 7 to 16 KB for grep, sort, awk, wc): such runs are not recorded.
+pub const MIN_MEASURED_READ: u64 = 1 << 20;
+
+/// A ratio is the mean of about this many recent runs, so that it follows a workload that changes.
+const WINDOW: u32 = 8;
+
+/// Shapes kept; the least recently run go first.
+const MAX_SHAPES: usize = 2000;
+
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Ratios {
+    shapes: BTreeMap<String, Measured>,
+}
+
+/// Nothing measured: plans from the annotations alone.
+pub static NO_RATIOS: Ratios = Ratios { shapes: BTreeMap::new() };
+
+/// What the runs of one shape wrote per byte read.
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Measured {
+    /// Bytes written per byte read.
+    pub ratio: f64,
+    /// Runs measured (a split command's copies count as one).
+    pub runs: u32,
+    /// When it last ran, in seconds since the epoch (for pruning).
+    pub last_run: u64,
+}
+
+#[derive(Debug, thiserror::Error)]
+#[error("{line}:{column}: {message}")]
+pub struct RatiosError {
+    pub line: usize,
+    pub column: usize,
+    pub message: String,
+}
+
+impl Ratios {
+    pub fn parse(text: &str) -> Result<Ratios, RatiosError> {
+        serde_json::from_str(text).map_err(|e| {
+            let message = e.to_string();
+            // serde_json ends its message with the place, which `line` and `column` hold.
+            let message = message.rsplit_once(" at line ").map_or(message.as_str(), |(m, _)| m).to_string();
+            RatiosError { line: e.line(), column: e.column(), message }
+        })
+    }
+
+    pub fn to_json(&self) -> String {
+        serde_json::to_string_pretty(self).expect("ratios serialise") + "\n"
+    }
+
+    pub fn get(&self, shape: &str) -> Option<&Measured> {
+        self.shapes.get(shape)
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.shapes.is_empty()
+    }
+
+    /// Adds a run of `shape` that read `read` bytes and wrote `written`, at `now`; runs that
+    /// read too little to tell are left out.
+    pub fn record(&mut self, shape: &str, read: u64, written: u64, now: u64) {
+        if read < MIN_MEASURED_READ {
+            return;
+        }
+        let ratio = written as f64 / read as f64;
+        let entry = self.shapes.entry(shape.to_string()).or_insert(Measured { ratio, runs: 0, last_run: now });
+        let weight = f64::from(entry.runs.min(WINDOW - 1));
+        entry.ratio = (entry.ratio * weight + ratio) / (weight + 1.0);
+        entry.runs = entry.runs.saturating_add(1);
+        entry.last_run = entry.last_run.max(now);
+        if self.shapes.len() > MAX_SHAPES {
+            let mut by_age: Vec<(u64, String)> = self.shapes.iter().map(|(s, m)| (m.last_run, s.clone())).collect();
+            by_age.sort();
+            for (_, old) in by_age.into_iter().take(self.shapes.len() - MAX_SHAPES) {
+                self.shapes.remove(&old);
+            }
+        }
+    }
+}
+
+/// The shape of a command for its measured ratio: its name and the words that are not files
+/// (`grep -c IP` for `grep -c IP a.log b.log`), so that runs over other files share it.
+pub fn shape(argv: &[String], files: &[&str]) -> String {
+    let Some((name, words)) = argv.split_first() else {
+        return String::new();
+    };
+    let name = crate::matcher::command_name(name).to_string();
+    let kept = words.iter().filter(|w| !files.contains(&w.as_str())).cloned();
+    shell_words::join(std::iter::once(name).chain(kept))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_ratio_follows_recent_runs_and_ignores_tiny_ones() {
+        let mut ratios = Ratios::default();
+        ratios.record("grep IP", 1000, 1000, 1);
+        assert!(ratios.is_empty(), "a run reading 1000 bytes tells nothing");
+        ratios.record("grep IP", 10 << 20, 1 << 20, 2);
+        assert_eq!(ratios.get("grep IP").map(|m| (m.ratio, m.runs, m.last_run)), Some((0.1, 1, 2)));
+        for now in 3..40 {
+            ratios.record("grep IP", 10 << 20, 3 << 20, now);
+        }
+        let measured = ratios.get("grep IP").unwrap();
+        assert!((measured.ratio - 0.3).abs() < 0.001, "{measured:?}");
+        assert_eq!(measured.runs, 38);
+        let text = ratios.to_json();
+        assert_eq!(Ratios::parse(&text).unwrap(), ratios);
+    }
+
+    #[test]
+    fn a_broken_file_is_an_error_that_names_its_place() {
+        let error = Ratios::parse("{\"shapes\": {\"grep\": {\"ratio\": \"x\"}}}").unwrap_err();
+        assert_eq!((error.line, error.column > 0), (1, true));
+        assert!(error.to_string().starts_with("1:") && !error.to_string().contains(" at line "), "{error}");
+    }
+
+    #[test]
+    fn shapes_leave_out_the_files() {
+        let argv: Vec<String> = ["/usr/bin/grep", "-c", "an IP", "a.log", "b.log"].map(String::from).to_vec();
+        assert_eq!(shape(&argv, &["a.log", "b.log"]), "grep -c 'an IP'");
+    }
+
+    #[test]
+    fn the_least_recently_run_shapes_go_first() {
+        let mut ratios = Ratios::default();
+        for i in 0..=MAX_SHAPES as u64 {
+            ratios.record(&format!("grep {i}"), 1 << 20, 0, i);
+        }
+        assert_eq!(ratios.shapes.len(), MAX_SHAPES);
+        assert!(ratios.get("grep 0").is_none());
+        assert!(ratios.get(&format!("grep {MAX_SHAPES}")).is_some());
+    }
+}

@@ -1,0 +1,100 @@
+//! What a command read and wrote, from the kernel's accounting (`/proc/PID/io`): every byte it and
+//! the children it waited for passed through read(2) and write(2), files and pipes alike, at no
+//! cost to the command. Read while the command is a zombie, before it is reaped (`WNOWAIT`), since
+//! the figures go with the process.
+
+use serde::{Deserialize, Serialize};
+
+/// Bytes a command read and wrote (`rchar`, `wchar`).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IoCount {
+    pub read: u64,
+    pub written: u64,
+}
+
+impl IoCount {
+    /// The sum of `counts` (a split command's copies); `None` if one of them is unknown.
+    pub fn total(counts: impl IntoIterator<Item = Option<IoCount>>) -> Option<IoCount> {
+        counts.into_iter().try_fold(IoCount::default(), |sum, count| {
+            let count = count?;
+            Some(IoCount { read: sum.read + count.read, written: sum.written + count.written })
+        })
+    }
+}
+
+/// The figures of process `pid`, which must have exited and not been reaped.
+fn read_counts(pid: u32) -> Option<IoCount> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    let field = |name: &str| {
+        text.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(": ")?.trim().parse::<u64>().ok())
+    };
+    Some(IoCount { read: field("rchar")?, written: field("wchar")? })
+}
+
+/// Waits until process `pid` (our child) has exited, leaving it to be reaped; false when that
+/// cannot be watched.
+fn exited(pid: u32) -> bool {
+    let Some(pid) = rustix::process::Pid::from_raw(pid as i32) else { return false };
+    let options = rustix::process::WaitIdOptions::EXITED | rustix::process::WaitIdOptions::NOWAIT;
+    rustix::process::waitid(rustix::process::WaitId::Pid(pid), options).is_ok()
+}
+
+/// Waits for `child` to end and returns its status and counts (`None` when the kernel would
+/// not tell).
+pub fn wait_blocking(child: &mut std::process::Child) -> std::io::Result<(std::process::ExitStatus, Option<IoCount>)> {
+    let pid = child.id();
+    let counts = exited(pid).then(|| read_counts(pid)).flatten();
+    Ok((child.wait()?, counts))
+}
+
+/// [`wait_blocking`] for tokio's children. The wait for the exit takes a blocking thread (tokio
+/// waits for a child only to reap it); callers wait once the command's output is drained, when
+/// it has ended or is about to.
+pub async fn wait(child: &mut tokio::process::Child) -> std::io::Result<(std::process::ExitStatus, Option<IoCount>)> {
+    let counts = match child.id() {
+        Some(pid) => {
+            tokio::task::spawn_blocking(move || exited(pid).then(|| read_counts(pid)).flatten()).await.ok().flatten()
+        }
+        None => None,
+    };
+    Ok((child.wait().await?, counts))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_bytes_a_command_read_and_wrote_are_counted() {
+        let dir = tempfile::tempdir().unwrap();
+        let input = dir.path().join("input");
+        std::fs::write(&input, "kept\n".repeat(200_000)).unwrap();
+        // Not to /dev/null: GNU grep then stops at the first match.
+        let mut child = std::process::Command::new("grep")
+            .args(["-c", "kept"])
+            .arg(&input)
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut out = String::new();
+        std::io::Read::read_to_string(child.stdout.as_mut().unwrap(), &mut out).unwrap();
+        let (status, counts) = wait_blocking(&mut child).unwrap();
+        assert!(status.success());
+        let counts = counts.expect("/proc/PID/io is readable for our own children");
+        // The file, plus what the program reads to start (a few KB).
+        assert!((1_000_000..1_100_000).contains(&counts.read), "{counts:?}");
+        assert_eq!(counts.written, "200000\n".len() as u64);
+    }
+
+    #[tokio::test]
+    async fn tokio_children_are_counted_too() {
+        let mut child = tokio::process::Command::new("head")
+            .args(["-c", "300000", "/dev/zero"])
+            .stdout(std::process::Stdio::null())
+            .spawn()
+            .unwrap();
+        let (status, counts) = wait(&mut child).await.unwrap();
+        assert!(status.success());
+        assert_eq!(counts.map(|c| c.written), Some(300_000));
+    }
+}
