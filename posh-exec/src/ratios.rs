@@ -6,7 +6,7 @@
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
-use posh_core::planner::measured::{FILE_NAME, Ratios};
+use posh_core::planner::measured::{FILE_NAME, MIN_MEASURED_READ, Ratios};
 
 pub fn file(state_dir: &Path) -> PathBuf {
     state_dir.join(FILE_NAME)
@@ -31,7 +31,8 @@ pub fn load(path: &Path) -> Ratios {
 /// Adds `runs` (shape, bytes read, bytes written) to the file at `path`. A failure (a full disk,
 /// a read-only home) costs only the figures, so it is logged, not reported.
 pub fn record(path: &Path, runs: &[(String, u64, u64)]) {
-    if runs.is_empty() {
+    // Most pipelines read too little to tell: they leave the file alone.
+    if runs.iter().all(|(_, read, _)| *read < MIN_MEASURED_READ) {
         return;
     }
     if let Err(e) = try_record(path, runs) {

@@ -603,6 +603,10 @@ fn a_run_measures_what_a_filter_keeps_and_the_next_plan_uses_it() {
         node.expect("grep's node")["kind"].clone()
     };
     assert_eq!(grep(&fixture.json(&["measured.sh"]))["output"], serde_json::json!({"from": "assumed", "ratio": 0.5}));
+    // Pipelines that read little tell nothing: they leave the figures alone.
+    fixture.write("small.sh", "grep ERROR A/p1.log\n");
+    assert_eq!(fixture.run(&["small.sh"]).status, Some(1));
+    assert!(!fixture.root.join("posh/ratios.json").exists(), "a run that read less than 1 MiB is not recorded");
 
     let run = fixture.run(&["--stats", "stats.json", "measured.sh"]);
     let bash = common::isolated("bash", &fixture.root).arg("measured.sh").output().expect("bash runs");
