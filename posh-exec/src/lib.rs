@@ -1,2 +1,3 @@
+pub mod handoff;
 pub mod measure;
 pub mod remote;

@@ -45,7 +45,11 @@ pub fn rewrite(
     if chosen.is_empty() {
         return None;
     }
-    let runtime = std::env::current_exe().ok()?;
+    // The trampoline each handed-over pipeline starts: `posh-run` beside posh-exec when it is
+    // installed (small, so it starts sooner), else posh-exec itself.
+    let this = std::env::current_exe().ok()?;
+    let small = this.with_file_name("posh-run");
+    let runtime = if small.is_file() { small } else { this };
     let prologue = rewrite::Prologue { runtime: &runtime.to_string_lossy(), stats, socket };
     Some(rewrite::rewrite(source, &script, &chosen, prologue).text)
 }

@@ -56,6 +56,35 @@ fn pipelines_that_touch_a_mount_go_through_the_runtime() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "a 1\nhi\n");
 }
 
+/// Each pipeline starts a trampoline and each remote command a sandbox launcher: the small
+/// `posh-run` and `posh-sandbox` installed beside posh-exec, or, without them, posh-exec itself
+/// (`__run`, `__sandbox`), with the same results.
+#[test]
+fn the_small_helpers_are_used_when_installed_and_posh_exec_stands_in_for_them() {
+    let dir = mounted();
+    std::fs::write(dir.path().join("s.sh"), "sort data/x.txt | head -n 2 > data/out.txt\ncat data/out.txt\n")
+        .expect("write");
+    let installed = Path::new(env!("CARGO_BIN_EXE_posh-exec"));
+    let alone = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(installed, alone.path().join("posh-exec")).expect("copy");
+    for (exe, trampoline) in [
+        (installed.to_path_buf(), installed.with_file_name("posh-run")),
+        (alone.path().join("posh-exec"), alone.path().join("posh-exec")),
+    ] {
+        let run =
+            |args: &[&str]| common::isolated(exe.to_str().unwrap(), dir.path()).args(args).output().expect("runs");
+        let rewritten = String::from_utf8_lossy(&run(&["--print-rewritten", "s.sh"]).stdout).into_owned();
+        assert!(rewritten.starts_with(&format!("__posh_exe='{}';", trampoline.display())), "{rewritten}");
+        let out = run(&["--stats", "stats.json", "s.sh"]);
+        assert_eq!(
+            (out.status.code(), &String::from_utf8_lossy(&out.stdout)[..], &out.stderr[..]),
+            (Some(0), "a 1\nb 2\n", &b""[..])
+        );
+        let stats = std::fs::read_to_string(dir.path().join("stats.json")).expect("stats");
+        assert!(stats.lines().next().is_some_and(|l| l.contains("\"location\":\"data\"")), "{stats}");
+    }
+}
+
 #[test]
 fn stats_record_every_pipeline_the_runtime_ran() {
     let dir = mounted();

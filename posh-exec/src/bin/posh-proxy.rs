@@ -117,7 +117,6 @@ async fn run(args: Args) -> Result<()> {
         max_jobs: args.max_jobs as usize,
         grace: Duration::from_secs(args.grace_secs),
         library: posh_core::library::Library::builtin(),
-        launcher: None,
         journal: std::sync::Arc::new(journal),
         identity: std::sync::Arc::new(identity),
     };

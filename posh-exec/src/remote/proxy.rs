@@ -44,9 +44,6 @@ pub struct ProxyConfig {
     pub library: Library,
     /// Where jobs get their private directories (see `jobs_dir`).
     pub jobs: Arc<JobsDir>,
-    /// The program that confines each command (`EXE __sandbox ROOT TMP -- ARGV`); `None`: this
-    /// executable, which must then handle `__sandbox`.
-    pub launcher: Option<PathBuf>,
     /// Where jobs write down their output changes, so a proxy that died undoes them at its next
     /// start (`Journal::open(STATE_DIR/journal)`); `Journal::none()` keeps nothing.
     pub journal: Arc<Journal>,
@@ -143,6 +140,8 @@ struct Shared {
     peer_outputs: Arc<PeerOutputs>,
     /// This proxy's endpoint, from which it also connects to other proxies.
     endpoint: quinn::Endpoint,
+    /// The program that confines each command (see `sandbox::launcher`).
+    launcher: PathBuf,
 }
 
 /// Counts a stream in [`Shared::in_flight`] while it lives.
@@ -167,7 +166,9 @@ pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: imp
     let (stopping_tx, stopping) = watch::channel(false);
     let (kill_tx, kill) = watch::channel(false);
     let max_jobs = config.max_jobs.max(1);
+    let launcher = super::sandbox::launcher().context("the sandbox launcher")?;
     let shared = Arc::new(Shared {
+        launcher,
         config,
         jobs: Arc::new(Semaphore::new(max_jobs)),
         stopping,
@@ -368,16 +369,12 @@ async fn handle_job(
             Err(e) => return refuse(send, recv.get_mut(), e).await,
         },
     };
-    let launcher = match &shared.config.launcher {
-        Some(launcher) => launcher.clone(),
-        None => std::env::current_exe().context("the proxy's own executable")?,
-    };
     protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
     let place = job::JobPlace {
         export: &shared.config.export,
         cwd: &cwd,
         dir: &tmp,
-        launcher: &launcher,
+        launcher: &shared.launcher,
         journal: &shared.config.journal,
     };
     let options = job::JobOptions { noclobber: request.noclobber, stderr_with_stdout: request.stderr_with_stdout };

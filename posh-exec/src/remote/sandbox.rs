@@ -1,9 +1,11 @@
 //! The operating system's half of confinement. The proxy checks a request's file words against
 //! the export root, but a command may reach files its words do not name (awk's `print > file`,
-//! `system()`, GNU sed's `w`): so every job runs as `posh-proxy __sandbox ROOT TMP -- ARGV`, which
-//! restricts itself with Landlock (read-only system directories, read-write export root and the
-//! job's own temporary directory) and then execs the command. The restriction is inherited by
-//! everything the command starts.
+//! `system()`, GNU sed's `w`): so every command runs as `LAUNCHER __sandbox ROOT TMP -- ARGV`,
+//! which restricts itself with Landlock (read-only system directories, read-write export root and
+//! the job's own temporary directory) and then execs the command. The restriction is inherited by
+//! everything the command starts. The launcher is `posh-sandbox` beside the proxy's executable
+//! when it is installed (a small program: it starts 0.3 ms sooner than the proxy's own, once per
+//! command), else the proxy's executable itself.
 
 use std::ffi::OsString;
 use std::path::Path;
@@ -15,6 +17,13 @@ use landlock::{
 
 /// The argument that makes `posh-proxy` a sandbox launcher instead of a server.
 pub const SANDBOX_ARG: &str = "__sandbox";
+
+/// The executable that launches confined commands: `posh-sandbox` beside this one, else this one.
+pub fn launcher() -> std::io::Result<std::path::PathBuf> {
+    let this = std::env::current_exe()?;
+    let small = this.with_file_name("posh-sandbox");
+    Ok(if small.is_file() { small } else { this })
+}
 
 /// What commands may read (and run) outside the export.
 const SYSTEM_READ: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/proc", "/dev"];

@@ -7,7 +7,6 @@
 pub mod coherence;
 pub mod execute;
 mod fan_in;
-pub mod handoff;
 pub mod local;
 mod output;
 pub mod placement;
@@ -18,6 +17,7 @@ use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt as _;
 
 use posh_core::rewrite::{MARK_ASSIGN, MARK_COMMAND, MARK_REDIRECT, MARK_WORDS, STDIN_TEXT_OP};
+use posh_exec::handoff;
 
 /// One command of the pipeline, as bash expanded it.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -106,39 +106,19 @@ pub fn decode(args: &[OsString]) -> Result<PipelineCall, String> {
 
 /// `posh-exec __run ARGS`: hands the pipeline to the runtime of the script run (see
 /// [`session`]) and exits with the status it answers; without one (the rewritten text run by hand)
-/// runs it here, every command at the client.
+/// runs it here, every command at the client. `posh-run`, when installed, does the former alone
+/// and starts sooner.
 pub fn trampoline(args: &[OsString]) -> u8 {
-    let Some(socket) = std::env::var_os(handoff::SOCKET_VAR).filter(|s| !s.is_empty()) else {
-        return match decode(args) {
+    match std::env::var_os(handoff::SOCKET_VAR).filter(|s| !s.is_empty()) {
+        Some(socket) => handoff::hand_over(&socket, args),
+        None => match decode(args) {
             Ok(call) => run_here(&call),
             Err(e) => {
                 eprintln!("posh-exec: internal call: {e}");
                 2
             }
-        };
-    };
-    let answer = std::os::unix::net::UnixStream::connect(&socket).and_then(|stream| {
-        handoff::send(&stream, args)?;
-        let mut status = [0u8; 1];
-        std::io::Read::read_exact(&mut &stream, &mut status)?;
-        Ok(status[0])
-    });
-    answer.unwrap_or_else(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof && runtime_is_gone(&socket) {
-            // posh-exec was killed: bash gets its parent-death signal when posh-exec's main
-            // thread has ended, which may come just after our stream closed. Returning at once
-            // could let bash start the script's next command first.
-            std::thread::sleep(std::time::Duration::from_secs(1));
-        }
-        eprintln!("posh-exec: the runtime at {} did not answer: {e}", socket.to_string_lossy());
-        1
-    })
-}
-
-/// Whether nothing listens on the runtime's socket any more (its process ended).
-fn runtime_is_gone(socket: &std::ffi::OsStr) -> bool {
-    std::os::unix::net::UnixStream::connect(socket)
-        .is_err_and(|e| matches!(e.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound))
+        },
+    }
 }
 
 /// Runs the pipeline with every command at the client, in this process (no runtime to hand it

@@ -12,13 +12,13 @@ use anyhow::{Context as _, Result};
 use posh_core::config::{Config, ProxyAddress};
 use posh_core::library::Library;
 use posh_core::planner::measured::Ratios;
+use posh_exec::handoff;
 use posh_exec::remote::jobs_dir::JobsDir;
 use posh_exec::remote::journal::Journal;
 use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
 use posh_exec::remote::{Connection, Identity, KnownProxies, Pin, connect, connect_pinned};
 use tokio::sync::OnceCell;
 
-use super::handoff;
 use super::local::Caller;
 use super::{decode, execute, placement};
 
@@ -310,7 +310,6 @@ async fn start_embedded(
         jobs,
         grace: Duration::from_secs(1),
         library: library.clone(),
-        launcher: Some(std::env::current_exe().context("posh-exec's own executable")?),
         journal,
         identity: host.clone(),
     };

@@ -1,6 +1,6 @@
-//! How `posh-exec __run` hands a pipeline to the runtime of its script run: over a Unix socket,
-//! its standard descriptors (SCM_RIGHTS), working directory, environment and the call's words;
-//! the runtime answers with the pipeline's status byte.
+//! How a trampoline (`posh-run __run`, or `posh-exec __run`) hands a pipeline to the runtime of
+//! its script run: over a Unix socket, its standard descriptors (SCM_RIGHTS), working directory,
+//! environment and the call's words; the runtime answers with the pipeline's status byte.
 
 use std::ffi::{OsStr, OsString};
 use std::io::{IoSlice, IoSliceMut, Read, Write};
@@ -28,6 +28,33 @@ pub struct Handoff {
     pub env: Vec<(OsString, OsString)>,
     /// The words after `__run`.
     pub args: Vec<OsString>,
+}
+
+/// Hands the pipeline `args` to the runtime listening on `socket`; returns the status it answers
+/// (1, with a message, when it does not).
+pub fn hand_over(socket: &OsStr, args: &[OsString]) -> u8 {
+    let answer = UnixStream::connect(socket).and_then(|stream| {
+        send(&stream, args)?;
+        let mut status = [0u8; 1];
+        (&stream).read_exact(&mut status)?;
+        Ok(status[0])
+    });
+    answer.unwrap_or_else(|e| {
+        if e.kind() == std::io::ErrorKind::UnexpectedEof && runtime_is_gone(socket) {
+            // posh-exec was killed: bash gets its parent-death signal when posh-exec's main
+            // thread has ended, which may come just after our stream closed. Returning at once
+            // could let bash start the script's next command first.
+            std::thread::sleep(std::time::Duration::from_secs(1));
+        }
+        eprintln!("posh-exec: the runtime at {} did not answer: {e}", socket.to_string_lossy());
+        1
+    })
+}
+
+/// Whether nothing listens on the runtime's socket any more (its process ended).
+fn runtime_is_gone(socket: &OsStr) -> bool {
+    UnixStream::connect(socket)
+        .is_err_and(|e| matches!(e.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound))
 }
 
 fn push_item(out: &mut Vec<u8>, item: &[u8]) {
