@@ -39,3 +39,54 @@ async fn every_way_of_starting_the_server_serves_and_exits() {
         assert!(status.success(), "{args:?}: {status}");
     }
 }
+
+/// A client that can watch files outside the workspace is asked to watch posh-exec's measured
+/// ratios; when a run rewrites them, the hover predicts with them.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_ratios_a_run_measures_reach_the_hover_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    std::fs::create_dir(root.join("data")).unwrap();
+    std::fs::File::create(root.join("data/x.log")).unwrap().set_len(50_000_000).unwrap();
+    std::fs::write(root.join("posh.toml"), "[[mount]]\npath = \"data\"\nproxy = \"embedded\"\n").unwrap();
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_posh-lsp"))
+        .current_dir(root)
+        .env("XDG_CONFIG_HOME", root.join("config"))
+        .env("XDG_STATE_HOME", root.join("state"))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    let mut client = client::Client::over(stdout, stdin, root);
+    let uri = format!("file://{}", root.display());
+    let watch = json!({"dynamicRegistration": true, "relativePatternSupport": true});
+    let init =
+        json!({"processId": null, "rootUri": uri, "capabilities": {"workspace": {"didChangeWatchedFiles": watch}}});
+    client.request("initialize", init).await;
+    client.notify("initialized", json!({})).await;
+    let registration = client.expect("client/registerCapability").await;
+    let watchers = &registration["params"]["registrations"][0]["registerOptions"]["watchers"];
+    let state = format!("file://{}/state/posh/", root.display());
+    let relative = json!({"baseUri": "file://ROOT/state/posh/", "pattern": "ratios.json"});
+    assert_eq!(watchers[2]["globPattern"], relative, "{watchers}");
+
+    let script = format!("{uri}/s.sh");
+    let text = "grep ERROR data/x.log | sort\n";
+    let open = json!({"textDocument": {"uri": script, "languageId": "sh", "version": 1, "text": text}});
+    client.notify("textDocument/didOpen", open).await;
+    let _ = client.diagnostics("file://ROOT/s.sh", 1).await;
+    let hover = || json!({"textDocument": {"uri": script}, "position": {"line": 0, "character": 1}});
+    let shown = client.request("textDocument/hover", hover()).await;
+    assert!(shown.to_string().contains("Output: 50% of its input, assumed"), "{shown}");
+
+    std::fs::create_dir_all(root.join("state/posh")).unwrap();
+    let ratios = r#"{"shapes": {"grep ERROR": {"ratio": 0.02, "runs": 1, "last_run": 1}}}"#;
+    std::fs::write(root.join("state/posh/ratios.json"), ratios).unwrap();
+    let changed = json!({"changes": [{"uri": format!("{state}ratios.json"), "type": 2}]});
+    client.notify("workspace/didChangeWatchedFiles", changed).await;
+    let _ = client.diagnostics("file://ROOT/s.sh", 1).await;
+    let shown = client.request("textDocument/hover", hover()).await;
+    assert!(shown.to_string().contains("Output: 2.0% of its input, measured over 1 run"), "{shown}");
+}

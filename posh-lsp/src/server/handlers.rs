@@ -187,12 +187,9 @@ impl LanguageServer for Backend {
                 .and_then(|w| w.inlay_hint.as_ref())
                 .and_then(|i| i.refresh_support)
                 .unwrap_or(false);
-            state.dynamic_watch = caps
-                .workspace
-                .as_ref()
-                .and_then(|w| w.did_change_watched_files.as_ref())
-                .and_then(|d| d.dynamic_registration)
-                .unwrap_or(false);
+            let watch = caps.workspace.as_ref().and_then(|w| w.did_change_watched_files.as_ref());
+            state.dynamic_watch = watch.and_then(|d| d.dynamic_registration).unwrap_or(false);
+            state.relative_watch = watch.and_then(|d| d.relative_pattern_support).unwrap_or(false);
             state.root = root.or_else(|| std::env::current_dir().ok());
         }
         self.reload_world().await;
@@ -234,13 +231,27 @@ impl LanguageServer for Backend {
     }
 
     async fn initialized(&self, _: InitializedParams) {
-        if !self.state().dynamic_watch {
+        let (dynamic, relative, state_dir) = {
+            let state = self.state();
+            (state.dynamic_watch, state.relative_watch, state.user_state_dir.clone())
+        };
+        if !dynamic {
             return;
         }
-        let watchers = ["**/posh.toml", "**/*.posh"]
+        let mut watchers: Vec<FileSystemWatcher> = ["**/posh.toml", "**/*.posh"]
             .into_iter()
             .map(|glob| FileSystemWatcher { glob_pattern: GlobPattern::String(glob.to_string()), kind: None })
             .collect();
+        // The ratios posh-exec measures (outside the workspace: only as a relative pattern), so
+        // that hints predict with a run's figures as soon as it ends.
+        let ratios_dir = state_dir.and_then(|dir| Url::from_directory_path(dir.join("posh")).ok());
+        if let Some(base) = ratios_dir.filter(|_| relative) {
+            let pattern = RelativePattern {
+                base_uri: OneOf::Right(base),
+                pattern: posh_core::planner::measured::FILE_NAME.to_string(),
+            };
+            watchers.push(FileSystemWatcher { glob_pattern: GlobPattern::Relative(pattern), kind: None });
+        }
         let options = DidChangeWatchedFilesRegistrationOptions { watchers };
         let registration = Registration {
             id: "posh-watch".to_string(),

@@ -67,6 +67,8 @@ struct State {
     inlay_refresh: bool,
     /// The client can register file watchers.
     dynamic_watch: bool,
+    /// The client watches files outside the workspace for us (`RelativePattern`).
+    relative_watch: bool,
 }
 
 impl Backend {
@@ -87,6 +89,7 @@ impl Backend {
                 settings: Settings::default(),
                 inlay_refresh: false,
                 dynamic_watch: false,
+                relative_watch: false,
             }),
             fs: Arc::new(CachedFs::new(FS_TTL)),
             debounce,
