@@ -2,6 +2,7 @@
 //! `posh-lsp serve --stdio` all speak the protocol on standard input and output, and exit
 //! cleanly on `shutdown` then `exit`, with standard input still open.
 
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
 
@@ -10,21 +11,26 @@ use serde_json::json;
 #[path = "common/client.rs"]
 mod client;
 
+/// posh-lsp started in `dir` with `args` and `env`, and a client on its standard streams.
+fn serve(dir: &Path, args: &[&str], env: &[(&str, PathBuf)]) -> (tokio::process::Child, client::Client) {
+    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_posh-lsp"))
+        .args(args)
+        .current_dir(dir)
+        .envs(env.iter().map(|(k, v)| (k, v)))
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
+    (child, client::Client::over(stdout, stdin, dir))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_way_of_starting_the_server_serves_and_exits() {
     for args in [&[][..], &["serve"], &["--stdio"], &["serve", "--stdio"]] {
         let dir = tempfile::tempdir().unwrap();
-        let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_posh-lsp"))
-            .args(args)
-            .current_dir(dir.path())
-            .env("XDG_CONFIG_HOME", dir.path())
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
-            .unwrap();
-        let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
-        let mut client = client::Client::over(stdout, stdin, dir.path());
+        let (mut child, mut client) = serve(dir.path(), args, &[("XDG_CONFIG_HOME", dir.path().into())]);
         let answer =
             client.request("initialize", json!({"processId": null, "rootUri": null, "capabilities": {}})).await;
         assert_eq!(answer["serverInfo"]["name"], "posh-lsp", "{args:?}");
@@ -49,17 +55,8 @@ async fn the_ratios_a_run_measures_reach_the_hover_at_once() {
     std::fs::create_dir(root.join("data")).unwrap();
     std::fs::File::create(root.join("data/x.log")).unwrap().set_len(50_000_000).unwrap();
     std::fs::write(root.join("posh.toml"), "[[mount]]\npath = \"data\"\nproxy = \"embedded\"\n").unwrap();
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_posh-lsp"))
-        .current_dir(root)
-        .env("XDG_CONFIG_HOME", root.join("config"))
-        .env("XDG_STATE_HOME", root.join("state"))
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .unwrap();
-    let (stdout, stdin) = (child.stdout.take().unwrap(), child.stdin.take().unwrap());
-    let mut client = client::Client::over(stdout, stdin, root);
+    let env = [("XDG_CONFIG_HOME", root.join("config")), ("XDG_STATE_HOME", root.join("state"))];
+    let (_child, mut client) = serve(root, &[], &env);
     let uri = format!("file://{}", root.display());
     let watch = json!({"dynamicRegistration": true, "relativePatternSupport": true});
     let init =
