@@ -1,10 +1,14 @@
 # Commands reading files on two mounts (mounted: `data` and `data/sub`, nested in it): comm,
-# join, paste and cat run at one proxy, the other mount's files streamed to it by their own
+# join, paste, diff and cat run at one proxy, the other mount's files streamed to it by their own
 # proxy; outputs, messages, statuses and written files stay bash's.
 # status: 0
 comm -12 data/thirds.txt data/sub/odd.txt | wc -l
 comm -3 data/sub/odd.txt data/thirds.txt | tail -n 2
 paste -d , data/thirds.txt data/sub/odd.txt | tail -n 2
+diff data/thirds.txt data/sub/odd.txt | tail -n 3
+echo "diff: ${PIPESTATUS[0]}"
+diff -q data/sub/odd.txt data/thirds.txt
+diff -u data/thirds.txt data/sub/odd.txt | tail -n 2
 join data/thirds.txt data/sub/odd.txt > data/sub/joined.txt
 wc -l < data/sub/joined.txt
 cat data/thirds.txt data/numbers.txt data/sub/odd.txt > data/sub/all.txt
