@@ -1,7 +1,8 @@
 //! The client's measured ratios (`posh_core::planner::measured`) in its state directory: read
 //! once per run before anything is planned, so that `--explain`, the hand-over and the runtime
 //! plan alike; updated after each pipeline under a lock, so that runs side by side keep each
-//! other's figures. The file is a cache: a broken one is warned about and replaced.
+//! other's figures. The file is a cache: a broken one is warned about and
+//! replaced by the next figure recorded.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
