@@ -45,11 +45,8 @@ pub fn rewrite(
     if chosen.is_empty() {
         return None;
     }
-    // The trampoline each handed-over pipeline starts: `posh-run` beside posh-exec when it is
-    // installed (small, so it starts sooner), else posh-exec itself.
-    let this = std::env::current_exe().ok()?;
-    let small = this.with_file_name("posh-run");
-    let runtime = if small.is_file() { small } else { this };
+    // The trampoline each handed-over pipeline starts.
+    let runtime = posh_exec::helper("posh-run").ok()?;
     let prologue = rewrite::Prologue { runtime: &runtime.to_string_lossy(), stats, socket };
     Some(rewrite::rewrite(source, &script, &chosen, prologue).text)
 }

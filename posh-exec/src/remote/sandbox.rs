@@ -20,9 +20,7 @@ pub const SANDBOX_ARG: &str = "__sandbox";
 
 /// The executable that launches confined commands: `posh-sandbox` beside this one, else this one.
 pub fn launcher() -> std::io::Result<std::path::PathBuf> {
-    let this = std::env::current_exe()?;
-    let small = this.with_file_name("posh-sandbox");
-    Ok(if small.is_file() { small } else { this })
+    crate::helper("posh-sandbox")
 }
 
 /// What commands may read (and run) outside the export.
