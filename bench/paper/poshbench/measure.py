@@ -280,15 +280,21 @@ class WorkloadRun:
                                                           self.dir, self.link)
         try:
             self.layout.client_dir.mkdir(parents=True, exist_ok=True)
-            explain = self.explain()
             systems = self.systems()
             runs: dict[str, list[Run]] = {s: [] for s in systems}
+            explain = None
             for index in range(self.options.runs):
                 for system in systems:
+                    # The plan of the run whose --stats are compared with it, with the ratios
+                    # measured by the rounds before (posh plans with what earlier runs measured).
+                    if system == "b" and index == self.options.runs - 1:
+                        explain = self.explain()
                     run = self.one(system, index)
                     runs[system].append(run)
                     log(f"{self.link} {wl.name} {system} run {index + 1}: {run.seconds:.2f} s, {run.status}"
                         + (f", {run.bytes / 1e6:.2f} MB over the link" if run.bytes is not None else ""))
+            if explain is None:
+                explain = self.explain()
             stats = stats_records(self.dir / f"b-{self.options.runs - 1}.stats")
         finally:
             proxies.stop()
