@@ -2,7 +2,8 @@
 //! files, a proxy its export, the language server a cached view, tests a map), so posh-core itself
 //! does no I/O.
 
-use std::collections::BTreeMap;
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Component, Path, PathBuf};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -28,6 +29,11 @@ pub trait FileSystem {
     fn directory_size(&self, path: &Path) -> Option<u64>;
     /// The names in a directory, sorted; empty when it is not a readable directory.
     fn read_dir(&self, path: &Path) -> Vec<String>;
+    /// [`FileSystem::read_dir`] of several directories, which a networked file system may answer
+    /// in parallel (a listing over sshfs is three round trips).
+    fn read_dirs(&self, paths: &[PathBuf]) -> Vec<Vec<String>> {
+        paths.iter().map(|p| self.read_dir(p)).collect()
+    }
     fn read_to_string(&self, path: &Path) -> Option<String>;
     /// For each file, whether its last byte is a newline; `None` when unknown. A split that runs
     /// line-reading commands on each piece of `cat`'s output needs every seam at a line's end.
@@ -57,6 +63,97 @@ pub fn normalize_path(path: &Path) -> PathBuf {
         out.push(".");
     }
     out
+}
+
+/// Remembers what another file system answered, for the length of one plan: planning a pipeline
+/// asks of the same files many times (globs, sizes, reach, a second build unsplit), and over a
+/// mount each first question is a round trip. Only for as long as nothing is written: a plan is
+/// made before its pipeline runs.
+pub struct Memo<'a> {
+    fs: &'a dyn FileSystem,
+    metadata: RefCell<HashMap<PathBuf, Option<FileMeta>>>,
+    directory_sizes: RefCell<HashMap<PathBuf, Option<u64>>>,
+    listings: RefCell<HashMap<PathBuf, Vec<String>>>,
+    line_ends: RefCell<HashMap<PathBuf, Option<bool>>>,
+}
+
+impl<'a> Memo<'a> {
+    pub fn new(fs: &'a dyn FileSystem) -> Memo<'a> {
+        Memo {
+            fs,
+            metadata: RefCell::default(),
+            directory_sizes: RefCell::default(),
+            listings: RefCell::default(),
+            line_ends: RefCell::default(),
+        }
+    }
+}
+
+impl std::fmt::Debug for Memo<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Memo").field("metadata", &self.metadata.borrow().len()).finish_non_exhaustive()
+    }
+}
+
+impl FileSystem for Memo<'_> {
+    fn metadata(&self, path: &Path) -> Option<FileMeta> {
+        remembered(&self.metadata, path, || self.fs.metadata(path))
+    }
+
+    fn directory_size(&self, path: &Path) -> Option<u64> {
+        remembered(&self.directory_sizes, path, || self.fs.directory_size(path))
+    }
+
+    fn read_dir(&self, path: &Path) -> Vec<String> {
+        remembered(&self.listings, path, || self.fs.read_dir(path))
+    }
+
+    fn read_dirs(&self, paths: &[PathBuf]) -> Vec<Vec<String>> {
+        batch(&self.listings, paths, |unknown| self.fs.read_dirs(unknown))
+            .into_iter()
+            .map(Option::unwrap_or_default)
+            .collect()
+    }
+
+    fn read_to_string(&self, path: &Path) -> Option<String> {
+        self.fs.read_to_string(path)
+    }
+
+    fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
+        batch(&self.line_ends, paths, |unknown| self.fs.end_with_newlines(unknown))
+            .into_iter()
+            .map(Option::flatten)
+            .collect()
+    }
+}
+
+/// What `cache` knows of `path`, asking it first if need be.
+fn remembered<T: Clone>(cache: &RefCell<HashMap<PathBuf, T>>, path: &Path, ask: impl FnOnce() -> T) -> T {
+    if let Some(known) = cache.borrow().get(path) {
+        return known.clone();
+    }
+    let answer = ask();
+    cache.borrow_mut().insert(path.to_path_buf(), answer.clone());
+    answer
+}
+
+/// What `cache` knows of each path, asking the paths it does not know all at once (so that they
+/// are still answered in parallel) and remembering the answers.
+fn batch<T: Clone>(
+    cache: &RefCell<HashMap<PathBuf, T>>,
+    paths: &[PathBuf],
+    ask: impl FnOnce(&[PathBuf]) -> Vec<T>,
+) -> Vec<Option<T>> {
+    let unknown: Vec<PathBuf> = {
+        let known = cache.borrow();
+        paths.iter().filter(|p| !known.contains_key(*p)).cloned().collect()
+    };
+    if !unknown.is_empty() {
+        let answers = ask(&unknown);
+        cache.borrow_mut().extend(unknown.into_iter().zip(answers));
+    }
+    let known = cache.borrow();
+    paths.iter().map(|p| known.get(p).cloned()).collect()
 }
 
 /// An in-memory file system for tests and for what-if planning.

@@ -196,19 +196,20 @@ fn run(cli: Cli) -> Result<u8> {
         .filter(|_| needs_library)
         .and_then(|source| offload::rewrite(source, &library, &config, &ratios, stats.as_deref(), socket_path));
     if cli.print_rewritten {
-        let text = rewritten.or(source).unwrap_or_default();
+        let text = rewritten.map(|r| r.text).or(source).unwrap_or_default();
         print!("{}", text.replace('\u{1f}', "␟"));
         return Ok(0);
     }
     let mut bash = Command::new("bash");
     match (&cli.command, rewritten) {
-        (_, Some(text)) => {
+        (_, Some(hand_over)) => {
             let rest = if cli.command.is_some() { cli.args.get(1..).unwrap_or_default() } else { &cli.args[1..] };
             // posh-exec stays beside bash as the run's runtime.
             let socket = socket.context("a rewritten script comes with the runtime's socket")?;
             let mut bash = runtime::session::bash_beside_runtime();
-            offload::hand_to_bash(&mut bash, &text, socket.directory(), &name, rest)?;
-            return runtime::session::run_script(config, library, ratios, client_state()?, socket, bash);
+            offload::hand_to_bash(&mut bash, &hand_over.text, socket.directory(), &name, rest)?;
+            let state = client_state()?;
+            return runtime::session::run_script(config, library, ratios, state, socket, bash, &hand_over.mounts);
         }
         (Some(commands), None) => bash.arg("-c").arg(commands).args(&cli.args),
         (None, None) => bash.args(&cli.args),

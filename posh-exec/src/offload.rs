@@ -2,16 +2,27 @@
 //! over. Nothing changes (bash runs the original text) unless a mount is configured, the script
 //! parses, and some pipeline both can be handed over faithfully and may touch a mount.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context as _, Result};
 use posh_core::config::Config;
+use posh_core::fs::{FileMeta, FileSystem};
 use posh_core::library::Library;
 use posh_core::planner::{self, Location, PlanContext, PlanOptions, ScriptScope, Why};
 use posh_core::rewrite;
 
 use crate::os_fs::OsFileSystem;
+
+/// A script whose pipelines go to the runtime.
+#[derive(Debug)]
+pub struct HandOver {
+    /// The script bash runs, which hands them over.
+    pub text: String,
+    /// The mounts whose proxies their plans place commands at, by index in the configuration:
+    /// the runtime connects them while bash starts.
+    pub mounts: Vec<usize>,
+}
 
 /// The rewritten script, or `None` to run the original.
 pub fn rewrite(
@@ -21,7 +32,7 @@ pub fn rewrite(
     ratios: &posh_core::planner::measured::Ratios,
     stats: Option<&str>,
     socket: Option<&str>,
-) -> Option<String> {
+) -> Option<HandOver> {
     if config.mounts.is_empty() {
         return None;
     }
@@ -31,24 +42,62 @@ pub fn rewrite(
     }
     let scope = ScriptScope::new(source, &script);
     let cwd = std::env::current_dir().ok()?;
-    let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd, options: PlanOptions::default(), ratios };
+    let ctx = PlanContext { library, config, fs: &SeamsAssumed, cwd, options: PlanOptions::default(), ratios };
     // The planner's own hand-over rules (`ScriptScope::why_stays`), so that what `--explain`
     // shows is what runs.
-    let chosen: Vec<usize> = script
-        .pipelines
-        .iter()
-        .enumerate()
-        .filter(|(_, p)| scope.why_stays(library, p).is_none())
-        .filter(|(_, p)| may_touch_a_mount(&planner::plan_pipeline_in(&ctx, p, &scope)))
-        .map(|(i, _)| i)
-        .collect();
+    let mut chosen = Vec::new();
+    let mut mounts = Vec::new();
+    for (i, pipeline) in script.pipelines.iter().enumerate() {
+        if scope.why_stays(library, pipeline).is_some() {
+            continue;
+        }
+        let plan = planner::plan_pipeline_in(&ctx, pipeline, &scope);
+        if may_touch_a_mount(&plan) {
+            chosen.push(i);
+            mounts.extend(plan.nodes.iter().filter_map(|n| match &n.location {
+                Location::Mount(name) => config.mounts.iter().position(|m| &m.name == name),
+                Location::Client => None,
+            }));
+        }
+    }
     if chosen.is_empty() {
         return None;
     }
+    mounts.sort_unstable();
+    mounts.dedup();
     // The trampoline each handed-over pipeline starts.
     let runtime = posh_exec::helper("posh-run").ok()?;
     let prologue = rewrite::Prologue { runtime: &runtime.to_string_lossy(), stats, socket };
-    Some(rewrite::rewrite(source, &script, &chosen, prologue).text)
+    Some(HandOver { text: rewrite::rewrite(source, &script, &chosen, prologue).text, mounts })
+}
+
+/// The file system as the hand-over decision sees it: every file ends its last line. Whether
+/// split pieces meet at a line's end decides only how a pipeline splits, never that it stays at
+/// the client (split copies run at proxies), so assuming it can only hand over a pipeline that
+/// runs wholly at the client, which the runtime does faithfully; the runtime's plan, made
+/// when the pipeline runs, reads the files' last bytes. Reading them here too cost every run a
+/// round trip per split at its start.
+struct SeamsAssumed;
+
+impl FileSystem for SeamsAssumed {
+    fn metadata(&self, path: &Path) -> Option<FileMeta> {
+        OsFileSystem.metadata(path)
+    }
+    fn directory_size(&self, path: &Path) -> Option<u64> {
+        OsFileSystem.directory_size(path)
+    }
+    fn read_dir(&self, path: &Path) -> Vec<String> {
+        OsFileSystem.read_dir(path)
+    }
+    fn read_dirs(&self, paths: &[PathBuf]) -> Vec<Vec<String>> {
+        OsFileSystem.read_dirs(paths)
+    }
+    fn read_to_string(&self, path: &Path) -> Option<String> {
+        OsFileSystem.read_to_string(path)
+    }
+    fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
+        vec![Some(true); paths.len()]
+    }
 }
 
 /// Statically, some node may run on a proxy, or a word only the shell knows may name a mount's

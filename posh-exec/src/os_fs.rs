@@ -33,6 +33,17 @@ impl FileSystem for OsFileSystem {
         names
     }
 
+    /// One thread per directory, as for the line ends below.
+    fn read_dirs(&self, paths: &[PathBuf]) -> Vec<Vec<String>> {
+        if paths.len() < 2 {
+            return paths.iter().map(|p| self.read_dir(p)).collect();
+        }
+        std::thread::scope(|scope| {
+            let lists: Vec<_> = paths.iter().map(|p| scope.spawn(move || self.read_dir(p))).collect();
+            lists.into_iter().map(|l| l.join().unwrap_or_default()).collect()
+        })
+    }
+
     fn read_to_string(&self, path: &Path) -> Option<String> {
         std::fs::read_to_string(path).ok()
     }

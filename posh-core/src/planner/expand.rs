@@ -31,6 +31,22 @@ pub fn expand_word(word: &Word, fs: &dyn FileSystem, cwd: &Path) -> Expanded {
     }
 }
 
+/// The directory a glob word lists first (where its first pattern component is), if it is a
+/// glob: listed ahead, with those of the other words, so that a networked file system lists them
+/// all at once.
+pub(crate) fn first_listing(word: &Word, cwd: &Path) -> Option<PathBuf> {
+    if word.literal.is_some() || !word.glob {
+        return None;
+    }
+    let pattern = Pattern::parse(&word.raw)?;
+    let literal = |c: &Vec<Piece>| c.iter().all(|p| matches!(p, Piece::Char(_)));
+    let mut dir = if pattern.absolute { PathBuf::from("/") } else { cwd.to_path_buf() };
+    for component in pattern.components.iter().take_while(|c| literal(c)) {
+        dir.push(component.iter().map(|p| if let Piece::Char(c) = p { *c } else { '?' }).collect::<String>());
+    }
+    Some(dir)
+}
+
 #[derive(Clone, Debug, PartialEq, Eq)]
 enum Piece {
     Char(char),

@@ -70,17 +70,15 @@ pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan
 /// Plans one pipeline of the script `scope` describes.
 pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &ScriptScope<'_>) -> PipelinePlan {
     let stays = scope.why_stays(ctx.library, pipeline);
-    let working_dir = scope.working_dir(pipeline);
-    let moved;
-    let (ctx, cwd_known) = match &working_dir {
-        WorkingDir::Known(steps) if steps.is_empty() => (ctx, true),
+    let (cwd, cwd_known) = match scope.working_dir(pipeline) {
         WorkingDir::Known(steps) => {
-            let cwd = steps.iter().fold(ctx.cwd.clone(), |dir, step| crate::fs::normalize_path(&dir.join(step)));
-            moved = PlanContext { cwd, options: ctx.options.clone(), ..*ctx };
-            (&moved, true)
+            (steps.iter().fold(ctx.cwd.clone(), |dir, step| crate::fs::normalize_path(&dir.join(step))), true)
         }
-        WorkingDir::Unknown => (ctx, false),
+        WorkingDir::Unknown => (ctx.cwd.clone(), false),
     };
+    let memo = crate::fs::Memo::new(ctx.fs);
+    let ctx = &PlanContext { cwd, fs: &memo, options: ctx.options.clone(), ..*ctx };
+    list_ahead(ctx, pipeline);
     let build = |split| graph::build_pipeline(ctx, pipeline, &scope.functions, stays.clone(), cwd_known, split);
     let mut built = build(true);
     place::place(ctx, &mut built);
@@ -117,6 +115,23 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
         }
     }
     built.plan
+}
+
+/// Lists at once the directories the pipeline's globs start from (arguments and redirection
+/// targets), so that the expansion that follows finds them known.
+fn list_ahead(ctx: &PlanContext<'_>, pipeline: &Pipeline) {
+    let words = pipeline.commands.iter().flat_map(|c| {
+        c.words.iter().chain(c.redirects.iter().filter_map(|r| match &r.target {
+            crate::shell::RedirectTarget::File(word) => Some(word),
+            _ => None,
+        }))
+    });
+    let mut dirs: Vec<PathBuf> = words.filter_map(|w| expand::first_listing(w, &ctx.cwd)).collect();
+    dirs.sort();
+    dirs.dedup();
+    if dirs.len() > 1 {
+        ctx.fs.read_dirs(&dirs);
+    }
 }
 
 /// What planning a pipeline needs to know of the script around it: its functions, the working

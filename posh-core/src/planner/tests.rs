@@ -350,3 +350,78 @@ fn measured_ratios_replace_assumed_ones_and_say_so() {
     let plan = plan_script(&ctx, script, &crate::shell::parse(script));
     insta::assert_snapshot!(render_text("measured.sh", script, &plan));
 }
+
+/// Planning a pipeline asks the file system each question once, though the pipeline is built
+/// twice (split, then unsplit), and lists the directories its globs start from in one batch,
+/// as it reads the split's seams: over a mount each question is a round trip or more.
+#[test]
+fn planning_asks_the_file_system_each_question_once_and_in_batches() {
+    use std::cell::RefCell;
+    use std::path::PathBuf;
+
+    use crate::fs::FileMeta;
+
+    struct Counting {
+        fs: MemoryFileSystem,
+        asked: RefCell<Vec<String>>,
+    }
+    impl Counting {
+        fn ask(&self, question: &str, paths: &[PathBuf]) {
+            let paths: Vec<String> = paths.iter().map(|p| p.display().to_string()).collect();
+            self.asked.borrow_mut().push(format!("{question} {}", paths.join(" ")));
+        }
+    }
+    impl FileSystem for Counting {
+        fn metadata(&self, path: &Path) -> Option<FileMeta> {
+            self.ask("metadata", &[path.to_path_buf()]);
+            self.fs.metadata(path)
+        }
+        fn directory_size(&self, path: &Path) -> Option<u64> {
+            self.ask("directory_size", &[path.to_path_buf()]);
+            self.fs.directory_size(path)
+        }
+        fn read_dir(&self, path: &Path) -> Vec<String> {
+            self.ask("read_dir", &[path.to_path_buf()]);
+            self.fs.read_dir(path)
+        }
+        fn read_dirs(&self, paths: &[PathBuf]) -> Vec<Vec<String>> {
+            self.ask("read_dirs", paths);
+            paths.iter().map(|p| self.fs.read_dir(p)).collect()
+        }
+        fn read_to_string(&self, path: &Path) -> Option<String> {
+            self.fs.read_to_string(path)
+        }
+        fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
+            self.ask("end_with_newlines", paths);
+            self.fs.end_with_newlines(paths)
+        }
+    }
+
+    let fs = Counting { fs: file_system(), asked: RefCell::default() };
+    let config = Config::parse(CONFIG, Path::new("posh.toml")).expect("the test config parses");
+    let ctx = PlanContext {
+        library: &Library::builtin(),
+        config: &config,
+        fs: &fs,
+        cwd: "/home/user".into(),
+        options: PlanOptions::default(),
+        ratios: &measured::NO_RATIOS,
+    };
+    // Split across a and b, and planned again unsplit: the output goes to a file on a, where
+    // the whole pipeline could run with b's file streamed to it.
+    let script = "cat /mnt/a/*.log /mnt/b/*.log | grep x > /mnt/a/out.txt\n";
+    let parsed = crate::shell::parse(script);
+    let plan = plan_script(&ctx, script, &parsed);
+    assert!(plan.pipelines[0].nodes.iter().any(|n| matches!(n.kind, NodeKind::Merge { .. })));
+    let asked = fs.asked.into_inner();
+    let mut seen = std::collections::HashSet::new();
+    let repeated: Vec<&String> = asked.iter().filter(|q| !seen.insert(*q)).collect();
+    assert!(repeated.is_empty(), "asked again: {repeated:?}");
+    let batches: Vec<&String> = asked.iter().filter(|q| !q.starts_with("metadata")).collect();
+    insta::assert_snapshot!(format!("{batches:#?}"), @r#"
+    [
+        "read_dirs /mnt/a /mnt/b",
+        "end_with_newlines /mnt/a/x.log",
+    ]
+    "#);
+}

@@ -359,6 +359,7 @@ pub fn run_script(
     state: ClientState,
     socket: RuntimeSocket,
     mut bash: Command,
+    connect_first: &[usize],
 ) -> Result<u8> {
     // One worker: the runtime mostly waits, and on a small machine a second worker costs more in
     // thread hand-offs than it gives (bench/throughput.sh).
@@ -386,6 +387,14 @@ pub fn run_script(
     });
     let mut child = bash.spawn().context("cannot start bash")?;
     forward_ending_signals(&runtime, &child)?;
+    // The proxies the plans use are connected while bash starts and the first pipeline is
+    // planned: a handshake is a round trip or two that the first remote job no longer waits for.
+    for &index in connect_first {
+        if matches!(session.config.mounts[index].proxy, ProxyAddress::Remote { .. }) {
+            let session = session.clone();
+            runtime.spawn(async move { session.connection(index).await });
+        }
+    }
     let serving = session.clone();
     std::thread::spawn(move || {
         let session = serving;
