@@ -2,7 +2,7 @@ pub mod handoff;
 pub mod measure;
 pub mod remote;
 
-/// The small helper program `name` (`posh-run`, `posh-sandbox`) installed beside this executable,
+/// The small helper program `name` (`posh-run`) installed beside this executable,
 /// else this executable, which does the same work but starts slower.
 pub fn helper(name: &str) -> std::io::Result<std::path::PathBuf> {
     let this = std::env::current_exe()?;

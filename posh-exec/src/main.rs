@@ -74,10 +74,6 @@ fn main() -> ExitCode {
     if raw.get(1).is_some_and(|a| a == "__run") {
         return ExitCode::from(runtime::trampoline(&raw[2..]));
     }
-    // An embedded proxy confines each command through its own executable, as posh-proxy does.
-    if raw.get(1).is_some_and(|a| a == posh_exec::remote::sandbox::SANDBOX_ARG) {
-        return ExitCode::from(posh_exec::remote::sandbox::exec_confined(&raw[2..]));
-    }
     let cli = Cli::parse();
     match run(cli) {
         Ok(code) => ExitCode::from(code),

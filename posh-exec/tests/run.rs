@@ -56,11 +56,10 @@ fn pipelines_that_touch_a_mount_go_through_the_runtime() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "a 1\nhi\n");
 }
 
-/// Each pipeline starts a trampoline and each remote command a sandbox launcher: the small
-/// `posh-run` and `posh-sandbox` installed beside posh-exec, or, without them, posh-exec itself
-/// (`__run`, `__sandbox`), with the same results.
+/// Each pipeline starts a trampoline: the small `posh-run` installed beside posh-exec, or,
+/// without it, posh-exec itself (`__run`), with the same results.
 #[test]
-fn the_small_helpers_are_used_when_installed_and_posh_exec_stands_in_for_them() {
+fn the_small_trampoline_is_used_when_installed_and_posh_exec_stands_in_for_it() {
     let dir = mounted();
     std::fs::write(dir.path().join("s.sh"), "sort data/x.txt | head -n 2 > data/out.txt\ncat data/out.txt\n")
         .expect("write");

@@ -334,7 +334,6 @@ pub struct JobPlace<'a> {
     pub cwd: &'a Path,
     /// The job's private directory (its `TMPDIR`), where its process groups are written down.
     pub dir: &'a super::jobs_dir::JobDir,
-    pub launcher: &'a Path,
     /// Where the job's output changes are written down (see [`Journal`]).
     pub journal: &'a Journal,
 }
@@ -376,6 +375,9 @@ where
     let mut children: Vec<(usize, tokio::process::Child)> = Vec::new();
     let mut next_stdin: Option<OwnedFd> = Some(stdin_read.into());
     let last = commands.len() - 1;
+    let confinement = super::sandbox::Confinement::new(place.export, place.dir.path())
+        .map(std::sync::Arc::new)
+        .map_err(|e| format!("cannot confine the command: {e}"));
     for (i, checked) in commands.iter().enumerate() {
         let stdin = next_stdin.take();
         let stdout = if i == last {
@@ -418,14 +420,18 @@ where
             },
             None => None,
         };
+        let confinement = match &confinement {
+            Ok(confinement) => confinement,
+            Err(message) => {
+                let error = StartError { redirect: None, message: message.clone(), status: 126 };
+                ends[i] = Some(Exit { error: Some(error), ..Exit::default() });
+                continue;
+            }
+        };
         let [stdin, stdout, stderr] = fds.map(|fd| fd.map_or_else(Stdio::null, Stdio::from));
-        let mut command = tokio::process::Command::new(place.launcher);
+        let mut command = tokio::process::Command::new(&argv[0]);
         command
-            .arg(super::sandbox::SANDBOX_ARG)
-            .arg(place.export)
-            .arg(place.dir.path())
-            .arg("--")
-            .args(&argv)
+            .args(&argv[1..])
             .current_dir(place.cwd)
             .env_clear()
             .envs(checked.env.iter().map(|(k, v)| (k, v)))
@@ -436,6 +442,7 @@ where
             .stderr(stderr)
             .kill_on_drop(true)
             .process_group(0);
+        confinement.apply(&mut command);
         match command.spawn() {
             Ok(child) => {
                 // Written down before anything waits: a proxy killed now leaves its successor

@@ -140,8 +140,6 @@ struct Shared {
     peer_outputs: Arc<PeerOutputs>,
     /// This proxy's endpoint, from which it also connects to other proxies.
     endpoint: quinn::Endpoint,
-    /// The program that confines each command (see `sandbox::launcher`).
-    launcher: PathBuf,
 }
 
 /// Counts a stream in [`Shared::in_flight`] while it lives.
@@ -166,9 +164,7 @@ pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: imp
     let (stopping_tx, stopping) = watch::channel(false);
     let (kill_tx, kill) = watch::channel(false);
     let max_jobs = config.max_jobs.max(1);
-    let launcher = super::sandbox::launcher().context("the sandbox launcher")?;
     let shared = Arc::new(Shared {
-        launcher,
         config,
         jobs: Arc::new(Semaphore::new(max_jobs)),
         stopping,
@@ -327,7 +323,7 @@ async fn handle_job(
         Err(e) => return refuse(send, recv.get_mut(), e).await,
     };
     // Each job gets its own temporary directory (sort spills there), the only writable place
-    // outside the export; the sandbox launcher confines the commands to both.
+    // outside the export; the sandbox confines the commands to both.
     let tmp = match shared.config.jobs.new_job() {
         Ok(tmp) => tmp,
         Err(e) => return refuse(send, recv.get_mut(), format!("cannot make a temporary directory: {e}")).await,
@@ -370,13 +366,7 @@ async fn handle_job(
         },
     };
     protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
-    let place = job::JobPlace {
-        export: &shared.config.export,
-        cwd: &cwd,
-        dir: &tmp,
-        launcher: &shared.launcher,
-        journal: &shared.config.journal,
-    };
+    let place = job::JobPlace { export: &shared.config.export, cwd: &cwd, dir: &tmp, journal: &shared.config.journal };
     let options = job::JobOptions { noclobber: request.noclobber, stderr_with_stdout: request.stderr_with_stdout };
     // The job ends early at shutdown, or when a stream it reads breaks.
     let (abort, kill) = watch::channel(false);

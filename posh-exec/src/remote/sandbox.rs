@@ -1,34 +1,32 @@
 //! The operating system's half of confinement. The proxy checks a request's file words against
 //! the export root, but a command may reach files its words do not name (awk's `print > file`,
-//! `system()`, GNU sed's `w`): so every command runs as `LAUNCHER __sandbox ROOT TMP -- ARGV`,
-//! which restricts itself with Landlock (read-only system directories, read-write export root and
-//! the job's own temporary directory) and then execs the command. The restriction is inherited by
-//! everything the command starts. The launcher is `posh-sandbox` beside the proxy's executable
-//! when it is installed (a small program: it starts 0.3 ms sooner than the proxy's own, once per
-//! command), else the proxy's executable itself.
+//! `system()`, GNU sed's `w`): so every command's process restricts itself with Landlock
+//! (read-only system directories, read-write export root and the job's own temporary directory)
+//! between fork and exec, and the restriction is inherited by everything the command starts. The
+//! proxy builds the ruleset once per job ([`Confinement::new`]); the forked process only applies
+//! it ([`Confinement::enter`]: three system calls), so no launcher program is exec'd first.
+//!
+//! This module is the only place with `unsafe` code (the workspace denies it elsewhere): the
+//! hook that runs between fork and exec, and the one system call that has no safe wrapper.
+#![allow(unsafe_code)]
 
-use std::ffi::OsString;
+use std::os::fd::{AsRawFd as _, OwnedFd};
 use std::path::Path;
+use std::sync::Arc;
 
 use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr,
-    RulesetStatus,
+    ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
+    RulesetCreatedAttr, RulesetStatus,
 };
-
-/// The argument that makes `posh-proxy` a sandbox launcher instead of a server.
-pub const SANDBOX_ARG: &str = "__sandbox";
-
-/// The executable that launches confined commands: `posh-sandbox` beside this one, else this one.
-pub fn launcher() -> std::io::Result<std::path::PathBuf> {
-    crate::helper("posh-sandbox")
-}
 
 /// What commands may read (and run) outside the export.
 const SYSTEM_READ: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/proc", "/dev"];
 /// Devices commands write to as a matter of course.
 const DEVICES_WRITE: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
 
-fn restrict(root: &Path, tmp: &Path) -> Result<RulesetStatus, landlock::RulesetError> {
+/// The ruleset for a job's commands: the export `root` and the job's `tmp` directory, and what
+/// they need of the system.
+fn ruleset(root: &Path, tmp: &Path) -> Result<RulesetCreated, landlock::RulesetError> {
     let abi = ABI::V3;
     let read = AccessFs::from_read(abi);
     let all = AccessFs::from_all(abi);
@@ -50,35 +48,46 @@ fn restrict(root: &Path, tmp: &Path) -> Result<RulesetStatus, landlock::RulesetE
             ruleset = ruleset.add_rule(PathBeneath::new(fd, access))?;
         }
     }
-    Ok(ruleset.restrict_self()?.ruleset)
+    Ok(ruleset)
 }
 
-/// `posh-proxy __sandbox ROOT TMP -- ARGV...`: restricts this process, then becomes the command.
-/// Returns only on failure, with the exit status to use (127: cannot run, as a shell says).
-pub fn exec_confined(args: &[OsString]) -> u8 {
-    use std::os::unix::process::CommandExt as _;
-    let [root, tmp, dashes, program, rest @ ..] = args else {
-        eprintln!("posh-proxy: {SANDBOX_ARG} ROOT TMP -- COMMAND...");
-        return 2;
-    };
-    if dashes != "--" {
-        eprintln!("posh-proxy: {SANDBOX_ARG} ROOT TMP -- COMMAND...");
-        return 2;
+/// What confines the commands of one job.
+#[derive(Debug)]
+pub struct Confinement {
+    /// The Landlock ruleset; `None` on a kernel without Landlock (the proxy warned at start).
+    ruleset: Option<OwnedFd>,
+}
+
+impl Confinement {
+    pub fn new(root: &Path, tmp: &Path) -> Result<Confinement, landlock::RulesetError> {
+        Ok(Confinement { ruleset: ruleset(root, tmp)?.into() })
     }
-    // The command dies with the proxy that started it: a proxy killed outright must not leave its
-    // jobs running (what they start in turn is killed by the proxy's next start, see jobs_dir).
-    let _ = rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL));
-    match restrict(Path::new(root), Path::new(tmp)) {
-        // Partially or not enforced: the kernel lacks some of Landlock; the proxy warned at start.
-        Ok(_) => {}
-        Err(e) => {
-            eprintln!("posh-proxy: cannot confine the command: {e}");
-            return 126;
+
+    /// Makes `command` confine itself between fork and exec.
+    pub fn apply(self: &Arc<Self>, command: &mut tokio::process::Command) {
+        let confinement = Arc::clone(self);
+        // SAFETY: `enter` makes only system calls, as a forked child of a threaded process may.
+        unsafe { command.pre_exec(move || confinement.enter()) };
+    }
+
+    /// Confines the calling process, which is a command's, forked and about to exec: it dies with
+    /// the proxy (a proxy killed outright must not leave its jobs running; what they start in
+    /// turn is killed by the proxy's next start, see `jobs_dir`), may not gain privileges, and
+    /// is restricted by the ruleset. Only system calls, as the time between fork and exec
+    /// allows (no allocation, no lock).
+    fn enter(&self) -> std::io::Result<()> {
+        rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+        rustix::thread::set_no_new_privs(true)?;
+        if let Some(ruleset) = &self.ruleset {
+            // SAFETY: landlock_restrict_self(2) takes a ruleset descriptor, which this one is
+            // (kept open by `self`), and flags 0; it touches no memory of ours.
+            let done = unsafe { libc::syscall(libc::SYS_landlock_restrict_self, ruleset.as_raw_fd(), 0u32) };
+            if done != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
         }
+        Ok(())
     }
-    let error = std::process::Command::new(program).args(rest).exec();
-    eprintln!("posh-proxy: {}: {error}", program.to_string_lossy());
-    127
 }
 
 /// `posh-proxy __sandbox-check`: exits 0 when this kernel enforces the sandbox fully.
@@ -86,7 +95,7 @@ pub const CHECK_ARG: &str = "__sandbox-check";
 
 pub fn check_enforced() -> u8 {
     let tmp = std::env::temp_dir();
-    match restrict(Path::new("/nonexistent-export"), &tmp) {
+    match ruleset(Path::new("/nonexistent-export"), &tmp).and_then(|r| r.restrict_self()).map(|s| s.ruleset) {
         Ok(RulesetStatus::FullyEnforced) => 0,
         other => {
             eprintln!("posh-proxy: sandbox: {other:?}");
