@@ -2,7 +2,7 @@
 # posh-exec's overhead over bash, as ratios measured in one run (these machines are shared and
 # noisy: compare within a run, never against a number from another day).
 #
-#   bench/overhead.sh [POSH_EXEC]      (default: target/release/posh-exec, built if missing)
+#   [ROUNDS=3] bench/overhead.sh [POSH_EXEC]   (default: target/release/posh-exec, built if missing)
 #
 # 1. A tight loop of 2,000 small pipelines: with nothing mounted (target: at most 1.05x bash),
 #    and with the data on an embedded mount, where every pipeline goes through the runtime (the
@@ -21,7 +21,7 @@ printf '[[mount]]\npath = "data"\nproxy = "embedded"\n' > mounted.toml
 cat > loop.sh <<'SH'
 for i in $(seq 2000); do
   cat data/small.txt | grep x | wc -l
-done > /dev/null
+done > loop.out
 SH
 export XDG_CONFIG_HOME=$work/xdg LC_ALL=C
 unset POSH_CONFIG
@@ -34,11 +34,24 @@ seconds() { # seconds COMMAND...: wall time of one run
   echo "scale=3; ($end - $start) / 1000000000" | bc
 }
 ratio() { echo "scale=3; $1 / $2" | bc; }
+median() { printf '%s\n' "$@" | sort -n | awk '{ v[NR] = $1 } END { print v[int((NR + 1) / 2)] }'; }
 
-bash_loop=$(seconds bash loop.sh)
-posh_loop=$(seconds "$posh" loop.sh)
-mounted_loop=$(seconds "$posh" --config mounted.toml loop.sh)
-echo "2,000 pipelines: bash ${bash_loop}s; posh-exec, nothing mounted ${posh_loop}s ($(ratio "$posh_loop" "$bash_loop")x);" \
+# Interleaved rounds, medians: a burst of other work on the machine hits all three alike.
+rounds=${ROUNDS:-3}
+bash_runs=() posh_runs=() mounted_runs=()
+same_as_bash() { cmp -s loop.out bash.out || { echo "FAIL: $1: output differs from bash's" >&2; exit 1; }; }
+for _ in $(seq "$rounds"); do
+  bash_runs+=("$(seconds bash loop.sh)")
+  mv loop.out bash.out
+  posh_runs+=("$(seconds "$posh" loop.sh)")
+  same_as_bash "posh-exec, nothing mounted"
+  mounted_runs+=("$(seconds "$posh" --config mounted.toml loop.sh)")
+  same_as_bash "posh-exec, data mounted"
+done
+bash_loop=$(median "${bash_runs[@]}")
+posh_loop=$(median "${posh_runs[@]}")
+mounted_loop=$(median "${mounted_runs[@]}")
+echo "2,000 pipelines (median of $rounds interleaved rounds): bash ${bash_loop}s; posh-exec, nothing mounted ${posh_loop}s ($(ratio "$posh_loop" "$bash_loop")x);" \
   "data mounted ${mounted_loop}s ($(ratio "$mounted_loop" "$bash_loop")x," \
   "$(echo "scale=2; ($mounted_loop - $bash_loop) * 1000 / 2000" | bc) ms per pipeline through the runtime)"
 

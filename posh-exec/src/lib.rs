@@ -1,5 +1,6 @@
 pub mod handoff;
 pub mod measure;
+pub mod read_buffer;
 pub mod remote;
 
 /// The small helper program `name` (`posh-run`) installed beside this executable,

@@ -13,6 +13,8 @@ use rustls::pki_types::{CertificateDer, ServerName, UnixTime};
 use rustls::{DigitallySignedStruct, SignatureScheme};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
 
+use crate::read_buffer::ReadBuffer;
+
 use super::identity::{Identity, fingerprint};
 use super::protocol::{
     self, Ended, Exit, Header, Request, TAG_EXIT, TAG_STDERR, TAG_STDIN, TAG_STDIN_END, TAG_STDOUT, TAG_STDOUT_CLOSED,
@@ -401,21 +403,22 @@ impl Job<'_> {
         let Job { connection, command, mut send, mut recv } = self;
         let (closed_tx, mut closed) = tokio::sync::watch::channel(false);
         let writer = async move {
-            let mut buf = vec![0u8; 256 * 1024];
+            let mut buf = ReadBuffer::new(256 * 1024);
             if let Some(mut stdin) = stdin {
                 loop {
                     let n = tokio::select! {
-                        n = stdin.read(&mut buf) => n,
+                        n = stdin.read(buf.space()) => n,
                         () = async { let _ = closed.wait_for(|c| *c).await; } => break,
                     };
                     match n {
                         Ok(0) => break,
                         Ok(n) => {
                             // The proxy stops the stream when the job ended without reading all.
-                            match protocol::write_frame(&mut send, TAG_STDIN, &buf[..n]).await {
+                            match protocol::write_frame(&mut send, TAG_STDIN, buf.data(n)).await {
                                 Ok(sent) => traffic.add_sent(sent),
                                 Err(_) => return,
                             }
+                            buf.grow_if_filled(n);
                         }
                         Err(e) => {
                             tracing::debug!("standard input not fully read: {e}");

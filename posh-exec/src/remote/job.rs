@@ -13,6 +13,8 @@ use anyhow::{Context, Result};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
+use crate::read_buffer::ReadBuffer;
+
 use super::confine::{Checked, CheckedRedirect, PATH};
 use super::journal::{self, Journal, Record};
 use super::peer::Expected;
@@ -496,8 +498,8 @@ where
         Ok(())
     };
     let output = async {
-        let mut out_buf = vec![0u8; 256 * 1024];
-        let mut err_buf = vec![0u8; 64 * 1024];
+        let mut out_buf = ReadBuffer::new(256 * 1024);
+        let mut err_buf = ReadBuffer::new(64 * 1024);
         // Nothing is read from the last command before its reader is here (it waits in its pipe).
         let mut peer = match peer_output {
             Some(mut expected) => Some(expected.arrival().await?),
@@ -510,25 +512,27 @@ where
                 // are one pipe, see `JobOptions::stderr_with_stdout`).
                 biased;
                 _ = async { let _ = closed.wait_for(|c| *c).await; }, if stdout.is_some() => stdout = None,
-                n = read_some(&mut stdout, &mut out_buf), if stdout.is_some() => match n? {
+                n = read_some(&mut stdout, out_buf.space()), if stdout.is_some() => match n? {
                     0 => stdout = None,
                     n => {
-                        let n = fill(stdout.as_ref(), &mut out_buf, n);
+                        let n = fill(stdout.as_ref(), out_buf.space(), n);
                         match &mut peer {
                             // The other proxy's command stopped reading, as a closed stdout.
-                            Some(sink) => if sink.write_all(&out_buf[..n]).await.is_err() {
+                            Some(sink) => if sink.write_all(out_buf.data(n)).await.is_err() {
                                 stdout = None;
                             },
                             None => {
-                                protocol::write_frame(send, TAG_STDOUT, &out_buf[..n]).await?;
+                                protocol::write_frame(send, TAG_STDOUT, out_buf.data(n)).await?;
                             }
                         }
+                        out_buf.grow_if_filled(n);
                     }
                 },
-                n = read_some(&mut stderr, &mut err_buf), if stderr.is_some() => match n? {
+                n = read_some(&mut stderr, err_buf.space()), if stderr.is_some() => match n? {
                     0 => stderr = None,
                     n => {
-                        protocol::write_frame(send, TAG_STDERR, &err_buf[..n]).await?;
+                        protocol::write_frame(send, TAG_STDERR, err_buf.data(n)).await?;
+                        err_buf.grow_if_filled(n);
                     }
                 },
             }

@@ -46,6 +46,8 @@ pub fn async_writer(fd: Option<OwnedFd>) -> Box<dyn tokio::io::AsyncWrite + Unpi
 /// Copies `reader` to `out` with read(2) and write(2) until end of file or until `out` fails,
 /// counting in `written` the bytes written.
 fn relay(mut reader: std::io::PipeReader, mut out: File, written: &tokio::sync::watch::Sender<u64>) {
+    // Larger than the pipe (64 KiB): a read then takes all that is waiting, so it ends where a
+    // writer's write ended, and two relays into one file keep each other's lines whole.
     let mut buf = vec![0u8; 256 * 1024];
     loop {
         let n = match reader.read(&mut buf) {
