@@ -153,6 +153,10 @@ codes! {
     /// bytes alone, so that a stream from another proxy may stand in for it: it applies only to
     /// `type:input_file` values, and never to a `file_list` (whose names are opened, not read).
     BadStreamable = "A119", "bad-streamable", Error;
+    /// `dash_digits` (a word like `-5` is this option with the value 5) goes on one option with
+    /// one value per entry, and not in an entry where a digit is a short option of its own
+    /// (`comm -12`), which would make `-12` mean two things.
+    BadDashDigits = "A120", "bad-dash-digits", Error;
     /// An earlier entry for the same command fits every invocation this entry fits, so this
     /// entry can never win. Reorder the entries, or add a `required` option to the earlier one.
     UnreachableEntry = "A201", "unreachable-entry", Warning;

@@ -27,9 +27,9 @@ const FILES: &[(&str, u64)] = &[
 const SCRIPT: &str = "#!/bin/bash
 # The paper's Figure 2: cat and grep run next to each log, only grep's output crosses.
 cat A/x.log B/y.log | grep foo | tee local.txt
-# No annotation for my-tool; head's annotation knows no -5: both stay at the client.
+# No annotation for my-tool; tail's annotation leaves out -f (it never ends): both stay at the client.
 my-tool A/x.log | wc -l
-head -5 B/y.log
+tail -f B/y.log
 # An absolute path read through <, and a file written on the other mount: only the client can.
 grep -v foo < {root}/A/x.log > B/filtered.log
 ";
@@ -255,8 +255,8 @@ fn commands_posh_cannot_place_run_at_the_client_and_the_text_says_why() {
     for expected in [
         "script.sh:5: [@client]my-tool A/x.log | [@client]wc -l",
         "  @client my-tool A/x.log: no annotation for this command, so it runs at the client",
-        "script.sh:6: [@client]head -5 B/y.log",
-        "  @client head -5 B/y.log: no annotation entry of `head` fits: the annotation does not know the option `-5`, so it runs at the client",
+        "script.sh:6: [@client]tail -f B/y.log",
+        "  @client tail -f B/y.log: no annotation entry of `tail` fits: the annotation does not know the option `-f`, so it runs at the client",
     ] {
         assert!(lines.contains(&expected), "missing {expected:?} in\n{text}");
     }
@@ -269,12 +269,12 @@ fn commands_posh_cannot_place_run_at_the_client_and_the_text_says_why() {
     assert_eq!(
         commands(&doc["pipelines"][2], 0),
         [(
-            "head -5 B/y.log".into(),
+            "tail -f B/y.log".into(),
             "@client".into(),
             Value::Null,
             serde_json::json!({
                 "reason": "no_entry_fits",
-                "detail": "no annotation entry of `head` fits: the annotation does not know the option `-5`"
+                "detail": "no annotation entry of `tail` fits: the annotation does not know the option `-f`"
             })
         )]
     );
@@ -345,7 +345,7 @@ fn json_has_the_documented_fields() {
     assert_eq!((bash, posh), (1400 * MB + 1200 * MB, 700 * MB + 1200 * MB));
 
     // Files are read nodes with their real sizes, where they lie; the files of commands posh
-    // cannot analyse (my-tool, head -5) are unknown to it.
+    // cannot analyse (my-tool, tail -f) are unknown to it.
     let reads: Vec<(String, u64, String)> = pipelines
         .iter()
         .flat_map(nodes)

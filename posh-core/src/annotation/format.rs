@@ -98,6 +98,7 @@ fn format_arg(spec: &ArgSpec, section: Section) -> String {
         (spec.appends, "appends"),
         (spec.bounds == Some(OutputBound::Lines), "bounds_lines"),
         (spec.bounds == Some(OutputBound::Bytes), "bounds_bytes"),
+        (spec.dash_digits, "dash_digits"),
     ] {
         if on {
             fields.push(name.to_string());

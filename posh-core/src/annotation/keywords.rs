@@ -96,6 +96,7 @@ pub static KEYWORDS: &[Keyword] = &[
     kw!(ArgField "file_list": V::None, true, "An input file (`type:input_file`; `-` is standard input) whose content is a list of names of files the command opens (`tar -T LIST`, `rsync --files-from=LIST`). An invocation that gives it runs at the client, where those names mean what they mean under bash."),
     kw!(ArgField "bounds_lines": V::None, true, "On an option whose value is a count of lines (`head -n N`): the output is at most N lines of each input. A signed value (`-5`, `+2`) bounds nothing. The planner assumes 100 bytes a line."),
     kw!(ArgField "bounds_bytes": V::None, true, "On an option whose value is a count of bytes, with GNU suffixes (`head -c 4K`): the output is at most that many bytes of each input. A signed value bounds nothing."),
+    kw!(ArgField "dash_digits": V::None, true, "On an option with one value: a word of a dash and digits is this option with those digits as its value, the old form `head -5` and `tail -3` still take for `-n 5` and `-n 3`. At most one per entry, and not in an entry with a digit for a short option (`comm -12`)."),
     kw!(ArgField "appends": V::None, true, "On a flag: when given, the command appends to its output files instead of rewriting them (`tee -a`). A proxy then appends in place, as for `>>`, and keeps no copy of the old content."),
     kw!(Type "input_file": V::None, false, "A file (or directory) the command reads."),
     kw!(Type "output_file": V::None, false, "A file (or directory) the command writes."),

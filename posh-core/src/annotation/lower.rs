@@ -123,6 +123,7 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
         file_list: false,
         appends: false,
         bounds: None,
+        dash_digits: false,
         span: item.span,
     };
     let mut seen: Vec<&str> = Vec::new();
@@ -182,6 +183,7 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
             "streamable" => spec.streamable = true,
             "file_list" => spec.file_list = true,
             "appends" => spec.appends = true,
+            "dash_digits" => spec.dash_digits = true,
             "bounds_lines" | "bounds_bytes" => {
                 spec.bounds =
                     Some(if keyword.name == "bounds_lines" { OutputBound::Lines } else { OutputBound::Bytes });

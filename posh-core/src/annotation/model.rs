@@ -159,6 +159,8 @@ pub struct ArgSpec {
     pub appends: bool,
     /// The option's value bounds the output (`head -n N`, `head -c N`).
     pub bounds: Option<OutputBound>,
+    /// A dash and digits (`head -5`) is this option with the digits as its value.
+    pub dash_digits: bool,
     pub span: Span,
 }
 

@@ -403,6 +403,34 @@ c: PARAMS:[(type:input_file,size:list,bounds_bytes)]
     insta::assert_snapshot!(format!("{formatted}\n{}", render_diagnostics(source)));
 }
 
+/// `dash_digits`: printed back, and reported where `-5` would be unclear.
+#[test]
+fn dash_digits_round_trip_and_are_checked() {
+    let source = "\
+head: OPTPARAMS:[(short:n,type:str,size:1,bounds_lines,dash_digits)]
+a: FLAGS:[(short:q,dash_digits)] OPTPARAMS:[(short:n,type:str,size:2,dash_digits)]
+b: OPTPARAMS:[(short:n,type:str,size:1,dash_digits),(short:c,type:str,size:1,dash_digits)]
+comm: FLAGS:[(short:1),(short:2)] OPTPARAMS:[(short:n,type:str,size:1,dash_digits)]
+";
+    check_lossless(source);
+    let parsed = parse(source);
+    insta::assert_snapshot!(format!("{}\n{}", format_entry(&parsed.entries[0]), render_diagnostics(source)), @r#"
+        head:
+        - OPTPARAMS:
+          - short:n, bounds_lines, dash_digits
+
+        head: OPTPARAMS:[(short:n,type:str,size:1,bounds_lines,dash_digits)]
+        a: FLAGS:[(short:q,dash_digits)] OPTPARAMS:[(short:n,type:str,size:2,dash_digits)]
+                  ^^^^^^^^^^^^^^^^^^^^^ error[A120]: `dash_digits` goes on an option with one value (OPTPARAMS, `size:1`)
+                                                    ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ error[A120]: `dash_digits` goes on an option with one value (OPTPARAMS, `size:1`)
+        b: OPTPARAMS:[(short:n,type:str,size:1,dash_digits),(short:c,type:str,size:1,dash_digits)]
+                                                            ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ error[A120]: a second `dash_digits` option: `-5` could mean either
+        comm: FLAGS:[(short:1),(short:2)] OPTPARAMS:[(short:n,type:str,size:1,dash_digits)]
+                                                     ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ error[A120]: `dash_digits` in an entry with a digit for a short option: `-12` could be two flags
+        -- loaded: head
+        "#);
+}
+
 #[test]
 fn what_a_command_takes_along_round_trips_and_is_checked() {
     let source = "\

@@ -9,7 +9,24 @@ use crate::text::LineIndex;
 pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
     let mut push = |code, span, message: String| diags.push(Diagnostic::new(code, span, message));
     let mut splittable_seen = false;
+    let mut dash_digits_seen = false;
+    let digit_option = entry.args().any(|(_, spec)| spec.short.is_some_and(|c| c.is_ascii_digit()));
     for (arg, spec) in entry.args() {
+        if spec.dash_digits {
+            let why = if arg.section != Section::OptParams || spec.size != Size::Count(1) {
+                Some("`dash_digits` goes on an option with one value (OPTPARAMS, `size:1`)")
+            } else if dash_digits_seen {
+                Some("a second `dash_digits` option: `-5` could mean either")
+            } else if digit_option {
+                Some("`dash_digits` in an entry with a digit for a short option: `-12` could be two flags")
+            } else {
+                None
+            };
+            if let Some(why) = why {
+                push(Code::BadDashDigits, spec.span, why.into());
+            }
+            dash_digits_seen = true;
+        }
         let is_option = arg.section != Section::Params;
         if spec.splittable {
             if splittable_seen {
@@ -229,6 +246,7 @@ fn shadows(earlier: &CommandEntry, later: &CommandEntry) -> bool {
                 && same_option(e, spec)
                 && e.size == spec.size
                 && e.attached == spec.attached
+                && (e.dash_digits || !spec.dash_digits)
                 && (e.multiple || !spec.multiple)
         })
     });

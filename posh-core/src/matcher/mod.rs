@@ -267,6 +267,12 @@ impl<'a, 'w> Fitter<'a, 'w> {
                 self.long_option(index, long, 2)?;
             } else if self.entry.options.long_arg_single_dash && self.find_long(long_name(&word[1..])).is_some() {
                 self.long_option(index, &word[1..], 1)?;
+            } else if let Some((arg, spec)) = self.dash_digits_option(word) {
+                // `-5` for `-n 5`: the dash stands for the option's name.
+                let occurrence = self.occurrences.len();
+                self.words[index].push(WordPart { range: 0..1, role: Role::OptionName(arg) });
+                self.push_value(arg, spec.ty, index, 1..word.len(), occurrence);
+                self.occurrences.push(Occurrence { arg, words: vec![index], bundled: false });
             } else {
                 self.short_options(index)?;
             }
@@ -294,6 +300,15 @@ impl<'a, 'w> Fitter<'a, 'w> {
     fn find_short(&self, c: char) -> Option<(ArgRef, &'a ArgSpec)> {
         let entry = self.entry;
         entry.args().find(|(r, spec)| r.section != Section::Params && spec.short == Some(c))
+    }
+
+    /// The option a word of a dash and digits (`-5`) stands for, if the entry has one.
+    fn dash_digits_option(&self, word: &str) -> Option<(ArgRef, &'a ArgSpec)> {
+        let digits = &word[1..];
+        if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+            return None;
+        }
+        self.entry.args().find(|(_, spec)| spec.dash_digits)
     }
 
     /// `--name`, `--name=value`, `--name value` (`-name` with `long_arg_single_dash`).

@@ -121,6 +121,42 @@ fn invocations_that_fit_no_entry() {
     insta::assert_snapshot!(rendered.join("\n"));
 }
 
+#[test]
+fn a_dash_and_digits_is_the_option_that_takes_them() {
+    const HEAD_DIGITS: &str = "head: OPTPARAMS:[(short:n,long:lines,type:str,dash_digits),(short:c,type:str)] PARAMS:[(type:input_file,size:list,splittable)]";
+    let cases: &[&[&str]] =
+        &[&["head", "-5", "a.txt", "b.txt"], &["head", "-c", "3", "-12"], &["head", "-5x"], &["head", "-5", "-n", "2"]];
+    let rendered: Vec<String> =
+        cases.iter().map(|words| format!("$ {}\n{}", words.join(" "), check(HEAD_DIGITS, words))).collect();
+    insta::assert_snapshot!(rendered.join("\n"), @r#"
+        $ head -5 a.txt b.txt
+        entry #0
+        "head": command
+        "-5"  "-": option -n/--lines  "5": str of -n/--lines
+        "a.txt": input_file (PARAMS #0), splittable
+        "b.txt": input_file (PARAMS #0), splittable
+
+        $ head -c 3 -12
+        entry #0
+        "head": command
+        "-c"  "c": option -c
+        "3": str of -c
+        "-12"  "-": option -n/--lines  "12": str of -n/--lines
+
+        $ head -5x
+        no match for head
+          entry #0: the annotation does not know the option `-5`
+
+        $ head -5 -n 2
+        no match for head
+          entry #0: `-n/--lines` is given more than once
+        "#);
+    // The word is kept as written when the files are narrowed.
+    let parsed = annotation::parse(HEAD_DIGITS);
+    let invocation = fit_one(&parsed.entries, &["head", "-5", "a.txt", "b.txt"]);
+    assert_eq!(invocation.argv_with_subset(&[1]).unwrap(), argv(&["head", "-5", "b.txt"]));
+}
+
 fn fit_one<'a>(entries: &'a [CommandEntry], words: &[&str]) -> Invocation<'a> {
     let candidates: Vec<&CommandEntry> = entries.iter().collect();
     match_entries(&candidates, &argv(words)).expect("fits")

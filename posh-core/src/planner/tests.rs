@@ -186,7 +186,7 @@ fn commands_without_annotation_or_fitting_no_entry_run_at_the_client() {
         CONFIG,
         &file_system(),
         "/home/user",
-        "my-tool /mnt/logs/ray0.log | wc -l\nhead -5 /mnt/logs/ray1.log\nf() { grep x \"$1\"; }\nf /mnt/logs/ray2.log | sort\nfor l in /mnt/logs/*.log; do grep -c error \"$l\"; done\n",
+        "my-tool /mnt/logs/ray0.log | wc -l\ntail -f /mnt/logs/ray1.log\nf() { grep x \"$1\"; }\nf /mnt/logs/ray2.log | sort\nfor l in /mnt/logs/*.log; do grep -c error \"$l\"; done\n",
         PlanOptions::default(),
     );
     insta::assert_snapshot!(render_text("client.sh", &source, &plan));
@@ -264,7 +264,8 @@ wc -l ray0.log
 }
 
 /// Counts, checksums and heads are predicted from the bound their annotation gives, not from a
-/// ratio of their input: a count of 2 GB is a line, `head -n 10` ten lines, `tail -n +2` no bound.
+/// ratio of their input: a count of 2 GB is a line, `head -n 10` ten lines (`head -5` five),
+/// `tail -n +2` no bound.
 #[test]
 fn bounded_outputs_are_predicted_from_the_annotation() {
     insta::assert_snapshot!(check(
@@ -274,6 +275,8 @@ fn bounded_outputs_are_predicted_from_the_annotation() {
          head -n 10 /mnt/a/x.log | sort\n\
          head -c 4K /mnt/a/x.log | sort\n\
          head /mnt/a/x.log | sort\n\
+         head -5 /mnt/a/x.log | sort\n\
+         tail -3 /mnt/a/x.log | sort\n\
          tail -n +2 /mnt/a/x.log | sort\n\
          cat /mnt/logs/ray*.log | head -n 5 | sort\n"
     ));
