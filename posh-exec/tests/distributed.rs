@@ -73,9 +73,15 @@ impl Cluster {
     }
 
     /// Runs posh-exec with `args` while a job of it reads `fifo` (fed `first`, then held open),
-    /// kills proxy `index` once the job is under way (its output staged in `logs/`), and returns
-    /// what posh-exec did, which must end within 30 s, and the killed proxy's address.
-    fn kill_proxy_mid_job(&self, args: &[&str], fifo: &Path, first: &[u8], index: usize) -> (Output, String) {
+    /// kills proxy `index` once the job is under way (its output staged in the mount `staged`),
+    /// and returns what posh-exec did, which must end within 30 s, and the killed proxy's address.
+    fn kill_proxy_mid_job(
+        &self,
+        args: &[&str],
+        (fifo, first): (&Path, &[u8]),
+        staged: &str,
+        index: usize,
+    ) -> (Output, String) {
         let child = self
             .command(env!("CARGO_BIN_EXE_posh-exec"))
             .args(args)
@@ -85,7 +91,7 @@ impl Cluster {
             .unwrap();
         let mut writer = std::fs::OpenOptions::new().write(true).open(fifo).unwrap();
         std::io::Write::write_all(&mut writer, first).unwrap();
-        wait_for_temporary(&self.root().join("logs"));
+        wait_for_temporary(&self.root().join(staged));
         // Let the job fill its pipes and streams.
         std::thread::sleep(Duration::from_millis(500));
         let addr = self.proxies[index].addr.clone();
@@ -101,6 +107,11 @@ impl Cluster {
         let text = std::fs::read_to_string(self.root().join("stats.json")).unwrap();
         text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
     }
+}
+
+/// Sorted lines `id0000000` up to `below`, every `step`-th: ten bytes each.
+fn ids(below: usize, step: usize) -> String {
+    (0..below).step_by(step).map(|i| format!("id{i:07}\n")).collect()
 }
 
 fn text(bytes: &[u8]) -> String {
@@ -260,7 +271,7 @@ fn a_lost_proxy_is_an_error_naming_it_and_the_line_and_the_old_output_stays() {
     std::fs::write(cluster.root().join("logs/out.txt"), "old content\n").unwrap();
     let script = "echo start\ncat logs/big.log logs/fifo > logs/out.txt\necho \"status $?\"\n";
     std::fs::write(cluster.root().join("s.sh"), script).unwrap();
-    let (out, addr) = cluster.kill_proxy_mid_job(&["s.sh"], &fifo, b"half of the new content\n", 0);
+    let (out, addr) = cluster.kill_proxy_mid_job(&["s.sh"], (&fifo, b"half of the new content\n"), "logs", 0);
     let stderr = text(&out.stderr);
     assert!(stderr.contains(&addr) && stderr.contains("s.sh: line 2:"), "{stderr}");
     assert_eq!(text(&out.stdout), "start\nstatus 255\n");
@@ -434,7 +445,7 @@ fn git_runs_at_its_proxy_with_the_users_identity() {
 fn a_file_on_one_mount_is_streamed_to_the_other_mounts_proxy_and_only_results_cross() {
     let cluster = Cluster::new(&[]);
     let root = cluster.root();
-    let ids = |step: usize| -> String { (0..120_000).step_by(step).map(|i| format!("id{i:07}\n")).collect() };
+    let ids = |step| ids(120_000, step);
     std::fs::write(root.join("logs/ids.txt"), ids(2)).unwrap();
     std::fs::write(root.join("archive/ids.txt"), ids(3)).unwrap();
     std::fs::write(root.join("archive/empty.txt"), "").unwrap();
@@ -470,6 +481,96 @@ fn a_file_on_one_mount_is_streamed_to_the_other_mounts_proxy_and_only_results_cr
     assert!(stats[5]["commands"][0]["why"].as_str().unwrap().contains("is not a file with content"), "{}", stats[5]);
 }
 
+/// A pipe from a command at one proxy to a command at another goes from the first proxy to the
+/// second: the client sends no byte of it and gets the statuses and the last command's output.
+/// The pipe ends when its writer does, whatever the writer's status, as bash's does.
+#[test]
+fn a_pipe_between_commands_at_two_proxies_goes_from_one_to_the_other() {
+    let cluster = Cluster::new(&[]);
+    let root = cluster.root();
+    let ids = |step| ids(1_200_000, step);
+    std::fs::write(root.join("logs/ids.txt"), ids(2)).unwrap();
+    std::fs::write(root.join("archive/ids.txt"), ids(3)).unwrap();
+    let script = "grep 0 logs/ids.txt | comm -12 - archive/ids.txt | wc -l\n\
+                  set -o pipefail\n\
+                  grep nothing logs/ids.txt | comm -3 - archive/ids.txt | wc -l\n\
+                  echo \"pipefail: $?\"\n\
+                  cat logs/ids.txt | join - archive/ids.txt | head -n 2\n";
+    std::fs::write(root.join("s.sh"), script).unwrap();
+    let bash = cluster.bash(&["s.sh"]);
+    let posh = cluster.posh(&["--stats", "stats.json", "s.sh"]);
+    assert_eq!(text(&posh.stdout), text(&bash.stdout));
+    assert_eq!(text(&posh.stderr), text(&bash.stderr));
+    assert_eq!(posh.status.code(), bash.status.code());
+    let stats = cluster.stats();
+    let grep_output = ids(2).lines().filter(|l| l.contains('0')).count() * 10;
+    for record in [0, 1] {
+        let locations: Vec<&str> = (0..3).map(|c| stats[record]["commands"][c]["location"].as_str().unwrap()).collect();
+        assert_eq!(locations, ["logs", "archive", "archive"], "{}", stats[record]);
+    }
+    // The logs' proxy sent grep's output to the archive's proxy; the client got a status.
+    let from_logs = stats[0]["proxies"]["logs"]["bytes_from_proxy"].as_u64().unwrap();
+    let to_archive = stats[0]["proxies"]["archive"]["bytes_to_proxy"].as_u64().unwrap();
+    assert!(from_logs < 200 && to_archive < 2_000 && grep_output > 3_000_000, "{}", stats[0]);
+}
+
+/// A pipe's reader whose proxy cannot take the job: the writer's job, started first, is
+/// cancelled before it took any input, and each end runs as it can (the reader at the client,
+/// said on stderr), the output still bash's.
+#[test]
+fn a_pipe_whose_reading_proxy_is_busy_runs_its_reader_at_the_client() {
+    let cluster = Cluster::new(&["--max-jobs", "1"]);
+    let root = cluster.root();
+    let ids = ids(1_200_000, 2);
+    std::fs::write(root.join("logs/ids.txt"), &ids).unwrap();
+    std::fs::write(root.join("archive/ids.txt"), &ids).unwrap();
+    let fifo = root.join("archive/fifo");
+    mkfifo(&fifo);
+    std::fs::write(root.join("hold.sh"), "cat archive/ids.txt archive/fifo > archive/held.txt\n").unwrap();
+    let mut holder = cluster.command(env!("CARGO_BIN_EXE_posh-exec")).arg("hold.sh").spawn().unwrap();
+    let writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    wait_for_temporary(&root.join("archive"));
+
+    std::fs::write(root.join("s.sh"), "grep 0 logs/ids.txt | comm -12 - archive/ids.txt | wc -l\n").unwrap();
+    let posh = cluster.posh(&["--stats", "stats.json", "s.sh"]);
+    assert_eq!(text(&posh.stdout), text(&cluster.bash(&["s.sh"]).stdout));
+    let stderr = text(&posh.stderr);
+    assert!(stderr.contains("is busy") && stderr.contains("at the client"), "{stderr}");
+    let record = &cluster.stats()[0];
+    assert_eq!(record["commands"][0]["location"], "logs", "{record}");
+    assert_eq!(record["commands"][1]["location"], "client", "{record}");
+
+    drop(writer);
+    assert!(holder.wait().unwrap().success());
+}
+
+/// The proxy writing a pipe to another proxy's command dies mid-stream: the reading job is
+/// aborted, its output file keeps its old content, and the client names the lost proxy.
+#[test]
+fn a_pipe_cut_by_its_writers_lost_proxy_aborts_its_reader_and_the_old_output_stays() {
+    let cluster = Cluster::new(&[]);
+    let root = cluster.root();
+    let ids = ids(1_200_000, 2);
+    std::fs::write(root.join("logs/ids.txt"), &ids).unwrap();
+    std::fs::write(root.join("archive/ids.txt"), &ids).unwrap();
+    let fifo = root.join("logs/fifo");
+    mkfifo(&fifo);
+    std::fs::write(root.join("archive/out.txt"), "old content\n").unwrap();
+    let script = "cat logs/fifo logs/ids.txt | join - archive/ids.txt > archive/out.txt\necho \"status $?\"\n";
+    std::fs::write(root.join("s.sh"), script).unwrap();
+    let args = ["--stats", "stats.json", "s.sh"];
+    let (out, addr) = cluster.kill_proxy_mid_job(&args, (&fifo, b"aaa first\n"), "archive", 0);
+    let stderr = text(&out.stderr);
+    assert!(stderr.contains(&addr) && stderr.contains("s.sh: line 1:"), "{stderr}");
+    assert!(!text(&out.stdout).contains("status 0"), "{}", text(&out.stdout));
+    assert_eq!(std::fs::read_to_string(root.join("archive/out.txt")).unwrap(), "old content\n");
+    let record = &cluster.stats()[0];
+    assert_eq!(
+        (&record["commands"][0]["location"], &record["commands"][1]["location"]),
+        (&"logs".into(), &"archive".into())
+    );
+}
+
 /// The proxy streaming a file dies mid-stream: the command reading it is aborted (it never takes a
 /// cut stream for a whole file), the client says which file and which proxy, and the output file
 /// keeps its old content.
@@ -477,14 +578,15 @@ fn a_file_on_one_mount_is_streamed_to_the_other_mounts_proxy_and_only_results_cr
 fn a_stream_cut_by_a_lost_proxy_aborts_its_reader_and_the_old_output_stays() {
     let cluster = Cluster::new(&[]);
     let root = cluster.root();
-    let ids: String = (0..2_000_000).map(|i| format!("id{i:07}\n")).collect();
+    let ids = ids(2_000_000, 1);
     std::fs::write(root.join("archive/ids.txt"), ids).unwrap();
     // join waits on the FIFO for its next line while the archive's proxy is stuck writing.
     let fifo = root.join("logs/fifo");
     mkfifo(&fifo);
     std::fs::write(root.join("logs/out.txt"), "old content\n").unwrap();
     std::fs::write(root.join("s.sh"), "join logs/fifo archive/ids.txt > logs/out.txt\necho \"status $?\"\n").unwrap();
-    let (out, addr) = cluster.kill_proxy_mid_job(&["--stats", "stats.json", "s.sh"], &fifo, b"aaa first\n", 1);
+    let (out, addr) =
+        cluster.kill_proxy_mid_job(&["--stats", "stats.json", "s.sh"], (&fifo, b"aaa first\n"), "logs", 1);
     let stderr = text(&out.stderr);
     assert!(stderr.contains("archive/ids.txt: not streamed whole") && stderr.contains(&addr), "{stderr}");
     assert!(!text(&out.stdout).contains("status 0"), "{}", text(&out.stdout));

@@ -535,7 +535,7 @@ async fn a_reader_that_leaves_gives_the_command_sigpipe() {
 /// jobs waits for it, to fetch that job's output with its token, and nothing else.
 #[tokio::test(flavor = "multi_thread")]
 async fn another_proxy_may_only_fetch_the_output_the_client_sent_its_way() {
-    use posh_exec::remote::protocol::{PeerInput, PeerOutput};
+    use posh_exec::remote::protocol::{PeerOutput, PeerSource};
     use posh_exec::remote::{Pin, Traffic, connect_pinned, peer};
     let setup = Setup::new();
     let proxy = setup.proxy(&[]);
@@ -543,8 +543,7 @@ async fn another_proxy_may_only_fetch_the_output_the_client_sent_its_way() {
     let other = Identity::ephemeral("another-proxy").unwrap();
     let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
     let token = "0123456789abcdef0123456789abcdef";
-    let input = |token: &str| PeerInput {
-        path: "a.txt".into(),
+    let input = |token: &str| PeerSource {
         addr: proxy.addr.clone(),
         fingerprint: proxy.fingerprint.clone(),
         token: token.into(),
@@ -558,7 +557,7 @@ async fn another_proxy_may_only_fetch_the_output_the_client_sent_its_way() {
     assert!(error.contains("not authorized"), "{error}");
 
     let mut job = request(&["cat", "a.txt"]);
-    job.peer_output = Some(PeerOutput { token: token.into(), peer: other.fingerprint().into() });
+    job.peer_output = Some(PeerOutput { token: token.into(), peer: other.fingerprint().into(), pipe: false });
     let job = client.start(&job, &Traffic::default()).await.unwrap();
     // Introduced, it may not run anything.
     let as_client = connect_pinned(&proxy.addr, &other, Pin::Exactly(&proxy.fingerprint)).await.unwrap();

@@ -195,8 +195,9 @@ pub struct Edge {
     pub bytes: u64,
     /// The two ends run on different machines.
     pub crosses: bool,
-    /// A file on one mount streamed to a command at another mount's proxy: the bytes go from
-    /// proxy to proxy, not through the client.
+    /// A file on one mount streamed to a command at another mount's proxy, or a pipe from a
+    /// command at one proxy to a command at another: the bytes go from proxy to proxy, not
+    /// through the client.
     #[serde(skip_serializing_if = "std::ops::Not::not")]
     pub between_proxies: bool,
 }

@@ -24,8 +24,10 @@ pub(crate) fn place(ctx: &PlanContext<'_>, built: &mut Built) {
     for edge in &mut plan.edges {
         let (from, to) = (&plan.nodes[edge.from], &plan.nodes[edge.to]);
         edge.crosses = from.location != to.location;
+        // A file streamed to a command at another proxy, or a pipe between commands at two.
         edge.between_proxies = edge.crosses
-            && matches!(from.kind, NodeKind::ReadFile { .. })
+            && matches!(from.kind, NodeKind::ReadFile { .. } | NodeKind::Command { .. })
+            && matches!(to.kind, NodeKind::Command { .. })
             && matches!((&from.location, &to.location), (Location::Mount(_), Location::Mount(_)));
     }
     let moved = |between_proxies: bool| {

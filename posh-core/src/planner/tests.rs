@@ -158,6 +158,18 @@ fn commands_across_two_mounts_stream_the_smaller_input_to_the_larger_ones_proxy(
 }
 
 #[test]
+fn a_pipe_from_a_command_at_one_proxy_to_a_command_at_another_goes_between_them() {
+    let script = "grep -c x a/x.log | cat - b/small.txt | wc -l\ngrep x a/big.txt | sort | comm -12 - b/y.log\n";
+    let (plan, source) = plan_with(CONFIG, &file_system(), "/mnt", script, PlanOptions::default());
+    let pipeline = &plan.pipelines[0];
+    let between: Vec<&Edge> = pipeline.edges.iter().filter(|e| e.between_proxies).collect();
+    assert_eq!(between.len(), 1, "{between:?}");
+    assert!(matches!(pipeline.node(between[0].from).kind, NodeKind::Command { command: 0, .. }));
+    assert_eq!(pipeline.posh_bytes, 64, "only wc's output reaches the client");
+    insta::assert_snapshot!(render_text("pipe.sh", &source, &plan));
+}
+
+#[test]
 fn figure_2_splits_cat_and_grep_per_mount() {
     let (plan, source) = plan_with(
         CONFIG,

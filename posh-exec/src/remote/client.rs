@@ -385,6 +385,19 @@ pub struct Job<'c> {
 }
 
 impl Job<'_> {
+    /// Cancels a job that has taken no input yet, and waits (a few seconds at most) until the
+    /// proxy has ended it and freed its slot, so that the work can be asked again at once.
+    pub async fn cancel(self) {
+        let Job { mut send, mut recv, .. } = self;
+        // A stream that ends before "stdout closed" is a client that dropped the job.
+        let _ = send.finish();
+        let ended = async {
+            let mut buf = [0u8; 4096];
+            while recv.read(&mut buf).await.is_ok_and(|n| n > 0) {}
+        };
+        let _ = tokio::time::timeout(std::time::Duration::from_secs(5), ended).await;
+    }
+
     /// Streams the job's input and output (see [`Connection::run_job`]) until its commands end.
     /// When `stdout` stops accepting (a reader that left), the proxy is told, and the last
     /// command meets SIGPIPE as it would under bash; stderr still flows.

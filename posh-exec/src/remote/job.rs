@@ -349,17 +349,27 @@ pub struct JobOptions {
     pub stderr_with_stdout: bool,
 }
 
+/// A job's ends that another proxy holds instead of the client (see `peer`).
+#[derive(Debug, Default)]
+pub struct PeerEnds {
+    /// The first command's stdin, fed by another proxy's stream; input frames are then ignored.
+    pub stdin: Option<OwnedFd>,
+    /// The last command's stdout goes to the proxy that comes for it.
+    pub output: Option<Expected>,
+}
+
 /// Runs the checked commands as one pipeline; the stream carries input frames in, output frames
-/// and the final statuses out. With `peer_output`, the last command's stdout goes to the proxy
-/// that comes for it instead, and that stream finishes only if the job completed and its last
-/// command succeeded. `kill` turning true aborts the job (shutdown, a broken input stream).
+/// and the final statuses out. With `peers.output`, the last command's stdout goes to the proxy
+/// that comes for it instead, and that stream finishes only if the job completed and (unless
+/// it is a pipe) its last command succeeded. `kill` turning true aborts the job (shutdown, a
+/// broken input stream).
 pub async fn run<R, W>(
     place: &JobPlace<'_>,
     commands: &[Checked],
     options: JobOptions,
     recv: &mut R,
     send: &mut W,
-    peer_output: Option<Expected>,
+    peers: PeerEnds,
     mut kill: watch::Receiver<bool>,
 ) -> Result<Ended>
 where
@@ -367,7 +377,15 @@ where
     W: AsyncWrite + Unpin,
 {
     let JobOptions { noclobber, stderr_with_stdout } = options;
-    let (stdin_read, stdin_write) = std::io::pipe()?;
+    let PeerEnds { stdin: peer_stdin, output: peer_output } = peers;
+    let output_is_pipe = peer_output.as_ref().is_some_and(|expected| expected.pipe);
+    let (stdin_read, stdin_write) = match peer_stdin {
+        Some(stdin) => (stdin, None),
+        None => {
+            let (reader, writer) = std::io::pipe()?;
+            (reader.into(), Some(writer))
+        }
+    };
     let (stdout_read, stdout_write) = std::io::pipe()?;
     // A larger pipe lets the command run ahead of the network by more than 64 KiB (best effort).
     let _ = rustix::pipe::fcntl_setpipe_size(&stdout_read, 1 << 20);
@@ -375,7 +393,7 @@ where
     let mut outputs = Outputs::new(place.journal, commands);
     let mut ends: Vec<Option<Exit>> = vec![None; commands.len()];
     let mut children: Vec<(usize, tokio::process::Child)> = Vec::new();
-    let mut next_stdin: Option<OwnedFd> = Some(stdin_read.into());
+    let mut next_stdin: Option<OwnedFd> = Some(stdin_read);
     let last = commands.len() - 1;
     let confinement = super::sandbox::Confinement::new(place.export, place.dir.path())
         .map(std::sync::Arc::new)
@@ -466,7 +484,7 @@ where
     drop((stdout_write, stderr_write));
     tracing::info!("running {:?}", commands.iter().map(|c| c.argv.join(" ")).collect::<Vec<_>>());
 
-    let mut stdin = Some(tokio::net::unix::pipe::Sender::from_owned_fd(stdin_write.into())?);
+    let mut stdin = stdin_write.map(|w| tokio::net::unix::pipe::Sender::from_owned_fd(w.into())).transpose()?;
     let mut stdout = Some(tokio::net::unix::pipe::Receiver::from_owned_fd(stdout_read.into())?);
     let mut stderr = Some(tokio::net::unix::pipe::Receiver::from_owned_fd(stderr_read.into())?);
     let (closed_tx, mut closed) = watch::channel(false);
@@ -581,7 +599,7 @@ where
     // The other proxy reads a whole file only from a job that completed; dropped, it is reset.
     if let Some(sink) = peer
         && completed
-        && ends.last().is_some_and(|e| e.status() == 0)
+        && (output_is_pipe || ends.last().is_some_and(|e| e.status() == 0))
     {
         sink.complete();
     }

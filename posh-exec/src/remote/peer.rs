@@ -12,6 +12,10 @@
 //!
 //! A stream finishes only when its job completed; otherwise it is reset, and the reading job is
 //! aborted: a command never takes a cut stream for a whole file.
+//!
+//! The same stream carries a pipe between two commands placed at two proxies
+//! (`grep x a/log | comm - b/ids`): the first job's output is fetched as the second job's stdin
+//! (`Request::peer_stdin`), and it ends when that output ends, whatever the first job's status.
 
 use std::collections::HashMap;
 use std::path::{Component, Path};
@@ -24,7 +28,8 @@ use tokio::task::JoinSet;
 
 use super::client::connect_peer;
 use super::identity::Identity;
-use super::protocol::{self, Fetch, Header, PeerInput};
+use super::protocol::{self, Fetch, Header, PeerInput, PeerSource};
+use crate::read_buffer::ReadBuffer;
 
 /// How long a job's output waits for the proxy it is meant for, and how long a proxy tries to
 /// reach the one it reads from.
@@ -47,8 +52,9 @@ impl PeerOutputs {
         self.waiting.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Registers a job's output for the proxy with fingerprint `peer`, under `token`.
-    pub fn expect(self: &Arc<Self>, token: &str, peer: &str) -> Result<Expected, String> {
+    /// Registers a job's output for the proxy with fingerprint `peer`, under `token`; `pipe`: it
+    /// is a pipe into a command there, not a file (see `PeerOutput::pipe`).
+    pub fn expect(self: &Arc<Self>, token: &str, peer: &str, pipe: bool) -> Result<Expected, String> {
         if token.len() < 16 || peer.is_empty() {
             return Err("a stream to another proxy needs a token of 16 characters or more and its fingerprint".into());
         }
@@ -58,7 +64,7 @@ impl PeerOutputs {
             return Err("a stream with this token is already waiting".into());
         }
         waiting.insert(token.to_string(), Waiting { peer: peer.to_string(), deliver });
-        Ok(Expected { outputs: self.clone(), token: token.to_string(), arrival })
+        Ok(Expected { outputs: self.clone(), token: token.to_string(), arrival, pipe })
     }
 
     /// Whether a job waits for the proxy with this fingerprint (its connection is then let in,
@@ -83,6 +89,8 @@ pub struct Expected {
     outputs: Arc<PeerOutputs>,
     token: String,
     arrival: oneshot::Receiver<quinn::SendStream>,
+    /// A pipe into a command, which ends whatever the job's status.
+    pub pipe: bool,
 }
 
 impl Expected {
@@ -150,14 +158,15 @@ impl Drop for PeerSink {
     }
 }
 
-/// A pipe in a job's view that another proxy's stream fills.
+/// A pipe that another proxy's stream fills: a FIFO in a job's view, or its first command's stdin.
 #[derive(Debug)]
 pub struct Feed {
     word: String,
     pipe: tokio::net::unix::pipe::Sender,
-    /// A read end of ours that never reads: it keeps what the pipe buffers while the command has
-    /// not opened it yet, and tells when the command has read it all.
-    keeper: std::os::fd::OwnedFd,
+    /// For a FIFO, a read end of ours that never reads: it keeps what the pipe buffers while the
+    /// command has not opened it yet, and tells when the command has read it all. A stdin pipe
+    /// needs none: the command holds its read end from the start.
+    keeper: Option<std::os::fd::OwnedFd>,
     /// What came with the answer's header, written first.
     early: Vec<u8>,
     recv: quinn::RecvStream,
@@ -186,15 +195,40 @@ pub async fn open_feeds(
         }
         let (keeper, pipe) =
             make_pipe(&view.join(word)).map_err(|e| format!("cannot make a pipe for `{word}`: {e}"))?;
-        let opened = tokio::time::timeout(PEER_WAIT, fetch(endpoint, identity, input)).await;
-        let (connection, early, recv) = match opened {
-            Ok(Ok(opened)) => opened,
-            Ok(Err(e)) => return Err(format!("cannot stream `{word}` from proxy {}: {e:#}", input.addr)),
-            Err(_) => return Err(format!("cannot stream `{word}` from proxy {}: no answer", input.addr)),
-        };
-        feeds.push(Feed { word: word.clone(), pipe, keeper, early, recv, connection });
+        let (connection, early, recv) = fetch_within_wait(endpoint, identity, &input.source, word).await?;
+        feeds.push(Feed { word: word.clone(), pipe, keeper: Some(keeper), early, recv, connection });
     }
     Ok(feeds)
+}
+
+/// Opens the stream of another proxy's job output that is a job's stdin: the feed, and the
+/// pipe's read end for the first command. The error is the refusal sent to the client.
+pub async fn open_stdin_feed(
+    endpoint: &quinn::Endpoint,
+    identity: &Identity,
+    source: &PeerSource,
+) -> Result<(Feed, std::os::fd::OwnedFd), String> {
+    let word = "standard input";
+    let (reader, writer) = std::io::pipe().map_err(|e| format!("cannot make a pipe for {word}: {e}"))?;
+    let pipe = tokio::net::unix::pipe::Sender::from_owned_fd(writer.into())
+        .map_err(|e| format!("cannot make a pipe for {word}: {e}"))?;
+    let (connection, early, recv) = fetch_within_wait(endpoint, identity, source, word).await?;
+    let feed = Feed { word: word.to_string(), pipe, keeper: None, early, recv, connection };
+    Ok((feed, reader.into()))
+}
+
+/// [`fetch`] within [`PEER_WAIT`], its error said for the client (`what` the job reads).
+async fn fetch_within_wait(
+    endpoint: &quinn::Endpoint,
+    identity: &Identity,
+    source: &PeerSource,
+    what: &str,
+) -> Result<(quinn::Connection, Vec<u8>, quinn::RecvStream), String> {
+    match tokio::time::timeout(PEER_WAIT, fetch(endpoint, identity, source)).await {
+        Ok(Ok(opened)) => Ok(opened),
+        Ok(Err(e)) => Err(format!("cannot stream `{what}` from proxy {}: {e:#}", source.addr)),
+        Err(_) => Err(format!("cannot stream `{what}` from proxy {}: no answer", source.addr)),
+    }
 }
 
 /// A FIFO at `path` (its directories made, all inside the job's own view), opened for reading
@@ -212,17 +246,17 @@ fn make_pipe(path: &Path) -> std::io::Result<(std::os::fd::OwnedFd, tokio::net::
     Ok((keeper, sender))
 }
 
-/// Connects to the proxy `input` names and asks for the output its token names: the
+/// Connects to the proxy `source` names and asks for the output its token names: the
 /// connection (to be held while reading), the first bytes that came with the answer, and the
 /// stream of the rest.
 pub async fn fetch(
     endpoint: &quinn::Endpoint,
     identity: &Identity,
-    input: &PeerInput,
+    source: &PeerSource,
 ) -> anyhow::Result<(quinn::Connection, Vec<u8>, quinn::RecvStream)> {
-    let connection = connect_peer(endpoint, &input.addr, identity, &input.fingerprint).await?;
+    let connection = connect_peer(endpoint, &source.addr, identity, &source.fingerprint).await?;
     let (mut send, recv) = connection.open_bi().await?;
-    protocol::write_line(&mut send, &Fetch { fetch: input.token.clone() }).await?;
+    protocol::write_line(&mut send, &Fetch { fetch: source.token.clone() }).await?;
     let _ = send.finish();
     let mut recv = tokio::io::BufReader::new(recv);
     let (header, _): (Header, usize) = protocol::read_line(&mut recv).await?;
@@ -264,10 +298,11 @@ pub fn start_feeds(feeds: Vec<Feed>, abort: Arc<watch::Sender<bool>>) -> JoinSet
 
 /// Copies one feed's stream into its pipe; an error means the command must not go on.
 async fn pour(mut feed: Feed) -> Result<(), String> {
-    let mut buf = vec![0u8; 256 * 1024];
-    let mut total = feed.early.len();
+    let mut buf = ReadBuffer::new(256 * 1024);
     let early = std::mem::take(&mut feed.early);
+    let mut total = early.len();
     let mut chunk = &early[..];
+    let mut last_read = 0;
     loop {
         // A write waits while the command reads something else; the other proxy may vanish
         // meanwhile, and the command must not then wait for the rest for ever.
@@ -280,16 +315,25 @@ async fn pour(mut feed: Feed) -> Result<(), String> {
             let _ = feed.recv.stop(0u32.into());
             return Ok(());
         }
-        match feed.recv.read(&mut buf).await {
+        buf.grow_if_filled(last_read);
+        match feed.recv.read(buf.space()).await {
             Ok(Some(n)) => {
                 total += n;
-                chunk = &buf[..n];
+                last_read = n;
+                chunk = buf.data(n);
             }
-            // A pipe that nobody holds open drops what it buffered, and one that never had a
-            // writer makes its reader wait forever: ours stays open until the command has read
-            // it all. An empty stream (the file emptied since it was planned) gives no such sign.
-            Ok(None) if total == 0 => return Err("was empty: its reader would wait for ever".into()),
-            Ok(None) => return read_whole(&feed.keeper).await.map_err(|e| format!("cannot be followed: {e}")),
+            Ok(None) => {
+                return match &feed.keeper {
+                    // A stdin pipe ends here: dropping ours gives the command its end of input.
+                    None => Ok(()),
+                    // A FIFO that nobody holds open drops what it buffered, and one that never
+                    // had a writer makes its reader wait forever: ours stays open until the
+                    // command has read it all. An empty stream (the file emptied since it was
+                    // planned) gives no such sign.
+                    Some(_) if total == 0 => Err("was empty: its reader would wait for ever".into()),
+                    Some(keeper) => read_whole(keeper).await.map_err(|e| format!("cannot be followed: {e}")),
+                };
+            }
             Err(e) => return Err(format!("was cut: {e}")),
         }
     }

@@ -61,6 +61,10 @@ pub struct Request {
     /// view, under the word the commands name it by, fed by that proxy's job.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peer_inputs: Vec<PeerInput>,
+    /// The first command's stdin is another proxy's job's output (`PeerOutput::pipe`), fetched
+    /// from there, instead of what the client sends on this stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer_stdin: Option<PeerSource>,
 }
 
 /// Where a job's output goes when another proxy reads it (see `Request::peer_output`).
@@ -71,6 +75,10 @@ pub struct PeerOutput {
     /// The fingerprint of the proxy that will come for it: the client introduces it, and this
     /// proxy accepts that certificate for this one fetch.
     pub peer: String,
+    /// The output is a pipe into the other proxy's next command, not a file: it ends when the
+    /// output ends, whatever the job's status (a file ends only when the job succeeded).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pipe: bool,
 }
 
 /// A file that another proxy streams into a job (see `Request::peer_inputs`).
@@ -78,7 +86,14 @@ pub struct PeerOutput {
 pub struct PeerInput {
     /// The word the job's commands read it by, relative to the view: plain names only.
     pub path: String,
-    /// Where the other proxy listens, and the fingerprint it must present.
+    #[serde(flatten)]
+    pub source: PeerSource,
+}
+
+/// Another proxy's job output, to fetch: where that proxy listens, the fingerprint it must
+/// present, and the token the client gave the job.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PeerSource {
     pub addr: String,
     pub fingerprint: String,
     pub token: String,

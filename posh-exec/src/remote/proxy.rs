@@ -344,7 +344,7 @@ async fn handle_job(
         }
     }
     // Streams from other proxies: pipes in the view, made and connected before anything runs.
-    let feeds = match (&request.view, request.peer_inputs.is_empty()) {
+    let mut feeds = match (&request.view, request.peer_inputs.is_empty()) {
         (_, true) => Vec::new(),
         (Some(linked), false) => {
             let identity = &shared.config.identity;
@@ -358,9 +358,20 @@ async fn handle_job(
             return refuse(send, recv.get_mut(), error).await;
         }
     };
+    // Another proxy's job output as stdin: connected before anything runs, as the files are.
+    let stdin = match &request.peer_stdin {
+        None => None,
+        Some(source) => match peer::open_stdin_feed(&shared.endpoint, &shared.config.identity, source).await {
+            Ok((feed, stdin)) => {
+                feeds.push(feed);
+                Some(stdin)
+            }
+            Err(e) => return refuse(send, recv.get_mut(), e).await,
+        },
+    };
     let peer_output = match &request.peer_output {
         None => None,
-        Some(output) => match shared.peer_outputs.expect(&output.token, &output.peer) {
+        Some(output) => match shared.peer_outputs.expect(&output.token, &output.peer, output.pipe) {
             Ok(expected) => Some(expected),
             Err(e) => return refuse(send, recv.get_mut(), e).await,
         },
@@ -378,7 +389,8 @@ async fn handle_job(
             abort.send_replace(true);
         }
     });
-    let ended = job::run(&place, &checked, options, &mut recv, &mut send, peer_output, kill).await;
+    let peers = job::PeerEnds { stdin, output: peer_output };
+    let ended = job::run(&place, &checked, options, &mut recv, &mut send, peers, kill).await;
     drop(watchers);
     let ended = ended?;
     tracing::info!("job ended: {:?}", ended.commands.iter().map(Exit::status).collect::<Vec<_>>());

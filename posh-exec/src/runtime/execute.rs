@@ -7,8 +7,8 @@ use std::os::fd::{AsFd as _, OwnedFd};
 use std::sync::Arc;
 
 use posh_exec::measure::IoCount;
-use posh_exec::remote::protocol::{PeerInput, PeerOutput, Request, VERSION};
-use posh_exec::remote::{StartError, Traffic};
+use posh_exec::remote::protocol::{PeerInput, PeerOutput, PeerSource, Request, VERSION};
+use posh_exec::remote::{Connection, StartError, Traffic};
 
 use tokio::io::AsyncWriteExt as _;
 use tokio::task::JoinSet;
@@ -258,6 +258,8 @@ fn run_lane(
     // Dropped when the lane is started: the concatenation waits for every copy of its pipe.
     let lane_stderr = if ctx.stderr_with_stdout { output.as_ref().and_then(|o| o.try_clone().ok()) } else { None };
     let mut output = Some(output);
+    // Remote groups one after another, each at another mount than the one before.
+    let mut chain: Vec<RemoteGroup> = Vec::new();
     let mut i = 0;
     while i < steps.len() {
         let group_end = match &steps[i].remote {
@@ -302,12 +304,38 @@ fn run_lane(
                     traffic,
                     source_traffic,
                 };
-                started.tasks.spawn(job.run());
+                // A group at another mount's proxy than the one before it reads that one's output
+                // straight from its proxy.
+                match chain.last() {
+                    Some(previous) if previous.mount() != job.mount() => chain.push(job),
+                    _ => {
+                        spawn_chain(std::mem::take(&mut chain), started);
+                        chain.push(job);
+                    }
+                }
             }
-            _ => start_local(ctx.caller, ctx.call, group, [input.take(), step_output, stderr], started),
+            _ => {
+                spawn_chain(std::mem::take(&mut chain), started);
+                start_local(ctx.caller, ctx.call, group, [input.take(), step_output, stderr], started);
+            }
         }
         input = next_input;
         i = group_end;
+    }
+    spawn_chain(chain, started);
+}
+
+/// Starts consecutive remote groups: one alone as it is, several as a [`RemoteChain`].
+fn spawn_chain(mut chain: Vec<RemoteGroup>, started: &mut Started) {
+    match chain.len() {
+        0 => {}
+        1 => {
+            let group = chain.pop().expect("one group");
+            started.tasks.spawn(group.run());
+        }
+        _ => {
+            started.tasks.spawn(RemoteChain { groups: chain }.run());
+        }
     }
 }
 
@@ -357,8 +385,89 @@ struct Source<'c> {
     addr: String,
 }
 
+/// A group's pipes that go straight to or from another proxy's job instead of the client.
+#[derive(Default)]
+struct Links {
+    /// The last command's stdout is the next group's stdin.
+    output: Option<PeerOutput>,
+    /// The first command's stdin is the previous group's output.
+    stdin: Option<PeerSource>,
+}
+
+/// A group whose job the proxies took, with the jobs that stream files to it.
+struct Running<'c> {
+    job: posh_exec::remote::Job<'c>,
+    sources: Vec<Source<'c>>,
+    written: Written,
+}
+
+impl Running<'_> {
+    /// Cancels the group's jobs, none of which took any input yet, and waits until their
+    /// proxies have ended them.
+    async fn cancel(self) {
+        tokio::join!(self.job.cancel(), cancel_sources(self.sources));
+    }
+}
+
+/// Why a group's job was not taken: said to the user when the group then runs elsewhere.
+struct NotTaken {
+    /// What went wrong (`proxy 10.0.0.2:4433 is busy`).
+    what: String,
+    /// The mount whose proxy it was.
+    mount: String,
+    /// The proxy was busy or lost: trying it again now would meet the same.
+    proxy_unavailable: bool,
+}
+
+impl NotTaken {
+    fn running_at_the_client(&self) -> String {
+        format!("{}; running it at the client instead (mount {})", self.what, self.mount)
+    }
+}
+
+/// Cancels jobs that took no input yet, and waits until their proxies have ended them.
+async fn cancel_sources(sources: Vec<Source<'_>>) {
+    futures_util::future::join_all(sources.into_iter().map(|source| source.job.cancel())).await;
+}
+
 impl RemoteGroup {
+    fn mount(&self) -> usize {
+        self.steps[0].remote.as_ref().expect("a remote group").mount
+    }
+
     async fn run(self) -> Statuses {
+        let Some((connection, source_connections)) = self.connections().await else {
+            return self.run_here().await;
+        };
+        match self.start(&connection, &source_connections, Links::default()).await {
+            Ok(running) => self.finish(running).await,
+            Err(not_taken) => {
+                self.caller.warn(&not_taken.running_at_the_client());
+                self.run_here().await
+            }
+        }
+    }
+
+    /// The connections the group needs: to its proxy, and to the proxy of each file streamed to
+    /// it; `None` if one of them cannot be had.
+    async fn connections(&self) -> Option<(Arc<Connection>, Vec<Arc<Connection>>)> {
+        let connection = self.session.connection(self.mount()).await?;
+        let mut sources = Vec::new();
+        for input in self.steps.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| &r.streamed) {
+            sources.push(self.session.connection(input.source.mount).await?);
+        }
+        Some((connection, sources))
+    }
+
+    /// Asks the proxies for the group's job and for the jobs streaming its files (each one's
+    /// output waits for this proxy, which the request introduces). Nothing ran yet when this
+    /// fails: the caller may run the group elsewhere.
+    async fn start<'c>(
+        &self,
+        connection: &'c Connection,
+        source_connections: &'c [Arc<Connection>],
+        links: Links,
+    ) -> Result<Running<'c>, NotTaken> {
         let remote = self.steps[0].remote.as_ref().expect("a remote group");
         let mount = &self.session.config.mounts[remote.mount];
         let mut request = Request {
@@ -368,63 +477,59 @@ impl RemoteGroup {
             commands: self.steps.iter().filter_map(|s| s.remote.as_ref().map(|r| r.job.clone())).collect(),
             noclobber: self.call.noclobber,
             stderr_with_stdout: self.stderr_with_stdout,
-            peer_output: None,
+            peer_output: links.output,
             peer_inputs: Vec::new(),
+            peer_stdin: links.stdin,
         };
-        let connection = match self.session.connection(remote.mount).await {
-            Some(connection) => connection,
-            None => return self.run_here().await,
-        };
-        // Files from other mounts: each of their proxies starts a job whose output waits for
-        // this proxy, which the request introduces; a proxy that cannot take part leaves the
-        // whole group to the client, before anything ran.
-        let streamed: Vec<StreamedInput> =
-            self.steps.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| r.streamed.clone()).collect();
-        let mut source_connections = Vec::with_capacity(streamed.len());
-        for input in &streamed {
-            match self.session.connection(input.source.mount).await {
-                Some(source) => source_connections.push(source),
-                None => return self.run_here().await,
-            }
-        }
-        let mut sources = Vec::with_capacity(streamed.len());
-        for (input, source) in streamed.into_iter().zip(&source_connections) {
+        let streamed = self.steps.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| r.streamed.iter().cloned());
+        let mut sources = Vec::with_capacity(source_connections.len());
+        for (input, source) in streamed.zip(source_connections) {
             let token = random_token();
             let source_request = Request {
                 version: VERSION,
                 cwd: input.source.cwd.clone(),
                 view: input.source.view.clone(),
                 commands: vec![input.source.job.clone()],
-                peer_output: Some(PeerOutput { token: token.clone(), peer: connection.fingerprint().to_string() }),
+                peer_output: Some(PeerOutput {
+                    token: token.clone(),
+                    peer: connection.fingerprint().to_string(),
+                    pipe: false,
+                }),
                 ..Request::default()
             };
             let traffic = self.source_traffic.get(&input.source.mount).cloned().unwrap_or_default();
             let job = match source.start(&source_request, &traffic).await {
                 Ok(job) => job,
                 Err(e) => {
-                    let name = &self.session.config.mounts[input.source.mount].name;
-                    self.caller.warn(&format!("{e}; running it at the client instead (mount {name})"));
-                    return self.run_here().await;
+                    cancel_sources(sources).await;
+                    let mount = self.session.config.mounts[input.source.mount].name.clone();
+                    return Err(NotTaken { what: e.to_string(), mount, proxy_unavailable: true });
                 }
             };
             let (addr, fingerprint) = (source.addr().to_string(), source.fingerprint().to_string());
-            request.peer_inputs.push(PeerInput { path: input.word.clone(), addr: addr.clone(), fingerprint, token });
+            request.peer_inputs.push(PeerInput {
+                path: input.word.clone(),
+                source: PeerSource { addr: addr.clone(), fingerprint, token },
+            });
             sources.push(Source { input, job, addr });
         }
         let cwd = self.caller.cwd.as_deref();
         let written = Written::before_job(self.session.library(), &self.call, &self.steps, cwd).await;
-        let job = match connection.start(&request, &self.traffic).await {
-            Ok(job) => job,
-            Err(e @ StartError::Refused { .. }) => {
-                let what = if e.is_busy() { format!("proxy {} is busy", connection.addr()) } else { e.to_string() };
-                self.caller.warn(&format!("{what}; running it at the client instead (mount {})", mount.name));
-                return self.run_here().await;
-            }
-            Err(StartError::Lost(e)) => {
-                self.caller.warn(&format!("{e:#}; running it at the client instead (mount {})", mount.name));
-                return self.run_here().await;
-            }
+        let (what, proxy_unavailable) = match connection.start(&request, &self.traffic).await {
+            Ok(job) => return Ok(Running { job, sources, written }),
+            Err(e) if e.is_busy() => (format!("proxy {} is busy", connection.addr()), true),
+            Err(e @ StartError::Refused { .. }) => (e.to_string(), false),
+            Err(StartError::Lost(e)) => (format!("{e:#}"), true),
         };
+        // Their slots are free again when this group is asked again (or runs elsewhere).
+        cancel_sources(sources).await;
+        Err(NotTaken { what, mount: mount.name.clone(), proxy_unavailable })
+    }
+
+    /// Streams the group's input and output until its job and the jobs streaming to it end.
+    async fn finish(self, running: Running<'_>) -> Statuses {
+        let Running { job, sources, written } = running;
+        let remote = self.steps[0].remote.as_ref().expect("a remote group");
         let line = self.call.commands[self.steps[0].command].line;
         let streams = finish_sources(&self.caller, &self.call.name, line, &self.source_traffic, sources);
         let stdin = self.stdin.and_then(|fd| pipe_reader(fd).ok());
@@ -468,7 +573,6 @@ impl RemoteGroup {
                 })
                 .collect(),
             Err(e) => {
-                let line = self.call.commands[self.steps[0].command].line;
                 self.caller.bash_error(&self.call.name, line, "posh", &format!("{e:#}"));
                 self.steps
                     .iter()
@@ -484,6 +588,85 @@ impl RemoteGroup {
         let mut started = Started::default();
         start_local(&self.caller, &self.call, &local, [self.stdin, self.stdout, self.stderr], &mut started);
         started.wait().await.0
+    }
+}
+
+/// Remote groups in a row, each at another mount's proxy than the one before: each one's output
+/// goes straight from its proxy to the next one's (`Links`), as the plan's edges between two
+/// proxies say. Each group was built with client pipes between it and its neighbours: they are
+/// used only when the proxies cannot stream to each other (the pipe is then relayed through the
+/// client, as said on stderr) or a group runs elsewhere.
+struct RemoteChain {
+    groups: Vec<RemoteGroup>,
+}
+
+impl RemoteChain {
+    async fn run(mut self) -> Statuses {
+        let session = self.groups[0].session.clone();
+        let pairs: Vec<(usize, usize)> = self.groups.windows(2).map(|w| (w[0].mount(), w[1].mount())).collect();
+        if pairs.iter().any(|&(from, to)| session.pipes_relayed(from, to)) {
+            return self.relayed().await;
+        }
+        let mut connections = Vec::with_capacity(self.groups.len());
+        for group in &self.groups {
+            match group.connections().await {
+                Some(c) => connections.push(c),
+                None => return self.relayed().await,
+            }
+        }
+        // In order, so that each output is registered before the next proxy comes for it.
+        let mut running = Vec::with_capacity(self.groups.len());
+        let mut token = None;
+        for (k, group) in self.groups.iter().enumerate() {
+            let (connection, sources) = &connections[k];
+            let stdin = token.take().map(|token| {
+                let previous = &connections[k - 1].0;
+                PeerSource { addr: previous.addr().to_string(), fingerprint: previous.fingerprint().to_string(), token }
+            });
+            let output = connections.get(k + 1).map(|(next, _)| {
+                let t = random_token();
+                token = Some(t.clone());
+                PeerOutput { token: t, peer: next.fingerprint().to_string(), pipe: true }
+            });
+            match group.start(connection, sources, Links { output, stdin }).await {
+                Ok(r) => running.push(r),
+                Err(not_taken) => {
+                    // The jobs started are cancelled before they took any input: each group runs
+                    // as if alone, and says for itself if it cannot run at its proxy either.
+                    futures_util::future::join_all(running.into_iter().map(Running::cancel)).await;
+                    // Refused for another reason than busy or lost, a reader may have failed to
+                    // reach its writer's proxy: such pipes go through the client from now on.
+                    if !not_taken.proxy_unavailable && k > 0 {
+                        let (from, to) = pairs[k - 1];
+                        session.relay_pipes(from, to);
+                        let mounts = &session.config.mounts;
+                        group.caller.warn(&format!(
+                            "{}; the pipe from mount {} to mount {} goes through the client instead",
+                            not_taken.what, mounts[from].name, mounts[to].name
+                        ));
+                    }
+                    return self.relayed().await;
+                }
+            }
+        }
+        // The client pipes between the groups are not used: their ends close here.
+        let last = self.groups.len() - 1;
+        for (k, group) in self.groups.iter_mut().enumerate() {
+            if k > 0 {
+                group.stdin = None;
+            }
+            if k < last {
+                group.stdout = None;
+            }
+        }
+        let finished = self.groups.into_iter().zip(running).map(|(group, running)| group.finish(running));
+        futures_util::future::join_all(finished).await.into_iter().flatten().collect()
+    }
+
+    /// Each group on its own, the pipes between them relayed through the client.
+    async fn relayed(self) -> Statuses {
+        let runs = self.groups.into_iter().map(RemoteGroup::run);
+        futures_util::future::join_all(runs).await.into_iter().flatten().collect()
     }
 }
 

@@ -68,6 +68,9 @@ pub struct Session {
     journal: std::sync::OnceLock<Arc<Journal>>,
     /// One per mount: connected on first use, kept while it stays open.
     connections: Vec<tokio::sync::Mutex<ProxyLink>>,
+    /// Pairs of mounts (from, to) whose proxies could not stream a pipe from one to the other:
+    /// for the rest of the run such pipes are relayed through the client without trying again.
+    relayed_pipes: std::sync::Mutex<std::collections::BTreeSet<(usize, usize)>>,
     runtime: tokio::runtime::Handle,
 }
 
@@ -101,6 +104,17 @@ impl Session {
     /// Adds what a pipeline's commands measured to the ratios file, for the runs that follow.
     pub fn record_ratios(&self, runs: &[(String, u64, u64)]) {
         crate::ratios::record(&self.state.ratios, runs);
+    }
+
+    /// Whether pipes from mount `from`'s proxy to mount `to`'s go through the client (see
+    /// `relayed_pipes`).
+    pub fn pipes_relayed(&self, from: usize, to: usize) -> bool {
+        self.relayed_pipes.lock().unwrap_or_else(|e| e.into_inner()).contains(&(from, to))
+    }
+
+    /// Pipes from mount `from`'s proxy to mount `to`'s go through the client from now on.
+    pub fn relay_pipes(&self, from: usize, to: usize) {
+        self.relayed_pipes.lock().unwrap_or_else(|e| e.into_inner()).insert((from, to));
     }
 
     pub fn library(&self) -> &Library {
@@ -371,6 +385,7 @@ pub fn run_script(
     let RuntimeSocket { dir, listener, .. } = socket;
     let session = Arc::new(Session {
         connections: config.mounts.iter().map(|_| tokio::sync::Mutex::default()).collect(),
+        relayed_pipes: std::sync::Mutex::default(),
         config,
         library,
         ratios,
