@@ -404,15 +404,22 @@ async fn at_shutdown_jobs_past_the_grace_period_are_killed() {
     writer.join().unwrap();
 }
 
+/// A proxy and a client connected to it, on a kernel that enforces the whole sandbox (Landlock
+/// ABI 6): without it the proxy only warns, and the sandbox tests would prove nothing.
+async fn sandboxed_proxy() -> (Setup, Proxy, posh_exec::remote::Connection) {
+    let check = Command::new(env!("CARGO_BIN_EXE_posh-proxy")).arg("__sandbox-check").status().unwrap();
+    assert!(check.success(), "this kernel does not enforce Landlock (ABI 6); the proxy would only warn");
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    (setup, proxy, conn)
+}
+
 /// What a command's own program text reaches (awk's redirections and getline) no file word
 /// names, so the proxy's checks cannot see it: the Landlock sandbox must stop it.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_sandbox_stops_what_word_checks_cannot_see() {
-    let check = Command::new(env!("CARGO_BIN_EXE_posh-proxy")).arg("__sandbox-check").status().unwrap();
-    assert!(check.success(), "this kernel does not enforce Landlock; the proxy would only warn");
-    let setup = Setup::new();
-    let proxy = setup.proxy(&[]);
-    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let (setup, _proxy, conn) = sandboxed_proxy().await;
     let write_out = conn.run(&request(&["awk", "BEGIN { print \"x\" > \"../escaped.txt\" }"]), b"").await.unwrap();
     assert_ne!(write_out.status, 0, "awk must fail to write outside the export");
     assert!(!setup.dir.path().join("escaped.txt").exists(), "nothing written outside the export");
@@ -424,6 +431,34 @@ async fn the_sandbox_stops_what_word_checks_cannot_see() {
     let inside = conn.run(&request(&["awk", "BEGIN { print \"y\" > \"inside.txt\" }"]), b"").await.unwrap();
     assert_eq!(inside.status, 0, "{}", String::from_utf8_lossy(&inside.stderr));
     assert_eq!(std::fs::read_to_string(setup.export().join("inside.txt")).unwrap(), "y\n");
+}
+
+/// What the file sandbox does not cover (issue 13, classes 3 to 5): a job may not make a device
+/// node in the export (a proxy running as root would hand it every device), keeps no terminal
+/// (it leads a session of its own), and may not signal a process outside its sandbox (the
+/// proxy, another client's job).
+#[tokio::test(flavor = "multi_thread")]
+async fn the_sandbox_denies_device_nodes_terminals_and_signals_to_others() {
+    let (setup, proxy, conn) = sandboxed_proxy().await;
+    let awk = |program: String| request(&["awk", &format!("BEGIN {{ {program} }}")]);
+
+    let mknod = conn.run(&awk(r#"exit system("mknod null c 1 3 && mkfifo fifo")"#.into()), b"").await.unwrap();
+    assert_ne!(mknod.status, 0, "mknod must fail");
+    assert!(!setup.export().join("null").exists(), "no device node in the export");
+    let fifo = conn.run(&awk(r#"exit system("mkfifo fifo")"#.into()), b"").await.unwrap();
+    assert_eq!(fifo.status, 0, "a FIFO is no device: {}", String::from_utf8_lossy(&fifo.stderr));
+
+    // Field 6 of /proc/self/stat is the session: its own, led by itself.
+    let stat = r#"getline l < "/proc/self/stat"; split(l, f, " "); print (f[6] == f[1] ? "own" : "shared")"#;
+    let session = conn.run(&awk(stat.into()), b"").await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&session.stdout), "own\n", "{}", String::from_utf8_lossy(&session.stderr));
+
+    let pid = proxy.child.id();
+    // Signal 0 is checked as any other, without stopping the proxy should the check fail.
+    let kill = conn.run(&awk(format!(r#"exit system("kill -0 {pid}")"#)), b"").await.unwrap();
+    assert_ne!(kill.status, 0, "a job must not signal the proxy");
+    let own = conn.run(&awk(r#"exit system("sleep 5 & kill $!")"#.into()), b"").await.unwrap();
+    assert_eq!(own.status, 0, "its own children it may: {}", String::from_utf8_lossy(&own.stderr));
 }
 
 fn command(argv: &[&str]) -> JobCommand {

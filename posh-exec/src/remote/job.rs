@@ -460,8 +460,8 @@ where
             .stdin(stdin)
             .stdout(stdout)
             .stderr(stderr)
-            .kill_on_drop(true)
-            .process_group(0);
+            // Its own session and process group: see `Confinement::enter`.
+            .kill_on_drop(true);
         confinement.apply(&mut command);
         match command.spawn() {
             Ok(child) => {
@@ -615,7 +615,7 @@ where
 
 /// Kills `child` and everything it started in its process group (`awk 'BEGIN{system("sleep
 /// 300")}'` leaves `sleep` behind when only awk is killed). Each command is its own group's
-/// leader (`process_group(0)`), so the group's id is its pid.
+/// leader (see `Confinement::enter`), so the group's id is its pid.
 fn kill_process_group(child: &mut tokio::process::Child) {
     if let Some(pid) = child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32)) {
         let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);

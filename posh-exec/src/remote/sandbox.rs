@@ -1,10 +1,13 @@
 //! The operating system's half of confinement. The proxy checks a request's file words against
 //! the export root, but a command may reach files its words do not name (awk's `print > file`,
 //! `system()`, GNU sed's `w`): so every command's process restricts itself with Landlock
-//! (read-only system directories, read-write export root and the job's own temporary directory)
-//! between fork and exec, and the restriction is inherited by everything the command starts. The
-//! proxy builds the ruleset once per job ([`Confinement::new`]); the forked process only applies
-//! it ([`Confinement::enter`]: three system calls), so no launcher program is exec'd first.
+//! (read-only system directories, read-write export root and the job's own temporary directory,
+//! where no device node may be made; no ioctl on a device it opens, so no keystrokes pushed into a
+//! terminal; no signal to and no abstract socket of a process outside its own domain) between
+//! fork and exec, and the restriction is inherited by everything the command starts. It also
+//! leaves the proxy's session, and with it any controlling terminal. The proxy builds the
+//! ruleset once per job ([`Confinement::new`]); the forked process only applies it
+//! ([`Confinement::enter`]: a few system calls), so no launcher program is exec'd first.
 //!
 //! This module is the only place with `unsafe` code (the workspace denies it elsewhere): the
 //! hook that runs between fork and exec, and the one system call that has no safe wrapper.
@@ -16,7 +19,7 @@ use std::sync::Arc;
 
 use landlock::{
     ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
-    RulesetCreatedAttr, RulesetStatus,
+    RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
 /// What commands may read (and run) outside the export.
@@ -27,10 +30,19 @@ const DEVICES_WRITE: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tt
 /// The ruleset for a job's commands: the export `root` and the job's `tmp` directory, and what
 /// they need of the system.
 fn ruleset(root: &Path, tmp: &Path) -> Result<RulesetCreated, landlock::RulesetError> {
-    let abi = ABI::V3;
+    // V5 adds ioctls on devices, V6 the scopes; an older kernel enforces what it knows (and
+    // `check_enforced` says the sandbox is partial).
+    let abi = ABI::V6;
     let read = AccessFs::from_read(abi);
     let all = AccessFs::from_all(abi);
-    let mut ruleset = Ruleset::default().set_compatibility(CompatLevel::BestEffort).handle_access(all)?.create()?;
+    // Everything in the export and the job's directory, except making device nodes (a job of a
+    // proxy running as root could otherwise reach any device through one).
+    let own = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
+    let mut ruleset = Ruleset::default()
+        .set_compatibility(CompatLevel::BestEffort)
+        .handle_access(all)?
+        .scope(Scope::Signal | Scope::AbstractUnixSocket)?
+        .create()?;
     let rules: Vec<(&Path, _)> = SYSTEM_READ
         .iter()
         .map(|p| (Path::new(*p), read))
@@ -40,7 +52,7 @@ fn ruleset(root: &Path, tmp: &Path) -> Result<RulesetCreated, landlock::RulesetE
                 .iter()
                 .map(|p| (Path::new(*p), AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate)),
         )
-        .chain([(root, all), (tmp, all)])
+        .chain([(root, own), (tmp, own)])
         .collect();
     for (path, access) in rules {
         // A directory this system lacks (/lib32) simply grants nothing.
@@ -70,12 +82,14 @@ impl Confinement {
         unsafe { command.pre_exec(move || confinement.enter()) };
     }
 
-    /// Confines the calling process, which is a command's, forked and about to exec: it dies with
-    /// the proxy (a proxy killed outright must not leave its jobs running; what they start in
-    /// turn is killed by the proxy's next start, see `jobs_dir`), may not gain privileges, and
-    /// is restricted by the ruleset. Only system calls, as the time between fork and exec
-    /// allows (no allocation, no lock).
+    /// Confines the calling process, which is a command's, forked and about to exec: it leads a
+    /// session of its own, without a terminal (its process group, which the proxy kills as one,
+    /// has its pid for id), dies with the proxy (a proxy killed outright must not leave its jobs
+    /// running; what they start in turn is killed by the proxy's next start, see `jobs_dir`),
+    /// may not gain privileges, and is restricted by the ruleset. Only system calls, as the time
+    /// between fork and exec allows (no allocation, no lock).
     fn enter(&self) -> std::io::Result<()> {
+        rustix::process::setsid()?;
         rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
         rustix::thread::set_no_new_privs(true)?;
         if let Some(ruleset) = &self.ruleset {
