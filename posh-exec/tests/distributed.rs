@@ -103,6 +103,26 @@ impl Cluster {
         (out, addr)
     }
 
+    /// Runs `script` as `s.sh` under bash, then, the files it wrote (`written`) removed, under
+    /// posh-exec with `--stats`: the outputs, status and files must be bash's. Returns the stats.
+    fn same_as_bash(&self, script: &str, written: &[&str]) -> Vec<serde_json::Value> {
+        std::fs::write(self.root().join("s.sh"), script).unwrap();
+        let bash = self.bash(&["s.sh"]);
+        let bash_files: Vec<String> =
+            written.iter().map(|f| std::fs::read_to_string(self.root().join(f)).unwrap()).collect();
+        for file in written {
+            std::fs::remove_file(self.root().join(file)).unwrap();
+        }
+        let posh = self.posh(&["--stats", "stats.json", "s.sh"]);
+        assert_eq!(text(&posh.stdout), text(&bash.stdout));
+        assert_eq!(text(&posh.stderr), text(&bash.stderr));
+        assert_eq!(posh.status.code(), bash.status.code());
+        for (file, expected) in written.iter().zip(&bash_files) {
+            assert_eq!(&std::fs::read_to_string(self.root().join(file)).unwrap(), expected, "{file}");
+        }
+        self.stats()
+    }
+
     fn stats(&self) -> Vec<serde_json::Value> {
         let text = std::fs::read_to_string(self.root().join("stats.json")).unwrap();
         text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
@@ -289,25 +309,35 @@ fn split_pipelines_with_redirections_fan_in_as_bash_writes() {
                   cat found.txt errors.txt logs/both.txt\n\
                   grep -h rare logs/big.log archive/old.log > no/such/dir/x\n\
                   echo $?\n";
-    std::fs::write(cluster.root().join("s.sh"), script).unwrap();
-    let written = ["found.txt", "errors.txt", "logs/both.txt"];
-    let bash = cluster.bash(&["s.sh"]);
-    let bash_files: Vec<String> =
-        written.iter().map(|f| std::fs::read_to_string(cluster.root().join(f)).unwrap()).collect();
-    for file in written {
-        std::fs::remove_file(cluster.root().join(file)).unwrap();
-    }
-    let posh = cluster.posh(&["--stats", "stats.json", "s.sh"]);
-    assert_eq!(text(&posh.stdout), text(&bash.stdout));
-    assert_eq!(text(&posh.stderr), text(&bash.stderr));
-    assert_eq!(posh.status.code(), bash.status.code());
-    for (file, expected) in written.iter().zip(&bash_files) {
-        assert_eq!(&std::fs::read_to_string(cluster.root().join(file)).unwrap(), expected, "{file}");
-    }
-    let stats = cluster.stats();
+    let stats = cluster.same_as_bash(script, &["found.txt", "errors.txt", "logs/both.txt"]);
     assert_eq!(stats[0]["commands"][1]["location"], serde_json::json!(["logs", "archive"]), "{stats:?}");
     assert_eq!(stats[1]["commands"][0]["location"], serde_json::json!(["logs", "archive", "client"]), "{stats:?}");
     assert_eq!(stats[2]["commands"][0]["location"], serde_json::json!(["logs", "archive"]), "{stats:?}");
+}
+
+/// A split's concatenated output written to a file on one copy's mount is joined at that mount's
+/// proxy: the other copies' outputs go there straight from their proxies, and the client gets
+/// statuses and messages only. Failures are bash's: no match, a redirection that cannot be made.
+#[test]
+fn a_split_output_written_to_a_mount_is_joined_at_its_proxy() {
+    let cluster = Cluster::new(&[]);
+    let script = "cat logs/big.log archive/old.log | grep -v served > logs/found.txt\n\
+                  grep -h zzz logs/big.log archive/old.log > logs/none.txt\n\
+                  echo \"status $?\"\n\
+                  cat logs/big.log archive/old.log | grep -v served > logs/no/such/dir\n\
+                  echo \"status $?\"\n\
+                  wc -l logs/found.txt logs/none.txt\n";
+    let stats = cluster.same_as_bash(script, &["logs/found.txt", "logs/none.txt"]);
+    let explain = text(&cluster.posh(&["--explain", "s.sh"]).stdout);
+    assert!(explain.contains("> logs/found.txt [") && explain.contains("concat @logs]"), "{explain}");
+    let found = std::fs::read_to_string(cluster.root().join("logs/found.txt")).unwrap();
+    assert_eq!(stats[0]["commands"][1]["location"], serde_json::json!(["logs", "archive"]), "{stats:?}");
+    // The archive's copy sent its output to the logs' proxy; none came to the client.
+    for mount in ["logs", "archive"] {
+        let received = stats[0]["proxies"][mount]["bytes_from_proxy"].as_u64().unwrap();
+        assert!(received < 400, "{mount}: {received} bytes came to the client: {}", stats[0]);
+    }
+    assert!(found.len() > 2_000, "the found lines are worth joining at the proxy");
 }
 
 /// Split reducers: each proxy reduces its own files, the client merges the copies' outputs as

@@ -796,6 +796,23 @@ impl Graph<'_> {
         (id, to_stdout)
     }
 
+    /// The mount whose proxy may join a split's copies: a concatenation written to a file there,
+    /// with nothing else redirected, of copies that all run at proxies. The runtime joins such
+    /// outputs in order into the stdin of a `cat` that writes the file there.
+    fn remote_merge_mount<'l>(
+        &self,
+        kind: MergeKind,
+        last: &Facts<'_>,
+        mut copies: impl Iterator<Item = &'l Location>,
+    ) -> Option<String> {
+        let Output::File { path, .. } = &last.stdout else { return None };
+        if kind != MergeKind::Concat || last.stderr != Output::Stderr {
+            return None;
+        }
+        let Location::Mount(mount) = self.ctx.file_use(path, false, None).location else { return None };
+        copies.all(|location| matches!(location, Location::Mount(_))).then_some(mount)
+    }
+
     fn add_split(&mut self, segment: &[Facts<'_>]) {
         let first = &segment[0];
         let last = segment.last().expect("a segment has a command");
@@ -832,7 +849,18 @@ impl Graph<'_> {
             }
             MergeKind::Concat | MergeKind::Sum | MergeKind::UniqCount => Vec::new(),
         };
-        let merge = self.node(NodeKind::Merge { kind, command: last.index, argv }, Location::Client, Why::FanIn, true);
+        // Concatenated output written to a file on one of the copies' mounts may be joined at that
+        // mount's proxy (the other copies' outputs streamed to it), if that costs less.
+        let merge_at = self.remote_merge_mount(kind, last, parts.iter().map(|(location, _)| location));
+        let merge = self.node(
+            NodeKind::Merge { kind, command: last.index, argv },
+            Location::Client,
+            Why::FanIn,
+            merge_at.is_none(),
+        );
+        if let Some(mount) = merge_at {
+            self.allowed[merge] = Some(vec![mount]);
+        }
         let total: u64 = outputs.iter().map(|(_, b)| b).sum();
         for (id, bytes) in outputs {
             self.edge(id, merge, Stream::Stdout, bytes);

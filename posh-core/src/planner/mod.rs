@@ -82,11 +82,11 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
     let build = |split| graph::build_pipeline(ctx, pipeline, &scope.functions, stays.clone(), cwd_known, split);
     let mut built = build(true);
     place::place(ctx, &mut built);
-    // Split copies are pinned next to their files and merged at the client. The pipeline is
-    // planned unsplit when it then streams a file from one proxy to another and is predicted
-    // faster (`cat a/x b/y > a/z`: at one proxy, instead of both files down to the client and
-    // back up; the model does not value the copies' parallelism, so only streaming may undo a
-    // split), and when what the copies send the merge is predicted above what bash would move
+    // Split copies are pinned next to their files and merged at the client (a concatenation
+    // written to a file on a copy's mount may be merged at its proxy). The pipeline is planned
+    // unsplit when it then streams a file from one proxy to another and is predicted no slower
+    // (`cat a/x b/y > a/z`: one job at one proxy rather than a job per mount and a merge; the
+    // model does not value the copies' parallelism, so only streaming may undo a split), and when what the copies send the merge is predicted above what bash would move
     // (a command whose output outgrows its input), so no plan predicts more than bash.
     // Planned twice only when it may pay: the runtime plans every pipeline it runs, and the
     // editor every chunk a keystroke touches.
@@ -96,8 +96,8 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
         let mut unsplit = build(false);
         place::place(ctx, &mut unsplit);
         let streams = unsplit.plan.edges.iter().any(|e| e.between_proxies);
-        let faster = place::predicted_seconds(ctx, &unsplit) < place::predicted_seconds(ctx, &built);
-        if (streams && faster) || above_bash {
+        let no_slower = place::predicted_seconds(ctx, &unsplit) <= place::predicted_seconds(ctx, &built);
+        if (streams && no_slower) || above_bash {
             built = unsplit;
         }
     }

@@ -24,10 +24,11 @@ pub(crate) fn place(ctx: &PlanContext<'_>, built: &mut Built) {
     for edge in &mut plan.edges {
         let (from, to) = (&plan.nodes[edge.from], &plan.nodes[edge.to]);
         edge.crosses = from.location != to.location;
-        // A file streamed to a command at another proxy, or a pipe between commands at two.
+        // A file streamed to a command at another proxy, or a pipe between commands at two (or
+        // into a merge at a proxy).
         edge.between_proxies = edge.crosses
             && matches!(from.kind, NodeKind::ReadFile { .. } | NodeKind::Command { .. })
-            && matches!(to.kind, NodeKind::Command { .. })
+            && matches!(to.kind, NodeKind::Command { .. } | NodeKind::Merge { .. })
             && matches!((&from.location, &to.location), (Location::Mount(_), Location::Mount(_)));
     }
     let moved = |between_proxies: bool| {

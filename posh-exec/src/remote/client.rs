@@ -124,8 +124,9 @@ impl ServerCertVerifier for PinnedServer {
     }
 }
 
-/// A connection to one proxy; jobs run on it concurrently, one stream each.
-#[derive(Debug)]
+/// A connection to one proxy; jobs run on it concurrently, one stream each. A clone is the same
+/// connection (each job holds one).
+#[derive(Clone, Debug)]
 pub struct Connection {
     addr: String,
     fingerprint: String,
@@ -316,7 +317,7 @@ impl Connection {
 
     /// Sends a job and waits for the proxy to accept it: until then nothing ran and no input was
     /// taken, so a refused job (busy, say) can still run elsewhere.
-    pub async fn start(&self, request: &Request, traffic: &Traffic) -> Result<Job<'_>, StartError> {
+    pub async fn start(&self, request: &Request, traffic: &Traffic) -> Result<Job, StartError> {
         let command = request.commands.iter().map(|c| c.argv.join(" ")).collect::<Vec<_>>().join(" | ");
         let lost = |e: std::io::Error| StartError::Lost(self.lost(e));
         let (mut send, recv) = self.conn.open_bi().await.map_err(|e| lost(e.into()))?;
@@ -328,7 +329,7 @@ impl Connection {
             let reason = header.error.unwrap_or_else(|| "no reason given".to_string());
             return Err(StartError::Refused { proxy: self.addr.clone(), command, reason });
         }
-        Ok(Job { connection: self, command, send, recv })
+        Ok(Job { connection: self.clone(), command, send, recv })
     }
 
     /// Closes the connection, telling the proxy at once (its jobs for us end), and waits until
@@ -377,14 +378,14 @@ impl StartError {
 
 /// A job the proxy accepted: its commands are running.
 #[derive(Debug)]
-pub struct Job<'c> {
-    connection: &'c Connection,
+pub struct Job {
+    connection: Connection,
     command: String,
     send: quinn::SendStream,
     recv: BufReader<quinn::RecvStream>,
 }
 
-impl Job<'_> {
+impl Job {
     /// Cancels a job that has taken no input yet, and waits (a few seconds at most) until the
     /// proxy has ended it and freed its slot, so that the work can be asked again at once.
     pub async fn cancel(self) {

@@ -167,11 +167,19 @@ pub struct Feed {
     /// command has not opened it yet, and tells when the command has read it all. A stdin pipe
     /// needs none: the command holds its read end from the start.
     keeper: Option<std::os::fd::OwnedFd>,
+    /// The streams that fill it, one after the other (several only for a stdin that joins the
+    /// outputs of a split command's copies).
+    streams: Vec<Fetched>,
+}
+
+/// One stream from another proxy, as [`fetch`] opened it.
+#[derive(Debug)]
+struct Fetched {
+    /// The other proxy's connection, held while the stream is read.
+    connection: quinn::Connection,
     /// What came with the answer's header, written first.
     early: Vec<u8>,
     recv: quinn::RecvStream,
-    /// The other proxy's connection, held while the stream is read.
-    connection: quinn::Connection,
 }
 
 /// Makes a pipe in `view` (the job's view of the client's working directory, with the export
@@ -195,26 +203,30 @@ pub async fn open_feeds(
         }
         let (keeper, pipe) =
             make_pipe(&view.join(word)).map_err(|e| format!("cannot make a pipe for `{word}`: {e}"))?;
-        let (connection, early, recv) = fetch_within_wait(endpoint, identity, &input.source, word).await?;
-        feeds.push(Feed { word: word.clone(), pipe, keeper: Some(keeper), early, recv, connection });
+        let fetched = fetch_within_wait(endpoint, identity, &input.source, word).await?;
+        feeds.push(Feed { word: word.clone(), pipe, keeper: Some(keeper), streams: vec![fetched] });
     }
     Ok(feeds)
 }
 
-/// Opens the stream of another proxy's job output that is a job's stdin: the feed, and the
-/// pipe's read end for the first command. The error is the refusal sent to the client.
+/// Opens the streams of other proxies' job outputs that are, one after the other, a job's stdin:
+/// the feed, and the pipe's read end for the first command. All are opened before anything
+/// runs (each output waits only so long for its reader). The error is the refusal sent to the
+/// client.
 pub async fn open_stdin_feed(
     endpoint: &quinn::Endpoint,
     identity: &Identity,
-    source: &PeerSource,
+    sources: &[PeerSource],
 ) -> Result<(Feed, std::os::fd::OwnedFd), String> {
     let word = "standard input";
     let (reader, writer) = std::io::pipe().map_err(|e| format!("cannot make a pipe for {word}: {e}"))?;
     let pipe = tokio::net::unix::pipe::Sender::from_owned_fd(writer.into())
         .map_err(|e| format!("cannot make a pipe for {word}: {e}"))?;
-    let (connection, early, recv) = fetch_within_wait(endpoint, identity, source, word).await?;
-    let feed = Feed { word: word.to_string(), pipe, keeper: None, early, recv, connection };
-    Ok((feed, reader.into()))
+    let mut streams = Vec::with_capacity(sources.len());
+    for source in sources {
+        streams.push(fetch_within_wait(endpoint, identity, source, word).await?);
+    }
+    Ok((Feed { word: word.to_string(), pipe, keeper: None, streams }, reader.into()))
 }
 
 /// [`fetch`] within [`PEER_WAIT`], its error said for the client (`what` the job reads).
@@ -223,9 +235,9 @@ async fn fetch_within_wait(
     identity: &Identity,
     source: &PeerSource,
     what: &str,
-) -> Result<(quinn::Connection, Vec<u8>, quinn::RecvStream), String> {
+) -> Result<Fetched, String> {
     match tokio::time::timeout(PEER_WAIT, fetch(endpoint, identity, source)).await {
-        Ok(Ok(opened)) => Ok(opened),
+        Ok(Ok((connection, early, recv))) => Ok(Fetched { connection, early, recv }),
         Ok(Err(e)) => Err(format!("cannot stream `{what}` from proxy {}: {e:#}", source.addr)),
         Err(_) => Err(format!("cannot stream `{what}` from proxy {}: no answer", source.addr)),
     }
@@ -296,45 +308,48 @@ pub fn start_feeds(feeds: Vec<Feed>, abort: Arc<watch::Sender<bool>>) -> JoinSet
     tasks
 }
 
-/// Copies one feed's stream into its pipe; an error means the command must not go on.
-async fn pour(mut feed: Feed) -> Result<(), String> {
+/// Copies one feed's streams, in order, into its pipe; an error means the command must not go
+/// on.
+async fn pour(feed: Feed) -> Result<(), String> {
+    let Feed { mut pipe, keeper, streams, .. } = feed;
     let mut buf = ReadBuffer::new(256 * 1024);
-    let early = std::mem::take(&mut feed.early);
-    let mut total = early.len();
-    let mut chunk = &early[..];
-    let mut last_read = 0;
-    loop {
-        // A write waits while the command reads something else; the other proxy may vanish
-        // meanwhile, and the command must not then wait for the rest for ever.
-        let written = tokio::select! {
-            written = feed.pipe.write_all(chunk) => written,
-            lost = feed.connection.closed() => return Err(format!("was cut: {lost}")),
-        };
-        if written.is_err() {
-            // The command stopped reading: it has what it wanted.
-            let _ = feed.recv.stop(0u32.into());
-            return Ok(());
-        }
-        buf.grow_if_filled(last_read);
-        match feed.recv.read(buf.space()).await {
-            Ok(Some(n)) => {
-                total += n;
-                last_read = n;
-                chunk = buf.data(n);
+    let mut total = 0;
+    for mut stream in streams {
+        let early = std::mem::take(&mut stream.early);
+        total += early.len();
+        let mut chunk = &early[..];
+        let mut last_read = 0;
+        loop {
+            // A write waits while the command reads something else; the other proxy may vanish
+            // meanwhile, and the command must not then wait for the rest for ever.
+            let written = tokio::select! {
+                written = pipe.write_all(chunk) => written,
+                lost = stream.connection.closed() => return Err(format!("was cut: {lost}")),
+            };
+            if written.is_err() {
+                // The command stopped reading: it has what it wanted.
+                let _ = stream.recv.stop(0u32.into());
+                return Ok(());
             }
-            Ok(None) => {
-                return match &feed.keeper {
-                    // A stdin pipe ends here: dropping ours gives the command its end of input.
-                    None => Ok(()),
-                    // A FIFO that nobody holds open drops what it buffered, and one that never
-                    // had a writer makes its reader wait forever: ours stays open until the
-                    // command has read it all. An empty stream (the file emptied since it was
-                    // planned) gives no such sign.
-                    Some(_) if total == 0 => Err("was empty: its reader would wait for ever".into()),
-                    Some(keeper) => read_whole(keeper).await.map_err(|e| format!("cannot be followed: {e}")),
-                };
+            buf.grow_if_filled(last_read);
+            match stream.recv.read(buf.space()).await {
+                Ok(Some(n)) => {
+                    total += n;
+                    last_read = n;
+                    chunk = buf.data(n);
+                }
+                Ok(None) => break,
+                Err(e) => return Err(format!("was cut: {e}")),
             }
-            Err(e) => return Err(format!("was cut: {e}")),
         }
+    }
+    match &keeper {
+        // A stdin pipe ends here: dropping ours gives the command its end of input.
+        None => Ok(()),
+        // A FIFO that nobody holds open drops what it buffered, and one that never had a writer
+        // makes its reader wait forever: ours stays open until the command has read it all. An
+        // empty stream (the file emptied since it was planned) gives no such sign.
+        Some(_) if total == 0 => Err("was empty: its reader would wait for ever".into()),
+        Some(keeper) => read_whole(keeper).await.map_err(|e| format!("cannot be followed: {e}")),
     }
 }

@@ -61,10 +61,11 @@ pub struct Request {
     /// view, under the word the commands name it by, fed by that proxy's job.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peer_inputs: Vec<PeerInput>,
-    /// The first command's stdin is another proxy's job's output (`PeerOutput::pipe`), fetched
-    /// from there, instead of what the client sends on this stream.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub peer_stdin: Option<PeerSource>,
+    /// The first command's stdin is other proxies' job outputs (`PeerOutput::pipe`), fetched
+    /// from there and joined in this order (the copies of a split command), instead of what the
+    /// client sends on this stream.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub peer_stdin: Vec<PeerSource>,
 }
 
 /// Where a job's output goes when another proxy reads it (see `Request::peer_output`).

@@ -359,9 +359,9 @@ async fn handle_job(
         }
     };
     // Another proxy's job output as stdin: connected before anything runs, as the files are.
-    let stdin = match &request.peer_stdin {
-        None => None,
-        Some(source) => match peer::open_stdin_feed(&shared.endpoint, &shared.config.identity, source).await {
+    let stdin = match &request.peer_stdin[..] {
+        [] => None,
+        sources => match peer::open_stdin_feed(&shared.endpoint, &shared.config.identity, sources).await {
             Ok((feed, stdin)) => {
                 feeds.push(feed);
                 Some(stdin)

@@ -60,6 +60,25 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
         if unit.is_split() {
             // Copies read their own files, never the pipe.
             drop(input.take());
+            let mut copies_call = call.clone();
+            for command in &mut copies_call.commands[unit.commands.clone()] {
+                command.redirects.clear();
+            }
+            let fan_in = unit.fan_in.as_ref().expect("a split unit has a fan-in");
+            let mut output = output;
+            if let (Some(session), Some(merge)) = (session, &fan_in.at) {
+                let joined = RemoteFanIn::new(session, call, &copies_call, caller, &mut traffic, unit, merge);
+                match joined.start(output).await {
+                    // The copies' outputs meet at the merge's proxy, which applies the split
+                    // command's redirections there.
+                    Ok(run) => {
+                        started.tasks.spawn(run);
+                        input = next_input;
+                        continue;
+                    }
+                    Err(unused) => output = unused,
+                }
+            }
             // The fan-in applies the split command's redirections (the planner allows them on
             // the region's last command only) to the combined output, once, in bash's order.
             let split = unit.commands.end - 1;
@@ -85,10 +104,6 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
                 (Some(out), Some(err)) => one_destination(out.as_fd(), err.as_fd()),
                 _ => false,
             };
-            let mut copies_call = call.clone();
-            for command in &mut copies_call.commands[unit.commands.clone()] {
-                command.redirects.clear();
-            }
             let mut readers = Vec::new();
             for lane in &unit.lanes {
                 let (writer, reader) = pipe();
@@ -103,7 +118,6 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
                 };
                 run_lane(ctx, lane, None, writer, &mut started);
             }
-            let fan_in = unit.fan_in.as_ref().expect("a split unit has a fan-in");
             let to = fan_in::Destination { caller, call, command: &call.commands[split], output, stderr };
             let merged = fan_in::start(fan_in, readers, to);
             started.merges.spawn(async move { (split, merged.await) });
@@ -283,16 +297,8 @@ fn run_lane(
         };
         let group = &steps[i..group_end];
         match (&group[0].remote, ctx.session) {
-            (Some(remote), Some(session)) => {
-                let traffic = ctx.traffic.entry(remote.mount).or_default().clone();
-                let sources = group.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| &r.streamed);
-                let source_traffic = sources
-                    .map(|input| (input.source.mount, ctx.traffic.entry(input.source.mount).or_default().clone()));
-                let source_traffic = source_traffic.collect();
+            (Some(_), Some(session)) => {
                 let job = RemoteGroup {
-                    session: session.clone(),
-                    call: ctx.call.clone(),
-                    steps: group.to_vec(),
                     // A remote first command does not read the script's input (the planner keeps
                     // those at the client), and must not take any of it from later commands; a
                     // here-document is the pipeline's own.
@@ -300,9 +306,7 @@ fn run_lane(
                     stdout: step_output,
                     stderr_with_stdout: ctx.stderr_with_stdout && writes_lane_output,
                     stderr,
-                    caller: ctx.caller.duplicate(),
-                    traffic,
-                    source_traffic,
+                    ..RemoteGroup::new(session, ctx.call, group, ctx.caller, ctx.traffic)
                 };
                 // A group at another mount's proxy than the one before it reads that one's output
                 // straight from its proxy.
@@ -379,9 +383,9 @@ struct RemoteGroup {
 }
 
 /// A job at another mount's proxy whose output goes straight to this group's proxy.
-struct Source<'c> {
+struct Source {
     input: StreamedInput,
-    job: posh_exec::remote::Job<'c>,
+    job: posh_exec::remote::Job,
     addr: String,
 }
 
@@ -390,18 +394,18 @@ struct Source<'c> {
 struct Links {
     /// The last command's stdout is the next group's stdin.
     output: Option<PeerOutput>,
-    /// The first command's stdin is the previous group's output.
-    stdin: Option<PeerSource>,
+    /// The first command's stdin is the previous groups' outputs, joined in order.
+    stdin: Vec<PeerSource>,
 }
 
 /// A group whose job the proxies took, with the jobs that stream files to it.
-struct Running<'c> {
-    job: posh_exec::remote::Job<'c>,
-    sources: Vec<Source<'c>>,
+struct Running {
+    job: posh_exec::remote::Job,
+    sources: Vec<Source>,
     written: Written,
 }
 
-impl Running<'_> {
+impl Running {
     /// Cancels the group's jobs, none of which took any input yet, and waits until their
     /// proxies have ended them.
     async fn cancel(self) {
@@ -426,11 +430,38 @@ impl NotTaken {
 }
 
 /// Cancels jobs that took no input yet, and waits until their proxies have ended them.
-async fn cancel_sources(sources: Vec<Source<'_>>) {
+async fn cancel_sources(sources: Vec<Source>) {
     futures_util::future::join_all(sources.into_iter().map(|source| source.job.cancel())).await;
 }
 
 impl RemoteGroup {
+    /// The group of `steps` (all at one proxy), its descriptors still to be given; its
+    /// traffic is counted in `traffic`, by mount.
+    fn new(
+        session: &Arc<Session>,
+        call: &PipelineCall,
+        steps: &[Step],
+        caller: &Caller,
+        traffic: &mut BTreeMap<usize, Arc<Traffic>>,
+    ) -> RemoteGroup {
+        let mount = steps[0].remote.as_ref().expect("a remote group").mount;
+        let sources = steps.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| &r.streamed);
+        let source_traffic =
+            sources.map(|input| (input.source.mount, traffic.entry(input.source.mount).or_default().clone())).collect();
+        RemoteGroup {
+            session: session.clone(),
+            call: call.clone(),
+            steps: steps.to_vec(),
+            stdin: None,
+            stdout: None,
+            stderr_with_stdout: false,
+            stderr: None,
+            caller: caller.duplicate(),
+            traffic: traffic.entry(mount).or_default().clone(),
+            source_traffic,
+        }
+    }
+
     fn mount(&self) -> usize {
         self.steps[0].remote.as_ref().expect("a remote group").mount
     }
@@ -462,12 +493,12 @@ impl RemoteGroup {
     /// Asks the proxies for the group's job and for the jobs streaming its files (each one's
     /// output waits for this proxy, which the request introduces). Nothing ran yet when this
     /// fails: the caller may run the group elsewhere.
-    async fn start<'c>(
+    async fn start(
         &self,
-        connection: &'c Connection,
-        source_connections: &'c [Arc<Connection>],
+        connection: &Connection,
+        source_connections: &[Arc<Connection>],
         links: Links,
-    ) -> Result<Running<'c>, NotTaken> {
+    ) -> Result<Running, NotTaken> {
         let remote = self.steps[0].remote.as_ref().expect("a remote group");
         let mount = &self.session.config.mounts[remote.mount];
         let mut request = Request {
@@ -527,7 +558,7 @@ impl RemoteGroup {
     }
 
     /// Streams the group's input and output until its job and the jobs streaming to it end.
-    async fn finish(self, running: Running<'_>) -> Statuses {
+    async fn finish(self, running: Running) -> Statuses {
         let Running { job, sources, written } = running;
         let remote = self.steps[0].remote.as_ref().expect("a remote group");
         let line = self.call.commands[self.steps[0].command].line;
@@ -623,6 +654,7 @@ impl RemoteChain {
                 let previous = &connections[k - 1].0;
                 PeerSource { addr: previous.addr().to_string(), fingerprint: previous.fingerprint().to_string(), token }
             });
+            let stdin = Vec::from_iter(stdin);
             let output = connections.get(k + 1).map(|(next, _)| {
                 let t = random_token();
                 token = Some(t.clone());
@@ -670,6 +702,119 @@ impl RemoteChain {
     }
 }
 
+/// A split's copies joined at a proxy (`FanIn::at`): each copy's job sends its output straight
+/// to the merge's proxy, whose `cat` reads them in order from its stdin and writes them where the
+/// split command's redirections say. Nothing but statuses and messages comes to the client.
+struct RemoteFanIn {
+    /// One job per copy; `None` if a copy does not run wholly at one proxy.
+    lanes: Option<Vec<RemoteGroup>>,
+    merge: RemoteGroup,
+}
+
+impl RemoteFanIn {
+    fn new(
+        session: &Arc<Session>,
+        call: &PipelineCall,
+        copies_call: &PipelineCall,
+        caller: &Caller,
+        traffic: &mut BTreeMap<usize, Arc<Traffic>>,
+        unit: &Unit,
+        merge: &Step,
+    ) -> RemoteFanIn {
+        let one_job = |lane: &Vec<Step>| {
+            let first = lane.first()?.remote.as_ref()?;
+            lane.iter()
+                .all(|s| {
+                    s.remote
+                        .as_ref()
+                        .is_some_and(|r| (r.mount, &r.cwd, &r.view) == (first.mount, &first.cwd, &first.view))
+                })
+                .then_some(())
+        };
+        let lanes: Option<Vec<RemoteGroup>> = unit
+            .lanes
+            .iter()
+            .map(|lane| {
+                one_job(lane)?;
+                Some(RemoteGroup {
+                    stderr: caller.dup(2),
+                    ..RemoteGroup::new(session, copies_call, lane, caller, traffic)
+                })
+            })
+            .collect();
+        let merge = RemoteGroup {
+            stderr: caller.dup(2),
+            ..RemoteGroup::new(session, call, std::slice::from_ref(merge), caller, traffic)
+        };
+        RemoteFanIn { lanes, merge }
+    }
+
+    /// Starts the copies' jobs, then the merge's, which fetches their outputs before anything
+    /// runs; then the returned task streams them to their ends. If one of them cannot start, the
+    /// others are cancelled before they took any input, and `output` comes back for the client's
+    /// fan-in.
+    async fn start(
+        self,
+        output: Option<OwnedFd>,
+    ) -> Result<impl Future<Output = Statuses> + Send + 'static, Option<OwnedFd>> {
+        let RemoteFanIn { lanes: Some(lanes), merge } = self else { return Err(output) };
+        let Some((merge_connection, merge_sources)) = merge.connections().await else { return Err(output) };
+        let mut running = Vec::with_capacity(lanes.len());
+        let mut stdin = Vec::with_capacity(lanes.len());
+        for lane in &lanes {
+            let started = match lane.connections().await {
+                Some((connection, sources)) => {
+                    let token = random_token();
+                    let output = PeerOutput {
+                        token: token.clone(),
+                        peer: merge_connection.fingerprint().to_string(),
+                        pipe: true,
+                    };
+                    stdin.push(PeerSource {
+                        addr: connection.addr().to_string(),
+                        fingerprint: connection.fingerprint().to_string(),
+                        token,
+                    });
+                    lane.start(&connection, &sources, Links { output: Some(output), stdin: Vec::new() }).await.ok()
+                }
+                None => None,
+            };
+            match started {
+                Some(r) => running.push(r),
+                None => {
+                    futures_util::future::join_all(running.into_iter().map(Running::cancel)).await;
+                    return Err(output);
+                }
+            }
+        }
+        let merge = RemoteGroup { stdout: output, ..merge };
+        let joined = match merge.start(&merge_connection, &merge_sources, Links { output: None, stdin }).await {
+            Ok(joined) => joined,
+            Err(not_taken) => {
+                futures_util::future::join_all(running.into_iter().map(Running::cancel)).await;
+                if !not_taken.proxy_unavailable {
+                    merge.caller.warn(&format!("{}; the copies are joined at the client instead", not_taken.what));
+                }
+                return Err(merge.stdout);
+            }
+        };
+        let split = merge.steps[0].command;
+        Ok(async move {
+            let copies = lanes.into_iter().zip(running).map(|(lane, running)| lane.finish(running));
+            let (copies, merged) = tokio::join!(futures_util::future::join_all(copies), merge.finish(joined));
+            let mut ends: Statuses = copies.into_iter().flatten().collect();
+            // The merge's `cat` failing (a redirection it could not make, a lost proxy) fails the
+            // split command, as bash's failing redirection would.
+            if let Some(status) = merged.first().map(|end| end.status).filter(|&s| s != 0) {
+                for end in ends.iter_mut().filter(|end| end.command == split) {
+                    end.status = status;
+                }
+            }
+            ends
+        })
+    }
+}
+
 /// Waits for the jobs streaming files to this group's proxy, their stderr going to the
 /// caller's; says why each one that did not deliver its whole file failed, and returns
 /// their words. One that met a reader that stopped early (SIGPIPE) delivered what was read.
@@ -678,7 +823,7 @@ async fn finish_sources(
     name: &str,
     line: usize,
     source_traffic: &BTreeMap<usize, Arc<Traffic>>,
-    sources: Vec<Source<'_>>,
+    sources: Vec<Source>,
 ) -> Vec<String> {
     let mut broken = Vec::new();
     for Source { input, job, addr } in sources {

@@ -81,6 +81,10 @@ pub struct FanIn {
     pub argv: Vec<OsString>,
     /// For each command of the unit, the status that says its copy selected nothing.
     pub no_match_status: Vec<Option<u8>>,
+    /// Where the plan joins the copies when not at the client: a `cat` at a proxy that reads the
+    /// copies' outputs in order and applies the split command's redirections (its `command` is
+    /// the split command's, its `copy` the number of copies).
+    pub at: Option<Step>,
 }
 
 impl Unit {
@@ -178,7 +182,16 @@ pub fn place(
                     Some(lanes) => {
                         let no_match_status = region.clone().map(|c| no_match_status(&plan, c)).collect();
                         let argv = merge_argv.iter().map(OsString::from).collect();
-                        let fan_in = FanIn { kind, argv, no_match_status };
+                        // A merge the plan puts at a proxy that cannot be written in its terms
+                        // (a word not UTF-8) joins at the client.
+                        let at = merge_location(&plan, last).and_then(|name| {
+                            // `cat` reading the copies' outputs in order from its stdin, with the
+                            // split command's redirections.
+                            let merge = cat_job(config, name, &[], &call.commands[last].redirects, cwd, env).ok()?;
+                            Some(Step { remote: Some(merge), ..local_step(last, vec!["cat".into()]) })
+                        });
+                        let at = at.map(|step| Step { copy: n, ..step });
+                        let fan_in = FanIn { kind, argv, no_match_status, at };
                         units.push(Unit { commands: region.clone(), lanes, fan_in: Some(fan_in) })
                     }
                     None => {
@@ -306,9 +319,29 @@ fn stream_source(
     if !std::fs::metadata(cwd.join(word)).is_ok_and(|m| m.is_file() && m.len() > 0) {
         return Err(format!("`{word}`, which it would stream from {name}, is not a file with content"));
     }
-    let argv: Vec<String> = ["cat", "--", word].map(String::from).to_vec();
+    cat_job(config, name, &["--", word], &[], cwd, env)
+}
+
+/// A `cat` at mount `name` with `args` and `redirects`, taking along the locale only.
+fn cat_job(
+    config: &Config,
+    name: &str,
+    args: &[&str],
+    redirects: &[(u32, String, OsString)],
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+) -> Result<RemoteStep, String> {
+    let argv: Vec<String> = std::iter::once("cat").chain(args.iter().copied()).map(String::from).collect();
     let command = CommandCall { argv: argv.iter().map(OsString::from).collect(), ..CommandCall::default() };
-    remote_step(config, name, &command, &[], argv, cwd, taken_along(&Carried::default(), env)?)
+    remote_step(config, name, &command, redirects, argv, cwd, taken_along(&Carried::default(), env)?)
+}
+
+/// The mount where the plan joins the copies of split command `last`, if not the client.
+fn merge_location(plan: &PipelinePlan, last: usize) -> Option<&str> {
+    plan.nodes.iter().find_map(|n| match (&n.kind, &n.location) {
+        (NodeKind::Merge { command, .. }, Location::Mount(name)) if *command == last => Some(name.as_str()),
+        _ => None,
+    })
 }
 
 /// The status by which command `index` says it selected nothing, as the plan says.
