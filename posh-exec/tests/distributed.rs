@@ -322,20 +322,23 @@ fn split_pipelines_with_redirections_fan_in_as_bash_writes() {
 fn a_split_output_written_to_a_mount_is_joined_at_its_proxy() {
     let cluster = Cluster::new(&[]);
     let script = "cat logs/big.log archive/old.log | grep -v served > logs/found.txt\n\
+                  grep -h -v served logs/big.log archive/old.log | uniq > logs/unique.txt\n\
                   grep -h zzz logs/big.log archive/old.log > logs/none.txt\n\
                   echo \"status $?\"\n\
                   cat logs/big.log archive/old.log | grep -v served > logs/no/such/dir\n\
                   echo \"status $?\"\n\
                   wc -l logs/found.txt logs/none.txt\n";
-    let stats = cluster.same_as_bash(script, &["logs/found.txt", "logs/none.txt"]);
+    let stats = cluster.same_as_bash(script, &["logs/found.txt", "logs/none.txt", "logs/unique.txt"]);
     let explain = text(&cluster.posh(&["--explain", "s.sh"]).stdout);
     assert!(explain.contains("> logs/found.txt [") && explain.contains("concat @logs]"), "{explain}");
     let found = std::fs::read_to_string(cluster.root().join("logs/found.txt")).unwrap();
     assert_eq!(stats[0]["commands"][1]["location"], serde_json::json!(["logs", "archive"]), "{stats:?}");
-    // The archive's copy sent its output to the logs' proxy; none came to the client.
-    for mount in ["logs", "archive"] {
-        let received = stats[0]["proxies"][mount]["bytes_from_proxy"].as_u64().unwrap();
-        assert!(received < 400, "{mount}: {received} bytes came to the client: {}", stats[0]);
+    // The archive's copy sent its output to the logs' proxy; none came to the client. The same
+    // for a rerun (`uniq` again over the joined outputs).
+    assert_eq!(stats[1]["commands"][1]["location"], serde_json::json!(["logs", "archive"]), "{stats:?}");
+    for (record, mount) in [(0, "logs"), (0, "archive"), (1, "logs"), (1, "archive")] {
+        let received = stats[record]["proxies"][mount]["bytes_from_proxy"].as_u64().unwrap();
+        assert!(received < 400, "{mount}: {received} bytes came to the client: {}", stats[record]);
     }
     assert!(found.len() > 2_000, "the found lines are worth joining at the proxy");
 }

@@ -796,9 +796,10 @@ impl Graph<'_> {
         (id, to_stdout)
     }
 
-    /// The mount whose proxy may join a split's copies: a concatenation written to a file there,
-    /// with nothing else redirected, of copies that all run at proxies. The runtime joins such
-    /// outputs in order into the stdin of a `cat` that writes the file there.
+    /// The mount whose proxy may join a split's copies: a concatenation (or a rerun over one)
+    /// written to a file there, with nothing else redirected, of copies that all run at proxies.
+    /// The runtime joins such outputs in order into the stdin of a `cat` (or of the rerun
+    /// command) that writes the file there.
     fn remote_merge_mount<'l>(
         &self,
         kind: MergeKind,
@@ -806,7 +807,7 @@ impl Graph<'_> {
         mut copies: impl Iterator<Item = &'l Location>,
     ) -> Option<String> {
         let Output::File { path, .. } = &last.stdout else { return None };
-        if kind != MergeKind::Concat || last.stderr != Output::Stderr {
+        if !matches!(kind, MergeKind::Concat | MergeKind::Rerun) || last.stderr != Output::Stderr {
             return None;
         }
         let Location::Mount(mount) = self.ctx.file_use(path, false, None).location else { return None };

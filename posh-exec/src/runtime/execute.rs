@@ -703,8 +703,9 @@ impl RemoteChain {
 }
 
 /// A split's copies joined at a proxy (`FanIn::at`): each copy's job sends its output straight
-/// to the merge's proxy, whose `cat` reads them in order from its stdin and writes them where the
-/// split command's redirections say. Nothing but statuses and messages comes to the client.
+/// to the merge's proxy, whose `cat` (or rerun command) reads them in order from its stdin and
+/// writes where the split command's redirections say. Nothing but statuses and messages comes to
+/// the client.
 struct RemoteFanIn {
     /// One job per copy; `None` if a copy does not run wholly at one proxy.
     lanes: Option<Vec<RemoteGroup>>,
@@ -803,8 +804,8 @@ impl RemoteFanIn {
             let copies = lanes.into_iter().zip(running).map(|(lane, running)| lane.finish(running));
             let (copies, merged) = tokio::join!(futures_util::future::join_all(copies), merge.finish(joined));
             let mut ends: Statuses = copies.into_iter().flatten().collect();
-            // The merge's `cat` failing (a redirection it could not make, a lost proxy) fails the
-            // split command, as bash's failing redirection would.
+            // The merge failing (a redirection it could not make, a lost proxy) fails the split
+            // command, as bash's failing redirection would.
             if let Some(status) = merged.first().map(|end| end.status).filter(|&s| s != 0) {
                 for end in ends.iter_mut().filter(|end| end.command == split) {
                     end.status = status;

@@ -81,9 +81,9 @@ pub struct FanIn {
     pub argv: Vec<OsString>,
     /// For each command of the unit, the status that says its copy selected nothing.
     pub no_match_status: Vec<Option<u8>>,
-    /// Where the plan joins the copies when not at the client: a `cat` at a proxy that reads the
-    /// copies' outputs in order and applies the split command's redirections (its `command` is
-    /// the split command's, its `copy` the number of copies).
+    /// Where the plan joins the copies when not at the client: a `cat` (or the rerun command) at
+    /// a proxy that reads the copies' outputs in order and applies the split command's
+    /// redirections (its `command` is the split command's, its `copy` the number of copies).
     pub at: Option<Step>,
 }
 
@@ -185,10 +185,26 @@ pub fn place(
                         // A merge the plan puts at a proxy that cannot be written in its terms
                         // (a word not UTF-8) joins at the client.
                         let at = merge_location(&plan, last).and_then(|name| {
-                            // `cat` reading the copies' outputs in order from its stdin, with the
-                            // split command's redirections.
-                            let merge = cat_job(config, name, &[], &call.commands[last].redirects, cwd, env).ok()?;
-                            Some(Step { remote: Some(merge), ..local_step(last, vec!["cat".into()]) })
+                            // `cat` (or the rerun command) reading the copies' outputs in order
+                            // from its stdin, with the split command's redirections.
+                            let command = &call.commands[last];
+                            let merge = match kind {
+                                MergeKind::Rerun => {
+                                    let along = taken_along(&carried(&plan, last), env).ok()?;
+                                    remote_step(
+                                        config,
+                                        name,
+                                        command,
+                                        &command.redirects,
+                                        merge_argv.clone(),
+                                        cwd,
+                                        along,
+                                    )
+                                }
+                                _ => cat_job(config, name, &[], &command.redirects, cwd, env),
+                            };
+                            let argv = merge.as_ref().ok()?.job.argv.iter().map(OsString::from).collect();
+                            Some(Step { remote: Some(merge.ok()?), ..local_step(last, argv) })
                         });
                         let at = at.map(|step| Step { copy: n, ..step });
                         let fan_in = FanIn { kind, argv, no_match_status, at };
