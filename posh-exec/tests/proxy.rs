@@ -461,6 +461,63 @@ async fn the_sandbox_denies_device_nodes_terminals_and_signals_to_others() {
     assert_eq!(own.status, 0, "its own children it may: {}", String::from_utf8_lossy(&own.stderr));
 }
 
+/// Issue 13, class 1, against a real proxy: while one job keeps swapping the directory `d` for a
+/// symlink out of the export, other jobs read, write and append through `d/`. Whatever the
+/// timing, the proxy's check by name refuses the symlink or its confined file work does: nothing
+/// outside the export is read or written.
+#[tokio::test(flavor = "multi_thread")]
+async fn swapping_a_checked_directory_for_a_symlink_reaches_nothing_outside() {
+    let (setup, _proxy, conn) = sandboxed_proxy().await;
+    let (export, outside) = (setup.export(), setup.dir.path().join("outside"));
+    std::fs::create_dir(&outside).unwrap();
+    std::fs::write(outside.join("f.txt"), "outside secret\n").unwrap();
+    std::fs::create_dir(export.join("d")).unwrap();
+    std::fs::write(export.join("d/f.txt"), "inside\n").unwrap();
+    let swap = "for i in $(seq 400); do mv d d.real && ln -s ../outside d && rm d && mv d.real d; done";
+    let swapper = {
+        let (conn, job) = (conn.clone(), request(&["awk", &format!("BEGIN {{ system(\"{swap}\") }}")]));
+        tokio::spawn(async move { conn.run(&job, b"").await })
+    };
+    let mut refused = 0;
+    for round in 0..60 {
+        let mut job = request(&["cat"]);
+        job.commands[0].redirects = match round % 3 {
+            0 => vec![redirect(0, "<", "d/f.txt")],
+            1 => vec![redirect(1, ">", "d/new.txt")],
+            _ => vec![redirect(1, ">>", "d/f.txt")],
+        };
+        match conn.run(&job, b"appended\n").await {
+            Ok(out) => assert!(!String::from_utf8_lossy(&out.stdout).contains("outside"), "{out:?}"),
+            Err(_) => refused += 1,
+        }
+    }
+    assert_eq!(swapper.await.unwrap().unwrap().status, 0);
+    let outside_files: Vec<_> = std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().file_name()).collect();
+    assert_eq!(outside_files, ["f.txt"], "nothing made outside ({refused} jobs refused by name)");
+    assert_eq!(std::fs::read_to_string(outside.join("f.txt")).unwrap(), "outside secret\n");
+}
+
+/// Issue 13, class 2: a FIFO that one job made, used as a redirection by the next, would make
+/// the proxy's open wait for its other end. The proxy refuses it at once, and keeps serving.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_fifo_as_a_redirection_is_refused_without_waiting() {
+    let (setup, _proxy, conn) = sandboxed_proxy().await;
+    mkfifo(&setup.export().join("fifo"));
+    for (fd, op) in [(0, "<"), (1, ">"), (1, ">>")] {
+        let mut job = request(&["cat"]);
+        job.commands[0].redirects = vec![redirect(fd, op, "fifo")];
+        let (mut stdout, mut stderr, traffic) = (Vec::new(), Vec::new(), Default::default());
+        let run = conn.run_job(&job, None::<&[u8]>, &mut stdout, &mut stderr, &traffic);
+        let ended = tokio::time::timeout(Duration::from_secs(10), run).await;
+        let ended = ended.expect("the proxy did not wait for the FIFO").unwrap();
+        let error = ended.commands[0].error.clone().unwrap();
+        assert_eq!((error.redirect, error.status), (Some(0), 1), "{op}");
+        assert!(error.message.contains("FIFO"), "{op}: {error:?}");
+    }
+    let served = conn.run(&request(&["awk", "BEGIN { print \"still serving\" }"]), b"").await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&served.stdout), "still serving\n");
+}
+
 fn command(argv: &[&str]) -> JobCommand {
     JobCommand { argv: argv.iter().map(|s| s.to_string()).collect(), ..JobCommand::default() }
 }

@@ -137,7 +137,7 @@ impl<'a> Outputs<'a> {
     /// Undoes the outputs of a job that did not complete or whose writer was killed (the last
     /// made first, as a backup may hold what an earlier command already wrote), then commits the
     /// others in order.
-    fn settle(mut self, ends: &[Exit], completed: bool) -> Result<()> {
+    fn settle(&mut self, ends: &[Exit], completed: bool) -> Result<()> {
         let journal = self.journal;
         let keep = |output: &PendingOutput| {
             let writer = &ends[output.command];
@@ -223,18 +223,18 @@ fn open_output(
     outputs: &mut Outputs<'_>,
 ) -> std::io::Result<File> {
     if is_special(path) {
-        return OpenOptions::new().write(true).append(append).open(path);
+        return open_without_waiting(OpenOptions::new().write(true).append(append), path);
     }
     if noclobber && !clobber && !append && path.exists() {
         return Err(std::io::Error::other("cannot overwrite existing file"));
     }
     if append {
         outputs.appended(path, command)?;
-        return OpenOptions::new().append(true).create(true).open(path);
+        return open_without_waiting(OpenOptions::new().append(true).create(true), path);
     }
     if let Ok(old) = std::fs::metadata(path) {
         // Opened now, as bash opens it: a file the proxy may not write fails here, not at commit.
-        let file = OpenOptions::new().write(true).open(path)?;
+        let file = open_without_waiting(OpenOptions::new().write(true), path)?;
         // Under bash the job's own commands read the file already emptied (`sort f > f`).
         let read_by_job = outputs.named_by_job(&old);
         if read_by_job || !room_beside(path, old.len()) {
@@ -280,7 +280,9 @@ fn apply_redirects(
     for (index, redirect) in checked.redirects.iter().enumerate() {
         let fail = |e: std::io::Error| StartError { redirect: Some(index), message: os_message(&e), status: 1 };
         let (fd, file) = match redirect {
-            CheckedRedirect::Read { fd, path } => (*fd, OwnedFd::from(File::open(path).map_err(fail)?)),
+            CheckedRedirect::Read { fd, path } => {
+                (*fd, OwnedFd::from(open_without_waiting(OpenOptions::new().read(true), path).map_err(fail)?))
+            }
             CheckedRedirect::Write { fd, path, append, clobber } => {
                 let file = open_output(path, *append, *clobber, noclobber, command, outputs).map_err(fail)?;
                 (*fd, OwnedFd::from(file))
@@ -297,6 +299,76 @@ fn apply_redirects(
         fds[fd as usize] = Some(file);
     }
     Ok(())
+}
+
+/// A job's file work at the proxy: opening its redirections' targets, staging and backing up
+/// its outputs, making its commands' homes, and at its end committing or undoing its outputs.
+/// It runs on a thread of its own that first confines itself with the job's Landlock ruleset:
+/// a path the proxy checked by name and one of the client's commands then swapped (a directory
+/// replaced by a symlink to `/root`) is refused by the kernel when it is opened, instead of
+/// reaching outside the export. The thread also keeps an open that waits (a FIFO) from holding
+/// up the proxy's runtime. Dropped, it ends its thread, which undoes what was not settled.
+struct FileWork {
+    tasks: std::sync::mpsc::Sender<FileTask>,
+}
+
+type FileTask = Box<dyn for<'j> FnOnce(&mut Outputs<'j>) + Send>;
+
+impl FileWork {
+    fn start(
+        journal: std::sync::Arc<Journal>,
+        commands: Vec<Checked>,
+        confinement: std::sync::Arc<super::sandbox::Confinement>,
+    ) -> std::io::Result<FileWork> {
+        let (tasks, queue) = std::sync::mpsc::channel::<FileTask>();
+        std::thread::Builder::new().name("posh-job-files".into()).spawn(move || {
+            if let Err(e) = confinement.enter_thread() {
+                // Nothing is done unconfined: the tasks are dropped, and each caller told.
+                tracing::warn!("cannot confine the job's file work: {e}");
+                return;
+            }
+            let mut outputs = Outputs::new(&journal, &commands);
+            for task in queue {
+                task(&mut outputs);
+            }
+        })?;
+        Ok(FileWork { tasks })
+    }
+
+    /// Runs `work` on the confined thread and waits for its result.
+    async fn run<R: Send + 'static>(
+        &self,
+        work: impl for<'j> FnOnce(&mut Outputs<'j>) -> R + Send + 'static,
+    ) -> std::io::Result<R> {
+        let (reply, answer) = tokio::sync::oneshot::channel();
+        let task: FileTask = Box::new(move |outputs| {
+            let _ = reply.send(work(outputs));
+        });
+        let unconfined = || std::io::Error::other("the job's file work could not be confined");
+        self.tasks.send(task).map_err(|_| unconfined())?;
+        answer.await.map_err(|_| unconfined())
+    }
+}
+
+/// Opens `path` as `options` say without waiting for a FIFO's other end (which would hold the
+/// job, and whoever waits for it, for as long as nobody comes), and refuses one: a proxy does
+/// not hand a job's redirection a pipe that another job made.
+fn open_without_waiting(options: &mut OpenOptions, path: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
+    let is_fifo = || std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
+    let not_a_fifo = || std::io::Error::other("a FIFO cannot be redirected to or from at a proxy");
+    let file = match options.custom_flags(libc::O_NONBLOCK).open(path) {
+        Ok(file) => file,
+        // A FIFO opened for writing without a reader.
+        Err(e) if e.raw_os_error() == Some(libc::ENXIO) && is_fifo() => return Err(not_a_fifo()),
+        Err(e) => return Err(e),
+    };
+    if file.metadata()?.file_type().is_fifo() {
+        return Err(not_a_fifo());
+    }
+    let flags = rustix::fs::fcntl_getfl(&file)?;
+    rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
+    Ok(file)
 }
 
 /// Whether `program` is an executable in the proxy's `PATH`.
@@ -337,7 +409,7 @@ pub struct JobPlace<'a> {
     /// The job's private directory (its `TMPDIR`), where its process groups are written down.
     pub dir: &'a super::jobs_dir::JobDir,
     /// Where the job's output changes are written down (see [`Journal`]).
-    pub journal: &'a Journal,
+    pub journal: &'a std::sync::Arc<Journal>,
 }
 
 /// The request's shell options for the job.
@@ -390,7 +462,6 @@ where
     // A larger pipe lets the command run ahead of the network by more than 64 KiB (best effort).
     let _ = rustix::pipe::fcntl_setpipe_size(&stdout_read, 1 << 20);
     let (stderr_read, stderr_write) = std::io::pipe()?;
-    let mut outputs = Outputs::new(place.journal, commands);
     let mut ends: Vec<Option<Exit>> = vec![None; commands.len()];
     let mut children: Vec<(usize, tokio::process::Child)> = Vec::new();
     let mut next_stdin: Option<OwnedFd> = Some(stdin_read);
@@ -398,6 +469,14 @@ where
     let confinement = super::sandbox::Confinement::new(place.export, place.dir.path())
         .map(std::sync::Arc::new)
         .map_err(|e| format!("cannot confine the command: {e}"));
+    let files = match &confinement {
+        Ok(confinement) => FileWork::start(place.journal.clone(), commands.to_vec(), confinement.clone())
+            .map_err(|e| format!("cannot confine the command: {e}")),
+        Err(message) => Err(message.clone()),
+    };
+    let failed = |message: &str, status| {
+        Some(Exit { error: Some(StartError { redirect: None, message: message.into(), status }), ..Exit::default() })
+    };
     for (i, checked) in commands.iter().enumerate() {
         let stdin = next_stdin.take();
         let stdout = if i == last {
@@ -408,45 +487,56 @@ where
             Some(writer.into())
         };
         let stderr = if stderr_with_stdout { stdout_write.try_clone()? } else { stderr_write.try_clone()? };
-        let mut fds = [stdin, stdout, Some(OwnedFd::from(stderr))];
-        if let Err(error) = apply_redirects(checked, &mut fds, noclobber, i, &mut outputs) {
-            ends[i] = Some(Exit { error: Some(error), ..Exit::default() });
-            continue;
-        }
-        let argv = match record_output_words(checked, i, &mut outputs) {
-            Ok(()) => checked.argv.clone(),
-            Err(e) => {
-                let error = StartError { redirect: None, message: os_message(&e), status: 1 };
-                ends[i] = Some(Exit { error: Some(error), ..Exit::default() });
+        let (confinement, files) = match (&confinement, &files) {
+            (Ok(confinement), Ok(files)) => (confinement, files),
+            (Err(message), _) | (_, Err(message)) => {
+                ends[i] = failed(message, 126);
                 continue;
             }
         };
+        // Redirections first, as bash makes them before it looks for the command.
+        let fds = [stdin, stdout, Some(OwnedFd::from(stderr))];
+        let command = checked.clone();
+        let prepared = files
+            .run(move |outputs| {
+                let mut fds = fds;
+                apply_redirects(&command, &mut fds, noclobber, i, outputs)?;
+                record_output_words(&command, i, outputs).map_err(|e| StartError {
+                    redirect: None,
+                    message: os_message(&e),
+                    status: 1,
+                })?;
+                Ok(fds)
+            })
+            .await;
+        let fds = match prepared {
+            Ok(Ok(fds)) => fds,
+            Ok(Err(error)) => {
+                ends[i] = Some(Exit { error: Some(error), ..Exit::default() });
+                continue;
+            }
+            Err(e) => {
+                ends[i] = failed(&os_message(&e), 126);
+                continue;
+            }
+        };
+        let argv = checked.argv.clone();
         if !on_path(&checked.argv[0]) {
-            let error = StartError { redirect: None, message: "command not found".into(), status: 127 };
-            ends[i] = Some(Exit { error: Some(error), ..Exit::default() });
+            ends[i] = failed("command not found", 127);
             continue;
         }
         let home = match &checked.home {
-            Some(files) => match make_home(place.dir.path(), i, files) {
-                Ok(home) => Some(home),
-                Err(e) => {
-                    let message = format!("cannot make its home: {}", os_message(&e));
-                    ends[i] = Some(Exit {
-                        error: Some(StartError { redirect: None, message, status: 126 }),
-                        ..Exit::default()
-                    });
-                    continue;
+            Some(home_files) => {
+                let (dir, home_files) = (place.dir.path().to_path_buf(), home_files.clone());
+                match files.run(move |_| make_home(&dir, i, &home_files)).await.and_then(|made| made) {
+                    Ok(home) => Some(home),
+                    Err(e) => {
+                        ends[i] = failed(&format!("cannot make its home: {}", os_message(&e)), 126);
+                        continue;
+                    }
                 }
-            },
-            None => None,
-        };
-        let confinement = match &confinement {
-            Ok(confinement) => confinement,
-            Err(message) => {
-                let error = StartError { redirect: None, message: message.clone(), status: 126 };
-                ends[i] = Some(Exit { error: Some(error), ..Exit::default() });
-                continue;
             }
+            None => None,
         };
         let [stdin, stdout, stderr] = fds.map(|fd| fd.map_or_else(Stdio::null, Stdio::from));
         let mut command = tokio::process::Command::new(&argv[0]);
@@ -603,7 +693,11 @@ where
     {
         sink.complete();
     }
-    outputs.settle(&ends, completed)?;
+    // Without file work, nothing was touched.
+    if let Ok(files) = &files {
+        let settled_ends = ends.clone();
+        files.run(move |outputs| outputs.settle(&settled_ends, completed)).await??;
+    }
     if let Some(e) = lost {
         return Err(e);
     }
@@ -713,6 +807,55 @@ mod tests {
             outputs.settle(&[exited(0)], completed).unwrap();
             assert_eq!(std::fs::read_to_string(&log).unwrap(), expected);
         }
+    }
+
+    /// Issue 13, class 1: a redirection's target checked by name while `d` was a directory, and
+    /// then, a client's command having made `d` a symlink out of the export, opened. The file
+    /// work's own confinement refuses it, whatever the name check saw.
+    #[tokio::test(flavor = "multi_thread")]
+    async fn file_work_cannot_leave_the_export_through_a_swapped_directory() {
+        // On a thread of its own: the check confines the thread that makes it.
+        let enforced = std::thread::spawn(super::super::sandbox::check_enforced).join().unwrap();
+        assert_eq!(enforced, 0, "this kernel does not enforce Landlock");
+        let dir = tempfile::tempdir().unwrap();
+        let [export, outside, tmp] = ["export", "outside", "tmp"].map(|d| dir.path().join(d));
+        for d in [&export, &outside, &tmp] {
+            std::fs::create_dir(d).unwrap();
+        }
+        std::fs::write(outside.join("secret.txt"), "host key\n").unwrap();
+        std::os::unix::fs::symlink("../outside", export.join("d")).unwrap();
+        let cat = |redirect| Checked {
+            argv: vec!["cat".into()],
+            env: Vec::new(),
+            redirects: vec![redirect],
+            outputs: Vec::new(),
+            outputs_appended: false,
+            files: Vec::new(),
+            home: None,
+        };
+        let write = |path: PathBuf, append| CheckedRedirect::Write { fd: 1, path, append, clobber: false };
+        let commands = vec![
+            cat(CheckedRedirect::Read { fd: 0, path: export.join("d/secret.txt") }),
+            cat(write(export.join("d/planted.txt"), false)),
+            cat(write(export.join("d/secret.txt"), true)),
+            cat(write(export.join("inside.txt"), false)),
+        ];
+        let confinement = std::sync::Arc::new(super::super::sandbox::Confinement::new(&export, &tmp).unwrap());
+        let journal = std::sync::Arc::new(Journal::none());
+        let files = FileWork::start(journal, commands.clone(), confinement).unwrap();
+        let mut opened = Vec::new();
+        for (i, command) in commands.into_iter().enumerate() {
+            let open = move |outputs: &mut Outputs<'_>| {
+                let mut fds = [None, None, None];
+                apply_redirects(&command, &mut fds, false, i, outputs).map_err(|e| e.message)
+            };
+            opened.push(files.run(open).await.unwrap());
+        }
+        let refused = |r: &Result<(), String>| r.as_ref().is_err_and(|m| m.contains("Permission denied"));
+        assert!(opened[..3].iter().all(refused), "{opened:?}");
+        assert_eq!(opened[3], Ok(()), "inside the export it works");
+        assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1, "nothing made outside");
+        assert_eq!(std::fs::read_to_string(outside.join("secret.txt")).unwrap(), "host key\n");
     }
 
     #[test]

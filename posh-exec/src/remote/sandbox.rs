@@ -91,6 +91,19 @@ impl Confinement {
     fn enter(&self) -> std::io::Result<()> {
         rustix::process::setsid()?;
         rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+        self.restrict()
+    }
+
+    /// Confines the calling thread: one of the proxy's own, which does a job's file work and
+    /// then ends (see `job::FileWork`). A thread's `no_new_privs` and Landlock domain are its
+    /// own, so the proxy's other threads stay as they were.
+    pub fn enter_thread(&self) -> std::io::Result<()> {
+        self.restrict()
+    }
+
+    /// `no_new_privs` (which Landlock requires of an unprivileged caller) and the ruleset, on the
+    /// calling thread. Only system calls, so that `enter` may use it between fork and exec.
+    fn restrict(&self) -> std::io::Result<()> {
         rustix::thread::set_no_new_privs(true)?;
         if let Some(ruleset) = &self.ruleset {
             // SAFETY: landlock_restrict_self(2) takes a ruleset descriptor, which this one is
