@@ -134,13 +134,21 @@ async fn the_environment_is_only_what_the_request_carries() {
     )
     .unwrap();
     let mut show = request(&["jq", "-c", "-S", "-n", "-f", "env.jq"]);
-    show.commands[0].env.insert("FOO".to_string(), "bar baz".to_string());
+    show.commands[0].env.insert("TZ".to_string(), "UTC".to_string());
     let out = conn.run(&show, b"").await.unwrap();
     assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(
         String::from_utf8(out.stdout).unwrap(),
-        "{\"FOO\":\"bar baz\",\"LC_ALL\":\"C\",\"PATH\":\"/usr/local/bin:/usr/bin:/bin\",\"TMPDIR\":true}\n"
+        "{\"LC_ALL\":\"C\",\"PATH\":\"/usr/local/bin:/usr/bin:/bin\",\"TMPDIR\":true,\"TZ\":\"UTC\"}\n"
     );
+    // An allow-list (issue 13, class 6): the locale, TZ and what the annotation reads; tar's
+    // TAR_OPTIONS (which can make it run a program) or any other name is refused.
+    for (argv, name) in [(&["jq", "-n", "1"][..], "FOO"), (&["tar", "-tf", "a.tar"][..], "TAR_OPTIONS")] {
+        let mut job = request(argv);
+        job.commands[0].env.insert(name.to_string(), "--to-command=sh".to_string());
+        let err = format!("{:#}", conn.run(&job, b"").await.unwrap_err());
+        assert!(err.contains(&format!("does not let a request set `{name}`")), "{err}");
+    }
     let mut bad = request(&["cat", "a.txt"]);
     bad.commands[0].env.insert("LD_PRELOAD".to_string(), "/tmp/evil.so".to_string());
     let err = conn.run(&bad, b"").await.unwrap_err().to_string();

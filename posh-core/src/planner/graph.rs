@@ -469,6 +469,14 @@ fn analyse<'l>(
                 facts.reach =
                     Reach::ClientOnly("it reads the script's standard input, which stays at the client".to_string());
             }
+            let assigned = command.assignments.iter().map(|w| w.raw.split('=').next().unwrap_or_default());
+            let reads_env = &invocation.entry.options.reads_env;
+            if let Some(name) = assigned.into_iter().find(|name| !crate::planner::reaches_proxy(name, reads_env)) {
+                facts.reach = Reach::ClientOnly(format!(
+                    "the script gives it `{name}`, and a proxy passes on only the locale, `TZ` and what its \
+                     annotation says it reads"
+                ));
+            }
             // A rule's place must be reachable (an unpinned command is kept within its reach by
             // placement, or split, whose copies' fan-in takes the redirections).
             match &facts.reach {

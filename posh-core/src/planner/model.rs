@@ -98,6 +98,15 @@ impl OutputEstimate {
     }
 }
 
+/// Whether a command's environment at a proxy may hold `name`: the locale (`LANG`, `LANGUAGE`,
+/// `LC_*`), `TZ`, and the variables its annotation says it reads (`reads_env`). Nothing else
+/// reaches a proxy, whoever sets it (an allow-list: `TAR_OPTIONS` makes tar run a program, and
+/// no deny-list knows every such variable). The planner keeps at the client a command the
+/// script gives another variable (`FOO=1 cmd`); the proxy refuses one in a request.
+pub fn reaches_proxy(name: &str, reads_env: &[String]) -> bool {
+    matches!(name, "LANG" | "LANGUAGE" | "TZ") || name.starts_with("LC_") || reads_env.iter().any(|v| v == name)
+}
+
 /// What of the client's environment a command reads besides its words and files, as its
 /// annotation says (`reads_env`, `reads_home`): it goes along to a proxy with the command.
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]

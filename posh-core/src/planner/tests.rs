@@ -183,6 +183,18 @@ fn a_concatenation_written_to_a_file_on_a_mount_is_merged_at_its_proxy() {
 }
 
 #[test]
+fn a_variable_the_script_gives_a_command_must_be_one_a_proxy_passes_on() {
+    // The locale, TZ and what the annotation reads go along; anything else keeps it at the client.
+    insta::assert_snapshot!(check_with(
+        "/mnt/repo",
+        "LC_ALL=C TZ=UTC grep -c x /mnt/a/x.log\n\
+         GREP_COLORS=mt=1 grep -c x /mnt/a/x.log\n\
+         GIT_AUTHOR_NAME=me git status\n",
+        PlanOptions::default()
+    ));
+}
+
+#[test]
 fn figure_2_splits_cat_and_grep_per_mount() {
     let (plan, source) = plan_with(
         CONFIG,

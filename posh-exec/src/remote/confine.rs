@@ -126,7 +126,7 @@ pub fn check(
 
     let mut env = vec![("PATH".to_string(), PATH.to_string())];
     for (name, value) in &command.env {
-        check_env_name(name)?;
+        check_env_name(name, &invocation.entry.options.reads_env)?;
         env.push((name.clone(), value.clone()));
     }
     let outputs_appended = invocation.appends_outputs();
@@ -182,8 +182,9 @@ fn check_home(files: &BTreeMap<String, String>) -> Result<Vec<(PathBuf, String)>
         .collect()
 }
 
-/// Names a request may not set: they would change which program runs or what it loads.
-fn check_env_name(name: &str) -> Result<(), String> {
+/// Whether a request may set `name` for a command whose annotation reads `reads_env`: only what
+/// `reaches_proxy` allows, and never what would change which program runs or what it loads.
+fn check_env_name(name: &str, reads_env: &[String]) -> Result<(), String> {
     let valid = name.chars().next().is_some_and(|c| c.is_ascii_alphabetic() || c == '_')
         && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_');
     if !valid {
@@ -207,6 +208,12 @@ fn check_env_name(name: &str) -> Result<(), String> {
     let prefixed = ["LD_", "MALLOC_", "BASH_FUNC_"].iter().any(|p| name.starts_with(p));
     if DENIED.contains(&name) || prefixed {
         return Err(format!("the proxy does not let a request set `{name}`"));
+    }
+    if !posh_core::planner::reaches_proxy(name, reads_env) {
+        return Err(format!(
+            "the proxy does not let a request set `{name}`: only the locale, `TZ` and what the command's \
+             annotation says it reads"
+        ));
     }
     Ok(())
 }

@@ -113,7 +113,8 @@ pub struct Fetch {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobCommand {
     pub argv: Vec<String>,
-    /// Locale variables and the command's explicit assignments; nothing else reaches it.
+    /// Locale variables, `TZ` and what the command's annotation says it reads
+    /// (`planner::reaches_proxy`); the proxy refuses anything else.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
     /// Indices of argv words the client knows to be file paths (checked like the proxy's own).

@@ -93,12 +93,6 @@ impl Unit {
     }
 }
 
-/// What a remote command may see of the client's environment: its locale.
-fn is_locale(name: &OsStr) -> bool {
-    let name = name.as_encoded_bytes();
-    name == b"LANG" || name == b"LANGUAGE" || name == b"TZ" || name.starts_with(b"LC_")
-}
-
 /// Plans `call` run in `cwd`. Every command runs at the client when bash's words cannot be
 /// planned (words that are not UTF-8, say).
 pub fn place(
@@ -422,7 +416,7 @@ struct Along {
 /// The locale and the variables `carried` names, as the caller has them, and a copy of the home
 /// files it names. Fails on what is not UTF-8 and on configuration too large to take along.
 fn taken_along(carried: &Carried, env: &[(OsString, OsString)]) -> Result<Along, String> {
-    let reads = |name: &OsStr| is_locale(name) || carried.env.iter().any(|v| OsStr::new(v) == name);
+    let reads = |name: &OsStr| name.to_str().is_some_and(|name| planner::reaches_proxy(name, &carried.env));
     let mut along = Along { env: std::collections::BTreeMap::new(), home: None };
     for (var, value) in env.iter().filter(|(k, _)| reads(k)) {
         along.env.insert(utf8(var)?, utf8(value)?);
