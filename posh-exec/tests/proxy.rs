@@ -304,39 +304,85 @@ fn mkfifo(path: &Path) {
     assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn over_max_jobs_the_proxy_answers_busy() {
-    let setup = Setup::new();
-    let fifo = setup.export().join("fifo");
-    mkfifo(&fifo);
-    let proxy = setup.proxy(&["--max-jobs", "1"]);
-    let conn = std::sync::Arc::new(connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap());
+/// A job of `conn`'s blocked on the FIFO `fifo` (its `cat` reads it) until the returned
+/// sender is used; returns once the job runs, with its task.
+async fn blocked_job(
+    conn: &posh_exec::remote::Connection,
+    fifo: &Path,
+) -> (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<anyhow::Result<posh_exec::remote::Output>>) {
+    mkfifo(fifo);
     let blocked = {
         let conn = conn.clone();
-        tokio::spawn(async move { conn.run(&request(&["cat", "fifo"]), b"").await })
+        let name = fifo.file_name().unwrap().to_str().unwrap().to_string();
+        tokio::spawn(async move { conn.run(&request(&["cat", &name]), b"").await })
     };
     // Opening the fifo for writing returns once the proxy's `cat` has opened it: the job runs.
     let (opened_tx, opened) = std::sync::mpsc::channel();
     let (release, release_rx) = std::sync::mpsc::channel::<()>();
-    let path = fifo.clone();
-    let writer = std::thread::spawn(move || {
+    let path = fifo.to_path_buf();
+    std::thread::spawn(move || {
         let mut fifo = std::fs::OpenOptions::new().write(true).open(path).unwrap();
         opened_tx.send(()).unwrap();
         let _ = release_rx.recv_timeout(Duration::from_secs(20));
         fifo.write_all(b"through the fifo\n").unwrap();
     });
-    opened.recv_timeout(Duration::from_secs(10)).expect("the first job starts");
+    opened.recv_timeout(Duration::from_secs(10)).expect("the blocked job starts");
+    (release, blocked)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn over_max_jobs_the_proxy_answers_busy() {
+    let setup = Setup::new();
+    let proxy = setup.proxy(&["--max-jobs", "1"]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let (release, blocked) = blocked_job(&conn, &setup.export().join("fifo")).await;
     let err = conn.run(&request(&["sort", "-o", "out.txt", "a.txt"]), b"").await.unwrap_err().to_string();
     assert!(err.contains("busy"), "{err}");
     assert!(!setup.export().join("out.txt").exists());
     assert!(!blocked.is_finished());
     release.send(()).unwrap();
-    writer.join().unwrap();
     let out = tokio::time::timeout(Duration::from_secs(10), blocked).await.unwrap().unwrap().unwrap();
     assert_eq!(out.stdout, b"through the fifo\n");
     assert_eq!(out.status, 0);
     // The slot is free again.
     assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0);
+}
+
+/// Issue 13, class 7: one client cannot hold every slot (by default it may hold one less than
+/// `--max-jobs`), and a stream that sends no request is refused when `--request-timeout` runs
+/// out instead of being held open for ever.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_client_leaves_a_slot_to_others_and_a_silent_stream_is_refused() {
+    let setup = Setup::new();
+    let other = Identity::load_or_create(&setup.dir.path().join("other"), "other-client").unwrap();
+    let authorized = setup.dir.path().join("authorized-both");
+    std::fs::write(&authorized, format!("{}\n{}\n", setup.identity().fingerprint(), other.fingerprint())).unwrap();
+    let args = ["--authorized-clients", authorized.to_str().unwrap(), "--max-jobs", "2", "--request-timeout", "1"];
+    let proxy = Proxy::start(&setup.export(), &setup.state(), &args);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let (release, blocked) = blocked_job(&conn, &setup.export().join("fifo")).await;
+    let err = format!("{:#}", conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap_err());
+    assert!(err.contains("busy"), "its second job: {err}");
+    let known = KnownProxies::new(setup.dir.path().join("other/known_proxies"));
+    let other_conn = connect(&proxy.addr, &other, &known).await.unwrap();
+    assert_eq!(other_conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0, "another client's job");
+    release.send(()).unwrap();
+    assert_eq!(blocked.await.unwrap().unwrap().status, 0);
+
+    let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let identity = setup.identity();
+    let raw = posh_exec::remote::client::connect_peer(&endpoint, &proxy.addr, &identity, &proxy.fingerprint);
+    let raw = raw.await.unwrap();
+    let (mut send, recv) = raw.open_bi().await.unwrap();
+    // No request comes (a stream reaches the proxy with its first byte: one space, no line).
+    send.write_all(b" ").await.unwrap();
+    let mut recv = tokio::io::BufReader::new(recv);
+    let answer = tokio::time::timeout(Duration::from_secs(5), async {
+        let mut line = String::new();
+        tokio::io::AsyncBufReadExt::read_line(&mut recv, &mut line).await.map(|_| line)
+    });
+    let line = answer.await.expect("refused within the timeout").unwrap();
+    assert!(line.contains("no request within 1 s"), "{line}");
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -38,6 +38,13 @@ struct Args {
     /// Jobs run at once; more are answered "busy".
     #[arg(long, value_name = "N", default_value_t = 4, value_parser = clap::value_parser!(u32).range(1..))]
     max_jobs: u32,
+    /// Jobs one client may run at once [default: one less than --max-jobs, at least 1], so that
+    /// another client always finds a slot.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
+    max_jobs_per_client: Option<u32>,
+    /// Seconds a stream may take to send its request before it is refused.
+    #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
+    request_timeout: u64,
     /// Seconds running jobs may continue after SIGTERM or SIGINT before they are killed.
     #[arg(long, value_name = "SECONDS", default_value_t = 10)]
     grace_secs: u64,
@@ -115,6 +122,8 @@ async fn run(args: Args) -> Result<()> {
         export,
         authorization,
         max_jobs: args.max_jobs as usize,
+        max_jobs_per_client: args.max_jobs_per_client.unwrap_or(args.max_jobs.saturating_sub(1).max(1)) as usize,
+        request_wait: Duration::from_secs(args.request_timeout),
         grace: Duration::from_secs(args.grace_secs),
         library: posh_core::library::Library::builtin(),
         journal: std::sync::Arc::new(journal),

@@ -38,6 +38,12 @@ pub struct ProxyConfig {
     pub export: PathBuf,
     pub authorization: Authorization,
     pub max_jobs: usize,
+    /// Jobs one client may run at once: fewer than `max_jobs`, so that one client cannot hold
+    /// every slot while others are answered "busy".
+    pub max_jobs_per_client: usize,
+    /// How long a stream may take to send its request line; a stream that sends nothing (or
+    /// trickles) is refused when it runs out, and its memory freed.
+    pub request_wait: Duration,
     /// How long running jobs may go on after a shutdown signal before they are killed.
     pub grace: Duration,
     /// The commands the proxy agrees to run (posh-proxy: the shipped library).
@@ -130,6 +136,8 @@ pub fn authorized_fingerprints(path: &Path) -> std::io::Result<Vec<String>> {
 struct Shared {
     config: ProxyConfig,
     jobs: Arc<Semaphore>,
+    /// Jobs running per client fingerprint (see `ProxyConfig::max_jobs_per_client`).
+    client_jobs: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
     /// True once a shutdown began: new jobs are refused.
     stopping: watch::Receiver<bool>,
     /// True once running jobs must be killed.
@@ -140,6 +148,39 @@ struct Shared {
     peer_outputs: Arc<PeerOutputs>,
     /// This proxy's endpoint, from which it also connects to other proxies.
     endpoint: quinn::Endpoint,
+}
+
+/// A job's slot: one of the proxy's, and one of its client's share.
+struct JobSlot {
+    _permit: tokio::sync::OwnedSemaphorePermit,
+    client_jobs: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+    client: String,
+}
+
+impl JobSlot {
+    /// A slot for a job of `client`, if the proxy has one free and the client is under its share.
+    fn take(shared: &Shared, client: &str) -> Option<JobSlot> {
+        let permit = shared.jobs.clone().try_acquire_owned().ok()?;
+        let mut running = shared.client_jobs.lock().unwrap_or_else(|e| e.into_inner());
+        let count = running.entry(client.to_string()).or_default();
+        if *count >= shared.config.max_jobs_per_client.max(1) {
+            return None;
+        }
+        *count += 1;
+        Some(JobSlot { _permit: permit, client_jobs: shared.client_jobs.clone(), client: client.to_string() })
+    }
+}
+
+impl Drop for JobSlot {
+    fn drop(&mut self) {
+        let mut running = self.client_jobs.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = running.get_mut(&self.client) {
+            *count -= 1;
+            if *count == 0 {
+                running.remove(&self.client);
+            }
+        }
+    }
 }
 
 /// Counts a stream in [`Shared::in_flight`] while it lives.
@@ -167,6 +208,7 @@ pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: imp
     let shared = Arc::new(Shared {
         config,
         jobs: Arc::new(Semaphore::new(max_jobs)),
+        client_jobs: Arc::default(),
         stopping,
         kill,
         in_flight: watch::channel(0).0,
@@ -287,9 +329,14 @@ async fn handle_stream(
 ) -> Result<()> {
     let _in_flight = InFlight::new(&shared.in_flight);
     let mut recv = BufReader::new(recv);
-    let opening: serde_json::Value = match protocol::read_line(&mut recv).await {
-        Ok((opening, _)) => opening,
-        Err(e) => return refuse(send, recv.get_mut(), format!("bad request: {e}")).await,
+    let wait = shared.config.request_wait;
+    let opening: serde_json::Value = match tokio::time::timeout(wait, protocol::read_line(&mut recv)).await {
+        Ok(Ok((opening, _))) => opening,
+        Ok(Err(e)) => return refuse(send, recv.get_mut(), format!("bad request: {e}")).await,
+        Err(_) => {
+            let why = format!("no request within {} s", wait.as_secs_f64());
+            return refuse(send, recv.get_mut(), why).await;
+        }
     };
     if opening.get("fetch").is_some() {
         return match serde_json::from_value::<Fetch>(opening) {
@@ -301,7 +348,7 @@ async fn handle_stream(
         return refuse(send, recv.get_mut(), format!("client {client} is not authorized to run jobs")).await;
     }
     match serde_json::from_value::<Request>(opening) {
-        Ok(request) => handle_job(send, recv, shared, request).await,
+        Ok(request) => handle_job(send, recv, shared, client, request).await,
         Err(e) => refuse(send, recv.get_mut(), format!("bad request: {e}")).await,
     }
 }
@@ -310,12 +357,13 @@ async fn handle_job(
     mut send: quinn::SendStream,
     mut recv: BufReader<quinn::RecvStream>,
     shared: &Shared,
+    client: &str,
     request: Request,
 ) -> Result<()> {
     if *shared.stopping.borrow() {
         return refuse(send, recv.get_mut(), "proxy is shutting down".to_string()).await;
     }
-    let Ok(permit) = shared.jobs.clone().try_acquire_owned() else {
+    let Some(permit) = JobSlot::take(shared, client) else {
         return refuse(send, recv.get_mut(), "busy".to_string()).await;
     };
     let cwd = match confine::check_request(&shared.config.export, &request) {

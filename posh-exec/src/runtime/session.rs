@@ -320,7 +320,10 @@ async fn start_embedded(
     let config = ProxyConfig {
         export,
         authorization: Authorization::Only(vec![client.fingerprint().to_string()]),
+        // It serves this run alone.
         max_jobs: 64,
+        max_jobs_per_client: 64,
+        request_wait: Duration::from_secs(10),
         jobs,
         grace: Duration::from_secs(1),
         library: library.clone(),
