@@ -429,6 +429,11 @@ impl NotTaken {
     }
 }
 
+/// Cancels groups whose jobs took no input yet, and waits until their proxies have ended them.
+async fn cancel_all(running: Vec<Running>) {
+    futures_util::future::join_all(running.into_iter().map(Running::cancel)).await;
+}
+
 /// Cancels jobs that took no input yet, and waits until their proxies have ended them.
 async fn cancel_sources(sources: Vec<Source>) {
     futures_util::future::join_all(sources.into_iter().map(|source| source.job.cancel())).await;
@@ -665,7 +670,7 @@ impl RemoteChain {
                 Err(not_taken) => {
                     // The jobs started are cancelled before they took any input: each group runs
                     // as if alone, and says for itself if it cannot run at its proxy either.
-                    futures_util::future::join_all(running.into_iter().map(Running::cancel)).await;
+                    cancel_all(running).await;
                     // Refused for another reason than busy or lost, a reader may have failed to
                     // reach its writer's proxy: such pipes go through the client from now on.
                     if !not_taken.proxy_unavailable && k > 0 {
@@ -783,7 +788,7 @@ impl RemoteFanIn {
             match started {
                 Some(r) => running.push(r),
                 None => {
-                    futures_util::future::join_all(running.into_iter().map(Running::cancel)).await;
+                    cancel_all(running).await;
                     return Err(output);
                 }
             }
@@ -792,7 +797,7 @@ impl RemoteFanIn {
         let joined = match merge.start(&merge_connection, &merge_sources, Links { output: None, stdin }).await {
             Ok(joined) => joined,
             Err(not_taken) => {
-                futures_util::future::join_all(running.into_iter().map(Running::cancel)).await;
+                cancel_all(running).await;
                 if !not_taken.proxy_unavailable {
                     merge.caller.warn(&format!("{}; the copies are joined at the client instead", not_taken.what));
                 }
