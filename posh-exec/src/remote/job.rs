@@ -38,7 +38,8 @@ struct PendingOutput {
 }
 
 /// The job's outputs, each written down in the journal before it is touched. Whatever is not
-/// settled when this is dropped (an early return, a dropped job) is undone.
+/// settled when this is dropped (an early return, a dropped job) is undone. It lives on the
+/// job's file-work thread ([`FileWork`]), so its copies never hold up the proxy's runtime.
 #[derive(Debug)]
 struct Outputs<'a> {
     journal: &'a Journal,
@@ -130,7 +131,7 @@ impl<'a> Outputs<'a> {
     /// A copy of `path`'s old content beside it, restored into it if the job does not complete.
     fn back_up(&mut self, path: &Path, command: usize) -> std::io::Result<()> {
         let (id, backup) = self.scratch(path, command)?;
-        off_the_runtime(|| journal::copy_into(path, &backup))?;
+        journal::copy_into(path, &backup)?;
         self.became(Record::Backup { id, path: path.to_path_buf(), backup })
     }
 
@@ -154,15 +155,13 @@ impl<'a> Outputs<'a> {
             }
             let output = self.pending.remove(index);
             tracing::info!("{:?} undone: the job or its writer did not complete", output.change);
-            off_the_runtime(|| journal::roll_back(&output.change))
-                .with_context(|| format!("cannot undo {:?}", output.change))?;
+            journal::roll_back(&output.change).with_context(|| format!("cannot undo {:?}", output.change))?;
             journal.note(&Record::Settled { id: output.change.id() })?;
         }
         while !self.pending.is_empty() {
             let output = self.pending.remove(0);
             journal.note(&Record::Commit { id: output.change.id() })?;
-            off_the_runtime(|| journal::roll_forward(&output.change))
-                .with_context(|| format!("cannot commit {:?}", output.change))?;
+            journal::roll_forward(&output.change).with_context(|| format!("cannot commit {:?}", output.change))?;
             journal.note(&Record::Settled { id: output.change.id() })?;
         }
         Ok(())
@@ -178,17 +177,6 @@ impl Drop for Outputs<'_> {
             }
             let _ = self.journal.note(&Record::Settled { id: output.change.id() });
         }
-    }
-}
-
-/// Runs blocking file work (copies) without holding up the proxy's other jobs: on a
-/// multi-threaded runtime the worker hands its other tasks over first.
-fn off_the_runtime<T>(work: impl FnOnce() -> T) -> T {
-    match tokio::runtime::Handle::try_current() {
-        Ok(handle) if handle.runtime_flavor() == tokio::runtime::RuntimeFlavor::MultiThread => {
-            tokio::task::block_in_place(work)
-        }
-        _ => work(),
     }
 }
 

@@ -162,11 +162,10 @@ impl JobSlot {
     fn take(shared: &Shared, client: &str) -> Option<JobSlot> {
         let permit = shared.jobs.clone().try_acquire_owned().ok()?;
         let mut running = shared.client_jobs.lock().unwrap_or_else(|e| e.into_inner());
-        let count = running.entry(client.to_string()).or_default();
-        if *count >= shared.config.max_jobs_per_client.max(1) {
+        if running.get(client).is_some_and(|&count| count >= shared.config.max_jobs_per_client.max(1)) {
             return None;
         }
-        *count += 1;
+        *running.entry(client.to_string()).or_default() += 1;
         Some(JobSlot { _permit: permit, client_jobs: shared.client_jobs.clone(), client: client.to_string() })
     }
 }

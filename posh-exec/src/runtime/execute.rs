@@ -650,21 +650,14 @@ impl RemoteChain {
                 None => return self.relayed().await,
             }
         }
+        let links: Vec<(PeerOutput, PeerSource)> =
+            connections.windows(2).map(|w| pipe_link(&w[0].0, &w[1].0)).collect();
         // In order, so that each output is registered before the next proxy comes for it.
         let mut running = Vec::with_capacity(self.groups.len());
-        let mut token = None;
         for (k, group) in self.groups.iter().enumerate() {
             let (connection, sources) = &connections[k];
-            let stdin = token.take().map(|token| {
-                let previous = &connections[k - 1].0;
-                PeerSource { addr: previous.addr().to_string(), fingerprint: previous.fingerprint().to_string(), token }
-            });
-            let stdin = Vec::from_iter(stdin);
-            let output = connections.get(k + 1).map(|(next, _)| {
-                let t = random_token();
-                token = Some(t.clone());
-                PeerOutput { token: t, peer: next.fingerprint().to_string(), pipe: true }
-            });
+            let output = links.get(k).map(|(output, _)| output.clone());
+            let stdin = k.checked_sub(1).map(|previous| links[previous].1.clone()).into_iter().collect();
             match group.start(connection, sources, Links { output, stdin }).await {
                 Ok(r) => running.push(r),
                 Err(not_taken) => {
@@ -770,17 +763,8 @@ impl RemoteFanIn {
         for lane in &lanes {
             let started = match lane.connections().await {
                 Some((connection, sources)) => {
-                    let token = random_token();
-                    let output = PeerOutput {
-                        token: token.clone(),
-                        peer: merge_connection.fingerprint().to_string(),
-                        pipe: true,
-                    };
-                    stdin.push(PeerSource {
-                        addr: connection.addr().to_string(),
-                        fingerprint: connection.fingerprint().to_string(),
-                        token,
-                    });
+                    let (output, source) = pipe_link(&connection, &merge_connection);
+                    stdin.push(source);
                     lane.start(&connection, &sources, Links { output: Some(output), stdin: Vec::new() }).await.ok()
                 }
                 None => None,
@@ -853,6 +837,15 @@ async fn finish_sources(
 
 /// A shell's status for a command that SIGPIPE ended.
 const SIGPIPE_STATUS: i32 = 128 + 13;
+
+/// A pipe from a job at `from`'s proxy to one at `to`'s: the writer's `PeerOutput` and the
+/// reader's `PeerSource`, under one new token.
+fn pipe_link(from: &Connection, to: &Connection) -> (PeerOutput, PeerSource) {
+    let token = random_token();
+    let output = PeerOutput { token: token.clone(), peer: to.fingerprint().to_string(), pipe: true };
+    let source = PeerSource { addr: from.addr().to_string(), fingerprint: from.fingerprint().to_string(), token };
+    (output, source)
+}
 
 /// A token no one can guess, naming one stream between two proxies.
 fn random_token() -> String {

@@ -197,10 +197,10 @@ pub fn place(
                                 }
                                 _ => cat_job(config, name, &[], &command.redirects, cwd, env),
                             };
-                            let argv = merge.as_ref().ok()?.job.argv.iter().map(OsString::from).collect();
-                            Some(Step { remote: Some(merge.ok()?), ..local_step(last, argv) })
+                            let merge = merge.ok()?;
+                            let argv = merge.job.argv.iter().map(OsString::from).collect();
+                            Some(Step { copy: n, remote: Some(merge), ..local_step(last, argv) })
                         });
-                        let at = at.map(|step| Step { copy: n, ..step });
                         let fan_in = FanIn { kind, argv, no_match_status, at };
                         units.push(Unit { commands: region.clone(), lanes, fan_in: Some(fan_in) })
                     }
