@@ -23,7 +23,7 @@ impl IoCount {
 }
 
 /// The figures of process `pid`, which must have exited and not been reaped.
-fn read_counts(pid: u32) -> Option<IoCount> {
+pub fn read_counts(pid: u32) -> Option<IoCount> {
     let text = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
     let field = |name: &str| {
         text.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(": ")?.trim().parse::<u64>().ok())
@@ -45,19 +45,6 @@ pub fn wait_blocking(child: &mut std::process::Child) -> std::io::Result<(std::p
     let pid = child.id();
     let counts = exited(pid).then(|| read_counts(pid)).flatten();
     Ok((child.wait()?, counts))
-}
-
-/// [`wait_blocking`] for tokio's children. The wait for the exit takes a blocking thread (tokio
-/// waits for a child only to reap it); callers wait once the command's output is drained, when
-/// it has ended or is about to.
-pub async fn wait(child: &mut tokio::process::Child) -> std::io::Result<(std::process::ExitStatus, Option<IoCount>)> {
-    let counts = match child.id() {
-        Some(pid) => {
-            tokio::task::spawn_blocking(move || exited(pid).then(|| read_counts(pid)).flatten()).await.ok().flatten()
-        }
-        None => None,
-    };
-    Ok((child.wait().await?, counts))
 }
 
 #[cfg(test)]
@@ -84,17 +71,5 @@ mod tests {
         // The file, plus what the program reads to start (a few KB).
         assert!((1_000_000..1_100_000).contains(&counts.read), "{counts:?}");
         assert_eq!(counts.written, "200000\n".len() as u64);
-    }
-
-    #[tokio::test]
-    async fn tokio_children_are_counted_too() {
-        let mut child = tokio::process::Command::new("head")
-            .args(["-c", "300000", "/dev/zero"])
-            .stdout(std::process::Stdio::null())
-            .spawn()
-            .unwrap();
-        let (status, counts) = wait(&mut child).await.unwrap();
-        assert!(status.success());
-        assert_eq!(counts.map(|c| c.written), Some(300_000));
     }
 }

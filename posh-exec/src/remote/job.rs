@@ -5,9 +5,7 @@
 use std::fs::{File, OpenOptions};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
-use std::os::unix::process::ExitStatusExt as _;
 use std::path::{Path, PathBuf};
-use std::process::Stdio;
 
 use anyhow::{Context, Result};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -18,10 +16,12 @@ use crate::read_buffer::ReadBuffer;
 use super::confine::{Checked, CheckedRedirect, PATH};
 use super::journal::{self, Journal, Record};
 use super::peer::Expected;
+use super::process::{Ending, Process};
 use super::protocol::{
     self, Ended, Exit, StartError, TAG_EXIT, TAG_STDERR, TAG_STDIN, TAG_STDIN_END, TAG_STDOUT, TAG_STDOUT_CLOSED,
     os_message,
 };
+use super::sandbox::Launch;
 
 /// SIGPIPE: a command ended by it did its job as far as anyone read (`cat big | head`).
 const SIGPIPE: i32 = 13;
@@ -382,11 +382,18 @@ fn make_home(
     Ok(home)
 }
 
-fn on_path(program: &str) -> bool {
-    PATH.split(':').any(|dir| {
-        std::fs::metadata(Path::new(dir).join(program))
-            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    })
+/// Where `program` is on the proxy's `PATH` (the first executable file of that name).
+pub(super) fn find_program(program: &str) -> Option<PathBuf> {
+    PATH.split(':')
+        .map(|dir| Path::new(dir).join(program))
+        .find(|path| std::fs::metadata(path).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0))
+}
+
+/// The standard streams of a command, `/dev/null` where the job gives none.
+fn null_for_none(fds: [Option<OwnedFd>; 3]) -> std::io::Result<[OwnedFd; 3]> {
+    let null = || File::options().read(true).write(true).open("/dev/null").map(OwnedFd::from);
+    let [stdin, stdout, stderr] = fds.map(|fd| fd.map_or_else(null, Ok));
+    Ok([stdin?, stdout?, stderr?])
 }
 
 /// Where the job runs and how to launch a confined command.
@@ -451,7 +458,7 @@ where
     let _ = rustix::pipe::fcntl_setpipe_size(&stdout_read, 1 << 20);
     let (stderr_read, stderr_write) = std::io::pipe()?;
     let mut ends: Vec<Option<Exit>> = vec![None; commands.len()];
-    let mut children: Vec<(usize, tokio::process::Child)> = Vec::new();
+    let mut children: Vec<(usize, Process)> = Vec::new();
     let mut next_stdin: Option<OwnedFd> = Some(stdin_read);
     let last = commands.len() - 1;
     let confinement = super::sandbox::Confinement::new(place.export, place.dir.path())
@@ -508,11 +515,10 @@ where
                 continue;
             }
         };
-        let argv = checked.argv.clone();
-        if !on_path(&checked.argv[0]) {
+        let Some(program) = find_program(&checked.argv[0]) else {
             ends[i] = failed("command not found", 127);
             continue;
-        }
+        };
         let home = match &checked.home {
             Some(home_files) => {
                 let (dir, home_files) = (place.dir.path().to_path_buf(), home_files.clone());
@@ -526,31 +532,24 @@ where
             }
             None => None,
         };
-        let [stdin, stdout, stderr] = fds.map(|fd| fd.map_or_else(Stdio::null, Stdio::from));
-        let mut command = tokio::process::Command::new(&argv[0]);
-        command
-            .args(&argv[1..])
-            .current_dir(place.cwd)
-            .env_clear()
-            .envs(checked.env.iter().map(|(k, v)| (k, v)))
-            .env("TMPDIR", place.dir.path())
-            .envs(home.map(|home| ("HOME", home)))
-            .stdin(stdin)
-            .stdout(stdout)
-            .stderr(stderr)
-            // Its own session and process group: see `Confinement::enter`.
-            .kill_on_drop(true);
-        confinement.apply(&mut command);
-        match command.spawn() {
-            Ok(child) => {
+        let env = checked
+            .env
+            .iter()
+            .map(|(k, v)| (k.as_str(), std::ffi::OsStr::new(v)))
+            .chain([("TMPDIR", place.dir.path().as_os_str())])
+            .chain(home.as_ref().map(|home| ("HOME", home.as_os_str())));
+        let started = null_for_none(fds)
+            .and_then(|stdio| Launch::new(&program, &checked.argv, env, place.cwd, stdio))
+            .and_then(|launch| confinement.spawn(&launch))
+            .and_then(Process::watch);
+        match started {
+            Ok(process) => {
                 // Written down before anything waits: a proxy killed now leaves its successor
                 // the groups to kill (see `jobs_dir`).
-                if let Some(pgid) = child.id()
-                    && let Err(e) = place.dir.record_group(pgid)
-                {
-                    tracing::warn!("cannot write down process group {pgid}: {e}");
+                if let Err(e) = place.dir.record_group(process.id()) {
+                    tracing::warn!("cannot write down process group {}: {e}", process.id());
                 }
-                children.push((i, child));
+                children.push((i, process));
             }
             Err(e) => {
                 let error = StartError { redirect: None, message: os_message(&e), status: 126 };
@@ -665,13 +664,13 @@ where
     };
     if !completed {
         tracing::info!("aborting the job: {}", lost.as_ref().map_or("shutdown".to_string(), |e| format!("{e:#}")));
-        for (_, child) in &mut children {
-            kill_process_group(child);
+        for (_, process) in &children {
+            process.kill_group();
         }
     }
-    for (i, mut child) in children {
-        let (status, io) = crate::measure::wait(&mut child).await?;
-        ends[i] = Some(Exit { code: status.code(), signal: status.signal(), error: None, io });
+    for (i, mut process) in children {
+        let Ending { code, signal, io } = process.wait().await?;
+        ends[i] = Some(Exit { code, signal, error: None, io });
     }
     let ends: Vec<Exit> = ends.into_iter().map(|e| e.unwrap_or_default()).collect();
     // The other proxy reads a whole file only from a job that completed; dropped, it is reset.
@@ -693,16 +692,6 @@ where
     let ended = Ended { commands: ends };
     protocol::write_frame(send, TAG_EXIT, &serde_json::to_vec(&ended)?).await?;
     Ok(ended)
-}
-
-/// Kills `child` and everything it started in its process group (`awk 'BEGIN{system("sleep
-/// 300")}'` leaves `sleep` behind when only awk is killed). Each command is its own group's
-/// leader (see `Confinement::enter`), so the group's id is its pid.
-fn kill_process_group(child: &mut tokio::process::Child) {
-    if let Some(pid) = child.id().and_then(|id| rustix::process::Pid::from_raw(id as i32)) {
-        let _ = rustix::process::kill_process_group(pid, rustix::process::Signal::KILL);
-    }
-    let _ = child.start_kill();
 }
 
 /// Tops up `buf` (holding `n` bytes) with what the pipe has ready without waiting: larger frames

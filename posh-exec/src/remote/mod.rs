@@ -12,6 +12,7 @@ pub mod jobs_dir;
 pub mod journal;
 pub mod liveness;
 pub mod peer;
+pub mod process;
 pub mod protocol;
 pub mod proxy;
 pub mod sandbox;
