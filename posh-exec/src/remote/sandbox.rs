@@ -27,10 +27,13 @@ use std::ptr;
 use std::sync::atomic::{AtomicI32, Ordering};
 
 use landlock::{
-    ABI, Access, AccessFs, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreated,
-    RulesetCreatedAttr, RulesetStatus, Scope,
+    ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
+    RulesetCreated, RulesetCreatedAttr, RulesetStatus, Scope,
 };
 
+/// V5 adds ioctls on devices, V6 the scopes; an older kernel enforces what it knows (and
+/// `check_enforced` says the sandbox is partial).
+const LANDLOCK_ABI: ABI = ABI::V6;
 /// What commands may read (and run) outside the export.
 const SYSTEM_READ: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/proc", "/dev"];
 /// Devices commands write to as a matter of course.
@@ -39,11 +42,7 @@ const DEVICES_WRITE: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tt
 /// The ruleset for a job's commands: the export `root` and the job's `tmp` directory, and what
 /// they need of the system.
 fn ruleset(root: &Path, tmp: &Path) -> Result<RulesetCreated, landlock::RulesetError> {
-    // V5 adds ioctls on devices, V6 the scopes; an older kernel enforces what it knows (and
-    // `check_enforced` says the sandbox is partial).
-    let abi = ABI::V6;
-    let read = AccessFs::from_read(abi);
-    let all = AccessFs::from_all(abi);
+    let all = AccessFs::from_all(LANDLOCK_ABI);
     // Everything in the export and the job's directory, except making device nodes (a job of a
     // proxy running as root could otherwise reach any device through one).
     let own = all & !(AccessFs::MakeChar | AccessFs::MakeBlock);
@@ -52,24 +51,28 @@ fn ruleset(root: &Path, tmp: &Path) -> Result<RulesetCreated, landlock::RulesetE
         .handle_access(all)?
         .scope(Scope::Signal | Scope::AbstractUnixSocket)?
         .create()?;
-    let rules: Vec<(&Path, _)> = SYSTEM_READ
-        .iter()
-        .map(|p| (Path::new(*p), read))
-        // Files take file rights only (no ReadDir), or Landlock would only partly apply the rule.
-        .chain(
-            DEVICES_WRITE
-                .iter()
-                .map(|p| (Path::new(*p), AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate)),
-        )
-        .chain([(root, own), (tmp, own)])
-        .collect();
-    for (path, access) in rules {
-        // A directory this system lacks (/lib32) simply grants nothing.
+    for (fd, access) in system_rules() {
+        ruleset = ruleset.add_rule(PathBeneath::new(fd, *access))?;
+    }
+    for path in [root, tmp] {
         if let Ok(fd) = PathFd::new(path) {
-            ruleset = ruleset.add_rule(PathBeneath::new(fd, access))?;
+            ruleset = ruleset.add_rule(PathBeneath::new(fd, own))?;
         }
     }
     Ok(ruleset)
+}
+
+/// The system's directories and devices with what a job may do there, opened once per process
+/// rather than for every job's ruleset. A directory this system lacks (/lib32) grants nothing.
+fn system_rules() -> &'static [(PathFd, BitFlags<AccessFs>)] {
+    static RULES: std::sync::OnceLock<Vec<(PathFd, BitFlags<AccessFs>)>> = std::sync::OnceLock::new();
+    RULES.get_or_init(|| {
+        let read = AccessFs::from_read(LANDLOCK_ABI);
+        // Files take file rights only (no ReadDir), or Landlock would only partly apply the rule.
+        let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
+        let rules = SYSTEM_READ.iter().map(|p| (*p, read)).chain(DEVICES_WRITE.iter().map(|p| (*p, device)));
+        rules.filter_map(|(path, access)| Some((PathFd::new(path).ok()?, access))).collect()
+    })
 }
 
 /// What confines the commands of one job.

@@ -11,7 +11,7 @@
 
 use std::fs::File;
 use std::future::Future;
-use std::io::{Read as _, Write as _};
+use std::io::Write as _;
 use std::os::fd::{AsFd, AsRawFd as _, BorrowedFd, OwnedFd};
 
 use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
@@ -45,15 +45,18 @@ pub fn async_writer(fd: Option<OwnedFd>) -> Box<dyn tokio::io::AsyncWrite + Unpi
 
 /// Copies `reader` to `out` with read(2) and write(2) until end of file or until `out` fails,
 /// counting in `written` the bytes written.
-fn relay(mut reader: std::io::PipeReader, mut out: File, written: &tokio::sync::watch::Sender<u64>) {
+fn relay(reader: std::io::PipeReader, mut out: File, written: &tokio::sync::watch::Sender<u64>) {
     // Larger than the pipe (64 KiB): a read then takes all that is waiting, so it ends where a
     // writer's write ended, and two relays into one file keep each other's lines whole.
-    let mut buf = vec![0u8; 256 * 1024];
+    // Read into spare capacity: pages the reads never reach are never touched (most relays
+    // carry a few hundred bytes, and zeroing 256 KiB per relay cost more than their work).
+    let mut buf: Vec<u8> = Vec::with_capacity(256 * 1024);
     loop {
-        let n = match reader.read(&mut buf) {
+        buf.clear();
+        let n = match rustix::io::read(&reader, rustix::buffer::spare_capacity(&mut buf)) {
             Ok(0) => return,
             Ok(n) => n,
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(rustix::io::Errno::INTR) => continue,
             Err(_) => return,
         };
         if out.write_all(&buf[..n]).is_err() {
