@@ -382,6 +382,40 @@ fn make_home(
     Ok(home)
 }
 
+/// A command ready to start: its program found, its streams after its redirections, its home.
+struct Prepared {
+    program: PathBuf,
+    fds: [Option<OwnedFd>; 3],
+    home: Option<PathBuf>,
+}
+
+/// Prepares each of a job's `commands` from its `streams` (the pipes between them), in the order
+/// bash takes: redirections, then the program's lookup; a command that cannot start has its exit.
+fn prepare_commands(
+    commands: &[Checked],
+    streams: Vec<[Option<OwnedFd>; 3]>,
+    noclobber: bool,
+    job_dir: &Path,
+    outputs: &mut Outputs<'_>,
+) -> Vec<Result<Prepared, Exit>> {
+    let prepare = |(i, (command, mut fds)): (usize, (&Checked, [Option<OwnedFd>; 3]))| {
+        let start_error = |error| Exit { error: Some(error), ..Exit::default() };
+        apply_redirects(command, &mut fds, noclobber, i, outputs).map_err(start_error)?;
+        record_output_words(command, i, outputs)
+            .map_err(|e| start_error(StartError { redirect: None, message: os_message(&e), status: 1 }))?;
+        let program = find_program(&command.argv[0]).ok_or_else(|| failed("command not found", 127))?;
+        let home = command.home.as_ref().map(|files| make_home(job_dir, i, files));
+        let home = home.transpose().map_err(|e| failed(&format!("cannot make its home: {}", os_message(&e)), 126))?;
+        Ok(Prepared { program, fds, home })
+    };
+    commands.iter().zip(streams).enumerate().map(prepare).collect()
+}
+
+/// The exit of a command that could not start.
+fn failed(message: &str, status: i32) -> Exit {
+    Exit { error: Some(StartError { redirect: None, message: message.into(), status }), ..Exit::default() }
+}
+
 /// Where `program` is on the proxy's `PATH` (the first executable file of that name).
 pub(super) fn find_program(program: &str) -> Option<PathBuf> {
     PATH.split(':')
@@ -461,77 +495,55 @@ where
     let mut children: Vec<(usize, Process)> = Vec::new();
     let mut next_stdin: Option<OwnedFd> = Some(stdin_read);
     let last = commands.len() - 1;
-    let confinement = super::sandbox::Confinement::new(place.export, place.dir.path())
-        .map(std::sync::Arc::new)
-        .map_err(|e| format!("cannot confine the command: {e}"));
-    let files = match &confinement {
-        Ok(confinement) => FileWork::start(place.journal.clone(), commands.to_vec(), confinement.clone())
-            .map_err(|e| format!("cannot confine the command: {e}")),
-        Err(message) => Err(message.clone()),
-    };
-    let failed = |message: &str, status| {
-        Some(Exit { error: Some(StartError { redirect: None, message: message.into(), status }), ..Exit::default() })
-    };
-    for (i, checked) in commands.iter().enumerate() {
+    // Each command's standard streams before its redirections: the pipes between them.
+    let mut streams = Vec::with_capacity(commands.len());
+    for i in 0..commands.len() {
         let stdin = next_stdin.take();
         let stdout = if i == last {
-            Some(OwnedFd::from(stdout_write.try_clone()?))
+            OwnedFd::from(stdout_write.try_clone()?)
         } else {
             let (reader, writer) = std::io::pipe()?;
             next_stdin = Some(reader.into());
-            Some(writer.into())
+            writer.into()
         };
         let stderr = if stderr_with_stdout { stdout_write.try_clone()? } else { stderr_write.try_clone()? };
-        let (confinement, files) = match (&confinement, &files) {
-            (Ok(confinement), Ok(files)) => (confinement, files),
-            (Err(message), _) | (_, Err(message)) => {
-                ends[i] = failed(message, 126);
+        streams.push([stdin, Some(stdout), Some(OwnedFd::from(stderr))]);
+    }
+    let confinement = super::sandbox::Confinement::new(place.export, place.dir.path())
+        .map(std::sync::Arc::new)
+        .map_err(|e| format!("cannot confine the command: {e}"));
+    let none_starts = |message: &str| commands.iter().map(|_| Err(failed(message, 126))).collect::<Vec<_>>();
+    let prepare = {
+        let (commands, job_dir) = (commands.to_vec(), place.dir.path().to_path_buf());
+        move |outputs: &mut Outputs<'_>| prepare_commands(&commands, streams, noclobber, &job_dir, outputs)
+    };
+    // Redirections, output words and homes, all of the job's on its confined file-work thread
+    // (see `FileWork`), which a job without any does without.
+    let has_file_work = commands.iter().any(|c| !c.redirects.is_empty() || !c.outputs.is_empty() || c.home.is_some());
+    let (files, prepared) = match &confinement {
+        Err(message) => (None, none_starts(message)),
+        Ok(_) if !has_file_work => (None, prepare(&mut Outputs::new(place.journal, commands))),
+        Ok(confinement) => match FileWork::start(place.journal.clone(), commands.to_vec(), confinement.clone()) {
+            Ok(files) => {
+                let prepared = files.run(prepare).await.unwrap_or_else(|e| none_starts(&os_message(&e)));
+                (Some(files), prepared)
+            }
+            Err(e) => (None, none_starts(&format!("cannot confine the command: {e}"))),
+        },
+    };
+    for (i, prepared) in prepared.into_iter().enumerate() {
+        let (confinement, Prepared { program, fds, home }) = match (&confinement, prepared) {
+            (Ok(confinement), Ok(prepared)) => (confinement, prepared),
+            (_, Err(exit)) => {
+                ends[i] = Some(exit);
+                continue;
+            }
+            (Err(message), Ok(_)) => {
+                ends[i] = Some(failed(message, 126));
                 continue;
             }
         };
-        // Redirections first, as bash makes them before it looks for the command.
-        let fds = [stdin, stdout, Some(OwnedFd::from(stderr))];
-        let command = checked.clone();
-        let prepared = files
-            .run(move |outputs| {
-                let mut fds = fds;
-                apply_redirects(&command, &mut fds, noclobber, i, outputs)?;
-                record_output_words(&command, i, outputs).map_err(|e| StartError {
-                    redirect: None,
-                    message: os_message(&e),
-                    status: 1,
-                })?;
-                Ok(fds)
-            })
-            .await;
-        let fds = match prepared {
-            Ok(Ok(fds)) => fds,
-            Ok(Err(error)) => {
-                ends[i] = Some(Exit { error: Some(error), ..Exit::default() });
-                continue;
-            }
-            Err(e) => {
-                ends[i] = failed(&os_message(&e), 126);
-                continue;
-            }
-        };
-        let Some(program) = find_program(&checked.argv[0]) else {
-            ends[i] = failed("command not found", 127);
-            continue;
-        };
-        let home = match &checked.home {
-            Some(home_files) => {
-                let (dir, home_files) = (place.dir.path().to_path_buf(), home_files.clone());
-                match files.run(move |_| make_home(&dir, i, &home_files)).await.and_then(|made| made) {
-                    Ok(home) => Some(home),
-                    Err(e) => {
-                        ends[i] = failed(&format!("cannot make its home: {}", os_message(&e)), 126);
-                        continue;
-                    }
-                }
-            }
-            None => None,
-        };
+        let checked = &commands[i];
         let env = checked
             .env
             .iter()
@@ -551,10 +563,7 @@ where
                 }
                 children.push((i, process));
             }
-            Err(e) => {
-                let error = StartError { redirect: None, message: os_message(&e), status: 126 };
-                ends[i] = Some(Exit { error: Some(error), ..Exit::default() });
-            }
+            Err(e) => ends[i] = Some(failed(&os_message(&e), 126)),
         }
     }
     // Only the children hold the write ends now: EOF comes when they are done.
@@ -681,7 +690,7 @@ where
         sink.complete();
     }
     // Without file work, nothing was touched.
-    if let Ok(files) = &files {
+    if let Some(files) = &files {
         let settled_ends = ends.clone();
         files.run(move |outputs| outputs.settle(&settled_ends, completed)).await??;
     }

@@ -42,7 +42,8 @@ impl JobsDir {
     pub fn new_job(&self) -> io::Result<JobDir> {
         let dir = tempfile::Builder::new().prefix("job-").tempdir_in(&self.own)?;
         let groups = dir.path().with_extension("groups");
-        Ok(JobDir { dir, groups })
+        let groups_file = OpenOptions::new().create(true).append(true).open(&groups)?;
+        Ok(JobDir { dir, groups, groups_file })
     }
 }
 
@@ -66,6 +67,8 @@ impl Drop for JobsDir {
 pub struct JobDir {
     dir: tempfile::TempDir,
     groups: PathBuf,
+    /// Open for the job's life: one open per job, not one per command.
+    groups_file: File,
 }
 
 impl JobDir {
@@ -75,8 +78,7 @@ impl JobDir {
 
     /// Writes down a process group the job's commands lead, before anything waits on it.
     pub fn record_group(&self, pgid: u32) -> io::Result<()> {
-        let mut file = OpenOptions::new().create(true).append(true).open(&self.groups)?;
-        writeln!(file, "{pgid}")
+        (&self.groups_file).write_all(format!("{pgid}\n").as_bytes())
     }
 }
 
