@@ -449,14 +449,16 @@ impl<'a, 'w> Fitter<'a, 'w> {
             let mut occurrences = self.occurrences.iter().filter(|o| o.arg == arg);
             let flag_uses = || self.words.iter().flatten().filter(|p| p.role == Role::Flag(arg)).count();
             let given = if arg.section == Section::Flags { flag_uses() } else { occurrences.clone().count() };
-            let name = spec.display_name(self.entry.options.long_arg_single_dash);
+            // Named only for a mismatch: formatting every option's name on each match was a
+            // good part of planning a small pipeline.
+            let name = || spec.display_name(self.entry.options.long_arg_single_dash);
             if spec.required && given == 0 {
-                return Err(Mismatch::MissingRequired { option: name });
+                return Err(Mismatch::MissingRequired { option: name() });
             }
             // Repeating a flag changes no file access, so only options with values must opt in.
             if arg.section == Section::OptParams && given > 1 && !spec.multiple {
                 let word = occurrences.nth(1).map_or(0, |o| o.words[0]);
-                return Err(Mismatch::RepeatedOption { word, option: name });
+                return Err(Mismatch::RepeatedOption { word, option: name() });
             }
         }
         Ok(())

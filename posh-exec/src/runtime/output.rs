@@ -19,6 +19,8 @@ use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 /// An async writer on a descriptor that may be shared with other processes (the caller's stdout),
 /// so its flags must not change: writes go into a pipe of ours, non-blocking, and a thread of
 /// its own copies that pipe to the descriptor with blocking writes (see the module's comment).
+/// The thread starts at the first write: most streams of a small job stay empty (its stderr),
+/// and a thread per stream was a measurable part of a small remote pipeline's cost.
 /// When the descriptor's reader goes away, the thread stops and writes to the pipe fail with
 /// EPIPE, as they would on the descriptor. Shutting the writer down waits until the thread has
 /// written everything: the pipeline's status must not reach bash before its output. Flushing it
@@ -27,20 +29,16 @@ use rustix::fs::{FileType, FlockOperation, Mode, OFlags};
 /// A closed descriptor swallows everything.
 pub fn async_writer(fd: Option<OwnedFd>) -> Box<dyn tokio::io::AsyncWrite + Unpin + Send> {
     let Some(fd) = fd else { return Box::new(tokio::io::sink()) };
-    let relayed = std::io::pipe().and_then(|(reader, writer)| {
-        let sender = tokio::net::unix::pipe::Sender::from_owned_fd(OwnedFd::from(writer))?;
-        let (done_tx, done) = tokio::sync::oneshot::channel();
-        let (written_tx, written) = tokio::sync::watch::channel(0);
-        std::thread::Builder::new().name("posh-output".into()).spawn(move || {
-            relay(reader, File::from(fd), &written_tx);
-            let _ = done_tx.send(());
-        })?;
-        Ok(RelayedWriter { pipe: Some(sender), done, sent: 0, written, flushing: None })
-    });
-    match relayed {
-        Ok(writer) => Box::new(writer),
-        Err(e) => Box::new(RelayedWriter::failed(e)),
-    }
+    let (done_tx, done) = tokio::sync::oneshot::channel();
+    let (written_tx, written) = tokio::sync::watch::channel(0);
+    Box::new(RelayedWriter {
+        idle: Some((fd, done_tx, written_tx)),
+        pipe: None,
+        done,
+        sent: 0,
+        written,
+        flushing: None,
+    })
 }
 
 /// Copies `reader` to `out` with read(2) and write(2) until end of file or until `out` fails,
@@ -66,8 +64,12 @@ fn relay(reader: std::io::PipeReader, mut out: File, written: &tokio::sync::watc
     }
 }
 
-/// See [`async_writer`]. `pipe` is `None` once shut down (or when it could not be set up).
+/// See [`async_writer`].
 struct RelayedWriter {
+    /// Before the first write: the descriptor, and the ends of `done` and `written` that its
+    /// thread will hold.
+    idle: Option<(OwnedFd, tokio::sync::oneshot::Sender<()>, tokio::sync::watch::Sender<u64>)>,
+    /// `None` before the first write, once shut down, or when the relay could not start.
     pipe: Option<tokio::net::unix::pipe::Sender>,
     done: tokio::sync::oneshot::Receiver<()>,
     /// Bytes written into the pipe, and (by the thread) to the descriptor.
@@ -78,12 +80,17 @@ struct RelayedWriter {
 }
 
 impl RelayedWriter {
-    /// A writer that could not be set up: writes fail with `error`'s kind.
-    fn failed(error: std::io::Error) -> RelayedWriter {
-        tracing::debug!("no relay for an output: {error}");
-        let (done_tx, done) = tokio::sync::oneshot::channel();
-        let _ = done_tx.send(());
-        RelayedWriter { pipe: None, done, sent: 0, written: tokio::sync::watch::channel(0).1, flushing: None }
+    /// Starts the thread that relays our pipe to the descriptor, if it is not started yet.
+    fn start(&mut self) -> std::io::Result<()> {
+        let Some((fd, done_tx, written_tx)) = self.idle.take() else { return Ok(()) };
+        let (reader, writer) = std::io::pipe()?;
+        let sender = tokio::net::unix::pipe::Sender::from_owned_fd(OwnedFd::from(writer))?;
+        std::thread::Builder::new().name("posh-output".into()).spawn(move || {
+            relay(reader, File::from(fd), &written_tx);
+            let _ = done_tx.send(());
+        })?;
+        self.pipe = Some(sender);
+        Ok(())
     }
 }
 
@@ -93,6 +100,10 @@ impl tokio::io::AsyncWrite for RelayedWriter {
         cx: &mut std::task::Context<'_>,
         buf: &[u8],
     ) -> std::task::Poll<std::io::Result<usize>> {
+        if let Err(e) = self.start() {
+            tracing::debug!("no relay for an output: {e}");
+            return std::task::Poll::Ready(Err(e));
+        }
         let written = match &mut self.pipe {
             Some(pipe) => std::pin::Pin::new(pipe).poll_write(cx, buf),
             None => return std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into())),
@@ -127,8 +138,10 @@ impl tokio::io::AsyncWrite for RelayedWriter {
         mut self: std::pin::Pin<&mut Self>,
         cx: &mut std::task::Context<'_>,
     ) -> std::task::Poll<std::io::Result<()>> {
-        // Closing our end gives the thread end of file; it is done once all is written.
+        // Closing our end gives the thread end of file; it is done once all is written. Never
+        // started, there is nothing to wait for (dropping the idle ends completes `done`).
         self.pipe = None;
+        self.idle = None;
         std::pin::Pin::new(&mut self.done).poll(cx).map(|_| Ok(()))
     }
 }
