@@ -292,14 +292,24 @@ fn forward_ending_signals(runtime: &tokio::runtime::Runtime, bash: &std::process
 }
 
 /// Completes when the peer closes `stream` (it only ever waits for our answer).
+/// Watched on the runtime's reactor (the stream is ours alone, so its flags may change), not by
+/// a thread blocked in read(2) for each pipeline.
 async fn wait_until_closed(stream: &UnixStream) {
-    let Ok(copy) = stream.try_clone() else { return std::future::pending().await };
-    let closed = tokio::task::spawn_blocking(move || {
-        use std::io::Read as _;
-        let mut byte = [0u8; 1];
-        let _ = (&copy).read(&mut byte);
+    let watched = stream.try_clone().and_then(|copy| {
+        copy.set_nonblocking(true)?;
+        tokio::net::UnixStream::from_std(copy)
     });
-    let _ = closed.await;
+    let Ok(watched) = watched else { return std::future::pending().await };
+    let mut byte = [0u8; 1];
+    loop {
+        if watched.readable().await.is_err() {
+            return;
+        }
+        match watched.try_read(&mut byte) {
+            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            _ => return,
+        }
+    }
 }
 
 /// Starts an in-process proxy on loopback for `mount`, serving only this client the commands of
