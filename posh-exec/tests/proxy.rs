@@ -386,6 +386,44 @@ async fn one_client_leaves_a_slot_to_others_and_a_silent_stream_is_refused() {
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_flood_of_connections_and_silent_streams_is_refused_while_jobs_still_run() {
+    let setup = Setup::new();
+    let args = ["--max-connections-per-client", "2", "--request-timeout", "4"];
+    let proxy = setup.proxy(&args);
+    let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let identity = setup.identity();
+    let raw = || posh_exec::remote::client::connect_peer(&endpoint, &proxy.addr, &identity, &proxy.fingerprint);
+    let flooded = raw().await.unwrap();
+    let conn = connect(&proxy.addr, &identity, &setup.known()).await.unwrap();
+    let third = raw().await.unwrap();
+    let closed = tokio::time::timeout(Duration::from_secs(5), third.closed()).await.expect("closed by the proxy");
+    assert!(format!("{closed}").contains("already has 2 connections"), "{closed}");
+
+    // Streams that send a byte and no request: those past the connection's waiting share are
+    // answered "busy" at once, the others when their time is up; meanwhile a job still runs.
+    let pending = posh_exec::remote::proxy::PENDING_REQUESTS;
+    let mut answers = tokio::task::JoinSet::new();
+    for _ in 0..pending + 4 {
+        let (mut send, recv) = flooded.open_bi().await.unwrap();
+        send.write_all(&[b' '; 1000]).await.unwrap();
+        answers.spawn(async move {
+            let _send = send;
+            let mut recv = tokio::io::BufReader::new(recv);
+            let mut line = String::new();
+            let read = tokio::io::AsyncBufReadExt::read_line(&mut recv, &mut line);
+            tokio::time::timeout(Duration::from_secs(10), read).await.expect("an answer").unwrap();
+            line
+        });
+    }
+    assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0, "a job during the flood");
+    let answers = answers.join_all().await;
+    let busy = answers.iter().filter(|line| line.contains("\"busy\"")).count();
+    let timed_out = answers.iter().filter(|line| line.contains("no request within 4 s")).count();
+    assert_eq!((busy, timed_out), (4, pending), "{answers:?}");
+    println!("proxy peak memory: {}", proxy.peak_memory());
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn sigterm_ends_the_proxy_with_status_zero() {
     let setup = Setup::new();
     let mut proxy = setup.proxy(&[]);

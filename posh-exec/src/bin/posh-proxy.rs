@@ -42,6 +42,10 @@ struct Args {
     /// another client always finds a slot.
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..))]
     max_jobs_per_client: Option<u32>,
+    /// Connections one client may hold at once (one per mount this proxy serves it); more are
+    /// closed at once.
+    #[arg(long, value_name = "N", default_value_t = 16, value_parser = clap::value_parser!(u32).range(1..))]
+    max_connections_per_client: u32,
     /// Seconds a stream may take to send its request before it is refused.
     #[arg(long, value_name = "SECONDS", default_value_t = 10, value_parser = clap::value_parser!(u64).range(1..))]
     request_timeout: u64,
@@ -123,6 +127,7 @@ async fn run(args: Args) -> Result<()> {
         authorization,
         max_jobs: args.max_jobs as usize,
         max_jobs_per_client: args.max_jobs_per_client.unwrap_or(args.max_jobs.saturating_sub(1).max(1)) as usize,
+        max_connections_per_client: args.max_connections_per_client as usize,
         request_wait: Duration::from_secs(args.request_timeout),
         grace: Duration::from_secs(args.grace_secs),
         library: posh_core::library::Library::builtin(),

@@ -24,11 +24,25 @@ pub const SERVER_NAME: &str = "posh-proxy";
 /// QUIC settings both ends use: keep-alives well inside the idle timeout, so a quiet job (a
 /// `sort` still reading) keeps its connection while a lost peer is noticed within seconds.
 pub fn transport() -> std::sync::Arc<quinn::TransportConfig> {
+    std::sync::Arc::new(common_transport())
+}
+
+/// The proxy's side: what a client may make it buffer is bounded. quinn's default lets each of
+/// a connection's 100 streams hold 1.25 MB of unread data with no bound on their sum; a proxy
+/// holds at most this much per connection (a bandwidth-delay product of 20 ms at 6 Gbit/s, far
+/// more than one client's uploads need).
+pub fn server_transport() -> std::sync::Arc<quinn::TransportConfig> {
+    let mut transport = common_transport();
+    transport.receive_window(quinn::VarInt::from_u32(16 << 20));
+    std::sync::Arc::new(transport)
+}
+
+fn common_transport() -> quinn::TransportConfig {
     let mut transport = quinn::TransportConfig::default();
     transport.keep_alive_interval(Some(std::time::Duration::from_secs(2)));
     // A proxy (or client) that vanished is given up on after this long without a packet.
     transport.max_idle_timeout(Some(std::time::Duration::from_secs(10).try_into().expect("a valid timeout")));
-    std::sync::Arc::new(transport)
+    transport
 }
 
 /// One job: a pipeline of commands to run at the proxy, the first reading the stream's input, the

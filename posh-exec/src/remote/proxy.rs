@@ -41,6 +41,11 @@ pub struct ProxyConfig {
     /// Jobs one client may run at once: fewer than `max_jobs`, so that one client cannot hold
     /// every slot while others are answered "busy".
     pub max_jobs_per_client: usize,
+    /// Connections one client may hold at once (a client has one per mount the proxy serves);
+    /// more are closed at once. With the streams a
+    /// connection may have waiting for their request ([`PENDING_REQUESTS`]), this bounds the
+    /// memory one client can make the proxy hold.
+    pub max_connections_per_client: usize,
     /// How long a stream may take to send its request line; a stream that sends nothing (or
     /// trickles) is refused when it runs out, and its memory freed.
     pub request_wait: Duration,
@@ -114,7 +119,7 @@ pub fn endpoint(identity: &Identity, listen: SocketAddr) -> Result<quinn::Endpoi
     tls.alpn_protocols = vec![protocol::ALPN.to_vec()];
     let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls)?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(quic));
-    config.transport_config(protocol::transport());
+    config.transport_config(protocol::server_transport());
     quinn::Endpoint::server(config, listen).with_context(|| format!("cannot listen on {listen}"))
 }
 
@@ -137,7 +142,9 @@ struct Shared {
     config: ProxyConfig,
     jobs: Arc<Semaphore>,
     /// Jobs running per client fingerprint (see `ProxyConfig::max_jobs_per_client`).
-    client_jobs: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
+    client_jobs: ClientCounts,
+    /// Connections per client fingerprint (see `ProxyConfig::max_connections_per_client`).
+    client_connections: ClientCounts,
     /// True once a shutdown began: new jobs are refused.
     stopping: watch::Receiver<bool>,
     /// True once running jobs must be killed.
@@ -150,35 +157,57 @@ struct Shared {
     endpoint: quinn::Endpoint,
 }
 
+/// Streams of one connection that may wait for their request line at once; another is answered
+/// "busy" without being read. A client sends its request as it opens a stream, so only a flood
+/// reaches this; each waiting stream may hold up to [`protocol::MAX_LINE`] bytes.
+pub const PENDING_REQUESTS: usize = 8;
+
+/// How many of something each client holds (jobs, connections), for per-client shares.
+#[derive(Clone, Default)]
+struct ClientCounts(Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>);
+
+impl ClientCounts {
+    /// One more for `client`, if it holds fewer than `max` (at least 1); given back when dropped.
+    fn take(&self, client: &str, max: usize) -> Option<ClientShare> {
+        let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if counts.get(client).is_some_and(|&count| count >= max.max(1)) {
+            return None;
+        }
+        *counts.entry(client.to_string()).or_default() += 1;
+        Some(ClientShare { counts: self.clone(), client: client.to_string() })
+    }
+}
+
+/// One of a client's share, counted in [`ClientCounts`] while it lives.
+struct ClientShare {
+    counts: ClientCounts,
+    client: String,
+}
+
+impl Drop for ClientShare {
+    fn drop(&mut self) {
+        let mut counts = self.counts.0.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(count) = counts.get_mut(&self.client) {
+            *count -= 1;
+            if *count == 0 {
+                counts.remove(&self.client);
+            }
+        }
+    }
+}
+
 /// A job's slot: one of the proxy's, and one of its client's share.
 struct JobSlot {
     _permit: tokio::sync::OwnedSemaphorePermit,
-    client_jobs: Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>,
-    client: String,
+    _share: ClientShare,
 }
 
 impl JobSlot {
     /// A slot for a job of `client`, if the proxy has one free and the client is under its share.
     fn take(shared: &Shared, client: &str) -> Option<JobSlot> {
         let permit = shared.jobs.clone().try_acquire_owned().ok()?;
-        let mut running = shared.client_jobs.lock().unwrap_or_else(|e| e.into_inner());
-        if running.get(client).is_some_and(|&count| count >= shared.config.max_jobs_per_client.max(1)) {
-            return None;
-        }
-        *running.entry(client.to_string()).or_default() += 1;
-        Some(JobSlot { _permit: permit, client_jobs: shared.client_jobs.clone(), client: client.to_string() })
-    }
-}
-
-impl Drop for JobSlot {
-    fn drop(&mut self) {
-        let mut running = self.client_jobs.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(count) = running.get_mut(&self.client) {
-            *count -= 1;
-            if *count == 0 {
-                running.remove(&self.client);
-            }
-        }
+        let share = shared.client_jobs.take(client, shared.config.max_jobs_per_client)?;
+        Some(JobSlot { _permit: permit, _share: share })
     }
 }
 
@@ -207,7 +236,8 @@ pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: imp
     let shared = Arc::new(Shared {
         config,
         jobs: Arc::new(Semaphore::new(max_jobs)),
-        client_jobs: Arc::default(),
+        client_jobs: ClientCounts::default(),
+        client_connections: ClientCounts::default(),
         stopping,
         kill,
         in_flight: watch::channel(0).0,
@@ -278,17 +308,31 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
         conn.close(2u32.into(), reason.as_bytes());
         return Ok(());
     }
+    // Another proxy fetching outputs connects once per fetch, and only for what a client's jobs
+    // sent its way: its connections are bounded by those jobs.
+    let max_connections = if peer_only { usize::MAX } else { shared.config.max_connections_per_client };
+    let Some(_connection_share) = shared.client_connections.take(&client, max_connections) else {
+        tracing::warn!("refused {remote}: client {client} already has {max_connections} connections");
+        let reason = format!("client {client} already has {max_connections} connections to this proxy");
+        conn.close(3u32.into(), reason.as_bytes());
+        return Ok(());
+    };
     tracing::info!("client {client} connected from {remote}");
+    let pending = Arc::new(Semaphore::new(PENDING_REQUESTS));
     loop {
-        let (send, recv) = match conn.accept_bi().await {
+        let (send, mut recv) = match conn.accept_bi().await {
             Ok(streams) => streams,
             Err(quinn::ConnectionError::ApplicationClosed(_) | quinn::ConnectionError::LocallyClosed) => break,
             Err(e) => return Err(e.into()),
         };
         let shared = shared.clone();
         let client = client.clone();
+        let Ok(waiting) = pending.clone().try_acquire_owned() else {
+            tokio::spawn(async move { refuse(send, &mut recv, "busy".to_string()).await });
+            continue;
+        };
         tokio::spawn(async move {
-            if let Err(e) = handle_stream(send, recv, &shared, &client, peer_only).await {
+            if let Err(e) = handle_stream(send, recv, waiting, &shared, &client, peer_only).await {
                 tracing::info!("stream of {client} from {remote}: {e:#}");
             }
         });
@@ -322,6 +366,7 @@ async fn refuse(mut send: quinn::SendStream, recv: &mut quinn::RecvStream, error
 async fn handle_stream(
     send: quinn::SendStream,
     recv: quinn::RecvStream,
+    waiting: tokio::sync::OwnedSemaphorePermit,
     shared: &Shared,
     client: &str,
     peer_only: bool,
@@ -329,7 +374,9 @@ async fn handle_stream(
     let _in_flight = InFlight::new(&shared.in_flight);
     let mut recv = BufReader::new(recv);
     let wait = shared.config.request_wait;
-    let opening: serde_json::Value = match tokio::time::timeout(wait, protocol::read_line(&mut recv)).await {
+    let opening = tokio::time::timeout(wait, protocol::read_line(&mut recv)).await;
+    drop(waiting);
+    let opening: serde_json::Value = match opening {
         Ok(Ok((opening, _))) => opening,
         Ok(Err(e)) => return refuse(send, recv.get_mut(), format!("bad request: {e}")).await,
         Err(_) => {

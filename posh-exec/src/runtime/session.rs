@@ -333,6 +333,7 @@ async fn start_embedded(
         // It serves this run alone.
         max_jobs: 64,
         max_jobs_per_client: 64,
+        max_connections_per_client: 64,
         request_wait: Duration::from_secs(10),
         jobs,
         grace: Duration::from_secs(1),

@@ -26,6 +26,12 @@ impl Drop for Proxy {
 }
 
 impl Proxy {
+    /// Its peak resident memory so far (`VmHWM` of /proc/PID/status), for the record.
+    pub fn peak_memory(&self) -> String {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap_or_default();
+        status.lines().find_map(|l| l.strip_prefix("VmHWM:")).unwrap_or("unknown").trim().to_string()
+    }
+
     pub fn start(export: &Path, state: &Path, extra: &[&str]) -> Proxy {
         Proxy::start_on("127.0.0.1:0", export, state, extra)
     }
