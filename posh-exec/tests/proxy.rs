@@ -424,6 +424,35 @@ async fn a_flood_of_connections_and_silent_streams_is_refused_while_jobs_still_r
 }
 
 #[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_half_closes_its_stream_still_gets_the_output_and_statuses() {
+    use posh_exec::remote::protocol::{self, Ended, Header, TAG_EXIT, TAG_STDIN, TAG_STDOUT};
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let identity = setup.identity();
+    let raw = posh_exec::remote::client::connect_peer(&endpoint, &proxy.addr, &identity, &proxy.fingerprint);
+    let (mut send, recv) = raw.await.unwrap().open_bi().await.unwrap();
+    // The request and the input, then the end of the stream: nothing says "stdout closed".
+    protocol::write_line(&mut send, &request(&["sort"])).await.unwrap();
+    protocol::write_frame(&mut send, TAG_STDIN, b"b\na\n").await.unwrap();
+    send.finish().unwrap();
+    let mut recv = tokio::io::BufReader::new(recv);
+    let (header, _): (Header, usize) = protocol::read_line(&mut recv).await.unwrap();
+    assert!(header.ok, "{header:?}");
+    let (mut out, mut ended) = (Vec::new(), None);
+    while let Some((tag, bytes)) = protocol::read_frame(&mut recv).await.unwrap() {
+        match tag {
+            TAG_STDOUT => out.extend(bytes),
+            TAG_EXIT => ended = Some(serde_json::from_slice::<Ended>(&bytes).unwrap()),
+            _ => {}
+        }
+    }
+    assert_eq!(String::from_utf8_lossy(&out), "a\nb\n", "sort read its input to the end and wrote");
+    let statuses: Vec<i32> = ended.expect("the exit frame").commands.iter().map(|e| e.status()).collect();
+    assert_eq!(statuses, [0], "not SIGPIPE");
+}
+
+#[tokio::test(flavor = "multi_thread")]
 async fn sigterm_ends_the_proxy_with_status_zero() {
     let setup = Setup::new();
     let mut proxy = setup.proxy(&[]);

@@ -329,7 +329,7 @@ impl Connection {
             let reason = header.error.unwrap_or_else(|| "no reason given".to_string());
             return Err(StartError::Refused { proxy: self.addr.clone(), command, reason });
         }
-        Ok(Job { connection: self.clone(), command, send, recv })
+        Ok(Job { connection: self.clone(), command, send: JobSender(Some(send)), recv })
     }
 
     /// Closes the connection, telling the proxy at once (its jobs for us end), and waits until
@@ -381,17 +381,44 @@ impl StartError {
 pub struct Job {
     connection: Connection,
     command: String,
-    send: quinn::SendStream,
+    send: JobSender,
     recv: BufReader<quinn::RecvStream>,
+}
+
+/// The client's half of a job's stream. Ended by [`JobSender::close`] once the job is done (or
+/// its output no longer wanted: "stdout closed" went first); dropped otherwise (the caller was
+/// interrupted), it is reset, which the proxy takes for a cancellation. A plain end of the
+/// stream only ends the job's input.
+#[derive(Debug)]
+struct JobSender(Option<quinn::SendStream>);
+
+impl JobSender {
+    fn stream(&mut self) -> &mut quinn::SendStream {
+        self.0.as_mut().expect("open until closed or dropped")
+    }
+
+    fn close(mut self) {
+        if let Some(mut stream) = self.0.take() {
+            let _ = stream.finish();
+        }
+    }
+}
+
+impl Drop for JobSender {
+    fn drop(&mut self) {
+        if let Some(mut stream) = self.0.take() {
+            let _ = stream.reset(protocol::CANCELLED);
+        }
+    }
 }
 
 impl Job {
     /// Cancels a job that has taken no input yet, and waits (a few seconds at most) until the
     /// proxy has ended it and freed its slot, so that the work can be asked again at once.
     pub async fn cancel(self) {
-        let Job { mut send, mut recv, .. } = self;
-        // A stream that ends before "stdout closed" is a client that dropped the job.
-        let _ = send.finish();
+        let Job { send, mut recv, .. } = self;
+        // A reset stream is a client that dropped the job.
+        drop(send);
         let ended = async {
             let mut buf = [0u8; 4096];
             while recv.read(&mut buf).await.is_ok_and(|n| n > 0) {}
@@ -428,7 +455,7 @@ impl Job {
                         Ok(0) => break,
                         Ok(n) => {
                             // The proxy stops the stream when the job ended without reading all.
-                            match protocol::write_frame(&mut send, TAG_STDIN, buf.data(n)).await {
+                            match protocol::write_frame(send.stream(), TAG_STDIN, buf.data(n)).await {
                                 Ok(sent) => traffic.add_sent(sent),
                                 Err(_) => return,
                             }
@@ -441,15 +468,15 @@ impl Job {
                     }
                 }
             }
-            if let Ok(sent) = protocol::write_frame(&mut send, TAG_STDIN_END, &[]).await {
+            if let Ok(sent) = protocol::write_frame(send.stream(), TAG_STDIN_END, &[]).await {
                 traffic.add_sent(sent);
             }
             // The stream stays open for a later "stdout closed" until the job ends.
             let _ = closed.wait_for(|c| *c).await;
-            if let Ok(sent) = protocol::write_frame(&mut send, TAG_STDOUT_CLOSED, &[]).await {
+            if let Ok(sent) = protocol::write_frame(send.stream(), TAG_STDOUT_CLOSED, &[]).await {
                 traffic.add_sent(sent);
             }
-            let _ = send.finish();
+            send.close();
         };
         let reader = async {
             let mut stdout_open = true;

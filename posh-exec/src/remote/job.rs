@@ -576,7 +576,6 @@ where
     let (closed_tx, mut closed) = watch::channel(false);
     // Frames are read by one long-lived future: a frame read is not safe to cancel halfway.
     let input = async move {
-        let mut output_closed = false;
         while let Some((tag, bytes)) = protocol::read_frame(recv).await? {
             match tag {
                 TAG_STDIN => {
@@ -589,16 +588,15 @@ where
                 }
                 TAG_STDIN_END => stdin = None,
                 TAG_STDOUT_CLOSED => {
-                    output_closed = true;
                     let _ = closed_tx.send(true);
                 }
                 tag => anyhow::bail!("unexpected frame {tag} from the client"),
             }
         }
-        // A client ends its side only after "stdout closed", which it sends once the job's
-        // output is no longer wanted or the job has ended: an earlier end is a client that
-        // dropped the job (its caller interrupted), and the job must not run on.
-        anyhow::ensure!(output_closed, "the client cancelled the job");
+        // A plain end of the client's side is the end of the job's input (a half-close: the
+        // pipe closes as this future ends); the job goes on and its output is still wanted. A
+        // client that drops a job resets its side instead, which the read above returns as an
+        // error, and the job must not run on.
         Ok(())
     };
     let output = async {
@@ -615,7 +613,13 @@ where
                 // report an error, so that is the order they wrote in (exact only when the two
                 // are one pipe, see `JobOptions::stderr_with_stdout`).
                 biased;
-                _ = async { let _ = closed.wait_for(|c| *c).await; }, if stdout.is_some() => stdout = None,
+                // Only a "stdout closed" frame: an input that ended (its sender gone) is no
+                // reader that left.
+                _ = async {
+                    if closed.wait_for(|c| *c).await.is_err() {
+                        std::future::pending::<()>().await;
+                    }
+                }, if stdout.is_some() => stdout = None,
                 n = read_some(&mut stdout, out_buf.space()), if stdout.is_some() => match n? {
                     0 => stdout = None,
                     n => {

@@ -21,6 +21,10 @@ pub const MAX_FRAME: usize = 1 << 20;
 /// fingerprint is.
 pub const SERVER_NAME: &str = "posh-proxy";
 
+/// The error code of a client that resets its side of a job's stream: it dropped the job (its
+/// caller was interrupted), which must not run on.
+pub const CANCELLED: quinn::VarInt = quinn::VarInt::from_u32(1);
+
 /// QUIC settings both ends use: keep-alives well inside the idle timeout, so a quiet job (a
 /// `sort` still reading) keeps its connection while a lost peer is noticed within seconds.
 pub fn transport() -> std::sync::Arc<quinn::TransportConfig> {
