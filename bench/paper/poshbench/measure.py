@@ -276,6 +276,9 @@ class WorkloadRun:
     def measure(self) -> dict:
         wl = self.workload
         ensure_inputs(wl, self.options.scale, self.layout, self.setting, self.options.work / "stage")
+        # Each workload's proxies are new, with new host keys, on ports the system picks: one may
+        # get the address an earlier workload's proxy had, whose pinned key must not refuse it.
+        (Path(self.env["XDG_STATE_HOME"]) / "posh" / "known_proxies").unlink(missing_ok=True)
         proxies, self.config = self.setting.start_proxies(self.layout, self.options.posh_proxy, self.authorized,
                                                           self.dir, self.link)
         try:
