@@ -61,6 +61,12 @@ impl<'a> Outputs<'a> {
         Outputs { journal, pending: Vec::new(), named }
     }
 
+    /// For a job without redirections or output words: nothing to record, so none of its files
+    /// is looked at (a `stat` each, on the runtime's thread, for nothing).
+    fn untouched(journal: &'a Journal) -> Outputs<'a> {
+        Outputs { journal, pending: Vec::new(), named: Vec::new() }
+    }
+
     /// Whether a command of the job names or reads the file `meta` describes (`sort f > f`).
     fn named_by_job(&self, meta: &std::fs::Metadata) -> bool {
         self.named.contains(&(meta.dev(), meta.ino()))
@@ -513,18 +519,20 @@ where
         .map(std::sync::Arc::new)
         .map_err(|e| format!("cannot confine the command: {e}"));
     let none_starts = |message: &str| commands.iter().map(|_| Err(failed(message, 126))).collect::<Vec<_>>();
-    let prepare = {
-        let (commands, job_dir) = (commands.to_vec(), place.dir.path().to_path_buf());
-        move |outputs: &mut Outputs<'_>| prepare_commands(&commands, streams, noclobber, &job_dir, outputs)
-    };
     // Redirections, output words and homes, all of the job's on its confined file-work thread
     // (see `FileWork`), which a job without any does without.
     let has_file_work = commands.iter().any(|c| !c.redirects.is_empty() || !c.outputs.is_empty() || c.home.is_some());
     let (files, prepared) = match &confinement {
         Err(message) => (None, none_starts(message)),
-        Ok(_) if !has_file_work => (None, prepare(&mut Outputs::new(place.journal, commands))),
+        Ok(_) if !has_file_work => {
+            let mut untouched = Outputs::untouched(place.journal);
+            (None, prepare_commands(commands, streams, noclobber, place.dir.path(), &mut untouched))
+        }
         Ok(confinement) => match FileWork::start(place.journal.clone(), commands.to_vec(), confinement.clone()) {
             Ok(files) => {
+                let (commands, job_dir) = (commands.to_vec(), place.dir.path().to_path_buf());
+                let prepare =
+                    move |outputs: &mut Outputs<'_>| prepare_commands(&commands, streams, noclobber, &job_dir, outputs);
                 let prepared = files.run(prepare).await.unwrap_or_else(|e| none_starts(&os_message(&e)));
                 (Some(files), prepared)
             }
