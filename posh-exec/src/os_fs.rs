@@ -3,10 +3,10 @@
 use std::path::{Path, PathBuf};
 
 use posh_core::fs::{FileKind, FileMeta, FileSystem};
-
 /// How many entries a directory's size walk visits before it settles for what it has seen: a
-/// plan must come back in milliseconds, even for a home directory.
-const WALK_LIMIT: usize = 20_000;
+/// plan must come back in milliseconds, even for a home directory. A proxy asked the same walks
+/// as far.
+use posh_exec::remote::metadata::WALK_LIMIT;
 
 #[derive(Debug, Default)]
 pub struct OsFileSystem;

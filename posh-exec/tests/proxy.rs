@@ -8,8 +8,8 @@ use std::time::Duration;
 #[path = "common/proxy.rs"]
 mod proxy_process;
 
-use posh_exec::remote::protocol::Redirect;
-use posh_exec::remote::{Identity, JobCommand, KnownProxies, Request, connect};
+use posh_exec::remote::protocol::{Answer, Question, Redirect};
+use posh_exec::remote::{Identity, JobCommand, KnownProxies, Request, Traffic, connect};
 use proxy_process::Proxy;
 
 /// An export directory, a proxy state directory and a client directory, side by side, with a
@@ -276,6 +276,36 @@ async fn paths_escaping_the_export_are_refused_and_nothing_runs() {
     let out = conn.run(&request(&["sort", "-o", "sub/sorted.txt", "a.txt"]), b"").await.unwrap();
     assert_eq!(out.status, 0);
     assert_eq!(std::fs::read(setup.export().join("sub/sorted.txt")).unwrap(), b"bar 2\nfoo 1\nfood 3\n");
+}
+
+/// The planner's questions about the export are answered for what lies beneath it, and nothing
+/// else: `..`, absolute paths and planted links are refused, a FIFO is not opened.
+#[tokio::test(flavor = "multi_thread")]
+async fn questions_about_the_export_describe_nothing_outside_it() {
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let traffic = Traffic::default();
+    std::os::unix::fs::symlink(setup.dir.path(), setup.export().join("dirlink")).unwrap();
+    mkfifo(&setup.export().join("fifo"));
+    let answer = conn.ask(&Question::List(String::new()), &traffic).await.unwrap();
+    let Answer::Listing { files, mut dirs } = answer else { panic!("{answer:?}") };
+    dirs.sort();
+    assert!(files.contains(&("a.txt".to_string(), 19)), "{files:?}");
+    assert!(!files.iter().any(|(name, _)| name == "fifo" || name == "dirlink"), "{files:?}");
+    assert_eq!(dirs, ["sub"]);
+    // A link counts its own length, as the client's walk counts it.
+    let below = 19 + setup.dir.path().as_os_str().len() as u64;
+    assert_eq!(conn.ask(&Question::SizeBelow(String::new()), &traffic).await.unwrap(), Answer::SizeBelow(below));
+    for path in ["..", "/", "dirlink", "sub/../..", "fifo", &setup.dir.path().display().to_string()] {
+        for question in [Question::List(path.to_string()), Question::SizeBelow(path.to_string())] {
+            let err = conn.ask(&question, &traffic).await.unwrap_err().to_string();
+            assert!(err.contains("did not answer") && err.contains(&format!("`{path}`")), "{path}: {err}");
+        }
+    }
+    assert_eq!(traffic.questions(), 14);
+    // The proxy still runs jobs.
+    assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -17,7 +17,8 @@ use crate::read_buffer::ReadBuffer;
 
 use super::identity::{Identity, fingerprint};
 use super::protocol::{
-    self, Ended, Exit, Header, Request, TAG_EXIT, TAG_STDERR, TAG_STDIN, TAG_STDIN_END, TAG_STDOUT, TAG_STDOUT_CLOSED,
+    self, Answer, Ended, Exit, Header, Question, Request, TAG_EXIT, TAG_STDERR, TAG_STDIN, TAG_STDIN_END, TAG_STDOUT,
+    TAG_STDOUT_CLOSED,
 };
 
 /// The proxies this client has met: one `ADDRESS FINGERPRINT` line each, `#` comments.
@@ -151,6 +152,8 @@ pub struct Output {
 pub struct Traffic {
     sent: std::sync::atomic::AtomicU64,
     received: std::sync::atomic::AtomicU64,
+    /// Questions about the export asked for a plan ([`Connection::ask`]).
+    questions: std::sync::atomic::AtomicU64,
 }
 
 impl Traffic {
@@ -166,6 +169,10 @@ impl Traffic {
     pub fn totals(&self) -> (u64, u64) {
         use std::sync::atomic::Ordering::Relaxed;
         (self.sent.load(Relaxed), self.received.load(Relaxed))
+    }
+
+    pub fn questions(&self) -> u64 {
+        self.questions.load(std::sync::atomic::Ordering::Relaxed)
     }
 }
 
@@ -330,6 +337,27 @@ impl Connection {
             return Err(StartError::Refused { proxy: self.addr.clone(), command, reason });
         }
         Ok(Job { connection: self.clone(), command, send: JobSender(Some(send)), recv })
+    }
+
+    /// Asks the proxy a question about its export (see `remote::metadata`); what crosses is
+    /// added to `traffic`. A refusal (busy, a path that is not a directory beneath the export)
+    /// is an error naming the proxy and its reason.
+    pub async fn ask(&self, question: &Question, traffic: &Traffic) -> Result<Answer> {
+        traffic.questions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let (mut send, recv) = self.conn.open_bi().await.map_err(|e| self.lost(e.into()))?;
+        let ask = protocol::Ask { ask: question.clone() };
+        traffic.add_sent(protocol::write_line(&mut send, &ask).await.map_err(|e| self.lost(e))?);
+        let _ = send.finish();
+        let mut recv = BufReader::new(recv);
+        let (header, read): (Header, usize) = protocol::read_line(&mut recv).await.map_err(|e| self.lost(e))?;
+        traffic.add_received(read);
+        if !header.ok {
+            let reason = header.error.unwrap_or_else(|| "no reason given".to_string());
+            bail!("proxy {} did not answer {question:?}: {reason}", self.addr);
+        }
+        let (answer, read) = protocol::read_line(&mut recv).await.map_err(|e| self.lost(e))?;
+        traffic.add_received(read);
+        Ok(answer)
     }
 
     /// Closes the connection, telling the proxy at once (its jobs for us end), and waits until

@@ -127,6 +127,39 @@ pub struct Fetch {
     pub fetch: String,
 }
 
+/// The first line of a stream that asks the proxy what the planner needs to know of its export
+/// (see `remote::metadata`): one question, answered by a [`Header`] and one [`Answer`] line.
+/// Over a networked mount each `stat` of a plan is a round trip once the mount's attribute cache
+/// has lapsed; one question to the proxy answers for a whole directory.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Ask {
+    pub ask: Question,
+}
+
+/// A path relative to the export root (`""` is the root), resolved beneath it.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Question {
+    /// The regular files (with their sizes) and directories in a directory.
+    List(String),
+    /// The bytes of everything below a directory, walked as the client's planner walks one.
+    SizeBelow(String),
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Answer {
+    /// Names that are not UTF-8, symbolic links and special files are left out (the client asks
+    /// its mount of those), and so is what lies past the proxy's bound on one answer.
+    Listing {
+        /// (name, size).
+        files: Vec<(String, u64)>,
+        dirs: Vec<String>,
+    },
+    SizeBelow(u64),
+}
+
 /// One command of a job.
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct JobCommand {

@@ -19,7 +19,7 @@ use super::identity::{Identity, fingerprint};
 use super::jobs_dir::JobsDir;
 use super::journal::Journal;
 use super::peer::{self, PeerOutputs};
-use super::protocol::{self, Exit, Fetch, Header, Request};
+use super::protocol::{self, Ask, Exit, Fetch, Header, Request};
 use super::{confine, job};
 
 /// Who may connect.
@@ -393,10 +393,47 @@ async fn handle_stream(
     if peer_only {
         return refuse(send, recv.get_mut(), format!("client {client} is not authorized to run jobs")).await;
     }
+    if opening.get("ask").is_some() {
+        return match serde_json::from_value::<Ask>(opening) {
+            Ok(ask) => answer_question(send, recv, shared, client, ask).await,
+            Err(e) => refuse(send, recv.get_mut(), format!("bad question: {e}")).await,
+        };
+    }
     match serde_json::from_value::<Request>(opening) {
         Ok(request) => handle_job(send, recv, shared, client, request).await,
         Err(e) => refuse(send, recv.get_mut(), format!("bad request: {e}")).await,
     }
+}
+
+/// A question about the export (see `metadata`), answered off the reactor, holding one of the
+/// client's job slots while it is worked out.
+async fn answer_question(
+    mut send: quinn::SendStream,
+    mut recv: BufReader<quinn::RecvStream>,
+    shared: &Shared,
+    client: &str,
+    Ask { ask: question }: Ask,
+) -> Result<()> {
+    if *shared.stopping.borrow() {
+        return refuse(send, recv.get_mut(), "proxy is shutting down".to_string()).await;
+    }
+    let Some(slot) = JobSlot::take(shared, client) else {
+        return refuse(send, recv.get_mut(), "busy".to_string()).await;
+    };
+    let export = shared.config.export.clone();
+    let answer = tokio::task::spawn_blocking(move || super::metadata::answer(&export, &question)).await?;
+    drop(slot);
+    let answer = match answer {
+        Ok(answer) => answer,
+        Err(e) => return refuse(send, recv.get_mut(), e).await,
+    };
+    let _ = recv.get_mut().stop(0u32.into());
+    protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
+    protocol::write_line(&mut send, &answer).await?;
+    let _ = send.finish();
+    // Stay until the client has the answer: shutting down earlier would cut the stream.
+    let _ = tokio::time::timeout(Duration::from_secs(5), send.stopped()).await;
+    Ok(())
 }
 
 async fn handle_job(

@@ -1,0 +1,194 @@
+//! What the client's planner needs to know of the export (a directory's files and their sizes,
+//! the bytes below a directory), answered by the proxy next to the disk. Through a networked
+//! mount each `stat` of a plan is a round trip once the mount's attribute cache has lapsed, and
+//! a directory's walk one or more per directory; one question answers for a whole directory.
+//!
+//! Nothing is looked up by name from outside: the directory asked about is opened beneath the
+//! export's descriptor (`openat2` with `RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS`, so neither
+//! `..`, an absolute path nor a symbolic link planted by a job leads out of it), its entries are
+//! examined relative to that descriptor without following links, and only directories are
+//! opened (`O_DIRECTORY | O_NOFOLLOW`: a FIFO is never opened, nothing blocks). The answers are
+//! bounded, and the proxy counts each question as one of the client's jobs.
+
+use std::ffi::CStr;
+use std::os::fd::{AsFd, OwnedFd};
+use std::path::Path;
+
+use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
+
+use super::protocol::{Answer, Question};
+
+/// How many entries a walk of a directory's size visits before it settles for what it has seen,
+/// at the client (`os_fs`) and at a proxy alike, so the two give the same figure.
+pub const WALK_LIMIT: usize = 20_000;
+/// The most entries one listing names.
+const LIST_ENTRIES: usize = 20_000;
+/// About the most bytes one listing's answer takes (well under `protocol::MAX_LINE`).
+const LIST_BYTES: usize = 512 * 1024;
+
+/// Answers `question` about the export rooted at `export`; the error is the message sent back.
+/// Blocking (a walk reads many directories): the proxy calls it off its reactor.
+pub fn answer(export: &Path, question: &Question) -> Result<Answer, String> {
+    let path = match question {
+        Question::List(path) | Question::SizeBelow(path) => path,
+    };
+    let dir = open_beneath(export, path).map_err(|e| format!("`{path}`: {}", super::protocol::os_message(&e)))?;
+    Ok(match question {
+        Question::List(_) => list(dir, LIST_ENTRIES, LIST_BYTES),
+        Question::SizeBelow(_) => {
+            let mut budget = WALK_LIMIT;
+            Answer::SizeBelow(size_below(dir, &mut budget))
+        }
+    })
+}
+
+/// The directory `path` (relative, `""` for the root) beneath the export.
+fn open_beneath(export: &Path, path: &str) -> std::io::Result<OwnedFd> {
+    let root = rustix::fs::open(export, OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC, Mode::empty())?;
+    let path = if path.is_empty() { "." } else { path };
+    let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    Ok(rustix::fs::openat2(&root, path, flags, Mode::empty(), resolve)?)
+}
+
+/// The regular files and directories of `dir`, up to `max_entries` entries and about `max_bytes`.
+fn list(dir: OwnedFd, max_entries: usize, max_bytes: usize) -> Answer {
+    let mut files = Vec::new();
+    let mut dirs = Vec::new();
+    let mut bytes = 0;
+    for_each_entry(dir.as_fd(), |name, stat| {
+        let Ok(name) = name.to_str() else { return true };
+        // A name, its JSON quotes, a size and separators.
+        bytes += name.len() + 24;
+        match FileType::from_raw_mode(stat.st_mode) {
+            FileType::RegularFile => files.push((name.to_string(), stat.st_size as u64)),
+            FileType::Directory => dirs.push(name.to_string()),
+            _ => {}
+        }
+        files.len() + dirs.len() < max_entries && bytes < max_bytes
+    });
+    Answer::Listing { files, dirs }
+}
+
+/// The bytes below `dir`, as `os_fs`'s walk counts them: every entry not a directory adds its
+/// own size (a link its own), within a budget of entries.
+fn size_below(dir: OwnedFd, budget: &mut usize) -> u64 {
+    let mut total = 0;
+    let mut subdirs = Vec::new();
+    for_each_entry(dir.as_fd(), |name, stat| {
+        if *budget == 0 {
+            return false;
+        }
+        *budget -= 1;
+        if FileType::from_raw_mode(stat.st_mode) == FileType::Directory {
+            subdirs.push(name.to_owned());
+        } else {
+            total += stat.st_size as u64;
+        }
+        true
+    });
+    for name in subdirs {
+        let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::NOFOLLOW | OFlags::CLOEXEC;
+        if let Ok(sub) = rustix::fs::openat(&dir, name.as_c_str(), flags, Mode::empty()) {
+            total += size_below(sub, budget);
+        }
+    }
+    total
+}
+
+/// Calls `visit` with each entry of `dir` (but `.` and `..`) and its status, not following
+/// links, until it returns false. Entries that vanish meanwhile are skipped.
+fn for_each_entry(dir: std::os::fd::BorrowedFd<'_>, mut visit: impl FnMut(&CStr, &rustix::fs::Stat) -> bool) {
+    let Ok(entries) = rustix::fs::Dir::read_from(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name();
+        if name == c"." || name == c".." {
+            continue;
+        }
+        let Ok(stat) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else { continue };
+        if !visit(name, &stat) {
+            break;
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn export() -> tempfile::TempDir {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        std::fs::write(root.join("a.txt"), "hello\n").unwrap();
+        std::fs::create_dir_all(root.join("logs/old")).unwrap();
+        std::fs::write(root.join("logs/1.log"), "x".repeat(100)).unwrap();
+        std::fs::write(root.join("logs/old/0.log"), "y".repeat(50)).unwrap();
+        std::os::unix::fs::symlink("/etc", root.join("etc")).unwrap();
+        std::os::unix::fs::symlink("logs", root.join("inner")).unwrap();
+        assert!(std::process::Command::new("mkfifo").arg(root.join("fifo")).status().unwrap().success());
+        dir
+    }
+
+    fn listing(answer: Answer) -> (Vec<(String, u64)>, Vec<String>) {
+        match answer {
+            Answer::Listing { mut files, mut dirs } => {
+                files.sort();
+                dirs.sort();
+                (files, dirs)
+            }
+            other => panic!("not a listing: {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_listing_names_files_with_their_sizes_and_directories_but_no_links_or_special_files() {
+        let export = export();
+        let (files, dirs) = listing(answer(export.path(), &Question::List(String::new())).unwrap());
+        assert_eq!(files, [("a.txt".to_string(), 6)]);
+        assert_eq!(dirs, ["logs"]);
+        let (files, dirs) = listing(answer(export.path(), &Question::List("logs".into())).unwrap());
+        assert_eq!(files, [("1.log".to_string(), 100)]);
+        assert_eq!(dirs, ["old"]);
+        // A link that stays beneath the export is followed to the directory asked about.
+        let (files, _) = listing(answer(export.path(), &Question::List("inner/old".into())).unwrap());
+        assert_eq!(files, [("0.log".to_string(), 50)]);
+    }
+
+    #[test]
+    fn nothing_outside_the_export_is_described_and_a_fifo_is_not_opened() {
+        let export = export();
+        for path in ["..", "/etc", "etc", "logs/../..", "a.txt", "fifo", "missing"] {
+            for question in [Question::List(path.into()), Question::SizeBelow(path.into())] {
+                let error = answer(export.path(), &question).unwrap_err();
+                assert!(error.starts_with(&format!("`{path}`: ")), "{path}: {error}");
+            }
+        }
+    }
+
+    #[test]
+    fn the_size_below_a_directory_is_what_the_clients_walk_counts() {
+        let export = export();
+        let asked = |path: &str| match answer(export.path(), &Question::SizeBelow(path.into())).unwrap() {
+            Answer::SizeBelow(bytes) => bytes,
+            other => panic!("{other:?}"),
+        };
+        assert_eq!(asked("logs"), 150);
+        // Links count their own length ("/etc" and "logs"), as `symlink_metadata` does.
+        assert_eq!(asked(""), 6 + 150 + 4 + 4);
+        let mut budget = 1;
+        let root = open_beneath(export.path(), "logs").unwrap();
+        assert!(size_below(root, &mut budget) <= 100, "one entry visited at most");
+    }
+
+    #[test]
+    fn a_listing_stops_at_its_bounds() {
+        let export = tempfile::tempdir().unwrap();
+        for i in 0..50 {
+            std::fs::write(export.path().join(format!("f{i:02}")), "").unwrap();
+        }
+        let open = || open_beneath(export.path(), "").unwrap();
+        assert_eq!(listing(list(open(), 10, usize::MAX)).0.len(), 10);
+        assert_eq!(listing(list(open(), usize::MAX, 26 * 5)).0.len(), 5);
+        assert_eq!(listing(list(open(), usize::MAX, usize::MAX)).0.len(), 50);
+    }
+}
