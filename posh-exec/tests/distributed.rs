@@ -189,6 +189,41 @@ fn several_proxies_run_their_mounts_commands_and_only_results_cross() {
     assert_eq!(stats[6]["commands"][2]["location"], "archive");
 }
 
+/// The plans of a loop of small pipelines ask the proxy for the directory's listing once,
+/// instead of a `stat` through the mount each (a round trip each once a networked mount's
+/// attribute cache has lapsed); a file made since, and a directory's size, are asked too, and the
+/// commands run where `--explain` says, with bash's output.
+#[test]
+fn the_plans_of_a_loop_ask_the_proxy_about_its_files_once() {
+    let cluster = Cluster::new(&[]);
+    let notes = cluster.root().join("logs/notes");
+    std::fs::create_dir_all(notes.join("deep")).unwrap();
+    for i in 0..12 {
+        std::fs::write(notes.join(format!("n{i:02}.txt")), "TODO a\nlater b\n".repeat(i + 1)).unwrap();
+    }
+    std::fs::write(notes.join("deep/x.txt"), "TODO deep\n").unwrap();
+    let script = "for f in logs/notes/*.txt; do grep -c TODO \"$f\"; done\n\
+                  echo TODO made > logs/notes/new.txt\n\
+                  grep -c TODO logs/notes/new.txt\n\
+                  grep -r -c TODO logs/notes | sort\n";
+    let (_, stats) = cluster.same_as_bash(script, &["logs/notes/new.txt"]);
+    assert_eq!(stats.len(), 14, "{stats:?}");
+    for record in &stats {
+        assert_eq!(record["commands"][0]["location"], "logs", "{record}");
+    }
+    let questions: Vec<u64> = stats.iter().map(|r| r["proxies"]["logs"]["questions"].as_u64().unwrap_or(0)).collect();
+    // The loop's first plan asks for `logs/notes`; the others know it (unless the run outlived
+    // the answer, five seconds, on a machine this slow).
+    assert_eq!(questions[0], 1, "{stats:?}");
+    assert!(questions[1..12].iter().sum::<u64>() <= 2, "{questions:?}");
+    // `new.txt` is not in the listing: its size is asked of the mount. `grep -r` reads a
+    // directory: what `notes` is (the listing of the mount's root), then the bytes below it.
+    assert_eq!(questions[12], 0, "{stats:?}");
+    assert_eq!(questions[13], 2, "{stats:?}");
+    let answered = stats[0]["proxies"]["logs"]["question_bytes"].as_u64().unwrap();
+    assert!(answered < 600, "the listing of 13 names took {answered} bytes");
+}
+
 #[test]
 fn a_proxy_that_refuses_leaves_the_work_to_the_client_with_a_warning() {
     let cluster = Cluster::new(&[]);

@@ -450,7 +450,7 @@ def describe_pipeline(line: int, source: str, rendered: str, records: list) -> d
             if "why" in command:
                 whys[command["command"]] = command["why"]
         for proxy in record.get("proxies", {}).values():
-            crossed += proxy.get("bytes_to_proxy", 0) + proxy.get("bytes_from_proxy", 0)
+            crossed += proxy.get("bytes_to_proxy", 0) + proxy.get("bytes_from_proxy", 0) + proxy.get("question_bytes", 0)
     ran = [{"command": c, "location": w, "times": n} for (c, w), n in counts.items()]
     return {"line": line, "source": source, "explain": rendered, "runtime_runs": len(records), "ran": ran,
             "why_client": whys, "stream_bytes": crossed}

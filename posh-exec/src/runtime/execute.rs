@@ -42,8 +42,15 @@ impl StepEnd {
 type Statuses = Vec<StepEnd>;
 
 /// Runs `units` (from [`super::placement`]); returns the pipeline's status as bash computes it.
-/// Without a session every step must be local.
-pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller: &Caller, units: &[Unit]) -> u8 {
+/// Without a session every step must be local. `asked`: what the plan's questions to each
+/// mount's proxy cost (for `--stats`).
+pub async fn execute(
+    session: Option<&Arc<Session>>,
+    call: &PipelineCall,
+    caller: &Caller,
+    units: &[Unit],
+    asked: &BTreeMap<usize, Arc<Traffic>>,
+) -> u8 {
     let mut started = Started::default();
     let mut traffic: BTreeMap<usize, Arc<Traffic>> = BTreeMap::new();
     let mut input = caller.dup(0);
@@ -172,6 +179,7 @@ pub async fn execute(session: Option<&Arc<Session>>, call: &PipelineCall, caller
             status: (status & 0xff) as u8,
             mounts,
             traffic: &traffic,
+            asked,
         };
         record.append(path, caller);
     }

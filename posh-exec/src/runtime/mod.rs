@@ -8,6 +8,7 @@ pub mod coherence;
 pub mod execute;
 mod fan_in;
 pub mod local;
+mod metadata;
 mod output;
 pub mod placement;
 pub mod session;
@@ -127,7 +128,7 @@ pub fn run_here(call: &PipelineCall) -> u8 {
     let units = placement::all_local(call);
     let caller = local::Caller::this_process();
     match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime.block_on(execute::execute(None, call, &caller, &units)),
+        Ok(runtime) => runtime.block_on(execute::execute(None, call, &caller, &units, &Default::default())),
         Err(e) => {
             eprintln!("posh-exec: cannot start the runtime: {e}");
             1

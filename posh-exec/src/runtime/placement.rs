@@ -10,14 +10,13 @@ use std::path::Path;
 
 use posh_core::annotation::MergeKind;
 use posh_core::config::Config;
-use posh_core::fs::normalize_path;
+use posh_core::fs::{FileSystem, normalize_path};
 use posh_core::library::Library;
 use posh_core::planner::measured::Ratios;
 use posh_core::planner::{self, Carried, Location, NodeKind, PipelinePlan, PlanContext, PlanOptions, ScriptScope};
 use posh_exec::remote::protocol::{JobCommand, MAX_HOME_BYTES, Redirect};
 
 use super::{CommandCall, PipelineCall};
-use crate::os_fs::OsFileSystem;
 
 /// One command (or one copy of a split command) and where it runs.
 #[derive(Clone, Debug, PartialEq)]
@@ -93,8 +92,8 @@ impl Unit {
     }
 }
 
-/// Plans `call` run in `cwd`. Every command runs at the client when bash's words cannot be
-/// planned (words that are not UTF-8, say).
+/// Plans `call` run in `cwd`, with what `fs` tells of the files. Every command runs at the
+/// client when bash's words cannot be planned (words that are not UTF-8, say).
 pub fn place(
     library: &Library,
     config: &Config,
@@ -102,6 +101,7 @@ pub fn place(
     call: &PipelineCall,
     cwd: &Path,
     env: &[(OsString, OsString)],
+    fs: &dyn FileSystem,
 ) -> Vec<Unit> {
     let Some(text) = pipeline_text(call) else {
         return departed(call, "a word bash expanded is not UTF-8, which the planner cannot read");
@@ -114,7 +114,7 @@ pub fn place(
         return departed(call, "posh could not read back the pipeline bash handed over");
     }
     let options = PlanOptions::default();
-    let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd: cwd.to_path_buf(), options, ratios };
+    let ctx = PlanContext { library, config, fs, cwd: cwd.to_path_buf(), options, ratios };
     let plan = planner::plan_pipeline_in(&ctx, pipeline, &ScriptScope::handed_over());
     // `split`: the step is a copy of a split command, whose redirections the fan-in applies.
     let step_of = |command: usize, copy: usize, argv: Vec<String>, location: &Location, split: bool| -> Step {

@@ -20,7 +20,7 @@ use posh_exec::remote::{Connection, Identity, KnownProxies, Pin, connect, connec
 use tokio::sync::OnceCell;
 
 use super::local::Caller;
-use super::{decode, execute, placement};
+use super::{decode, execute, metadata, placement};
 
 /// Where the client keeps what it knows: its identity and the proxies it pinned.
 #[derive(Debug, Clone)]
@@ -71,7 +71,9 @@ pub struct Session {
     /// Pairs of mounts (from, to) whose proxies could not stream a pipe from one to the other:
     /// for the rest of the run such pipes are relayed through the client without trying again.
     relayed_pipes: std::sync::Mutex<std::collections::BTreeSet<(usize, usize)>>,
-    runtime: tokio::runtime::Handle,
+    /// What proxies told the run's plans of their exports (see `metadata`).
+    pub(super) answers: metadata::Answers,
+    pub(super) runtime: tokio::runtime::Handle,
 }
 
 impl Session {
@@ -222,21 +224,26 @@ impl Session {
             }
         };
         let call = decode(&args).map(|call| {
-            let units = placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env);
-            (call, units)
+            let planning = metadata::Planning::new(self);
+            let units = placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env, &planning);
+            (call, units, planning.into_traffic())
         });
-        let caller = Caller { fds, cwd: Some(cwd), env: Some(env) };
+        let caller = Caller { fds, cwd: Some(cwd.clone()), env: Some(env) };
         let status = match call {
-            Ok((call, units)) => {
-                let run = execute::execute(Some(self), &call, &caller, &units);
+            Ok((call, units, asked)) => {
+                let run = execute::execute(Some(self), &call, &caller, &units, &asked);
                 // The caller gone (killed, Ctrl-C) ends the pipeline: its jobs are dropped.
                 let gone = wait_until_closed(&stream);
-                self.runtime.block_on(async {
+                let status = self.runtime.block_on(async {
                     tokio::select! {
                         status = run => status,
                         () = gone => 130,
                     }
-                })
+                });
+                // What the pipeline may have written is asked about again.
+                let words = call.commands.iter().flat_map(|c| c.argv.iter().chain(c.redirects.iter().map(|r| &r.2)));
+                self.answers.forget(&self.config, words.map(|word| cwd.join(word)));
+                status
             }
             Err(e) => {
                 caller.warn(&format!("internal call: {e}"));
@@ -400,6 +407,7 @@ pub fn run_script(
     let session = Arc::new(Session {
         connections: config.mounts.iter().map(|_| tokio::sync::Mutex::default()).collect(),
         relayed_pipes: std::sync::Mutex::default(),
+        answers: metadata::Answers::default(),
         config,
         library,
         ratios,

@@ -26,8 +26,10 @@ pub struct Record<'a> {
     pub statuses: &'a [i32],
     pub status: u8,
     pub mounts: &'a [Mount],
-    /// Per mount index.
+    /// Per mount index: the jobs' streams.
     pub traffic: &'a BTreeMap<usize, Arc<Traffic>>,
+    /// Per mount index: the plan's questions about the proxy's files (`metadata`).
+    pub asked: &'a BTreeMap<usize, Arc<Traffic>>,
 }
 
 impl Record<'_> {
@@ -81,15 +83,19 @@ impl Record<'_> {
                 record
             })
             .collect();
-        let proxies: serde_json::Map<String, serde_json::Value> = self
-            .traffic
-            .iter()
-            .filter_map(|(mount, traffic)| {
-                let (sent, received) = traffic.totals();
-                let name = self.mounts.get(*mount)?.name.clone();
-                Some((name, serde_json::json!({ "bytes_to_proxy": sent, "bytes_from_proxy": received })))
-            })
-            .collect();
+        let mut proxies = serde_json::Map::new();
+        for mount in self.traffic.keys().chain(self.asked.keys()) {
+            let Some(name) = self.mounts.get(*mount).map(|m| m.name.clone()) else { continue };
+            let (sent, received) = self.traffic.get(mount).map_or((0, 0), |t| t.totals());
+            let proxy = proxies
+                .entry(name)
+                .or_insert_with(|| serde_json::json!({ "bytes_to_proxy": sent, "bytes_from_proxy": received }));
+            if let Some(asked) = self.asked.get(mount).filter(|a| a.questions() > 0) {
+                let (sent, received) = asked.totals();
+                proxy["questions"] = serde_json::json!(asked.questions());
+                proxy["question_bytes"] = serde_json::json!(sent + received);
+            }
+        }
         serde_json::json!({
             "line": self.call.commands[0].line,
             "commands": commands,

@@ -1,0 +1,246 @@
+//! The file system a handed-over pipeline is planned against. Files on a mount whose proxy runs
+//! apart (`proxy = "host:port"`) are described by that proxy, a whole directory per question
+//! (`remote::metadata`), instead of through the mount: there each `stat` of a plan is a round
+//! trip once the mount's attribute cache has lapsed (sshfs keeps it 20 s), which made a loop of
+//! small pipelines pay two round trips each. Everything else is asked of the mount
+//! (`OsFileSystem`), as `--explain` asks it: both describe the same files, so the plan is the
+//! one `--explain` shows.
+//!
+//! The run keeps each answer for [`LIFETIME`]. What a plan learns from it is a size and whether
+//! a name is a file or a directory, which only weigh where commands run: a stale answer may
+//! place a command less well, never change what it does (the runtime checks for itself what
+//! must be true when it runs: a streamed file's content, say). To keep them close all the same:
+//! a name a listing lacks is asked of the mount (a file the script has made since), and once a
+//! pipeline ends, every path its words or redirections name is forgotten (what it may have
+//! written).
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, HashMap};
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use posh_core::config::{Config, ProxyAddress};
+use posh_core::fs::{FileKind, FileMeta, FileSystem, normalize_path};
+use posh_exec::remote::Traffic;
+use posh_exec::remote::protocol::{Answer, Question};
+
+use super::session::Session;
+use crate::os_fs::OsFileSystem;
+
+/// How long the run trusts a proxy's answer.
+pub const LIFETIME: Duration = Duration::from_secs(5);
+/// How long a plan waits for an answer before asking the mount instead.
+const ANSWER_WAIT: Duration = Duration::from_secs(2);
+
+/// The proxies' answers the run keeps, by mount index and question.
+#[derive(Debug, Default)]
+pub struct Answers(Mutex<HashMap<(usize, Question), Kept>>);
+
+#[derive(Debug)]
+struct Kept {
+    at: Instant,
+    /// `None`: the proxy could not answer (an old proxy, busy, not a directory); the mount is
+    /// asked until the answer would have lapsed.
+    answer: Option<Arc<Answer>>,
+}
+
+impl Answers {
+    fn get(&self, key: &(usize, Question)) -> Option<Option<Arc<Answer>>> {
+        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        kept.get(key).filter(|k| k.at.elapsed() < LIFETIME).map(|k| k.answer.clone())
+    }
+
+    fn keep(&self, key: (usize, Question), answer: Option<Arc<Answer>>) {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        kept.retain(|_, k| k.at.elapsed() < LIFETIME);
+        kept.insert(key, Kept { at: Instant::now(), answer });
+    }
+
+    /// Forgets what the run knows of `paths` (absolute): their entries in their directories'
+    /// listings, and what was asked of them as directories.
+    pub fn forget(&self, config: &Config, paths: impl IntoIterator<Item = PathBuf>) {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        if kept.is_empty() {
+            return;
+        }
+        for path in paths {
+            let Some((mount, relative)) = on_remote_mount(config, &path) else { continue };
+            kept.remove(&(mount, Question::List(relative.clone())));
+            kept.remove(&(mount, Question::SizeBelow(relative.clone())));
+            let (parent, name) = split(&relative);
+            // The bytes below each directory above it may have changed.
+            let mut above = Some(parent);
+            while let Some(dir) = above {
+                kept.remove(&(mount, Question::SizeBelow(dir.to_string())));
+                above = (!dir.is_empty()).then(|| split(dir).0);
+            }
+            let listing = kept.get_mut(&(mount, Question::List(parent.to_string())));
+            if let Some(Kept { answer: Some(answer), .. }) = listing
+                && let Answer::Listing { files, dirs } = Arc::make_mut(answer)
+            {
+                files.retain(|(file, _)| file != name);
+                dirs.retain(|dir| dir != name);
+            }
+        }
+    }
+}
+
+/// The mount (index) whose proxy runs apart and holds `path`, with `path` relative to it; `None`
+/// for the mount's root, which its proxy's answers do not describe.
+fn on_remote_mount(config: &Config, path: &Path) -> Option<(usize, String)> {
+    let path = normalize_path(path);
+    let mount = config.mount_for(&path)?;
+    if !matches!(mount.proxy, ProxyAddress::Remote { .. }) {
+        return None;
+    }
+    let index = config.mounts.iter().position(|m| m.name == mount.name)?;
+    let relative = path.strip_prefix(&mount.path).ok()?.to_str()?.to_string();
+    (!relative.is_empty()).then_some((index, relative))
+}
+
+/// `dir/name` as (`dir`, `name`); `""` for a name at the root.
+fn split(relative: &str) -> (&str, &str) {
+    relative.rsplit_once('/').unwrap_or(("", relative))
+}
+
+/// A pipeline's plan's view of the file system: see the module's comment.
+pub struct Planning<'s> {
+    session: &'s Session,
+    /// What the questions of this plan cost, by mount: the pipeline's `--stats` counts it.
+    traffic: RefCell<BTreeMap<usize, Arc<Traffic>>>,
+}
+
+impl<'s> Planning<'s> {
+    pub fn new(session: &'s Session) -> Planning<'s> {
+        Planning { session, traffic: RefCell::default() }
+    }
+
+    /// The bytes and questions this plan sent to each mount's proxy.
+    pub fn into_traffic(self) -> BTreeMap<usize, Arc<Traffic>> {
+        self.traffic.into_inner()
+    }
+
+    /// The proxy's answer to `question` about mount `mount`, asked now unless the run has one.
+    fn answer(&self, mount: usize, question: Question) -> Option<Arc<Answer>> {
+        let key = (mount, question);
+        if let Some(kept) = self.session.answers.get(&key) {
+            return kept;
+        }
+        let traffic = self.traffic.borrow_mut().entry(mount).or_default().clone();
+        let asked = self.session.runtime.block_on(async {
+            let connection = self.session.connection(mount).await?;
+            let asked = tokio::time::timeout(ANSWER_WAIT, connection.ask(&key.1, &traffic)).await;
+            match asked {
+                Ok(Ok(answer)) => Some(Arc::new(answer)),
+                Ok(Err(e)) => {
+                    tracing::debug!("{e:#}");
+                    None
+                }
+                Err(_) => None,
+            }
+        });
+        self.session.answers.keep(key, asked.clone());
+        asked
+    }
+}
+
+impl FileSystem for Planning<'_> {
+    fn metadata(&self, path: &Path) -> Option<FileMeta> {
+        let known = on_remote_mount(&self.session.config, path).and_then(|(mount, relative)| {
+            let (dir, name) = split(&relative);
+            let answer = self.answer(mount, Question::List(dir.to_string()))?;
+            let Answer::Listing { files, dirs } = &*answer else { return None };
+            let file = files.iter().find(|(file, _)| file == name);
+            match file {
+                Some(&(_, size)) => Some(FileMeta { kind: FileKind::File, size }),
+                None => dirs.iter().any(|d| d == name).then_some(FileMeta { kind: FileKind::Directory, size: 0 }),
+            }
+        });
+        known.or_else(|| OsFileSystem.metadata(path))
+    }
+
+    fn directory_size(&self, path: &Path) -> Option<u64> {
+        let known = on_remote_mount(&self.session.config, path).and_then(|(mount, relative)| {
+            match &*self.answer(mount, Question::SizeBelow(relative))? {
+                Answer::SizeBelow(bytes) => Some(*bytes),
+                Answer::Listing { .. } => None,
+            }
+        });
+        known.or_else(|| OsFileSystem.directory_size(path))
+    }
+
+    fn read_dir(&self, path: &Path) -> Vec<String> {
+        OsFileSystem.read_dir(path)
+    }
+
+    fn read_dirs(&self, paths: &[PathBuf]) -> Vec<Vec<String>> {
+        OsFileSystem.read_dirs(paths)
+    }
+
+    fn read_to_string(&self, path: &Path) -> Option<String> {
+        OsFileSystem.read_to_string(path)
+    }
+
+    fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
+        OsFileSystem.end_with_newlines(paths)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn config() -> Config {
+        let text = "[[mount]]\nname = \"far\"\npath = \"/data\"\nproxy = \"10.0.0.1:4433\"\n\n\
+                    [[mount]]\nname = \"near\"\npath = \"/local\"\nproxy = \"embedded\"\n";
+        Config::parse(text, Path::new("/home/u/posh.toml")).unwrap()
+    }
+
+    fn listing(files: &[(&str, u64)], dirs: &[&str]) -> Option<Arc<Answer>> {
+        let files = files.iter().map(|(name, size)| (name.to_string(), *size)).collect();
+        Some(Arc::new(Answer::Listing { files, dirs: dirs.iter().map(|d| d.to_string()).collect() }))
+    }
+
+    #[test]
+    fn only_paths_below_a_separate_proxys_mount_are_asked_of_it() {
+        let config = config();
+        assert_eq!(on_remote_mount(&config, Path::new("/data/logs/a.log")), Some((0, "logs/a.log".into())));
+        assert_eq!(on_remote_mount(&config, Path::new("/data/./logs/../a.log")), Some((0, "a.log".into())));
+        // Its root (described by no answer), an embedded proxy's mount, the client's files.
+        assert_eq!(on_remote_mount(&config, Path::new("/data")), None);
+        assert_eq!(on_remote_mount(&config, Path::new("/local/a.log")), None);
+        assert_eq!(on_remote_mount(&config, Path::new("/home/u/a.log")), None);
+        assert_eq!(split("logs/a.log"), ("logs", "a.log"));
+        assert_eq!(split("a.log"), ("", "a.log"));
+    }
+
+    #[test]
+    fn what_a_pipeline_names_is_forgotten_and_the_rest_of_its_directory_kept() {
+        let config = config();
+        let answers = Answers::default();
+        let logs = (0, Question::List("logs".into()));
+        answers.keep(logs.clone(), listing(&[("a.log", 10), ("b.log", 20)], &["old"]));
+        answers.keep((0, Question::SizeBelow("logs".into())), Some(Arc::new(Answer::SizeBelow(30))));
+        answers.keep((0, Question::SizeBelow("logs/old".into())), Some(Arc::new(Answer::SizeBelow(5))));
+        answers.keep((0, Question::SizeBelow(String::new())), Some(Arc::new(Answer::SizeBelow(35))));
+        answers.keep((0, Question::List("other".into())), listing(&[("b.log", 1)], &[]));
+        answers.forget(&config, ["/data/logs/b.log", "/data/logs/old", "/home/u/-c"].map(PathBuf::from));
+        assert_eq!(answers.get(&logs), Some(listing(&[("a.log", 10)], &[])));
+        // The bytes below `logs/old`, `logs` and the root may have changed; not another directory.
+        assert_eq!(answers.get(&(0, Question::SizeBelow("logs".into()))), None);
+        assert_eq!(answers.get(&(0, Question::SizeBelow("logs/old".into()))), None);
+        assert_eq!(answers.get(&(0, Question::SizeBelow(String::new()))), None);
+        assert_eq!(answers.get(&(0, Question::List("other".into()))), Some(listing(&[("b.log", 1)], &[])));
+    }
+
+    #[test]
+    fn an_answer_lapses() {
+        let answers = Answers::default();
+        let key = (0, Question::List(String::new()));
+        answers.keep(key.clone(), None);
+        assert_eq!(answers.get(&key), Some(None), "a question the proxy could not answer is not asked again at once");
+        answers.0.lock().unwrap().get_mut(&key).unwrap().at -= LIFETIME;
+        assert_eq!(answers.get(&key), None);
+    }
+}
