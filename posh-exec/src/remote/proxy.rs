@@ -455,7 +455,7 @@ async fn handle_job(
     };
     // Each job gets its own temporary directory (sort spills there), the only writable place
     // outside the export; the sandbox confines the commands to both.
-    let tmp = match shared.config.jobs.new_job() {
+    let tmp = match shared.config.jobs.new_job(client) {
         Ok(tmp) => tmp,
         Err(e) => return refuse(send, recv.get_mut(), format!("cannot make a temporary directory: {e}")).await,
     };
