@@ -36,6 +36,9 @@ impl Cluster {
         std::fs::write(&authorized, fingerprint).unwrap();
         for mount in MOUNTS {
             let mut args = vec!["--authorized-clients", authorized.to_str().unwrap()];
+            if proxy_args.contains(&"--allow-any-client") {
+                args.clear();
+            }
             args.extend_from_slice(proxy_args);
             cluster.proxies.push(Proxy::start(&root.join(mount), &root.join(format!("state-{mount}")), &args));
         }
@@ -551,6 +554,23 @@ fn a_file_on_one_mount_is_streamed_to_the_other_mounts_proxy_and_only_results_cr
 /// A pipe from a command at one proxy to a command at another goes from the first proxy to the
 /// second: the client sends no byte of it and gets the statuses and the last command's output.
 /// The pipe ends when its writer does, whatever the writer's status, as bash's does.
+/// A proxy serving any client (`--allow-any-client`) cannot tell another proxy's fetches from a
+/// client's connections: each output waiting for that proxy lets one more connection in, so a
+/// command reading two files streamed from one proxy is not cut short by the per-client bound.
+#[test]
+fn fetches_beyond_the_connection_bound_are_let_in_where_any_client_is_served() {
+    let cluster = Cluster::new(&["--allow-any-client", "--max-connections-per-client", "1"]);
+    cluster.write_ids(20_000);
+    std::fs::copy(cluster.root().join("archive/ids.txt"), cluster.root().join("archive/more.txt")).unwrap();
+    // The logs' big file draws `paste` to its proxy; both archive files are streamed there.
+    let script = "paste -d , logs/big.log archive/ids.txt archive/more.txt | tail -n 2\n";
+    let (posh, stats) = cluster.same_as_bash(script, &[]);
+    assert!(!text(&posh.stderr).contains("posh-exec"), "{}", text(&posh.stderr));
+    assert_eq!(stats[0]["commands"][0]["location"], "logs", "{}", stats[0]);
+    let from_archive = stats[0]["proxies"]["archive"]["bytes_from_proxy"].as_u64().unwrap();
+    assert!(from_archive < 400, "{from_archive} bytes came through the client");
+}
+
 #[test]
 fn a_pipe_between_commands_at_two_proxies_goes_from_one_to_the_other() {
     let cluster = Cluster::new(&[]);

@@ -70,7 +70,13 @@ impl PeerOutputs {
     /// Whether a job waits for the proxy with this fingerprint (its connection is then let in,
     /// for fetches only).
     pub fn introduced(&self, fingerprint: &str) -> bool {
-        self.waiting().values().any(|w| w.peer == fingerprint)
+        self.waiting_for(fingerprint) > 0
+    }
+
+    /// How many jobs' outputs wait for the proxy with this fingerprint: each is fetched on a
+    /// connection of its own.
+    pub fn waiting_for(&self, fingerprint: &str) -> usize {
+        self.waiting().values().filter(|w| w.peer == fingerprint).count()
     }
 
     /// Takes the registration under `token` if it is for the proxy `fingerprint`.

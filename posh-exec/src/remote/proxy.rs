@@ -309,8 +309,13 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
         return Ok(());
     }
     // Another proxy fetching outputs connects once per fetch, and only for what a client's jobs
-    // sent its way: its connections are bounded by those jobs.
-    let max_connections = if peer_only { usize::MAX } else { shared.config.max_connections_per_client };
+    // sent its way: its connections are bounded by those jobs. Where any client is served, it
+    // is not told apart from a client, and gets one connection more per output waiting for it.
+    let max_connections = if peer_only {
+        usize::MAX
+    } else {
+        shared.config.max_connections_per_client.saturating_add(shared.peer_outputs.waiting_for(&client))
+    };
     let Some(_connection_share) = shared.client_connections.take(&client, max_connections) else {
         tracing::warn!("refused {remote}: client {client} already has {max_connections} connections");
         let reason = format!("client {client} already has {max_connections} connections to this proxy");
