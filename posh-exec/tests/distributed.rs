@@ -448,6 +448,10 @@ fn a_line_cut_by_a_seam_is_read_whole() {
     assert_eq!(stats[1]["commands"][0]["location"], serde_json::json!(["logs", "archive"]), "{stats:?}");
     assert_eq!(stats[1]["commands"][1]["location"], "client", "{stats:?}");
     assert_eq!(stats[3]["commands"][1]["location"], serde_json::json!(["logs", "archive"]), "{stats:?}");
+    // Whether `cut.log` ends its last line was asked of its proxy (with the listing), not read
+    // through the mount; for the last split, `big.log`'s (the listing is kept from the first).
+    assert_eq!(stats[0]["proxies"]["logs"]["questions"], 2, "{}", stats[0]);
+    assert!(stats[3]["proxies"]["logs"]["questions"].as_u64() >= Some(1), "{}", stats[3]);
 }
 
 /// git runs at the proxy of the mount its repository is on, with the user's identity and

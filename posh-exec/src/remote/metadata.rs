@@ -11,12 +11,12 @@
 //! bounded, and the proxy counts each question as one of the client's jobs.
 
 use std::ffi::CStr;
-use std::os::fd::{AsFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd as _, OwnedFd};
 use std::path::Path;
 
 use rustix::fs::{AtFlags, FileType, Mode, OFlags, ResolveFlags};
 
-use super::protocol::{Answer, Question};
+use super::protocol::{Answer, Question, os_message};
 
 /// How many entries a walk of a directory's size visits before it settles for what it has seen,
 /// at the client (`os_fs`) and at a proxy alike, so the two give the same figure.
@@ -29,15 +29,19 @@ const LIST_BYTES: usize = 512 * 1024;
 /// Answers `question` about the export rooted at `export`; the error is the message sent back.
 /// Blocking (a walk reads many directories): the proxy calls it off its reactor.
 pub fn answer(export: &Path, question: &Question) -> Result<Answer, String> {
-    let path = match question {
-        Question::List(path) | Question::SizeBelow(path) => path,
-    };
-    let dir = open_beneath(export, path).map_err(|e| format!("`{path}`: {}", super::protocol::os_message(&e)))?;
+    let opened = |path: &str| open_beneath(export, path).map_err(|e| format!("`{path}`: {}", os_message(&e)));
     Ok(match question {
-        Question::List(_) => list(dir, LIST_ENTRIES, LIST_BYTES),
-        Question::SizeBelow(_) => {
+        Question::List(path) => list(opened(path)?, LIST_ENTRIES, LIST_BYTES),
+        Question::SizeBelow(path) => {
             let mut budget = WALK_LIMIT;
-            Answer::SizeBelow(size_below(dir, &mut budget))
+            Answer::SizeBelow(size_below(opened(path)?, &mut budget))
+        }
+        Question::EndsWithNewline(files) => {
+            if files.len() > LIST_ENTRIES {
+                return Err(format!("{} files in one question (at most {LIST_ENTRIES})", files.len()));
+            }
+            let root = opened("")?;
+            Answer::EndsWithNewline(files.iter().map(|file| ends_with_newline(&root, file)).collect())
         }
     })
 }
@@ -49,6 +53,29 @@ fn open_beneath(export: &Path, path: &str) -> std::io::Result<OwnedFd> {
     let flags = OFlags::RDONLY | OFlags::DIRECTORY | OFlags::CLOEXEC;
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
     Ok(rustix::fs::openat2(&root, path, flags, Mode::empty(), resolve)?)
+}
+
+/// Whether the regular file `path` beneath `root` ends with a newline; `None` when it is empty,
+/// not a regular file or not beneath. It is looked at through an `O_PATH` descriptor (which
+/// opens nothing: no FIFO waits, no device acts) and read only once known to be a file.
+fn ends_with_newline(root: &OwnedFd, path: &str) -> Option<bool> {
+    let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
+    let flags = OFlags::PATH | OFlags::CLOEXEC;
+    let located = rustix::fs::openat2(root, path, flags, Mode::empty(), resolve).ok()?;
+    let stat = rustix::fs::fstat(&located).ok()?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile || stat.st_size <= 0 {
+        return None;
+    }
+    // The same file, opened for reading through the descriptor that holds it.
+    let file = rustix::fs::open(
+        format!("/proc/self/fd/{}", located.as_raw_fd()),
+        OFlags::RDONLY | OFlags::CLOEXEC,
+        Mode::empty(),
+    )
+    .ok()?;
+    let mut byte = [0u8];
+    let read = rustix::io::pread(&file, &mut byte, stat.st_size as u64 - 1).ok()?;
+    (read == 1).then_some(byte[0] == b'\n')
 }
 
 /// The regular files and directories of `dir`, up to `max_entries` entries and about `max_bytes`.
@@ -178,6 +205,18 @@ mod tests {
         let mut budget = 1;
         let root = open_beneath(export.path(), "logs").unwrap();
         assert!(size_below(root, &mut budget) <= 100, "one entry visited at most");
+    }
+
+    #[test]
+    fn a_files_last_byte_is_read_only_when_it_is_a_regular_file_beneath() {
+        let export = export();
+        std::fs::write(export.path().join("cut.txt"), "no newline").unwrap();
+        std::fs::write(export.path().join("empty.txt"), "").unwrap();
+        let files =
+            ["a.txt", "logs/1.log", "cut.txt", "empty.txt", "fifo", "logs", "etc/passwd", "../x", "inner/1.log"];
+        let question = Question::EndsWithNewline(files.map(String::from).to_vec());
+        let expected = [Some(true), Some(false), Some(false), None, None, None, None, None, Some(false)];
+        assert_eq!(answer(export.path(), &question).unwrap(), Answer::EndsWithNewline(expected.to_vec()));
     }
 
     #[test]

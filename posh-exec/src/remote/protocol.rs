@@ -145,6 +145,8 @@ pub enum Question {
     List(String),
     /// The bytes of everything below a directory, walked as the client's planner walks one.
     SizeBelow(String),
+    /// For each file, whether its last byte is a newline (where a split may cut `cat`'s output).
+    EndsWithNewline(Vec<String>),
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -158,6 +160,9 @@ pub enum Answer {
         dirs: Vec<String>,
     },
     SizeBelow(u64),
+    /// In the question's order; `None` for what is not a non-empty regular file beneath the
+    /// export.
+    EndsWithNewline(Vec<Option<bool>>),
 }
 
 /// One command of a job.

@@ -6,7 +6,10 @@
 //! (`OsFileSystem`), as `--explain` asks it: both describe the same files, so the plan is the
 //! one `--explain` shows.
 //!
-//! The run keeps each answer for [`LIFETIME`]. What a plan learns from it is a size and whether
+//! Where a split may cut `cat`'s output (whether a file's last byte is a newline) is asked of
+//! the proxies too, all at once, and never kept: it depends on the files' content.
+//!
+//! The run keeps the other answers for [`LIFETIME`]. What a plan learns from it is a size and whether
 //! a name is a file or a directory, which only weigh where commands run: a stale answer may
 //! place a command less well, never change what it does (the runtime checks for itself what
 //! must be true when it runs: a streamed file's content, say). To keep them close all the same:
@@ -127,21 +130,24 @@ impl<'s> Planning<'s> {
         if let Some(kept) = self.session.answers.get(&key) {
             return kept;
         }
-        let traffic = self.traffic.borrow_mut().entry(mount).or_default().clone();
-        let asked = self.session.runtime.block_on(async {
-            let connection = self.session.connection(mount).await?;
-            let asked = tokio::time::timeout(ANSWER_WAIT, connection.ask(&key.1, &traffic)).await;
-            match asked {
-                Ok(Ok(answer)) => Some(Arc::new(answer)),
-                Ok(Err(e)) => {
-                    tracing::debug!("{e:#}");
-                    None
-                }
-                Err(_) => None,
-            }
-        });
+        let asked = self.session.runtime.block_on(self.ask(mount, &key.1)).map(Arc::new);
         self.session.answers.keep(key, asked.clone());
         asked
+    }
+
+    /// Asks mount `mount`'s proxy `question`; `None` when it cannot answer (unreachable, busy, an
+    /// older proxy) within [`ANSWER_WAIT`].
+    async fn ask(&self, mount: usize, question: &Question) -> Option<Answer> {
+        let traffic = self.traffic.borrow_mut().entry(mount).or_default().clone();
+        let connection = self.session.connection(mount).await?;
+        match tokio::time::timeout(ANSWER_WAIT, connection.ask(question, &traffic)).await {
+            Ok(Ok(answer)) => Some(answer),
+            Ok(Err(e)) => {
+                tracing::debug!("{e:#}");
+                None
+            }
+            Err(_) => None,
+        }
     }
 }
 
@@ -164,7 +170,7 @@ impl FileSystem for Planning<'_> {
         let known = on_remote_mount(&self.session.config, path).and_then(|(mount, relative)| {
             match &*self.answer(mount, Question::SizeBelow(relative))? {
                 Answer::SizeBelow(bytes) => Some(*bytes),
-                Answer::Listing { .. } => None,
+                _ => None,
             }
         });
         known.or_else(|| OsFileSystem.directory_size(path))
@@ -182,8 +188,38 @@ impl FileSystem for Planning<'_> {
         OsFileSystem.read_to_string(path)
     }
 
+    /// Asked of each mount's proxy at once, and never kept: where a split may cut depends on the
+    /// files' content, read afresh for every plan.
     fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
-        OsFileSystem.end_with_newlines(paths)
+        let mut ends = vec![None; paths.len()];
+        let mut by_mount: BTreeMap<usize, Vec<(usize, String)>> = BTreeMap::new();
+        let mut through_mount = Vec::new();
+        for (i, path) in paths.iter().enumerate() {
+            match on_remote_mount(&self.session.config, path) {
+                Some((mount, relative)) => by_mount.entry(mount).or_default().push((i, relative)),
+                None => through_mount.push(i),
+            }
+        }
+        let questions = by_mount.iter().map(|(mount, files)| {
+            let question = Question::EndsWithNewline(files.iter().map(|(_, file)| file.clone()).collect());
+            async move { self.ask(*mount, &question).await }
+        });
+        let answers = self.session.runtime.block_on(futures_util::future::join_all(questions));
+        for (files, answer) in by_mount.values().zip(answers) {
+            match answer {
+                Some(Answer::EndsWithNewline(answered)) if answered.len() == files.len() => {
+                    for ((i, _), answered) in files.iter().zip(answered) {
+                        ends[*i] = answered;
+                    }
+                }
+                _ => through_mount.extend(files.iter().map(|(i, _)| *i)),
+            }
+        }
+        let asked: Vec<PathBuf> = through_mount.iter().map(|&i| paths[i].clone()).collect();
+        for (i, answered) in through_mount.into_iter().zip(OsFileSystem.end_with_newlines(&asked)) {
+            ends[i] = answered;
+        }
+        ends
     }
 }
 
