@@ -225,6 +225,7 @@ impl Session {
         };
         let call = decode(&args).map(|call| {
             let planning = metadata::Planning::new(self);
+            planning.prefetch(call_paths(&call, &cwd));
             let units = placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env, &planning);
             (call, units, planning.into_traffic())
         });
@@ -241,8 +242,7 @@ impl Session {
                     }
                 });
                 // What the pipeline may have written is asked about again.
-                let words = call.commands.iter().flat_map(|c| c.argv.iter().chain(c.redirects.iter().map(|r| &r.2)));
-                self.answers.forget(&self.config, words.map(|word| cwd.join(word)));
+                self.answers.forget(&self.config, call_paths(&call, &cwd));
                 status
             }
             Err(e) => {
@@ -253,6 +253,15 @@ impl Session {
         use std::io::Write as _;
         let _ = (&stream).write_all(&[status]);
     }
+}
+
+/// Every path a pipeline's words and redirection targets may name, resolved in `cwd`.
+fn call_paths<'a>(
+    call: &'a super::PipelineCall,
+    cwd: &'a std::path::Path,
+) -> impl Iterator<Item = std::path::PathBuf> + 'a {
+    let words = call.commands.iter().flat_map(|c| c.argv.iter().chain(c.redirects.iter().map(|r| &r.2)));
+    words.map(|word| cwd.join(word))
 }
 
 /// The bash that runs a rewritten script: it must not outlive posh-exec, its runtime (killed
