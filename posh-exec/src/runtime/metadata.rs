@@ -9,8 +9,8 @@
 //! Where a split may cut `cat`'s output (whether a file's last byte is a newline) is asked of
 //! the proxies too, all at once, and never kept: it depends on the files' content.
 //!
-//! The run keeps the other answers for [`LIFETIME`]. What a plan learns from it is a size and whether
-//! a name is a file or a directory, which only weigh where commands run: a stale answer may
+//! The run keeps the other answers for [`LIFETIME`]. What a plan learns from them is a size and
+//! whether a name is a file or a directory, which only weigh where commands run: a stale answer may
 //! place a command less well, never change what it does (the runtime checks for itself what
 //! must be true when it runs: a streamed file's content, say). To keep them close all the same:
 //! a name a listing lacks is asked of the mount (a file the script has made since), and once a
@@ -131,9 +131,9 @@ impl<'s> Planning<'s> {
         let mut wanted = std::collections::BTreeSet::new();
         for path in paths {
             if let Some((mount, relative)) = on_remote_mount(&self.session.config, &path) {
-                let key = (mount, Question::List(split(&relative).0.to_string()));
-                if self.session.answers.get(&key).is_none() {
-                    wanted.insert((key.0, split(&relative).0.to_string()));
+                let dir = split(&relative).0.to_string();
+                if self.session.answers.get(&(mount, Question::List(dir.clone()))).is_none() {
+                    wanted.insert((mount, dir));
                 }
             }
         }
