@@ -326,17 +326,11 @@ impl Connection {
     /// taken, so a refused job (busy, say) can still run elsewhere.
     pub async fn start(&self, request: &Request, traffic: &Traffic) -> Result<Job, StartError> {
         let command = request.commands.iter().map(|c| c.argv.join(" ")).collect::<Vec<_>>().join(" | ");
-        let lost = |e: std::io::Error| StartError::Lost(self.lost(e));
-        let (mut send, recv) = self.conn.open_bi().await.map_err(|e| lost(e.into()))?;
-        traffic.add_sent(protocol::write_line(&mut send, request).await.map_err(lost)?);
-        let mut recv = BufReader::new(recv);
-        let (header, read): (Header, usize) = protocol::read_line(&mut recv).await.map_err(lost)?;
-        traffic.add_received(read);
-        if !header.ok {
-            let reason = header.error.unwrap_or_else(|| "no reason given".to_string());
-            return Err(StartError::Refused { proxy: self.addr.clone(), command, reason });
+        match self.open(request, traffic).await {
+            Ok((send, recv)) => Ok(Job { connection: self.clone(), command, send: JobSender(Some(send)), recv }),
+            Err(Opened::Refused(reason)) => Err(StartError::Refused { proxy: self.addr.clone(), command, reason }),
+            Err(Opened::Lost(e)) => Err(StartError::Lost(e)),
         }
-        Ok(Job { connection: self.clone(), command, send: JobSender(Some(send)), recv })
     }
 
     /// Asks the proxy a question about its export (see `remote::metadata`); what crosses is
@@ -344,20 +338,33 @@ impl Connection {
     /// is an error naming the proxy and its reason.
     pub async fn ask(&self, question: &Question, traffic: &Traffic) -> Result<Answer> {
         traffic.questions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let (mut send, recv) = self.conn.open_bi().await.map_err(|e| self.lost(e.into()))?;
-        let ask = protocol::Ask { ask: question.clone() };
-        traffic.add_sent(protocol::write_line(&mut send, &ask).await.map_err(|e| self.lost(e))?);
+        let (mut send, mut recv) = match self.open(&protocol::Ask { ask: question.clone() }, traffic).await {
+            Ok(opened) => opened,
+            Err(Opened::Refused(reason)) => bail!("proxy {} did not answer {question:?}: {reason}", self.addr),
+            Err(Opened::Lost(e)) => return Err(e),
+        };
         let _ = send.finish();
-        let mut recv = BufReader::new(recv);
-        let (header, read): (Header, usize) = protocol::read_line(&mut recv).await.map_err(|e| self.lost(e))?;
-        traffic.add_received(read);
-        if !header.ok {
-            let reason = header.error.unwrap_or_else(|| "no reason given".to_string());
-            bail!("proxy {} did not answer {question:?}: {reason}", self.addr);
-        }
         let (answer, read) = protocol::read_line(&mut recv).await.map_err(|e| self.lost(e))?;
         traffic.add_received(read);
         Ok(answer)
+    }
+
+    /// Opens a stream with `opening` as its first line and reads the proxy's header.
+    async fn open(
+        &self,
+        opening: &impl serde::Serialize,
+        traffic: &Traffic,
+    ) -> Result<(quinn::SendStream, BufReader<quinn::RecvStream>), Opened> {
+        let lost = |e: std::io::Error| Opened::Lost(self.lost(e));
+        let (mut send, recv) = self.conn.open_bi().await.map_err(|e| lost(e.into()))?;
+        traffic.add_sent(protocol::write_line(&mut send, opening).await.map_err(lost)?);
+        let mut recv = BufReader::new(recv);
+        let (header, read): (Header, usize) = protocol::read_line(&mut recv).await.map_err(lost)?;
+        traffic.add_received(read);
+        if !header.ok {
+            return Err(Opened::Refused(header.error.unwrap_or_else(|| "no reason given".to_string())));
+        }
+        Ok((send, recv))
     }
 
     /// Closes the connection, telling the proxy at once (its jobs for us end), and waits until
@@ -386,6 +393,12 @@ impl Connection {
             None => anyhow!("stream to proxy {} failed: {e}", self.addr),
         }
     }
+}
+
+/// Why a stream's opening was not accepted: the proxy's reason, or the connection's failure.
+enum Opened {
+    Refused(String),
+    Lost(anyhow::Error),
 }
 
 /// Why a job did not start. Nothing ran.
