@@ -40,10 +40,10 @@ pub fn hand_over(socket: &OsStr, args: &[OsString]) -> u8 {
         Ok(status[0])
     });
     answer.unwrap_or_else(|e| {
-        if e.kind() == std::io::ErrorKind::UnexpectedEof && runtime_is_gone(socket) {
+        if runtime_is_gone(socket) {
             // posh-exec was killed: bash gets its parent-death signal when posh-exec's main
-            // thread has ended, which may come just after our stream closed. Returning at once
-            // could let bash start the script's next command first.
+            // thread has ended, which may come just after our stream closed (at its end, or
+            // reset). Returning at once could let bash start the script's next command first.
             std::thread::sleep(std::time::Duration::from_secs(1));
         }
         eprintln!("posh-exec: the runtime at {} did not answer: {e}", socket.to_string_lossy());
