@@ -25,18 +25,24 @@ pub const SERVER_NAME: &str = "posh-proxy";
 /// caller was interrupted), which must not run on.
 pub const CANCELLED: quinn::VarInt = quinn::VarInt::from_u32(1);
 
-/// QUIC settings both ends use: keep-alives well inside the idle timeout, so a quiet job (a
-/// `sort` still reading) keeps its connection while a lost peer is noticed within seconds.
+/// The connecting side's settings (the client, and a proxy fetching another's output). quinn's
+/// default lets a stream have 1.25 MB unread, which at a 20 ms round trip caps one stream near
+/// 500 Mbit/s whatever the link; a window of a few bandwidth-delay products lets one output use
+/// the link, and the connection's total stays bounded (quinn's default has no bound).
 pub fn transport() -> std::sync::Arc<quinn::TransportConfig> {
-    std::sync::Arc::new(common_transport())
+    let mut transport = common_transport();
+    transport.stream_receive_window(quinn::VarInt::from_u32(8 << 20));
+    transport.receive_window(quinn::VarInt::from_u32(32 << 20));
+    std::sync::Arc::new(transport)
 }
 
 /// The proxy's side: what a client may make it buffer is bounded. quinn's default lets each of
 /// a connection's 100 streams hold 1.25 MB of unread data with no bound on their sum; a proxy
 /// holds at most this much per connection (a bandwidth-delay product of 20 ms at 6 Gbit/s, far
-/// more than one client's uploads need).
+/// more than one client's uploads need), and one upload may use the link as an output may.
 pub fn server_transport() -> std::sync::Arc<quinn::TransportConfig> {
     let mut transport = common_transport();
+    transport.stream_receive_window(quinn::VarInt::from_u32(8 << 20));
     transport.receive_window(quinn::VarInt::from_u32(16 << 20));
     std::sync::Arc::new(transport)
 }
