@@ -3,7 +3,7 @@
 //! environment and the call's words; the runtime answers with the pipeline's status byte.
 
 use std::ffi::{OsStr, OsString};
-use std::io::{IoSlice, IoSliceMut, Read, Write};
+use std::io::{IoSlice, IoSliceMut, Read};
 use std::mem::MaybeUninit;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
@@ -33,7 +33,10 @@ pub struct Handoff {
 /// Hands the pipeline `args` to the runtime listening on `socket`; returns the status it answers
 /// (1, with a message, when it does not).
 pub fn hand_over(socket: &OsStr, args: &[OsString]) -> u8 {
-    let answer = UnixStream::connect(socket).and_then(|stream| {
+    let answer = UnixStream::connect(socket).and_then(|connected| {
+        // A standard descriptor bash closed stays closed, not taken by our socket.
+        let stream = UnixStream::from(rustix::io::fcntl_dupfd_cloexec(&connected, 3)?);
+        drop(connected);
         send(&stream, args)?;
         let mut status = [0u8; 1];
         (&stream).read_exact(&mut status)?;
@@ -93,9 +96,18 @@ pub fn send(stream: &UnixStream, args: &[OsString]) -> std::io::Result<()> {
         control.push(SendAncillaryMessage::ScmRights(&open));
     }
     // The descriptors travel with the first byte; the rest follows as plain data.
-    let sent = sendmsg(stream, &[IoSlice::new(&framed[..1])], &mut control, SendFlags::empty())?;
+    // NOSIGNAL: a runtime gone is an error to report, not a SIGPIPE to die of.
+    let sent = sendmsg(stream, &[IoSlice::new(&framed[..1])], &mut control, SendFlags::NOSIGNAL)?;
     debug_assert_eq!(sent, 1);
-    (&*stream).write_all(&framed[1..])
+    let mut rest = &framed[1..];
+    while !rest.is_empty() {
+        match rustix::net::send(stream, rest, SendFlags::NOSIGNAL) {
+            Ok(n) => rest = &rest[n..],
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(())
 }
 
 /// Receives what [`send`] sent.
