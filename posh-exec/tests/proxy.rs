@@ -735,7 +735,8 @@ async fn a_reader_that_leaves_gives_the_command_sigpipe() {
     let setup = Setup::new();
     let proxy = setup.proxy(&[]);
     let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
-    let big: String = (0..400_000).map(|i| format!("line {i}\n")).collect();
+    // Far more than the pipes and the stream's window hold (about 4 MB), or cat could finish first.
+    let big: String = (0..1_500_000).map(|i| format!("line {i}\n")).collect();
     std::fs::write(setup.export().join("big.txt"), big).unwrap();
     // A writer that takes one frame and then fails, like a pipe whose reader exited.
     struct Closing(bool);
