@@ -1,5 +1,6 @@
 pub mod handoff;
 pub mod measure;
+pub mod merge;
 pub mod read_buffer;
 pub mod remote;
 

@@ -424,6 +424,41 @@ fn split_reducers_merge_as_their_annotations_say() {
     assert!(back < 200, "{back} bytes came back for a count");
 }
 
+/// Split reducers written to a file on one copy's mount are merged at that mount's proxy as
+/// their annotations say (`sort -m` over each copy's output as a pipe of its own, summed counts,
+/// merged `uniq -c`): the other copies' outputs go there from their proxies, and the client gets
+/// statuses and messages only.
+#[test]
+fn split_reducers_written_to_a_mount_merge_at_its_proxy() {
+    let cluster = Cluster::new(&[]);
+    let script = "sort -k 6,6n -k 1,1n logs/big.log archive/old.log > logs/sorted.txt\n\
+                  cat logs/big.log archive/old.log | grep -c ERROR > archive/count.txt\n\
+                  cat logs/big.log archive/old.log | wc > logs/wc.txt\n\
+                  cat logs/big.log archive/old.log | cut -d ' ' -f 2 | uniq -c > logs/kinds.txt\n\
+                  cat archive/old.log logs/big.log | cut -d ' ' -f 2 | sort > archive/sorted.txt\n\
+                  sort logs/big.log archive/old.log > logs/no/such/dir\n\
+                  echo \"status $?\"\n\
+                  cat logs/big.log archive/old.log | grep -c nothing > logs/none.txt\n\
+                  echo \"status $?\"\n\
+                  cat archive/count.txt logs/wc.txt logs/kinds.txt logs/none.txt\n";
+    let written = ["logs/sorted.txt", "archive/count.txt", "logs/wc.txt", "logs/kinds.txt", "archive/sorted.txt"];
+    let (_, stats) = cluster.same_as_bash(script, &[&written[..], &["logs/none.txt"]].concat());
+    let explain = text(&cluster.posh(&["--explain", "s.sh"]).stdout);
+    for merge in ["sort_merge @logs]", "sum @archive]", "sum @logs]", "uniq_count @logs]", "sort_merge @archive]"] {
+        assert!(explain.contains(merge), "{merge} in {explain}");
+    }
+    let (both, reversed) = (serde_json::json!(["logs", "archive"]), serde_json::json!(["archive", "logs"]));
+    for (record, reducer, copies) in [(0, 0, &both), (1, 1, &both), (2, 1, &both), (3, 2, &both), (4, 2, &reversed)] {
+        assert_eq!(&stats[record]["commands"][reducer]["location"], copies, "{:?}", stats[record]);
+        for mount in MOUNTS {
+            let received = stats[record]["proxies"][mount]["bytes_from_proxy"].as_u64().unwrap();
+            assert!(received < 400, "{mount}: {received} bytes came to the client: {}", stats[record]);
+        }
+    }
+    let sorted = std::fs::metadata(cluster.root().join("logs/sorted.txt")).unwrap().len();
+    assert!(sorted > 1_000_000, "the sorted lines ({sorted} bytes) are worth merging at the proxy");
+}
+
 /// A piece whose last line has no newline joins the next piece's first line under bash (`cat a
 /// b` runs them together): the commands after `cat` then run once, not per piece: at the client
 /// after the copies, or at one proxy with the other mount's file streamed to it (which the

@@ -804,18 +804,17 @@ impl Graph<'_> {
         (id, to_stdout)
     }
 
-    /// The mount whose proxy may join a split's copies: a concatenation (or a rerun over one)
-    /// written to a file there, with nothing else redirected, of copies that all run at proxies.
-    /// The runtime joins such outputs in order into the stdin of a `cat` (or of the rerun
-    /// command) that writes the file there.
+    /// The mount whose proxy may join a split's copies: a merge written to a file there, with
+    /// nothing else redirected, of copies that all run at proxies. The runtime has the copies
+    /// send their outputs there, into a `cat` that writes the file (the outputs joined in order,
+    /// or merged by posh: `sum`, `uniq_count`) or into the merging command (a rerun, `sort -m`).
     fn remote_merge_mount<'l>(
         &self,
-        kind: MergeKind,
         last: &Facts<'_>,
         mut copies: impl Iterator<Item = &'l Location>,
     ) -> Option<String> {
         let Output::File { path, .. } = &last.stdout else { return None };
-        if !matches!(kind, MergeKind::Concat | MergeKind::Rerun) || last.stderr != Output::Stderr {
+        if last.stderr != Output::Stderr {
             return None;
         }
         let Location::Mount(mount) = self.ctx.file_use(path, false, None).location else { return None };
@@ -858,9 +857,9 @@ impl Graph<'_> {
             }
             MergeKind::Concat | MergeKind::Sum | MergeKind::UniqCount => Vec::new(),
         };
-        // Concatenated output written to a file on one of the copies' mounts may be joined at that
-        // mount's proxy (the other copies' outputs streamed to it), if that costs less.
-        let merge_at = self.remote_merge_mount(kind, last, parts.iter().map(|(location, _)| location));
+        // Output written to a file on one of the copies' mounts may be merged at that mount's
+        // proxy (the other copies' outputs streamed to it), if that costs less.
+        let merge_at = self.remote_merge_mount(last, parts.iter().map(|(location, _)| location));
         let merge = self.node(
             NodeKind::Merge { kind, command: last.index, argv },
             Location::Client,

@@ -82,7 +82,7 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
     let build = |split| graph::build_pipeline(ctx, pipeline, &scope.functions, stays.clone(), cwd_known, split);
     let mut built = build(true);
     place::place(ctx, &mut built);
-    // Split copies are pinned next to their files and merged at the client (a concatenation
+    // Split copies are pinned next to their files and merged at the client (a merge
     // written to a file on a copy's mount may be merged at its proxy). The pipeline is planned
     // unsplit when it then streams a file from one proxy to another and is predicted no slower
     // (`cat a/x b/y > a/z`: one job at one proxy rather than a job per mount and a merge; the

@@ -170,15 +170,16 @@ fn a_pipe_from_a_command_at_one_proxy_to_a_command_at_another_goes_between_them(
 }
 
 #[test]
-fn a_concatenation_written_to_a_file_on_a_mount_is_merged_at_its_proxy() {
-    // Only a concatenation (or a rerun over one), only into a file on a copy's mount, only with
+fn a_merge_written_to_a_file_on_a_mount_is_merged_at_its_proxy() {
+    // Any merge (joined, rerun, `sort -m`, summed), only into a file on a copy's mount, only with
     // nothing else redirected.
     insta::assert_snapshot!(check(
         "cat /mnt/a/x.log /mnt/b/y.log | grep foo > /mnt/a/found.txt\n\
          cat /mnt/a/x.log /mnt/b/y.log | grep foo > /home/user/found.txt\n\
          cat /mnt/a/x.log /mnt/b/y.log | grep foo > /mnt/a/found.txt 2>&1\n\
          grep -h foo /mnt/a/x.log /mnt/b/y.log | sort > /mnt/a/sorted.txt\n\
-         grep -h foo /mnt/a/x.log /mnt/b/y.log | uniq > /mnt/a/uniq.txt\n"
+         grep -h foo /mnt/a/x.log /mnt/b/y.log | uniq > /mnt/a/uniq.txt\n\
+         cat /mnt/a/x.log /mnt/b/y.log | wc -l > /mnt/b/count.txt\n"
     ));
 }
 

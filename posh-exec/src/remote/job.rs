@@ -461,6 +461,9 @@ pub struct JobOptions {
 pub struct PeerEnds {
     /// The first command's stdin, fed by another proxy's stream; input frames are then ignored.
     pub stdin: Option<OwnedFd>,
+    /// Further inputs of the first command, fed by other proxies' streams: its descriptors 3,
+    /// 4, ..., named by the words `/dev/fd/3`, `/dev/fd/4`, ... after its own (`Joined::Apart`).
+    pub inputs: Vec<OwnedFd>,
     /// The last command's stdout goes to the proxy that comes for it.
     pub output: Option<Expected>,
 }
@@ -484,7 +487,7 @@ where
     W: AsyncWrite + Unpin,
 {
     let JobOptions { noclobber, stderr_with_stdout } = options;
-    let PeerEnds { stdin: peer_stdin, output: peer_output } = peers;
+    let PeerEnds { stdin: peer_stdin, inputs: mut peer_inputs, output: peer_output } = peers;
     let output_is_pipe = peer_output.as_ref().is_some_and(|expected| expected.pipe);
     let (stdin_read, stdin_write) = match peer_stdin {
         Some(stdin) => (stdin, None),
@@ -558,8 +561,15 @@ where
             .map(|(k, v)| (k.as_str(), std::ffi::OsStr::new(v)))
             .chain([("TMPDIR", place.dir.path().as_os_str())])
             .chain(home.as_ref().map(|home| ("HOME", home.as_os_str())));
+        let (argv, inherited) = match i {
+            0 if !peer_inputs.is_empty() => {
+                let named = (3..3 + peer_inputs.len()).map(|fd| format!("/dev/fd/{fd}"));
+                (checked.argv.iter().cloned().chain(named).collect(), std::mem::take(&mut peer_inputs))
+            }
+            _ => (checked.argv.clone(), Vec::new()),
+        };
         let started = null_for_none(fds)
-            .and_then(|stdio| Launch::new(&program, &checked.argv, env, place.cwd, stdio))
+            .and_then(|stdio| Launch::new(&program, &argv, env, place.cwd, stdio, inherited))
             .and_then(|launch| confinement.spawn(&launch))
             .and_then(Process::watch);
         match started {

@@ -22,13 +22,13 @@ use std::path::{Component, Path};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use tokio::io::AsyncWriteExt as _;
+use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
 use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
 use super::client::connect_peer;
 use super::identity::Identity;
-use super::protocol::{self, Fetch, Header, PeerInput, PeerSource};
+use super::protocol::{self, Fetch, Header, Joined, PeerInput, PeerSource};
 use crate::read_buffer::ReadBuffer;
 
 /// How long a job's output waits for the proxy it is meant for, and how long a proxy tries to
@@ -173,9 +173,10 @@ pub struct Feed {
     /// command has not opened it yet, and tells when the command has read it all. A stdin pipe
     /// needs none: the command holds its read end from the start.
     keeper: Option<std::os::fd::OwnedFd>,
-    /// The streams that fill it, one after the other (several only for a stdin that joins the
-    /// outputs of a split command's copies).
+    /// The streams that fill it (several only for a stdin that joins the outputs of a split
+    /// command's copies), and how.
     streams: Vec<Fetched>,
+    joined: Joined,
 }
 
 /// One stream from another proxy, as [`fetch`] opened it.
@@ -210,29 +211,55 @@ pub async fn open_feeds(
         let (keeper, pipe) =
             make_pipe(&view.join(word)).map_err(|e| format!("cannot make a pipe for `{word}`: {e}"))?;
         let fetched = fetch_within_wait(endpoint, identity, &input.source, word).await?;
-        feeds.push(Feed { word: word.clone(), pipe, keeper: Some(keeper), streams: vec![fetched] });
+        let streams = vec![fetched];
+        feeds.push(Feed { word: word.clone(), pipe, keeper: Some(keeper), streams, joined: Joined::Concat });
     }
     Ok(feeds)
 }
 
-/// Opens the streams of other proxies' job outputs that are, one after the other, a job's stdin:
-/// the feed, and the pipe's read end for the first command. All are opened before anything
-/// runs (each output waits only so long for its reader). The error is the refusal sent to the
-/// client.
+/// Opens the streams of other proxies' job outputs that are, joined as `joined` says, a job's
+/// stdin: the feed, and the pipe's read end for the first command. All are opened before
+/// anything runs (each output waits only so long for its reader). The error is the refusal sent
+/// to the client.
 pub async fn open_stdin_feed(
     endpoint: &quinn::Endpoint,
     identity: &Identity,
     sources: &[PeerSource],
+    joined: Joined,
 ) -> Result<(Feed, std::os::fd::OwnedFd), String> {
     let word = "standard input";
-    let (reader, writer) = std::io::pipe().map_err(|e| format!("cannot make a pipe for {word}: {e}"))?;
-    let pipe = tokio::net::unix::pipe::Sender::from_owned_fd(writer.into())
-        .map_err(|e| format!("cannot make a pipe for {word}: {e}"))?;
+    let (pipe, reader) = stdin_pipe(word)?;
     let mut streams = Vec::with_capacity(sources.len());
     for source in sources {
         streams.push(fetch_within_wait(endpoint, identity, source, word).await?);
     }
-    Ok((Feed { word: word.to_string(), pipe, keeper: None, streams }, reader.into()))
+    Ok((Feed { word: word.to_string(), pipe, keeper: None, streams, joined }, reader))
+}
+
+/// Opens the streams of other proxies' job outputs that are each a further input of a job's
+/// first command (`Joined::Apart`): a feed and a pipe's read end for each, in order.
+pub async fn open_apart_feeds(
+    endpoint: &quinn::Endpoint,
+    identity: &Identity,
+    sources: &[PeerSource],
+) -> Result<(Vec<Feed>, Vec<std::os::fd::OwnedFd>), String> {
+    let (mut feeds, mut readers) = (Vec::with_capacity(sources.len()), Vec::with_capacity(sources.len()));
+    for (i, source) in sources.iter().enumerate() {
+        let word = format!("input {}", i + 1);
+        let (pipe, reader) = stdin_pipe(&word)?;
+        let streams = vec![fetch_within_wait(endpoint, identity, source, &word).await?];
+        feeds.push(Feed { word, pipe, keeper: None, streams, joined: Joined::Concat });
+        readers.push(reader);
+    }
+    Ok((feeds, readers))
+}
+
+/// A pipe whose read end a command holds from its start: ours to write, and its read end.
+fn stdin_pipe(word: &str) -> Result<(tokio::net::unix::pipe::Sender, std::os::fd::OwnedFd), String> {
+    let (reader, writer) = std::io::pipe().map_err(|e| format!("cannot make a pipe for {word}: {e}"))?;
+    let pipe = tokio::net::unix::pipe::Sender::from_owned_fd(writer.into())
+        .map_err(|e| format!("cannot make a pipe for {word}: {e}"))?;
+    Ok((pipe, reader.into()))
 }
 
 /// [`fetch`] within [`PEER_WAIT`], its error said for the client (`what` the job reads).
@@ -317,7 +344,10 @@ pub fn start_feeds(feeds: Vec<Feed>, abort: Arc<watch::Sender<bool>>) -> JoinSet
 /// Copies one feed's streams, in order, into its pipe; an error means the command must not go
 /// on.
 async fn pour(feed: Feed) -> Result<(), String> {
-    let Feed { mut pipe, keeper, streams, .. } = feed;
+    let Feed { mut pipe, keeper, streams, joined, .. } = feed;
+    if joined != Joined::Concat {
+        return pour_merged(&mut pipe, streams, joined).await;
+    }
     let mut buf = ReadBuffer::new(256 * 1024);
     let mut total = 0;
     for mut stream in streams {
@@ -357,5 +387,32 @@ async fn pour(feed: Feed) -> Result<(), String> {
         // empty stream (the file emptied since it was planned) gives no such sign.
         Some(_) if total == 0 => Err("was empty: its reader would wait for ever".into()),
         Some(keeper) => read_whole(keeper).await.map_err(|e| format!("cannot be followed: {e}")),
+    }
+}
+
+/// The most a proxy holds of the outputs it adds up (`Joined::Sum`): counts are a few bytes.
+const MAX_SUMMED: u64 = 1 << 20;
+
+/// Writes the streams' outputs merged as `joined` says (posh's own merge steps) into the pipe.
+async fn pour_merged(
+    pipe: &mut tokio::net::unix::pipe::Sender,
+    streams: Vec<Fetched>,
+    joined: Joined,
+) -> Result<(), String> {
+    // Each connection is held while its stream is read.
+    let (connections, readers): (Vec<quinn::Connection>, Vec<_>) = streams
+        .into_iter()
+        .map(|Fetched { connection, early, recv }| (connection, std::io::Cursor::new(early).chain(recv)))
+        .unzip();
+    let merged = match joined {
+        Joined::Sum => crate::merge::sum(readers, pipe, MAX_SUMMED).await,
+        _ => crate::merge::uniq_count(readers, pipe).await,
+    };
+    drop(connections);
+    match merged {
+        Ok(()) => Ok(()),
+        // The command stopped reading: it has what it wanted.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        Err(e) => Err(format!("could not be merged: {e}")),
     }
 }

@@ -105,7 +105,7 @@ mod tests {
         let argv: Vec<String> = argv.iter().map(|w| w.to_string()).collect();
         let program = super::super::job::find_program(&argv[0]).unwrap_or_else(|| argv[0].clone().into());
         let env = [("PATH", std::ffi::OsStr::new("/usr/bin:/bin")), ("GREETING", std::ffi::OsStr::new("hi there"))];
-        let launch = Launch::new(&program, &argv, env, export, stdio)?;
+        let launch = Launch::new(&program, &argv, env, export, stdio, Vec::new())?;
         Ok((Process::watch(confinement.spawn(&launch)?)?, output))
     }
 

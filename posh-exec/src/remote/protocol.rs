@@ -96,6 +96,33 @@ pub struct Request {
     /// client sends on this stream.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub peer_stdin: Vec<PeerSource>,
+    /// How the outputs of `peer_stdin` reach the first command.
+    #[serde(default, skip_serializing_if = "Joined::is_concat")]
+    pub peer_stdin_joined: Joined,
+}
+
+/// How a job joins the outputs it fetches as its first command's input (`Request::peer_stdin`):
+/// the merge step of a split command's copies (`merge:` in its annotation), done at the proxy
+/// that writes the result.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Joined {
+    /// One after the other, as its stdin (`concat`, `rerun`).
+    #[default]
+    Concat,
+    /// Each one a pipe of its own, named by further words `/dev/fd/3`, `/dev/fd/4`, ... after
+    /// the command's own, in order (`sort_merge`: `sort -m`).
+    Apart,
+    /// Added up number by number, as its stdin (`sum`: `wc`, `grep -c`).
+    Sum,
+    /// `uniq -c` lines whose line a seam cut counted once, as its stdin (`uniq_count`).
+    UniqCount,
+}
+
+impl Joined {
+    fn is_concat(&self) -> bool {
+        *self == Joined::Concat
+    }
 }
 
 /// Where a job's output goes when another proxy reads it (see `Request::peer_output`).

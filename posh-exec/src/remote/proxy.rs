@@ -19,7 +19,7 @@ use super::identity::{Identity, fingerprint};
 use super::jobs_dir::JobsDir;
 use super::journal::Journal;
 use super::peer::{self, PeerOutputs};
-use super::protocol::{self, Ask, Exit, Fetch, Header, Request};
+use super::protocol::{self, Ask, Exit, Fetch, Header, Joined, Request};
 use super::{confine, job};
 
 /// Who may connect.
@@ -495,12 +495,20 @@ async fn handle_job(
         }
     };
     // Another proxy's job output as stdin: connected before anything runs, as the files are.
-    let stdin = match &request.peer_stdin[..] {
-        [] => None,
-        sources => match peer::open_stdin_feed(&shared.endpoint, &shared.config.identity, sources).await {
+    let (endpoint, identity) = (&shared.endpoint, &shared.config.identity);
+    let (stdin, inputs) = match (&request.peer_stdin[..], request.peer_stdin_joined) {
+        ([], _) => (None, Vec::new()),
+        (sources, Joined::Apart) => match peer::open_apart_feeds(endpoint, identity, sources).await {
+            Ok((apart, inputs)) => {
+                feeds.extend(apart);
+                (None, inputs)
+            }
+            Err(e) => return refuse(send, recv.get_mut(), e).await,
+        },
+        (sources, joined) => match peer::open_stdin_feed(endpoint, identity, sources, joined).await {
             Ok((feed, stdin)) => {
                 feeds.push(feed);
-                Some(stdin)
+                (Some(stdin), Vec::new())
             }
             Err(e) => return refuse(send, recv.get_mut(), e).await,
         },
@@ -525,7 +533,7 @@ async fn handle_job(
             abort.send_replace(true);
         }
     });
-    let peers = job::PeerEnds { stdin, output: peer_output };
+    let peers = job::PeerEnds { stdin, inputs, output: peer_output };
     let ended = job::run(&place, &checked, options, &mut recv, &mut send, peers, kill).await;
     drop(watchers);
     let ended = ended?;

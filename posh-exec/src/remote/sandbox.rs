@@ -95,13 +95,15 @@ impl Confinement {
             strings.iter().map(|s| s.as_ptr()).chain([ptr::null()]).collect()
         };
         let (argv, envp) = (pointers(&launch.argv), pointers(&launch.env));
+        let fds: Vec<RawFd> = launch.fds.iter().map(|fd| fd.as_raw_fd()).collect();
         let handoff = Handoff {
             confinement: self,
             program: launch.program.as_ptr(),
             argv: argv.as_ptr(),
             envp: envp.as_ptr(),
             cwd: launch.cwd.as_ptr(),
-            stdio: launch.stdio.each_ref().map(|fd| fd.as_raw_fd()),
+            fds: fds.as_ptr(),
+            fd_count: fds.len(),
             errno: AtomicI32::new(0),
         };
         let mut stack: Vec<MaybeUninit<u8>> = Vec::with_capacity(CHILD_STACK);
@@ -198,8 +200,9 @@ pub struct Launch {
     /// `NAME=value`, the whole environment.
     env: Vec<CString>,
     cwd: CString,
-    /// Its stdin, stdout and stderr.
-    stdio: [OwnedFd; 3],
+    /// Its stdin, stdout, stderr and any further descriptors (3, 4, ...), in order; each one a
+    /// descriptor above the last of them, so that no `dup2` in the child overwrites another.
+    fds: Vec<OwnedFd>,
 }
 
 impl Launch {
@@ -209,6 +212,7 @@ impl Launch {
         env: impl IntoIterator<Item = (&'a str, &'a std::ffi::OsStr)>,
         cwd: &Path,
         stdio: [OwnedFd; 3],
+        inherited: Vec<OwnedFd>,
     ) -> std::io::Result<Launch> {
         let c_string = |bytes: &[u8]| {
             CString::new(bytes)
@@ -223,9 +227,19 @@ impl Launch {
             argv: argv.iter().map(|word| c_string(word.as_bytes())).collect::<Result<_, _>>()?,
             env,
             cwd: c_string(cwd.as_os_str().as_bytes())?,
-            stdio,
+            fds: lifted(stdio.into_iter().chain(inherited).collect())?,
         })
     }
+}
+
+/// `fds` with each one that lies below their count moved above it (the others are kept).
+fn lifted(fds: Vec<OwnedFd>) -> std::io::Result<Vec<OwnedFd>> {
+    let count = fds.len() as RawFd;
+    let lift = |fd: OwnedFd| match fd.as_raw_fd() < count {
+        true => Ok(rustix::io::fcntl_dupfd_cloexec(&fd, count)?),
+        false => Ok(fd),
+    };
+    fds.into_iter().map(lift).collect()
 }
 
 /// A started command: its process id (also its process group's and session's) and a pidfd that
@@ -252,7 +266,9 @@ struct Handoff<'a> {
     argv: *const *const c_char,
     envp: *const *const c_char,
     cwd: *const c_char,
-    stdio: [RawFd; 3],
+    /// What becomes descriptor 0, 1, 2, ... (see `Launch::fds`).
+    fds: *const RawFd,
+    fd_count: usize,
     /// Why the child could not exec; 0 when it did.
     errno: AtomicI32,
 }
@@ -277,19 +293,9 @@ impl Handoff<'_> {
         }
         // SAFETY: system calls on descriptors of this process and on strings `spawn` keeps alive.
         unsafe {
-            // A descriptor that is itself 0, 1 or 2 is moved up first, so no dup2 overwrites
-            // another stream's source.
-            let mut stdio = self.stdio;
-            for fd in &mut stdio {
-                if *fd < 3 {
-                    *fd = libc::fcntl(*fd, libc::F_DUPFD_CLOEXEC, 3);
-                    if *fd < 0 {
-                        return failed();
-                    }
-                }
-            }
-            for (target, fd) in (0..).zip(stdio) {
-                if libc::dup2(fd, target) < 0 {
+            // Every source lies above every target (`lifted`): no dup2 overwrites another's.
+            for target in 0..self.fd_count {
+                if libc::dup2(*self.fds.add(target), target as c_int) < 0 {
                     return failed();
                 }
             }

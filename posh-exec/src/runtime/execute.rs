@@ -6,8 +6,9 @@ use std::collections::BTreeMap;
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::sync::Arc;
 
+use posh_core::annotation::MergeKind;
 use posh_exec::measure::IoCount;
-use posh_exec::remote::protocol::{PeerInput, PeerOutput, PeerSource, Request, VERSION};
+use posh_exec::remote::protocol::{Joined, PeerInput, PeerOutput, PeerSource, Request, VERSION};
 use posh_exec::remote::{Connection, StartError, Traffic};
 
 use tokio::io::AsyncWriteExt as _;
@@ -404,6 +405,8 @@ struct Links {
     output: Option<PeerOutput>,
     /// The first command's stdin is the previous groups' outputs, joined in order.
     stdin: Vec<PeerSource>,
+    /// How `stdin` is joined: in order, or merged as a split command's annotation says.
+    joined: Joined,
 }
 
 /// A group whose job the proxies took, with the jobs that stream files to it.
@@ -524,6 +527,7 @@ impl RemoteGroup {
             peer_output: links.output,
             peer_inputs: Vec::new(),
             peer_stdin: links.stdin,
+            peer_stdin_joined: links.joined,
         };
         let streamed = self.steps.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| r.streamed.iter().cloned());
         let mut sources = Vec::with_capacity(source_connections.len());
@@ -666,7 +670,7 @@ impl RemoteChain {
             let (connection, sources) = &connections[k];
             let output = links.get(k).map(|(output, _)| output.clone());
             let stdin = k.checked_sub(1).map(|previous| links[previous].1.clone()).into_iter().collect();
-            match group.start(connection, sources, Links { output, stdin }).await {
+            match group.start(connection, sources, Links { output, stdin, joined: Joined::Concat }).await {
                 Ok(r) => running.push(r),
                 Err(not_taken) => {
                     // The jobs started are cancelled before they took any input: each group runs
@@ -709,13 +713,14 @@ impl RemoteChain {
 }
 
 /// A split's copies joined at a proxy (`FanIn::at`): each copy's job sends its output straight
-/// to the merge's proxy, whose `cat` (or rerun command) reads them in order from its stdin and
-/// writes where the split command's redirections say. Nothing but statuses and messages comes to
-/// the client.
+/// to the merge's proxy, whose `cat` (or rerun command, or `sort -m`) reads them, joined as the
+/// annotation's merge says, and writes where the split command's redirections say. Nothing but
+/// statuses and messages comes to the client.
 struct RemoteFanIn {
     /// One job per copy; `None` if a copy does not run wholly at one proxy.
     lanes: Option<Vec<RemoteGroup>>,
     merge: RemoteGroup,
+    joined: Joined,
 }
 
 impl RemoteFanIn {
@@ -753,7 +758,13 @@ impl RemoteFanIn {
             stderr: caller.dup(2),
             ..RemoteGroup::new(session, call, std::slice::from_ref(merge), caller, traffic)
         };
-        RemoteFanIn { lanes, merge }
+        let joined = match unit.fan_in.as_ref().map(|f| f.kind) {
+            Some(MergeKind::SortMerge) => Joined::Apart,
+            Some(MergeKind::Sum) => Joined::Sum,
+            Some(MergeKind::UniqCount) => Joined::UniqCount,
+            Some(MergeKind::Concat | MergeKind::Rerun) | None => Joined::Concat,
+        };
+        RemoteFanIn { lanes, merge, joined }
     }
 
     /// Starts the copies' jobs, then the merge's, which fetches their outputs before anything
@@ -764,7 +775,7 @@ impl RemoteFanIn {
         self,
         output: Option<OwnedFd>,
     ) -> Result<impl Future<Output = Statuses> + Send + 'static, Option<OwnedFd>> {
-        let RemoteFanIn { lanes: Some(lanes), merge } = self else { return Err(output) };
+        let RemoteFanIn { lanes: Some(lanes), merge, joined } = self else { return Err(output) };
         let Some((merge_connection, merge_sources)) = merge.connections().await else { return Err(output) };
         let mut running = Vec::with_capacity(lanes.len());
         let mut stdin = Vec::with_capacity(lanes.len());
@@ -773,7 +784,7 @@ impl RemoteFanIn {
                 Some((connection, sources)) => {
                     let (output, source) = pipe_link(&connection, &merge_connection);
                     stdin.push(source);
-                    lane.start(&connection, &sources, Links { output: Some(output), stdin: Vec::new() }).await.ok()
+                    lane.start(&connection, &sources, Links { output: Some(output), ..Links::default() }).await.ok()
                 }
                 None => None,
             };
@@ -786,7 +797,7 @@ impl RemoteFanIn {
             }
         }
         let merge = RemoteGroup { stdout: output, ..merge };
-        let joined = match merge.start(&merge_connection, &merge_sources, Links { output: None, stdin }).await {
+        let joined = match merge.start(&merge_connection, &merge_sources, Links { output: None, stdin, joined }).await {
             Ok(joined) => joined,
             Err(not_taken) => {
                 cancel_all(running).await;

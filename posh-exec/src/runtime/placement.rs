@@ -80,9 +80,10 @@ pub struct FanIn {
     pub argv: Vec<OsString>,
     /// For each command of the unit, the status that says its copy selected nothing.
     pub no_match_status: Vec<Option<u8>>,
-    /// Where the plan joins the copies when not at the client: a `cat` (or the rerun command) at
-    /// a proxy that reads the copies' outputs in order and applies the split command's
-    /// redirections (its `command` is the split command's, its `copy` the number of copies).
+    /// Where the plan joins the copies when not at the client: a `cat` (or the merging command)
+    /// at a proxy that reads the copies' outputs, joined as `kind` says, and applies the split
+    /// command's redirections (its `command` is the split command's, its `copy` the number of
+    /// copies).
     pub at: Option<Step>,
 }
 
@@ -179,11 +180,12 @@ pub fn place(
                         // A merge the plan puts at a proxy that cannot be written in its terms
                         // (a word not UTF-8) joins at the client.
                         let at = merge_location(&plan, last).and_then(|name| {
-                            // `cat` (or the rerun command) reading the copies' outputs in order
-                            // from its stdin, with the split command's redirections.
+                            // `cat` reading the copies' outputs joined (in order, or merged by
+                            // posh), or the merging command (a rerun, `sort -m`), with the split
+                            // command's redirections.
                             let command = &call.commands[last];
                             let merge = match kind {
-                                MergeKind::Rerun => {
+                                MergeKind::Rerun | MergeKind::SortMerge => {
                                     let along = taken_along(&carried(&plan, last), env).ok()?;
                                     remote_step(
                                         config,
