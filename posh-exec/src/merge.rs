@@ -88,7 +88,8 @@ fn sum_texts(outputs: &[Vec<u8>]) -> Vec<u8> {
 
 /// `merge:uniq_count`: the copies' `uniq -c` lines in order, where a line that ends one copy's
 /// output and starts the next one's (a run cut by a seam) becomes one line with the counts added.
-pub async fn uniq_count<R, W>(readers: Vec<R>, out: &mut W) -> std::io::Result<()>
+/// Fails on a line longer than `max_line` bytes (a line is held whole to be compared).
+pub async fn uniq_count<R, W>(readers: Vec<R>, out: &mut W, max_line: u64) -> std::io::Result<()>
 where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin + ?Sized,
@@ -99,8 +100,13 @@ where
         let mut input = tokio::io::BufReader::with_capacity(256 * 1024, input);
         loop {
             line.clear();
-            if input.read_until(b'\n', &mut line).await? == 0 {
+            let read = (&mut input).take(max_line.saturating_add(1)).read_until(b'\n', &mut line).await?;
+            if read == 0 {
                 break;
+            }
+            if read as u64 > max_line {
+                let message = format!("a line of the outputs to merge exceeds {max_line} bytes");
+                return Err(std::io::Error::new(std::io::ErrorKind::InvalidData, message));
             }
             match counted(&line) {
                 Some((count, text)) => match &mut pending {
@@ -142,6 +148,33 @@ async fn write_counted<W: AsyncWrite + Unpin + ?Sized>(out: &mut W, count: u128,
 #[cfg(test)]
 mod tests {
     use super::sum_texts;
+
+    fn merged(outputs: &[&str], merge: &str, limit: u64) -> std::io::Result<String> {
+        let readers: Vec<&[u8]> = outputs.iter().map(|o| o.as_bytes()).collect();
+        let mut out = Vec::new();
+        let runtime = tokio::runtime::Builder::new_current_thread().build().unwrap();
+        runtime.block_on(async {
+            match merge {
+                "sum" => super::sum(readers, &mut out, limit).await,
+                _ => super::uniq_count(readers, &mut out, limit).await,
+            }
+        })?;
+        Ok(String::from_utf8(out).unwrap())
+    }
+
+    #[test]
+    fn what_a_merge_holds_is_bounded() {
+        assert_eq!(
+            merged(&["      3 a\n      1 b\n", "      2 b\n      1 c\n"], "uniq_count", 20).unwrap(),
+            "      3 a\n      3 b\n      1 c\n"
+        );
+        let long = format!("      1 {}\n", "x".repeat(30));
+        let error = merged(&[&long], "uniq_count", 20).unwrap_err();
+        assert!(error.to_string().contains("exceeds 20 bytes"), "{error}");
+        assert_eq!(merged(&["3\n", "4\n"], "sum", 4).unwrap(), "7\n");
+        let error = merged(&["3\n", "4\n", "5\n"], "sum", 4).unwrap_err();
+        assert!(error.to_string().contains("exceed 4 bytes"), "{error}");
+    }
 
     fn sum(outputs: &[&str]) -> String {
         let outputs: Vec<Vec<u8>> = outputs.iter().map(|o| o.as_bytes().to_vec()).collect();

@@ -390,8 +390,9 @@ async fn pour(feed: Feed) -> Result<(), String> {
     }
 }
 
-/// The most a proxy holds of the outputs it adds up (`Joined::Sum`): counts are a few bytes.
-const MAX_SUMMED: u64 = 1 << 20;
+/// The most a proxy holds of the outputs it adds up (`Joined::Sum`: counts are a few bytes), and
+/// of one `uniq -c` line it merges (`Joined::UniqCount`).
+const MAX_MERGED: u64 = 1 << 20;
 
 /// Writes the streams' outputs merged as `joined` says (posh's own merge steps) into the pipe.
 async fn pour_merged(
@@ -405,8 +406,8 @@ async fn pour_merged(
         .map(|Fetched { connection, early, recv }| (connection, std::io::Cursor::new(early).chain(recv)))
         .unzip();
     let merged = match joined {
-        Joined::Sum => crate::merge::sum(readers, pipe, MAX_SUMMED).await,
-        _ => crate::merge::uniq_count(readers, pipe).await,
+        Joined::Sum => crate::merge::sum(readers, pipe, MAX_MERGED).await,
+        _ => crate::merge::uniq_count(readers, pipe, MAX_MERGED).await,
     };
     drop(connections);
     match merged {

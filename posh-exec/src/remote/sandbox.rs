@@ -291,7 +291,8 @@ impl Handoff<'_> {
         if let Err(e) = self.confinement.enter() {
             return e;
         }
-        // SAFETY: system calls on descriptors of this process and on strings `spawn` keeps alive.
+        // SAFETY: system calls on descriptors of this process, and reads of the descriptors'
+        // array (`fd_count` long) and strings that `spawn` keeps alive.
         unsafe {
             // Every source lies above every target (`lifted`): no dup2 overwrites another's.
             for target in 0..self.fd_count {

@@ -57,7 +57,7 @@ pub fn start(
             let mut out = async_writer(output);
             let written = match kind {
                 MergeKind::Sum => merge::sum(readers_of(readers), &mut out, u64::MAX).await,
-                MergeKind::UniqCount => merge::uniq_count(readers_of(readers), &mut out).await,
+                MergeKind::UniqCount => merge::uniq_count(readers_of(readers), &mut out, u64::MAX).await,
                 _ => concatenate(readers, &mut out).await,
             };
             let closed = out.shutdown().await;
