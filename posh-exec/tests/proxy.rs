@@ -610,6 +610,52 @@ async fn the_sandbox_denies_device_nodes_terminals_and_signals_to_others() {
     assert_ne!(kill.status, 0, "a job must not signal the proxy");
     let own = conn.run(&awk(r#"exit system("sleep 5 & kill $!")"#.into()), b"").await.unwrap();
     assert_eq!(own.status, 0, "its own children it may: {}", String::from_utf8_lossy(&own.stderr));
+
+    // The proxy's memory (its host key) is not a job's to read, even a root proxy's (Landlock).
+    let mem = conn.run(&awk(format!(r#"print (getline l < "/proc/{pid}/mem")"#)), b"").await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&mem.stdout), "-1\n", "{mem:?}");
+}
+
+/// Issue 13, class 5: a proxy running as a user (as deployed; `nobody` when the tests run as
+/// root) keeps its environment and its memory from its jobs, which run as the same user: it is
+/// not dumpable. `getline` gives -1 for a file that cannot be opened.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_keeps_its_environment_and_memory_from_its_jobs() {
+    let setup = Setup::new();
+    let authorized = setup.dir.path().join("authorized");
+    std::fs::write(&authorized, format!("{}\n", setup.identity().fingerprint())).unwrap();
+    let as_root = rustix::process::geteuid().is_root();
+    if as_root {
+        chown_all(setup.dir.path(), 65534);
+    }
+    let wrapper: &[&str] = if as_root { &["setpriv", "--reuid=65534", "--regid=65534", "--clear-groups"] } else { &[] };
+    let args = ["--authorized-clients", authorized.to_str().unwrap()];
+    let proxy = Proxy::start_in(wrapper, "127.0.0.1:0", &setup.export(), &setup.state(), &args);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let awk = |program: String| request(&["awk", &format!("BEGIN {{ {program} }}")]);
+    let pid = proxy.child.id();
+    for file in ["environ", "mem"] {
+        let out = conn.run(&awk(format!(r#"print (getline l < "/proc/{pid}/{file}")"#)), b"").await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "-1\n", "/proc/{pid}/{file}: {out:?}");
+    }
+    let own = conn.run(&awk(r#"print (getline l < "/proc/self/environ")"#.into()), b"").await.unwrap();
+    assert_eq!(String::from_utf8_lossy(&own.stdout), "1\n", "its own it may: {own:?}");
+    // Not dumpable, its /proc entries are root's: it still reopens its own descriptors there.
+    let question = Question::EndsWithNewline(vec!["a.txt".into()]);
+    let answer = conn.ask(&question, &Default::default()).await.unwrap();
+    assert_eq!(answer, Answer::EndsWithNewline(vec![Some(true)]));
+}
+
+/// `dir` and everything in it owned by user and group `id`.
+fn chown_all(dir: &Path, id: u32) {
+    std::os::unix::fs::chown(dir, Some(id), Some(id)).unwrap();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        match path.is_dir() && !path.is_symlink() {
+            true => chown_all(&path, id),
+            false => std::os::unix::fs::lchown(&path, Some(id), Some(id)).unwrap(),
+        }
+    }
 }
 
 /// Issue 13, class 1, against a real proxy: while one job keeps swapping the directory `d` for a

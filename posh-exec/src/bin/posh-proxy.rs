@@ -143,6 +143,10 @@ fn main() -> ExitCode {
         return ExitCode::from(sandbox::check_enforced());
     }
     let args = Args::parse();
+    if let Err(e) = sandbox::forbid_inspection() {
+        eprintln!("posh-proxy: cannot keep jobs from reading the proxy's environment: {e}");
+        return ExitCode::from(1);
+    }
     tracing_subscriber::fmt()
         .with_writer(std::io::stderr)
         .with_env_filter(

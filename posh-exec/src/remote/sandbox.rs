@@ -161,6 +161,10 @@ impl Confinement {
     fn enter(&self) -> std::io::Result<()> {
         rustix::process::setsid()?;
         rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
+        // The proxy is not dumpable (`forbid_inspection`); a job of a proxy running as root would
+        // still read its environment, and other processes', with CAP_SYS_PTRACE: not after exec
+        // without it in the bounding set. A proxy that is not root cannot drop it, nor has it.
+        let _ = rustix::thread::remove_capability_from_bounding_set(rustix::thread::CapabilitySet::SYS_PTRACE);
         self.restrict()
     }
 
@@ -323,6 +327,16 @@ impl Handoff<'_> {
         }
         failed()
     }
+}
+
+/// Keeps the proxy's own process from its jobs' eyes: not dumpable, so a process of the same
+/// user without CAP_SYS_PTRACE (every job: see `Confinement::enter`) can neither read its
+/// `/proc/PID/environ` nor its memory, nor trace it. Landlock denies a confined process tracing
+/// and reading the memory of processes outside its domain, but not (as measured on Linux 6.18)
+/// reading their environment.
+pub fn forbid_inspection() -> std::io::Result<()> {
+    rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)?;
+    Ok(())
 }
 
 /// `posh-proxy __sandbox-check`: exits 0 when this kernel enforces the sandbox fully.
