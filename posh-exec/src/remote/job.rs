@@ -561,12 +561,13 @@ where
             .map(|(k, v)| (k.as_str(), std::ffi::OsStr::new(v)))
             .chain([("TMPDIR", place.dir.path().as_os_str())])
             .chain(home.as_ref().map(|home| ("HOME", home.as_os_str())));
-        let (argv, inherited) = match i {
+        // Only the first command of a job that merges apart gets more words (and descriptors).
+        let (argv, inherited): (std::borrow::Cow<'_, [String]>, _) = match i {
             0 if !peer_inputs.is_empty() => {
                 let named = (3..3 + peer_inputs.len()).map(|fd| format!("/dev/fd/{fd}"));
                 (checked.argv.iter().cloned().chain(named).collect(), std::mem::take(&mut peer_inputs))
             }
-            _ => (checked.argv.clone(), Vec::new()),
+            _ => (checked.argv.as_slice().into(), Vec::new()),
         };
         let started = null_for_none(fds)
             .and_then(|stdio| Launch::new(&program, &argv, env, place.cwd, stdio, inherited))

@@ -670,7 +670,7 @@ impl RemoteChain {
             let (connection, sources) = &connections[k];
             let output = links.get(k).map(|(output, _)| output.clone());
             let stdin = k.checked_sub(1).map(|previous| links[previous].1.clone()).into_iter().collect();
-            match group.start(connection, sources, Links { output, stdin, joined: Joined::Concat }).await {
+            match group.start(connection, sources, Links { output, stdin, ..Links::default() }).await {
                 Ok(r) => running.push(r),
                 Err(not_taken) => {
                     // The jobs started are cancelled before they took any input: each group runs
