@@ -22,12 +22,14 @@ pub struct JobsDir {
     own: PathBuf,
     lock: PathBuf,
     _held: File,
-    /// Directories that a client's finished jobs left empty, kept for its next jobs, by client.
-    /// Making a directory and a file for every job and removing them after cost the proxy 0.2 to
-    /// 0.4 ms a job on ext4 (inode allocation skips recently freed inodes), a good part of a
-    /// small pipeline's cost. Only the same client's jobs reuse one: a process an earlier job
-    /// left running (it may have left its process group) could otherwise see another client's
-    /// temporary files.
+    /// Directories that a client's finished jobs left as they got them (empty, or holding just
+    /// their view), kept for its next jobs, by client. Making a directory, a view and a file for
+    /// every job and removing them after cost the proxy 0.4 to 0.5 ms a job on ext4 (inode
+    /// allocation skips recently freed inodes), a good part of a small pipeline's cost. Only the
+    /// same client's jobs reuse one: a process an earlier job left running (it may have left its
+    /// process group) could otherwise see another client's temporary files. Such a process could
+    /// also change a kept view after it was checked; that misleads only its own client's jobs,
+    /// whose paths are checked against the export and opened beneath it all the same.
     idle: Mutex<HashMap<String, Vec<Kept>>>,
 }
 
@@ -35,12 +37,20 @@ pub struct JobsDir {
 const IDLE_PER_CLIENT: usize = 8;
 const IDLE_IN_ALL: usize = 256;
 
-/// A job directory with its groups file, open.
+/// A job directory with its groups file, open, and the view made in it, if any.
 #[derive(Debug)]
 struct Kept {
     dir: PathBuf,
     groups: PathBuf,
     groups_file: File,
+    view: Option<View>,
+}
+
+/// A job's view (see `Request::view`): `cwd/AT` in its directory, a symlink to the export.
+#[derive(Debug, PartialEq)]
+struct View {
+    at: String,
+    export: PathBuf,
 }
 
 impl JobsDir {
@@ -59,16 +69,21 @@ impl JobsDir {
         Ok(JobsDir { own, lock, _held: held, idle: Mutex::default() })
     }
 
-    /// A private directory, empty, for one job of `client`.
-    pub fn new_job(self: &Arc<Self>, client: &str) -> io::Result<JobDir> {
-        let reused = self.idle().get_mut(client).and_then(Vec::pop);
+    /// A private directory for one job of `client`: empty, or holding just the view at `view`
+    /// (see [`JobDir::view`]) when one of its earlier jobs left that.
+    pub fn new_job(self: &Arc<Self>, client: &str, view: Option<&str>) -> io::Result<JobDir> {
+        let reused = self.idle().get_mut(client).and_then(|kept| {
+            let same_view = kept.iter().rposition(|k| k.view.as_ref().map(|v| v.at.as_str()) == view);
+            let empty = || kept.iter().rposition(|k| k.view.is_none());
+            same_view.or_else(empty).map(|at| kept.swap_remove(at))
+        });
         let kept = match reused {
             Some(kept) => kept,
             None => {
                 let dir = tempfile::Builder::new().prefix("job-").tempdir_in(&self.own)?.keep();
                 let groups = dir.with_extension("groups");
                 let groups_file = OpenOptions::new().create(true).append(true).open(&groups)?;
-                Kept { dir, groups, groups_file }
+                Kept { dir, groups, groups_file, view: None }
             }
         };
         Ok(JobDir { kept: Some(kept), jobs: self.clone(), client: client.to_string() })
@@ -78,14 +93,14 @@ impl JobsDir {
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Keeps a finished job's directory for `client`'s next job if it is empty and there is
-    /// room; removes it otherwise.
+    /// Keeps a finished job's directory for `client`'s next job if it holds just what the job
+    /// got (nothing, or its view) and there is room; removes it otherwise.
     fn give_back(&self, client: String, kept: Kept) {
-        let empty = fs::read_dir(&kept.dir).is_ok_and(|mut entries| entries.next().is_none());
+        let as_given = holds_only(&kept.dir, kept.view.as_ref());
         let mut idle = self.idle();
         let room = idle.values().map(Vec::len).sum::<usize>() < IDLE_IN_ALL;
         let own = idle.entry(client).or_default();
-        if empty && room && own.len() < IDLE_PER_CLIENT && kept.groups_file.set_len(0).is_ok() {
+        if as_given && room && own.len() < IDLE_PER_CLIENT && kept.groups_file.set_len(0).is_ok() {
             own.push(kept);
             return;
         }
@@ -129,6 +144,25 @@ impl JobDir {
         &self.kept().dir
     }
 
+    /// The job's view: a directory holding `at` (a relative path), a symlink to `export`, so
+    /// that the client's relative words reach the export as they do on the client's side.
+    pub fn view(&mut self, at: &str, export: &Path) -> io::Result<PathBuf> {
+        let kept = self.kept.as_mut().expect("held until dropped");
+        let cwd = kept.dir.join("cwd");
+        let wanted = View { at: at.to_string(), export: export.to_path_buf() };
+        if kept.view.as_ref() == Some(&wanted) {
+            return Ok(cwd);
+        }
+        if kept.view.is_some() {
+            return Err(io::Error::other("the job's directory holds another view"));
+        }
+        let link = cwd.join(at);
+        fs::create_dir_all(link.parent().unwrap_or(&cwd))?;
+        std::os::unix::fs::symlink(export, link)?;
+        kept.view = Some(wanted);
+        Ok(cwd)
+    }
+
     /// Writes down a process group the job's commands lead, before anything waits on it.
     pub fn record_group(&self, pgid: u32) -> io::Result<()> {
         (&self.kept().groups_file).write_all(format!("{pgid}\n").as_bytes())
@@ -141,6 +175,30 @@ impl Drop for JobDir {
             self.jobs.give_back(std::mem::take(&mut self.client), kept);
         }
     }
+}
+
+/// Whether `dir` holds exactly `view` (each directory on the way to its link holding only the
+/// next one, the link leading to the export), or nothing when there is no view.
+fn holds_only(dir: &Path, view: Option<&View>) -> bool {
+    let only_entry = |dir: &Path| -> Option<std::ffi::OsString> {
+        let mut entries = fs::read_dir(dir).ok()?;
+        let first = entries.next()?.ok()?.file_name();
+        entries.next().is_none().then_some(first)
+    };
+    let Some(view) = view else {
+        return fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none());
+    };
+    let mut current = dir.to_path_buf();
+    let steps = std::iter::once(std::path::Component::Normal("cwd".as_ref())).chain(Path::new(&view.at).components());
+    for step in steps {
+        let std::path::Component::Normal(name) = step else { return false };
+        if only_entry(&current).as_deref() != Some(name) {
+            return false;
+        }
+        current.push(name);
+    }
+    let is_link = fs::symlink_metadata(&current).is_ok_and(|m| m.file_type().is_symlink());
+    is_link && fs::read_link(&current).is_ok_and(|target| target == view.export)
 }
 
 /// Removes the directories of proxies that are gone, killing the process groups their jobs led.
@@ -192,23 +250,23 @@ mod tests {
     fn an_empty_job_directory_is_kept_for_its_clients_next_job_only() {
         let parent = tempfile::tempdir().unwrap();
         let jobs = Arc::new(JobsDir::open(parent.path()).unwrap());
-        let first = jobs.new_job("a").unwrap();
+        let first = jobs.new_job("a", None).unwrap();
         let path = first.path().to_path_buf();
         first.record_group(4242).unwrap();
         drop(first);
         assert!(path.is_dir(), "kept");
         assert_eq!(fs::read_to_string(path.with_extension("groups")).unwrap(), "", "its groups forgotten");
         // Another client's job gets a directory of its own.
-        let other = jobs.new_job("b").unwrap();
+        let other = jobs.new_job("b", None).unwrap();
         assert_ne!(other.path(), path);
-        let again = jobs.new_job("a").unwrap();
+        let again = jobs.new_job("a", None).unwrap();
         assert_eq!(again.path(), path);
         // A job that left something behind: its directory goes.
         fs::write(again.path().join("spill"), "x").unwrap();
         drop(again);
         assert!(!path.exists() && !path.with_extension("groups").exists());
         // At most a few idle directories per client.
-        let many: Vec<JobDir> = (0..IDLE_PER_CLIENT + 3).map(|_| jobs.new_job("c").unwrap()).collect();
+        let many: Vec<JobDir> = (0..IDLE_PER_CLIENT + 3).map(|_| jobs.new_job("c", None).unwrap()).collect();
         drop(many);
         assert_eq!(jobs.idle()["c"].len(), IDLE_PER_CLIENT);
         let dirs = fs::read_dir(parent.path().join(std::process::id().to_string())).unwrap();
@@ -216,10 +274,46 @@ mod tests {
     }
 
     #[test]
+    fn a_job_directory_keeps_its_view_only_as_it_was_made() {
+        let parent = tempfile::tempdir().unwrap();
+        let export = parent.path().join("export");
+        fs::create_dir(&export).unwrap();
+        let jobs = Arc::new(JobsDir::open(&parent.path().join("jobs")).unwrap());
+        let mut first = jobs.new_job("a", Some("m/data")).unwrap();
+        let cwd = first.view("m/data", &export).unwrap();
+        assert_eq!(fs::read_link(cwd.join("m/data")).unwrap(), export);
+        let path = first.path().to_path_buf();
+        drop(first);
+        // The same view again: the same directory, its view untouched.
+        let mut again = jobs.new_job("a", Some("m/data")).unwrap();
+        assert_eq!(again.path(), path);
+        assert_eq!(again.view("m/data", &export).unwrap(), cwd);
+        // Something beside the view: the directory goes.
+        fs::write(cwd.join("m/spill"), "x").unwrap();
+        drop(again);
+        assert!(!path.exists());
+        // A view replaced by another link: the directory goes.
+        let mut third = jobs.new_job("a", Some("data")).unwrap();
+        let cwd = third.view("data", &export).unwrap();
+        let path = third.path().to_path_buf();
+        fs::remove_file(cwd.join("data")).unwrap();
+        std::os::unix::fs::symlink("/", cwd.join("data")).unwrap();
+        drop(third);
+        assert!(!path.exists());
+        // An empty directory serves a job with a view, or without; one with a view only that view.
+        drop(jobs.new_job("a", None).unwrap());
+        let mut viewed = jobs.new_job("a", Some("data")).unwrap();
+        viewed.view("data", &export).unwrap();
+        drop(viewed);
+        let plain = jobs.new_job("a", None).unwrap();
+        assert_eq!(fs::read_dir(plain.path()).unwrap().count(), 0, "a fresh one: the kept one has a view");
+    }
+
+    #[test]
     fn a_dead_proxys_jobs_are_removed_and_a_live_ones_kept() {
         let parent = tempfile::tempdir().unwrap();
         let live = Arc::new(JobsDir::open(parent.path()).unwrap());
-        let job = live.new_job("client").unwrap();
+        let job = live.new_job("client", None).unwrap();
         // A proxy that died: its lock file is free, its job directory still there.
         fs::create_dir_all(parent.path().join("999999/job-x")).unwrap();
         fs::write(parent.path().join("999999.lock"), "").unwrap();

@@ -348,14 +348,6 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
 
 /// A directory standing for the client's working directory when that is above the mount: it
 /// holds only the directories down to the mount and, at `at`, a link to the export root.
-fn make_view(tmp: &Path, at: &str, export: &Path) -> std::io::Result<PathBuf> {
-    let view = tmp.join("cwd");
-    let link = view.join(at);
-    std::fs::create_dir_all(link.parent().unwrap_or(&view))?;
-    std::os::unix::fs::symlink(export, link)?;
-    Ok(view)
-}
-
 async fn refuse(mut send: quinn::SendStream, recv: &mut quinn::RecvStream, error: String) -> Result<()> {
     tracing::info!("refused a job: {error}");
     let _ = recv.stop(0u32.into());
@@ -460,13 +452,13 @@ async fn handle_job(
     };
     // Each job gets its own temporary directory (sort spills there), the only writable place
     // outside the export; the sandbox confines the commands to both.
-    let tmp = match shared.config.jobs.new_job(client) {
+    let mut tmp = match shared.config.jobs.new_job(client, request.view.as_deref()) {
         Ok(tmp) => tmp,
         Err(e) => return refuse(send, recv.get_mut(), format!("cannot make a temporary directory: {e}")).await,
     };
     let cwd = match &request.view {
         None => cwd,
-        Some(name) => match make_view(tmp.path(), name, &shared.config.export) {
+        Some(name) => match tmp.view(name, &shared.config.export) {
             Ok(view) => view,
             Err(e) => return refuse(send, recv.get_mut(), format!("cannot make the job's view: {e}")).await,
         },
