@@ -611,9 +611,14 @@ async fn the_sandbox_denies_device_nodes_terminals_and_signals_to_others() {
     let own = conn.run(&awk(r#"exit system("sleep 5 & kill $!")"#.into()), b"").await.unwrap();
     assert_eq!(own.status, 0, "its own children it may: {}", String::from_utf8_lossy(&own.stderr));
 
-    // The proxy's memory (its host key) is not a job's to read, even a root proxy's (Landlock).
-    let mem = conn.run(&awk(format!(r#"print (getline l < "/proc/{pid}/mem")"#)), b"").await.unwrap();
-    assert_eq!(String::from_utf8_lossy(&mem.stdout), "-1\n", "{mem:?}");
+    // The proxy's memory (its host key) and environment are not a job's to read, nor another
+    // process's environment (the test's own, standing for another client's job), even a root
+    // proxy's job's (Landlock, and no CAP_SYS_ADMIN or CAP_PERFMON: with either it read them).
+    let outsider = std::process::id();
+    for file in [format!("{pid}/mem"), format!("{pid}/environ"), format!("{outsider}/environ")] {
+        let out = conn.run(&awk(format!(r#"print (getline l < "/proc/{file}")"#)), b"").await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "-1\n", "/proc/{file}: {out:?}");
+    }
 }
 
 /// Issue 13, class 5: a proxy running as a user (as deployed; `nobody` when the tests run as

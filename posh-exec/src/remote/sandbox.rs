@@ -162,9 +162,13 @@ impl Confinement {
         rustix::process::setsid()?;
         rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
         // The proxy is not dumpable (`forbid_inspection`); a job of a proxy running as root would
-        // still read its environment, and other processes', with CAP_SYS_PTRACE: not after exec
-        // without it in the bounding set. A proxy that is not root cannot drop it, nor has it.
-        let _ = rustix::thread::remove_capability_from_bounding_set(rustix::thread::CapabilitySet::SYS_PTRACE);
+        // still read its environment, and other processes' (other clients' jobs), with any of
+        // CAP_SYS_PTRACE, CAP_SYS_ADMIN or CAP_PERFMON (the last two grant reading a process as
+        // /proc/PID/environ does): not after exec without them in the bounding set. A proxy that
+        // is not root cannot drop them, nor has them.
+        for inspecting in INSPECTING_CAPABILITIES {
+            let _ = rustix::thread::remove_capability_from_bounding_set(inspecting);
+        }
         self.restrict()
     }
 
@@ -329,11 +333,19 @@ impl Handoff<'_> {
     }
 }
 
+/// The capabilities by which a process reads another's `/proc/PID/environ` or memory, or traces
+/// it; no job of a proxy running as root keeps them.
+const INSPECTING_CAPABILITIES: [rustix::thread::CapabilitySet; 3] = [
+    rustix::thread::CapabilitySet::SYS_PTRACE,
+    rustix::thread::CapabilitySet::SYS_ADMIN,
+    rustix::thread::CapabilitySet::PERFMON,
+];
+
 /// Keeps the proxy's own process from its jobs' eyes: not dumpable, so a process of the same
-/// user without CAP_SYS_PTRACE (every job: see `Confinement::enter`) can neither read its
-/// `/proc/PID/environ` nor its memory, nor trace it. Landlock denies a confined process tracing
-/// and reading the memory of processes outside its domain, but not (as measured on Linux 6.18)
-/// reading their environment.
+/// user without the inspecting capabilities (every job: see `Confinement::enter`) can neither
+/// read its `/proc/PID/environ` nor its memory, nor trace it. Landlock denies that to a confined
+/// process towards processes outside its domain, but not to one that holds CAP_SYS_ADMIN or
+/// CAP_PERFMON (measured on Linux 6.18: a root job read every process's environment).
 pub fn forbid_inspection() -> std::io::Result<()> {
     rustix::process::set_dumpable_behavior(rustix::process::DumpableBehavior::NotDumpable)?;
     Ok(())
