@@ -720,6 +720,89 @@ async fn a_fifo_as_a_redirection_is_refused_without_waiting() {
     assert_eq!(String::from_utf8_lossy(&served.stdout), "still serving\n");
 }
 
+/// Issue 13: twenty clients at once, each running jobs in a loop (a pipeline to its output, a
+/// sort into its own file, an append to its own log, its input streamed to a command). Every
+/// job's bytes, statuses and files are what a local run gives; a job that finds every slot
+/// taken is answered "busy" and tried again, and no client starves: each finishes its rounds.
+/// Afterwards the proxy has no job process left and serves on.
+#[tokio::test(flavor = "multi_thread")]
+async fn twenty_clients_at_once_get_their_own_bytes_and_none_starves() {
+    const CLIENTS: usize = 20;
+    const ROUNDS: usize = 10;
+    let setup = Setup::new();
+    let export = setup.export();
+    let data: String = (0..20_000).map(|i| format!("{} line {i} {}\n", i * 7919 % 10_007, i % 13)).collect();
+    std::fs::write(export.join("data.txt"), &data).unwrap();
+    let identities: Vec<Identity> =
+        (0..CLIENTS).map(|i| Identity::ephemeral(&format!("client-{i}")).unwrap()).collect();
+    let authorized = setup.dir.path().join("authorized-all");
+    let mut fingerprints: Vec<&str> = identities.iter().map(Identity::fingerprint).collect();
+    let latecomer = setup.identity();
+    fingerprints.push(latecomer.fingerprint());
+    std::fs::write(&authorized, fingerprints.join("\n") + "\n").unwrap();
+    let proxy = Proxy::start(&export, &setup.state(), &["--authorized-clients", authorized.to_str().unwrap()]);
+
+    let (counted, _, _) = local(&export, &["sh", "-c", "grep ' 7$' data.txt | sort -n | uniq -c | wc -l"], b"");
+    let (sorted, _, _) = local(&export, &["sort", "-r", "data.txt"], b"");
+    let stdin: Vec<u8> = (0..5_000).map(|i| format!("{i}\n")).collect::<String>().into_bytes();
+    let (summed, _, _) = local(&export, &["tail", "-n", "3"], &stdin);
+    let started = std::time::Instant::now();
+    let mut clients = tokio::task::JoinSet::new();
+    for (i, identity) in identities.into_iter().enumerate() {
+        std::fs::create_dir(export.join(format!("c{i}"))).unwrap();
+        let known = KnownProxies::new(setup.dir.path().join(format!("known-{i}")));
+        let (addr, stdin) = (proxy.addr.clone(), stdin.clone());
+        let (counted, summed) = (counted.clone(), summed.clone());
+        clients.spawn(async move {
+            let conn = connect(&addr, &identity, &known).await.unwrap();
+            let mut pipeline = Request::new(&["grep", " 7$", "data.txt"]);
+            pipeline.commands.extend([command(&["sort", "-n"]), command(&["uniq", "-c"]), command(&["wc", "-l"])]);
+            let mut sort = request(&["sort", "-r", "data.txt"]);
+            sort.commands[0].redirects = vec![redirect(1, ">", &format!("c{i}/sorted.txt"))];
+            let mut append = request(&["head", "-n", "1", "a.txt"]);
+            append.commands[0].redirects = vec![redirect(1, ">>", &format!("c{i}/log.txt"))];
+            let streamed = request(&["tail", "-n", "3"]);
+            let jobs: [(&Request, &[u8], &[u8]); 4] =
+                [(&pipeline, b"", &counted), (&sort, b"", b""), (&append, b"", b""), (&streamed, &stdin, &summed)];
+            let mut busy = 0;
+            for round in 0..ROUNDS {
+                for (job, input, expected) in jobs {
+                    let out = loop {
+                        match conn.run(job, input).await {
+                            Ok(out) => break out,
+                            Err(e) if format!("{e:#}").contains("busy") => {
+                                busy += 1;
+                                tokio::time::sleep(Duration::from_millis(5)).await;
+                            }
+                            Err(e) => panic!("client {i}, round {round}: {e:#}"),
+                        }
+                    };
+                    assert_eq!(out.stdout, expected, "client {i}, round {round}: {:?}", job.commands[0].argv);
+                    assert!(out.statuses.iter().all(|&s| s == 0), "client {i}: {out:?}");
+                }
+            }
+            busy
+        });
+    }
+    let busy: usize = tokio::time::timeout(Duration::from_secs(240), clients.join_all()).await.unwrap().iter().sum();
+    for i in 0..CLIENTS {
+        assert_eq!(std::fs::read(export.join(format!("c{i}/sorted.txt"))).unwrap(), sorted, "client {i}'s file");
+        assert_eq!(std::fs::read_to_string(export.join(format!("c{i}/log.txt"))).unwrap(), "foo 1\n".repeat(ROUNDS));
+        assert_eq!(leftovers(&export.join(format!("c{i}"))), Vec::<String>::new());
+    }
+    let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", proxy.child.id())).unwrap();
+    assert_eq!(children.trim(), "", "no job process is left");
+    let conn = connect(&proxy.addr, &latecomer, &setup.known()).await.unwrap();
+    let served = conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap();
+    assert_eq!((served.status, served.stdout), (0, b"foo 1\nbar 2\nfood 3\n".to_vec()), "it serves on");
+    println!(
+        "{} jobs of {CLIENTS} clients in {:.1} s, {busy} answered busy and tried again; proxy peak memory {}",
+        CLIENTS * ROUNDS * 4,
+        started.elapsed().as_secs_f64(),
+        proxy.peak_memory()
+    );
+}
+
 fn command(argv: &[&str]) -> JobCommand {
     JobCommand { argv: argv.iter().map(|s| s.to_string()).collect(), ..JobCommand::default() }
 }
