@@ -29,7 +29,9 @@ pub struct JobsDir {
     /// same client's jobs reuse one: a process an earlier job left running (it may have left its
     /// process group) could otherwise see another client's temporary files. Such a process could
     /// also change a kept view after it was checked; that misleads only its own client's jobs,
-    /// whose paths are checked against the export and opened beneath it all the same.
+    /// whose paths are checked against the export and opened beneath it all the same. A client
+    /// has an entry from its first job until it is forgotten (its last connection closed): what
+    /// its jobs give back then is removed.
     idle: Mutex<HashMap<String, Vec<Kept>>>,
 }
 
@@ -44,6 +46,13 @@ struct Kept {
     groups: PathBuf,
     groups_file: File,
     view: Option<View>,
+}
+
+impl Kept {
+    fn remove(self) {
+        let _ = fs::remove_dir_all(&self.dir);
+        let _ = fs::remove_file(&self.groups);
+    }
 }
 
 /// A job's view (see `Request::view`): `cwd/AT` in its directory, a symlink to the export.
@@ -72,11 +81,13 @@ impl JobsDir {
     /// A private directory for one job of `client`: empty, or holding just the view at `view`
     /// (see [`JobDir::view`]) when one of its earlier jobs left that.
     pub fn new_job(self: &Arc<Self>, client: &str, view: Option<&str>) -> io::Result<JobDir> {
-        let reused = self.idle().get_mut(client).and_then(|kept| {
+        let reused = {
+            let mut idle = self.idle();
+            let kept = idle.entry(client.to_string()).or_default();
             let same_view = kept.iter().rposition(|k| k.view.as_ref().map(|v| v.at.as_str()) == view);
             let empty = || kept.iter().rposition(|k| k.view.is_none());
             same_view.or_else(empty).map(|at| kept.swap_remove(at))
-        });
+        };
         let kept = match reused {
             Some(kept) => kept,
             None => {
@@ -99,17 +110,24 @@ impl JobsDir {
         let as_given = holds_only(&kept.dir, kept.view.as_ref());
         let mut idle = self.idle();
         let room = idle.values().map(Vec::len).sum::<usize>() < IDLE_IN_ALL;
-        let own = idle.entry(client).or_default();
-        if as_given && room && own.len() < IDLE_PER_CLIENT && kept.groups_file.set_len(0).is_ok() {
+        if let Some(own) = idle.get_mut(&client)
+            && as_given
+            && room
+            && own.len() < IDLE_PER_CLIENT
+            && kept.groups_file.set_len(0).is_ok()
+        {
             own.push(kept);
             return;
         }
-        if own.is_empty() {
-            idle.retain(|_, kept| !kept.is_empty());
-        }
         drop(idle);
-        let _ = fs::remove_dir_all(&kept.dir);
-        let _ = fs::remove_file(&kept.groups);
+        kept.remove();
+    }
+
+    /// Removes the directories kept for `client`, whose last connection closed; those its
+    /// running jobs give back later are removed too.
+    pub fn forget(&self, client: &str) {
+        let kept = self.idle().remove(client).unwrap_or_default();
+        kept.into_iter().for_each(Kept::remove);
     }
 
     /// Removes this process's directory now (a process that exits runs no destructors of what
@@ -307,6 +325,15 @@ mod tests {
         drop(viewed);
         let plain = jobs.new_job("a", None).unwrap();
         assert_eq!(fs::read_dir(plain.path()).unwrap().count(), 0, "a fresh one: the kept one has a view");
+        // The client's last connection closes: what is kept goes, and so does what a job still
+        // running gives back after.
+        let kept = jobs.idle()["a"].iter().map(|k| k.dir.clone()).collect::<Vec<_>>();
+        assert!(!kept.is_empty());
+        let running = plain.path().to_path_buf();
+        jobs.forget("a");
+        drop(plain);
+        assert!(kept.iter().chain([&running]).all(|dir| !dir.exists()), "nothing left of a");
+        assert!(!jobs.idle().contains_key("a"));
     }
 
     #[test]

@@ -167,6 +167,11 @@ pub const PENDING_REQUESTS: usize = 8;
 struct ClientCounts(Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>);
 
 impl ClientCounts {
+    /// Whether `client` holds any.
+    fn holds(&self, client: &str) -> bool {
+        self.0.lock().unwrap_or_else(|e| e.into_inner()).contains_key(client)
+    }
+
     /// One more for `client`, if it holds fewer than `max` (at least 1); given back when dropped.
     fn take(&self, client: &str, max: usize) -> Option<ClientShare> {
         let mut counts = self.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -316,7 +321,7 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
     } else {
         shared.config.max_connections_per_client.saturating_add(shared.peer_outputs.waiting_for(&client))
     };
-    let Some(_connection_share) = shared.client_connections.take(&client, max_connections) else {
+    let Some(connection_share) = shared.client_connections.take(&client, max_connections) else {
         tracing::warn!("refused {remote}: client {client} already has {max_connections} connections");
         let reason = format!("client {client} already has {max_connections} connections to this proxy");
         conn.close(3u32.into(), reason.as_bytes());
@@ -324,11 +329,11 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
     };
     tracing::info!("client {client} connected from {remote}");
     let pending = Arc::new(Semaphore::new(PENDING_REQUESTS));
-    loop {
+    let ended = loop {
         let (send, mut recv) = match conn.accept_bi().await {
             Ok(streams) => streams,
-            Err(quinn::ConnectionError::ApplicationClosed(_) | quinn::ConnectionError::LocallyClosed) => break,
-            Err(e) => return Err(e.into()),
+            Err(quinn::ConnectionError::ApplicationClosed(_) | quinn::ConnectionError::LocallyClosed) => break Ok(()),
+            Err(e) => break Err(e),
         };
         let shared = shared.clone();
         let client = client.clone();
@@ -341,9 +346,14 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
                 tracing::info!("stream of {client} from {remote}: {e:#}");
             }
         });
-    }
+    };
     tracing::info!("client {client} at {remote} disconnected");
-    Ok(())
+    // Its kept job directories serve only its next jobs: gone with its last connection.
+    drop(connection_share);
+    if !shared.client_connections.holds(&client) {
+        shared.config.jobs.forget(&client);
+    }
+    Ok(ended?)
 }
 
 /// A directory standing for the client's working directory when that is above the mount: it
