@@ -439,7 +439,8 @@ fn dot_renders_with_graphviz() {
 }
 
 /// Cost-based placement runs comm at the proxy of its larger file, the smaller one streamed to
-/// it from its own proxy; the paper's greedy placement keeps it at the client.
+/// it from its own proxy; the paper's greedy placement keeps it at the client. `comm -12` prints
+/// at most the smaller file (its annotation's bound).
 #[test]
 fn comm_across_two_mounts_streams_the_smaller_file_unless_greedy() {
     let fixture = Fixture::new();
@@ -447,15 +448,15 @@ fn comm_across_two_mounts_streams_the_smaller_file_unless_greedy() {
     let cost_based = fixture.explain(&["-c", script]);
     assert_eq!(
         cost_based,
-        "-c:1: [@A ⇐20 MB]comm -12 A/big.txt B/small.txt [⇒ output 460 MB]
+        "-c:1: [@A ⇐20 MB]comm -12 A/big.txt B/small.txt [⇒ output 20 MB]
   @A comm -12 A/big.txt B/small.txt: the cheapest place for the data it moves
-      annotation: comm[filters_input] (text.posh)
-      output: 50% of its input, assumed (no run measured it yet)
+      annotation: comm[filters_input, output_within_smallest_input] (text.posh)
+      output: bounded by its annotation
   crosses @B → @A: 20 MB (read B/small.txt (20 MB) → comm -12 A/big.txt B/small.txt, streamed from proxy to proxy)
-  crosses @A → @client: 460 MB (comm -12 A/big.txt B/small.txt → standard output)
-  bash would move 920 MB, posh moves 460 MB (and 20 MB between proxies)
+  crosses @A → @client: 20 MB (comm -12 A/big.txt B/small.txt → standard output)
+  bash would move 920 MB, posh moves 20 MB (and 20 MB between proxies)
 
-1 pipeline(s), cost-based placement: bash would move 920 MB, posh moves 460 MB (and 20 MB between proxies)
+1 pipeline(s), cost-based placement: bash would move 920 MB, posh moves 20 MB (and 20 MB between proxies)
 "
     );
     assert_eq!(fixture.explain(&["--placement", "cost-based", "-c", script]), cost_based, "cost-based is the default");
@@ -487,7 +488,7 @@ fn comm_across_two_mounts_streams_the_smaller_file_unless_greedy() {
         json("cost-based"),
         (
             vec![(argv(), "@A".into(), Value::Null, serde_json::json!({"reason": "cheapest"}))],
-            (460 * MB).into(),
+            (20 * MB).into(),
             (20 * MB).into(),
             vec![(20 * MB).into()]
         )

@@ -16,6 +16,7 @@ pub fn format_header(entry: &CommandEntry) -> String {
         (o.stdin_file_list, "stdin_file_list"),
         (o.output_ends_lines, "output_ends_lines"),
         (o.output_ends_as_input, "output_ends_as_input"),
+        (o.output_within_smallest_input, "output_within_smallest_input"),
     ]
     .into_iter()
     .filter(|(on, _)| *on)

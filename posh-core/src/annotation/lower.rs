@@ -80,6 +80,7 @@ fn lower_options(fields: &[RawField], diags: &mut Vec<Diagnostic>) -> CommandOpt
             "stdin_file_list" => options.stdin_file_list = true,
             "output_ends_lines" => options.output_ends_lines = true,
             "output_ends_as_input" => options.output_ends_as_input = true,
+            "output_within_smallest_input" => options.output_within_smallest_input = true,
             "merge" => {
                 let word = word_value(field).unwrap_or_default();
                 match MergeKind::from_keyword(word) {

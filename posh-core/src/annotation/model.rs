@@ -96,6 +96,9 @@ pub struct CommandOptions {
     /// At most this many bytes of output per input (and per total line), whatever the input's
     /// size: counts and checksums (`wc`, `grep -c`, `md5sum`).
     pub output_per_input: Option<f64>,
+    /// The output is at most as large as the smallest of its inputs (`comm -12`: the lines both
+    /// files hold).
+    pub output_within_smallest_input: bool,
     /// Every run's output is whole lines: it ends with a newline or is empty (`grep`, `sort`).
     pub output_ends_lines: bool,
     /// Every run's output ends as its input ends (`cat`, `sed`).

@@ -87,18 +87,24 @@ enum Bound {
     /// At most this many bytes per input and per total line, whatever the input's size (`wc`,
     /// checksums), besides the names of the files; and at most the input.
     Fixed(u64),
+    /// At most its smallest input (`comm -12`).
+    Smallest,
 }
 
 /// Bytes a line is assumed to take, for a bound counted in lines (`head -n 10`).
 const ASSUMED_LINE_BYTES: u64 = 100;
 
-/// The bound the annotation puts on `invocation`'s output: `output_per_input`, or the last
+/// The bound the annotation puts on `invocation`'s output: `output_per_input`,
+/// `output_within_smallest_input`, or the last
 /// `bounds_lines`/`bounds_bytes` option given (the last of `head -n`/`-c` wins), or else the
 /// defaults of such options (`head` alone prints 10 lines). A value with a sign bounds nothing.
 fn output_bound(invocation: &Invocation<'_>) -> Option<Bound> {
     let options = &invocation.entry.options;
     if let Some(bytes) = options.output_per_input {
         return Some(Bound::Fixed(bytes.ceil() as u64));
+    }
+    if options.output_within_smallest_input {
+        return Some(Bound::Smallest);
     }
     let bound = |kind: OutputBound, text: &str| {
         let count = gnu_count(text)?;
@@ -159,11 +165,15 @@ impl Facts<'_> {
         let Some(invocation) = &self.invocation else {
             return OutputEstimate::Assumed { ratio: 1.0 };
         };
-        if self.bound.is_some() {
-            return OutputEstimate::Bounded;
-        }
-        if let Some(measured) = self.shape().and_then(|shape| ratios.get(&shape).copied()) {
-            return OutputEstimate::Measured { ratio: measured.ratio, runs: measured.runs };
+        let measured = self.shape().and_then(|shape| ratios.get(&shape).copied());
+        match (self.bound, measured) {
+            // A bound by the inputs' sizes leaves room for what runs measured below it.
+            (Some(Bound::Smallest), Some(measured)) => {
+                return OutputEstimate::Measured { ratio: measured.ratio, runs: measured.runs };
+            }
+            (Some(_), _) => return OutputEstimate::Bounded,
+            (None, Some(measured)) => return OutputEstimate::Measured { ratio: measured.ratio, runs: measured.runs },
+            (None, None) => {}
         }
         let options = &invocation.entry.options;
         match options.output_ratio {
@@ -763,6 +773,9 @@ impl Graph<'_> {
             Some(Share::Piped(bytes)) => bytes,
             Some(Share::Files(_)) => 0,
         };
+        // The size of each input it reads: standard input only when it reads that.
+        let reads_stdin = facts.dash_input || facts.inputs.is_empty();
+        let mut input_sizes: Vec<u64> = if reads_stdin { vec![bytes_in] } else { Vec::new() };
         let (mut inputs, mut names) = (0, 0);
         for (i, file) in facts.inputs.iter().enumerate() {
             let used = match split {
@@ -773,6 +786,7 @@ impl Graph<'_> {
                 let from = self.read_file(file);
                 self.edge(from, id, Stream::File, file.size);
                 bytes_in += file.size;
+                input_sizes.push(file.size);
                 if !file.config {
                     inputs += 1;
                     names += file.path.len() as u64 + 1;
@@ -781,8 +795,10 @@ impl Graph<'_> {
         }
         // Several files: a line (or header) per file may name it, and a total line may follow.
         let (inputs, headers) = if inputs > 1 { (inputs + 1, names) } else { (1, 0) };
+        let by_ratio = (bytes_in as f64 * estimate.ratio().unwrap_or(1.0)).round() as u64;
         let bytes_out = match facts.bound {
-            None => (bytes_in as f64 * estimate.ratio().unwrap_or(1.0)).round() as u64,
+            None => by_ratio,
+            Some(Bound::Smallest) => by_ratio.min(input_sizes.into_iter().min().unwrap_or(0)),
             Some(Bound::Prefix(per_input)) => bytes_in.min(per_input.saturating_mul(inputs) + headers),
             // Never above the input either: a count of a tiny file is no reason to leave it.
             Some(Bound::Fixed(per_input)) => bytes_in.min(per_input.saturating_mul(inputs) + names),

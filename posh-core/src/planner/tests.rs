@@ -320,6 +320,21 @@ fn bounded_outputs_are_predicted_from_the_annotation() {
     ));
 }
 
+/// `comm -12` prints the lines both files hold: at most the smaller file, which the planner
+/// predicts (the assumed half of both files would be 410 MB here), wherever the files are.
+#[test]
+fn common_lines_are_bounded_by_the_smaller_input() {
+    let fs = file_system();
+    let script = "comm -12 a/x.log b/small.txt\nsort a/x.log | comm -12 - b/small.txt\n";
+    let (plan, _) = plan_in(&Library::builtin(), CONFIG, &fs, "/mnt", script, PlanOptions::default());
+    let rendered: Vec<String> = plan.pipelines.iter().map(|p| render_inline(script, p)).collect();
+    insta::assert_snapshot!(rendered.join("\n"), @"
+    [@a ⇐20 MB]comm -12 a/x.log b/small.txt [⇒ output 20 MB]
+    [@a]sort a/x.log |[800 MB] [@b]comm -12 - b/small.txt [⇒ output 20 MB]
+    ");
+    assert!(plan.pipelines.iter().all(|p| p.posh_bytes <= p.bash_bytes));
+}
+
 /// A split whose copies would send the merge more than bash moves (an output that outgrows its
 /// input) is planned unsplit: no plan predicts more bytes than bash.
 #[test]
