@@ -570,12 +570,14 @@ fn a_file_on_one_mount_is_streamed_to_the_other_mounts_proxy_and_only_results_cr
                   tail -n 1 logs/joined.txt\n\
                   paste -d , archive/ids.txt logs/ids.txt | tail -n 2\n\
                   comm -3 logs/ids.txt archive/empty.txt | wc -l\n\
-                  comm -12 logs/ids.txt archive/missing.txt | wc -l\n";
+                  comm -12 logs/ids.txt archive/missing.txt | wc -l\n\
+                  sort logs/ids.txt | comm -12 - archive/ids.txt | wc -l\n";
     let (posh, stats) = cluster.same_as_bash(script, &["logs/joined.txt"]);
     assert!(text(&posh.stderr).contains("missing.txt: No such file"), "{}", text(&posh.stderr));
 
     let streamed = std::fs::metadata(root.join("archive/ids.txt")).unwrap().len();
-    for (record, commands) in [(0, 2), (1, 1), (3, 2)] {
+    // The last: comm runs where sort's output is, the archive's file streamed to it there.
+    for (record, commands) in [(0, 2), (1, 1), (3, 2), (6, 3)] {
         for c in 0..commands {
             assert_eq!(stats[record]["commands"][c]["location"], "logs", "{}", stats[record]);
         }

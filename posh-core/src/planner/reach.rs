@@ -94,18 +94,20 @@ pub(crate) fn reach<'w>(ctx: &PlanContext<'_>, words: impl IntoIterator<Item = F
             mounts.push(mount);
         }
     }
-    match &mounts[..] {
-        [] => Reach::Anywhere,
-        [one] => Reach::ClientOr(vec![one.name.clone()]),
+    let mut runners: Vec<String> = match &mounts[..] {
+        [] => return Reach::Anywhere,
+        [one] => vec![one.name.clone()],
         several => {
-            let runners: Vec<String> = several
-                .iter()
-                .filter(|runner| streamed_here(ctx, &cwd, runner, &files))
-                .map(|runner| runner.name.clone())
-                .collect();
-            if runners.is_empty() { Reach::SeveralMounts } else { Reach::ClientOr(runners) }
+            let holders = several.iter().filter(|runner| streamed_here(ctx, &cwd, runner, &files));
+            holders.map(|runner| runner.name.clone()).collect()
         }
-    }
+    };
+    // A mount that holds none of its files may run it too, every file streamed to it: where its
+    // standard input comes from a command at that proxy (`sort a/x | comm -12 - b/y`), the
+    // files may be the smaller part to move. The cost decides.
+    let others = ctx.config.mounts.iter().filter(|m| !mounts.iter().any(|held| held.name == m.name));
+    runners.extend(others.filter(|runner| streamed_here(ctx, &cwd, runner, &files)).map(|m| m.name.clone()));
+    if runners.is_empty() { Reach::SeveralMounts } else { Reach::ClientOr(runners) }
 }
 
 /// Whether the proxy of `runner` can run a command whose files are `files` with every file on

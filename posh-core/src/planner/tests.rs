@@ -321,7 +321,9 @@ fn bounded_outputs_are_predicted_from_the_annotation() {
 }
 
 /// `comm -12` prints the lines both files hold: at most the smaller file, which the planner
-/// predicts (the assumed half of both files would be 410 MB here), wherever the files are.
+/// predicts (the assumed half of both files would be 410 MB here), wherever the files are. Fed
+/// by a command at one proxy, it runs there, the other mount's file streamed to it (its reach
+/// includes mounts that hold none of its files).
 #[test]
 fn common_lines_are_bounded_by_the_smaller_input() {
     let fs = file_system();
@@ -330,7 +332,7 @@ fn common_lines_are_bounded_by_the_smaller_input() {
     let rendered: Vec<String> = plan.pipelines.iter().map(|p| render_inline(script, p)).collect();
     insta::assert_snapshot!(rendered.join("\n"), @"
     [@a ⇐20 MB]comm -12 a/x.log b/small.txt [⇒ output 20 MB]
-    [@a]sort a/x.log |[800 MB] [@b]comm -12 - b/small.txt [⇒ output 20 MB]
+    [@a]sort a/x.log | [@a ⇐20 MB]comm -12 - b/small.txt [⇒ output 20 MB]
     ");
     assert!(plan.pipelines.iter().all(|p| p.posh_bytes <= p.bash_bytes));
 }
