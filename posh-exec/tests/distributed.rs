@@ -459,6 +459,31 @@ fn split_reducers_written_to_a_mount_merge_at_its_proxy() {
     assert!(sorted > 1_000_000, "the sorted lines ({sorted} bytes) are worth merging at the proxy");
 }
 
+/// A split whose merge feeds the rest of the pipeline: the copies' outputs meet at one proxy, the
+/// merge and every command after it run there as one job, and only the result crosses to the
+/// client; outputs, statuses (`pipefail`: sort meets SIGPIPE from head, as under bash) and the
+/// plan as bash's and `--explain`'s.
+#[test]
+fn a_merge_feeding_the_rest_of_the_pipeline_runs_with_it_at_a_proxy() {
+    let cluster = Cluster::new(&[]);
+    let script = "set -o pipefail\n\
+                  cat logs/big.log archive/old.log | grep INFO | sort | uniq -c | sort -rn | head -n 3\n\
+                  echo \"status $?\"\n\
+                  cat logs/big.log archive/old.log | grep o | cut -d ' ' -f 2 | sort | uniq -c\n";
+    let (_, stats) = cluster.same_as_bash(script, &[]);
+    let explain = text(&cluster.posh(&["--explain", "s.sh"]).stdout);
+    assert!(explain.contains("sort_merge @logs] [@logs]uniq -c | [@logs]sort -rn | [@logs]head -n 3"), "{explain}");
+    for (record, after) in [(0, 3..6), (1, 4..5)] {
+        for command in after {
+            assert_eq!(stats[record]["commands"][command]["location"], "logs", "{}", stats[record]);
+        }
+        for mount in MOUNTS {
+            let received = stats[record]["proxies"][mount]["bytes_from_proxy"].as_u64().unwrap();
+            assert!(received < 600, "{mount}: {received} bytes came to the client: {}", stats[record]);
+        }
+    }
+}
+
 /// A piece whose last line has no newline joins the next piece's first line under bash (`cat a
 /// b` runs them together): the commands after `cat` then run once, not per piece: at the client
 /// after the copies, or at one proxy with the other mount's file streamed to it (which the

@@ -228,6 +228,7 @@ impl Facts<'_> {
 }
 
 /// A pipeline's DAG before placement, with which nodes are pinned where they stand.
+#[derive(Clone)]
 pub(crate) struct Built {
     pub plan: PipelinePlan,
     pub pinned: Vec<bool>,
@@ -236,6 +237,10 @@ pub(crate) struct Built {
     /// A command of the pipeline, unsplit, could run at more than one mount's proxy (a file
     /// streamed to it from the other): only then may planning it unsplit beat its split.
     pub could_stream: bool,
+    /// A split's merge whose output feeds the next command through a pipe, with nothing
+    /// redirected, and the mounts of its copies (all at proxies): it may be merged at one of
+    /// them, the commands after it there too (see `planner::merged_near_the_data`).
+    pub pipe_merge: Option<(NodeId, Vec<String>)>,
 }
 
 /// Builds `pipeline`'s DAG; with `stays` (why the pipeline stays with bash), every command is at
@@ -280,6 +285,7 @@ pub(crate) fn build_pipeline(
         pipe: Vec::new(),
         special: HashMap::new(),
         files: HashMap::new(),
+        pipe_merge: None,
     };
     let mut i = 0;
     while i < facts.len() {
@@ -303,7 +309,7 @@ pub(crate) fn build_pipeline(
         between_proxies_bytes: 0,
     };
     let could_stream = facts.iter().any(|f| matches!(f.reach, Reach::ClientOr(_)) && f.spans_mounts(ctx));
-    Built { plan, pinned: graph.pinned, allowed: graph.allowed, could_stream }
+    Built { plan, pinned: graph.pinned, allowed: graph.allowed, could_stream, pipe_merge: graph.pipe_merge }
 }
 
 /// When command `start` splits across its files, the last command of the segment that runs as
@@ -625,6 +631,7 @@ struct Graph<'c> {
     /// Read and write nodes by path, so a file used twice is one node.
     files: HashMap<(bool, String), NodeId>,
     allowed: Vec<Option<Vec<String>>>,
+    pipe_merge: Option<(NodeId, Vec<String>)>,
 }
 
 impl Graph<'_> {
@@ -884,6 +891,18 @@ impl Graph<'_> {
         );
         if let Some(mount) = merge_at {
             self.allowed[merge] = Some(vec![mount]);
+        }
+        let at_proxies = parts.iter().all(|(location, _)| matches!(location, Location::Mount(_)));
+        if at_proxies && last.stdout == Output::Pipe && !last.redirected {
+            let mut mounts: Vec<String> = Vec::new();
+            for (location, _) in &parts {
+                if let Location::Mount(name) = location
+                    && !mounts.contains(name)
+                {
+                    mounts.push(name.clone());
+                }
+            }
+            self.pipe_merge = Some((merge, mounts));
         }
         let total: u64 = outputs.iter().map(|(_, b)| b).sum();
         for (id, bytes) in outputs {

@@ -82,8 +82,12 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
     let build = |split| graph::build_pipeline(ctx, pipeline, &scope.functions, stays.clone(), cwd_known, split);
     let mut built = build(true);
     place::place(ctx, &mut built);
+    if let Some(near) = merged_near_the_data(ctx, &built) {
+        built = near;
+    }
     // Split copies are pinned next to their files and merged at the client (a merge
-    // written to a file on a copy's mount may be merged at its proxy). The pipeline is planned
+    // written to a file on a copy's mount may be merged at its proxy, and one feeding the
+    // commands after it at a copy's proxy with them, see `merged_near_the_data`). The pipeline is planned
     // unsplit when it then streams a file from one proxy to another and is predicted no slower
     // (`cat a/x b/y > a/z`: one job at one proxy rather than a job per mount and a merge; the
     // model does not value the copies' parallelism, so only streaming may undo a split), and when what the copies send the merge is predicted above what bash would move
@@ -115,6 +119,52 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
         }
     }
     built.plan
+}
+
+/// A split whose merge feeds the next command, merged at one of its copies' proxies with every
+/// command after it there too, when that is predicted faster than the plan `built`
+/// (`cat a/*.log b/*.log | sort | uniq -c | sort -rn | head`: the copies' outputs meet at one
+/// proxy, the others' sent to it directly, and only the result reaches the client). All or
+/// nothing: the runtime runs the merge and the commands after it as one job.
+fn merged_near_the_data(ctx: &PlanContext<'_>, built: &graph::Built) -> Option<graph::Built> {
+    let (merge, mounts) = built.pipe_merge.clone()?;
+    let plan = &built.plan;
+    if plan.nodes[merge].location != Location::Client {
+        return None;
+    }
+    // The commands the merged output flows through, to the pipeline's end.
+    let mut after = Vec::new();
+    let mut frontier = vec![merge];
+    while let Some(from) = frontier.pop() {
+        for edge in plan.edges.iter().filter(|e| e.from == from) {
+            if matches!(plan.nodes[edge.to].kind, NodeKind::Command { .. }) && !after.contains(&edge.to) {
+                after.push(edge.to);
+                frontier.push(edge.to);
+            }
+        }
+    }
+    let mut best: Option<(f64, graph::Built)> = None;
+    for mount in mounts {
+        let at = Location::Mount(mount);
+        if after.iter().any(|&n| built.pinned[n] || !place::allowed(built, n, &at)) {
+            continue;
+        }
+        let mut near = built.clone();
+        for &n in std::iter::once(&merge).chain(&after) {
+            near.pinned[n] = true;
+            near.plan.nodes[n].location = at.clone();
+        }
+        for &n in &after {
+            near.plan.nodes[n].why = Why::Cheapest;
+        }
+        place::place(ctx, &mut near);
+        let seconds = place::predicted_seconds(ctx, &near);
+        let to_beat = best.as_ref().map_or_else(|| place::predicted_seconds(ctx, built), |(s, _)| *s);
+        if seconds < to_beat {
+            best = Some((seconds, near));
+        }
+    }
+    best.map(|(_, near)| near)
 }
 
 /// Lists at once the directories the pipeline's globs start from (arguments and redirection

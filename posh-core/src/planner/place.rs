@@ -61,7 +61,7 @@ pub(crate) fn predicted_seconds(ctx: &PlanContext<'_>, built: &Built) -> f64 {
 }
 
 /// Whether node `n` may run `at` (the planner's reach rules).
-fn allowed(built: &Built, n: NodeId, at: &Location) -> bool {
+pub(crate) fn allowed(built: &Built, n: NodeId, at: &Location) -> bool {
     match (&built.allowed[n], at) {
         (None, _) | (_, Location::Client) => true,
         (Some(mounts), Location::Mount(name)) => mounts.contains(name),

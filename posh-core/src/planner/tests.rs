@@ -171,15 +171,18 @@ fn a_pipe_from_a_command_at_one_proxy_to_a_command_at_another_goes_between_them(
 
 #[test]
 fn a_merge_written_to_a_file_on_a_mount_is_merged_at_its_proxy() {
-    // Any merge (joined, rerun, `sort -m`, summed), only into a file on a copy's mount, only with
-    // nothing else redirected.
+    // Any merge (joined, rerun, `sort -m`, summed), into a file on a copy's mount with nothing
+    // else redirected; or feeding the commands after it, all of them at that proxy with it, when
+    // that is cheaper (`2>&1` keeps grep out of the split: cat's copies meet at a, grep there
+    // too; sort's copies are merged by `sort -m` at a, and uniq, sort and head run there).
     insta::assert_snapshot!(check(
         "cat /mnt/a/x.log /mnt/b/y.log | grep foo > /mnt/a/found.txt\n\
          cat /mnt/a/x.log /mnt/b/y.log | grep foo > /home/user/found.txt\n\
          cat /mnt/a/x.log /mnt/b/y.log | grep foo > /mnt/a/found.txt 2>&1\n\
          grep -h foo /mnt/a/x.log /mnt/b/y.log | sort > /mnt/a/sorted.txt\n\
          grep -h foo /mnt/a/x.log /mnt/b/y.log | uniq > /mnt/a/uniq.txt\n\
-         cat /mnt/a/x.log /mnt/b/y.log | wc -l > /mnt/b/count.txt\n"
+         cat /mnt/a/x.log /mnt/b/y.log | wc -l > /mnt/b/count.txt\n\
+         cat /mnt/a/x.log /mnt/b/y.log | sort | uniq -c | sort -rn | head -3\n"
     ));
 }
 
@@ -367,7 +370,7 @@ fn pieces_reach_later_commands_only_at_line_ends() {
     let (plan, _) = plan_in(&Library::builtin(), CONFIG, &fs, "/home/user", script, PlanOptions::default());
     let rendered: Vec<String> = plan.pipelines.iter().map(|p| render_inline(script, p)).collect();
     insta::assert_snapshot!(rendered.join("\n"), @"
-    [@a, @b]cat /mnt/a/cut.txt /mnt/b/rest.txt |[17 B, concat @client] [@client]grep x
+    [@a, @b]cat /mnt/a/cut.txt /mnt/b/rest.txt |[4 B, concat @a] [@a]grep x [⇒ output 9 B]
     [@a, @b]cat /mnt/a/x.log /mnt/b/y.log | [@a, @b]grep x | [@a, @b]tr a b |[700 MB, concat @client] [@client]sort
     [@a, @b]grep -h x /mnt/a/cut.txt /mnt/b/rest.txt | [@a, @b]sort [9 B, sort_merge @client]
     ");

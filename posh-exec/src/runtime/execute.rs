@@ -62,7 +62,8 @@ pub async fn execute(
         [_, Some(out), Some(err)] if remote => one_destination(out.as_fd(), err.as_fd()),
         _ => false,
     };
-    for (u, unit) in units.iter().enumerate() {
+    let mut units_left = units.iter().enumerate();
+    while let Some((u, unit)) = units_left.next() {
         let last = u + 1 == units.len();
         let (output, next_input) = if last { (caller.dup(1), None) } else { pipe() };
         if unit.is_split() {
@@ -75,13 +76,30 @@ pub async fn execute(
             let fan_in = unit.fan_in.as_ref().expect("a split unit has a fan-in");
             let mut output = output;
             if let (Some(session), Some(merge)) = (session, &fan_in.at) {
-                let joined = RemoteFanIn::new(session, call, &copies_call, caller, &mut traffic, unit, merge);
-                match joined.start(output).await {
+                // The commands after the merge, when the plan puts them all at its proxy: one
+                // job with it, writing the pipeline's output.
+                let after = &units[u + 1..];
+                let along = same_job_after(merge, after);
+                let absorbs = along.is_some();
+                let merge_steps: Vec<Step> =
+                    std::iter::once(merge.clone()).chain(along.into_iter().flatten()).collect();
+                let mut joined =
+                    RemoteFanIn::new(session, call, &copies_call, caller, &mut traffic, unit, &merge_steps);
+                let result = if absorbs {
+                    joined.merge.stderr_with_stdout = stderr_with_stdout;
+                    joined.start(caller.dup(1)).await.map_err(|_| output)
+                } else {
+                    joined.start(output).await
+                };
+                match result {
                     // The copies' outputs meet at the merge's proxy, which applies the split
-                    // command's redirections there.
+                    // command's redirections there (or feeds the commands after it).
                     Ok(run) => {
                         started.tasks.spawn(run);
                         input = next_input;
+                        if absorbs {
+                            units_left.by_ref().for_each(drop);
+                        }
                         continue;
                     }
                     Err(unused) => output = unused,
@@ -185,6 +203,17 @@ pub async fn execute(
         record.append(path, caller);
     }
     (status & 0xff) as u8
+}
+
+/// The steps of `after` (the units after a split whose merge runs as `merge`) when every one of
+/// them runs in the merge's job: unsplit, at its proxy, in its working directory and view.
+fn same_job_after(merge: &Step, after: &[Unit]) -> Option<Vec<Step>> {
+    let at = merge.remote.as_ref()?;
+    let steps: Vec<Step> = after.iter().filter(|u| !u.is_split()).flat_map(|u| u.lanes[0].iter().cloned()).collect();
+    let together =
+        |s: &Step| s.remote.as_ref().is_some_and(|r| (r.mount, &r.cwd, &r.view) == (at.mount, &at.cwd, &at.view));
+    let whole = !after.is_empty() && after.iter().all(|u| !u.is_split()) && steps.iter().all(together);
+    whole.then_some(steps)
 }
 
 /// What the pipeline's commands read and wrote, as (shape, read, written), one run per command
@@ -714,8 +743,9 @@ impl RemoteChain {
 
 /// A split's copies joined at a proxy (`FanIn::at`): each copy's job sends its output straight
 /// to the merge's proxy, whose `cat` (or rerun command, or `sort -m`) reads them, joined as the
-/// annotation's merge says, and writes where the split command's redirections say. Nothing but
-/// statuses and messages comes to the client.
+/// annotation's merge says, and writes where the split command's redirections say, or feeds
+/// the commands after it in the same job when the plan puts them all there (the job then writes
+/// the pipeline's output). Nothing but statuses, messages and that output comes to the client.
 struct RemoteFanIn {
     /// One job per copy; `None` if a copy does not run wholly at one proxy.
     lanes: Option<Vec<RemoteGroup>>,
@@ -731,7 +761,7 @@ impl RemoteFanIn {
         caller: &Caller,
         traffic: &mut BTreeMap<usize, Arc<Traffic>>,
         unit: &Unit,
-        merge: &Step,
+        merge: &[Step],
     ) -> RemoteFanIn {
         let one_job = |lane: &Vec<Step>| {
             let first = lane.first()?.remote.as_ref()?;
@@ -754,10 +784,7 @@ impl RemoteFanIn {
                 })
             })
             .collect();
-        let merge = RemoteGroup {
-            stderr: caller.dup(2),
-            ..RemoteGroup::new(session, call, std::slice::from_ref(merge), caller, traffic)
-        };
+        let merge = RemoteGroup { stderr: caller.dup(2), ..RemoteGroup::new(session, call, merge, caller, traffic) };
         let joined = match unit.fan_in.as_ref().map(|f| f.kind) {
             Some(MergeKind::SortMerge) => Joined::Apart,
             Some(MergeKind::Sum) => Joined::Sum,
@@ -819,6 +846,8 @@ impl RemoteFanIn {
                     end.status = status;
                 }
             }
+            // The commands that ran after the merge in its job end as themselves.
+            ends.extend(merged.into_iter().skip(1));
             ends
         })
     }
