@@ -312,6 +312,31 @@ COMM = Workload(
 )
 
 
+# --- a split whose merge feeds the rest of the pipeline ---------------------------------------------
+
+def gen_top_paths(root: Path, scale: str) -> None:
+    files, lines = pick(scale, (2, 2_000), (4, 30_000), (8, 60_000))
+    paths = [f"/p{i}" for i in range(3000)]
+    for s, site in enumerate(("east", "west")):
+        d = root / site
+        d.mkdir(parents=True, exist_ok=True)
+        for f in range(files):
+            rng = random.Random(1000 * s + f)
+            write_lines(d / f"access-{f}.log", (
+                f"10.0.{rng.randrange(256)}.{rng.randrange(256)} {rng.choice(('GET', 'PUT', 'GET', 'HEAD'))} "
+                f"{rng.choice(paths)} {rng.choice((200, 200, 404, 500))}\n" for _ in range(lines)))
+
+
+TOP_PATHS = Workload(
+    name="top-paths-two-mounts",
+    title="Top clients and paths of access logs on two mounts",
+    paper="a split reducer whose merge feeds further commands (sort -m, then uniq -c, sort, head)",
+    sites=("east", "west"),
+    script='cat @east@/*.log @west@/*.log | grep GET | cut -d " " -f 1,3 | sort | uniq -c | sort -rn | head -n 5\n',
+    generate=gen_top_paths,
+)
+
+
 # --- many small pipelines ------------------------------------------------------------------------
 
 def gen_notes(root: Path, scale: str) -> None:
@@ -368,6 +393,7 @@ ALL = (
     PORT_SCAN,
     GIT_WORKFLOW,
     COMM,
+    TOP_PATHS,
     SMALL_PIPELINES,
     STREAM,
 )
