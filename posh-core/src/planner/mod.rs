@@ -85,13 +85,14 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
     if let Some(near) = merged_near_the_data(ctx, &built) {
         built = near;
     }
-    // Split copies are pinned next to their files and merged at the client (a merge
-    // written to a file on a copy's mount may be merged at its proxy, and one feeding the
-    // commands after it at a copy's proxy with them, see `merged_near_the_data`). The pipeline is planned
-    // unsplit when it then streams a file from one proxy to another and is predicted no slower
-    // (`cat a/x b/y > a/z`: one job at one proxy rather than a job per mount and a merge; the
-    // model does not value the copies' parallelism, so only streaming may undo a split), and when what the copies send the merge is predicted above what bash would move
-    // (a command whose output outgrows its input), so no plan predicts more than bash.
+    // Split copies are pinned next to their files and merged at the client (a merge written to
+    // a file on a copy's mount may be merged at its proxy, and one feeding the commands after it
+    // at a copy's proxy with them: see `merged_near_the_data`). The pipeline is planned unsplit
+    // when it then streams a file from one proxy to another and is predicted no slower (`cat
+    // a/x b/y > a/z`: one job at one proxy rather than a job per mount and a merge; the model
+    // does not value the copies' parallelism, so only streaming may undo a split), and when
+    // what the copies send the merge is predicted above what bash would move (a command whose
+    // output outgrows its input), so no plan predicts more than bash.
     // Planned twice only when it may pay: the runtime plans every pipeline it runs, and the
     // editor every chunk a keystroke touches.
     let split = built.plan.nodes.iter().any(|n| matches!(n.kind, NodeKind::Merge { .. }));

@@ -209,11 +209,13 @@ pub async fn execute(
 /// them runs in the merge's job: unsplit, at its proxy, in its working directory and view.
 fn same_job_after(merge: &Step, after: &[Unit]) -> Option<Vec<Step>> {
     let at = merge.remote.as_ref()?;
-    let steps: Vec<Step> = after.iter().filter(|u| !u.is_split()).flat_map(|u| u.lanes[0].iter().cloned()).collect();
+    if after.is_empty() || after.iter().any(Unit::is_split) {
+        return None;
+    }
+    let steps: Vec<Step> = after.iter().flat_map(|u| u.lanes[0].iter().cloned()).collect();
     let together =
         |s: &Step| s.remote.as_ref().is_some_and(|r| (r.mount, &r.cwd, &r.view) == (at.mount, &at.cwd, &at.view));
-    let whole = !after.is_empty() && after.iter().all(|u| !u.is_split()) && steps.iter().all(together);
-    whole.then_some(steps)
+    steps.iter().all(together).then_some(steps)
 }
 
 /// What the pipeline's commands read and wrote, as (shape, read, written), one run per command
