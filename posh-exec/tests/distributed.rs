@@ -320,10 +320,15 @@ fn a_busy_proxy_leaves_the_work_to_the_client() {
     wait_for_temporary(&cluster.root().join("logs"));
 
     std::fs::write(cluster.root().join("s.sh"), "grep rare logs/big.log\n").unwrap();
-    let posh = cluster.posh(&["s.sh"]);
+    let posh = cluster.posh(&["--stats", "stats.json", "s.sh"]);
     assert_eq!(text(&posh.stdout), "9 ERROR rare failure\n");
     let stderr = text(&posh.stderr);
     assert!(stderr.contains("is busy") && stderr.contains("at the client"), "{stderr}");
+    // --stats records the departure with its reason.
+    let grep = &cluster.stats()[0]["commands"][0];
+    assert_eq!(grep["location"], "client", "{grep}");
+    let why = grep["why"].as_str().unwrap_or_default();
+    assert!(why.starts_with("run at the client: proxy") && why.contains("is busy (mount logs)"), "{grep}");
 
     drop(writer);
     assert!(holder.wait().unwrap().success());

@@ -23,7 +23,7 @@ use super::placement::{Step, StreamedInput, Unit};
 use super::session::Session;
 
 /// How a step ended, and where it ran in the end (a proxy may have left it to the client).
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Debug)]
 pub struct StepEnd {
     pub command: usize,
     pub copy: usize,
@@ -32,11 +32,14 @@ pub struct StepEnd {
     pub mount: Option<usize>,
     /// What it read and wrote, when measured.
     pub io: Option<IoCount>,
+    /// Why it ran at the client although the plan put it at a proxy, when that was found out
+    /// only at run time (a busy or unreachable proxy), for `--stats`.
+    pub departure: Option<String>,
 }
 
 impl StepEnd {
     fn local(step: &Step, status: i32) -> StepEnd {
-        StepEnd { command: step.command, copy: step.copy, status, mount: None, io: None }
+        StepEnd { command: step.command, copy: step.copy, status, mount: None, io: None, departure: None }
     }
 }
 
@@ -515,13 +518,16 @@ impl RemoteGroup {
 
     async fn run(self) -> Statuses {
         let Some((connection, source_connections)) = self.connections().await else {
-            return self.run_here().await;
+            let mount = &self.session.config.mounts[self.mount()].name;
+            let why = format!("run at the client: no connection to a proxy it needs (mount {mount})");
+            return self.run_here(why).await;
         };
         match self.start(&connection, &source_connections, Links::default()).await {
             Ok(running) => self.finish(running).await,
             Err(not_taken) => {
                 self.caller.warn(&not_taken.running_at_the_client());
-                self.run_here().await
+                let why = format!("run at the client: {} (mount {})", not_taken.what, not_taken.mount);
+                self.run_here(why).await
             }
         }
     }
@@ -648,7 +654,7 @@ impl RemoteGroup {
                         0 if reads_broken => 1,
                         status => status,
                     };
-                    StepEnd { command: step.command, copy: step.copy, status, mount: Some(remote.mount), io: exit.io }
+                    StepEnd { mount: Some(remote.mount), io: exit.io, ..StepEnd::local(step, status) }
                 })
                 .collect(),
             Err(e) => {
@@ -661,12 +667,14 @@ impl RemoteGroup {
         }
     }
 
-    /// The steps at the client, on the same descriptors: the proxy took nothing from them.
-    async fn run_here(self) -> Statuses {
+    /// The steps at the client, on the same descriptors: the proxy took nothing from them, for
+    /// the reason `why` (recorded for `--stats`).
+    async fn run_here(self, why: String) -> Statuses {
         let local: Vec<Step> = self.steps.iter().map(|s| Step { remote: None, ..s.clone() }).collect();
         let mut started = Started::default();
         start_local(&self.caller, &self.call, &local, [self.stdin, self.stdout, self.stderr], &mut started);
-        started.wait().await.0
+        let ends = started.wait().await.0;
+        ends.into_iter().map(|end| StepEnd { departure: Some(why.clone()), ..end }).collect()
     }
 }
 

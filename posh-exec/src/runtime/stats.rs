@@ -48,9 +48,11 @@ impl Record<'_> {
 
     /// The planner's reason for running command `index` at the client, when it ran there.
     fn client_reason(&self, index: usize) -> Option<&str> {
-        let ran_at_client = self.ends.iter().filter(|end| end.command == index).all(|end| end.mount.is_none());
+        let ends = || self.ends.iter().filter(|end| end.command == index);
+        let ran_at_client = ends().all(|end| end.mount.is_none());
+        let departed = ends().find_map(|end| end.departure.as_deref()).filter(|_| ran_at_client);
         let steps = self.units.iter().flat_map(|u| u.lanes.iter().flatten());
-        steps.filter(|s| s.command == index && ran_at_client).find_map(|s| s.why.as_deref())
+        departed.or_else(|| steps.filter(|s| s.command == index && ran_at_client).find_map(|s| s.why.as_deref()))
     }
 
     fn to_json(&self) -> serde_json::Value {
