@@ -144,7 +144,8 @@ fn merged_near_the_data(ctx: &PlanContext<'_>, built: &graph::Built) -> Option<g
             }
         }
     }
-    let mut best: Option<(f64, graph::Built)> = None;
+    let mut best: Option<graph::Built> = None;
+    let mut to_beat = place::predicted_seconds(ctx, built);
     for mount in mounts {
         let at = Location::Mount(mount);
         if after.iter().any(|&n| built.pinned[n] || !place::allowed(built, n, &at)) {
@@ -160,12 +161,12 @@ fn merged_near_the_data(ctx: &PlanContext<'_>, built: &graph::Built) -> Option<g
         }
         place::place(ctx, &mut near);
         let seconds = place::predicted_seconds(ctx, &near);
-        let to_beat = best.as_ref().map_or_else(|| place::predicted_seconds(ctx, built), |(s, _)| *s);
         if seconds < to_beat {
-            best = Some((seconds, near));
+            to_beat = seconds;
+            best = Some(near);
         }
     }
-    best.map(|(_, near)| near)
+    best
 }
 
 /// Lists at once the directories the pipeline's globs start from (arguments and redirection

@@ -162,8 +162,9 @@ impl JobDir {
         &self.kept().dir
     }
 
-    /// The job's view: a directory holding `at` (a relative path), a symlink to `export`, so
-    /// that the client's relative words reach the export as they do on the client's side.
+    /// The job's view: a directory standing for the client's working directory when that is
+    /// above the mount, holding only the directories down to the mount and, at `at` (a relative
+    /// path), a symlink to `export`, so that the client's relative words reach the export.
     pub fn view(&mut self, at: &str, export: &Path) -> io::Result<PathBuf> {
         let kept = self.kept.as_mut().expect("held until dropped");
         let cwd = kept.dir.join("cwd");

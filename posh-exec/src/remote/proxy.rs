@@ -356,8 +356,6 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
     Ok(ended?)
 }
 
-/// A directory standing for the client's working directory when that is above the mount: it
-/// holds only the directories down to the mount and, at `at`, a link to the export root.
 async fn refuse(mut send: quinn::SendStream, recv: &mut quinn::RecvStream, error: String) -> Result<()> {
     tracing::info!("refused a job: {error}");
     let _ = recv.stop(0u32.into());

@@ -46,7 +46,8 @@ impl Record<'_> {
             .collect()
     }
 
-    /// The planner's reason for running command `index` at the client, when it ran there.
+    /// Why command `index` ran at the client, when it did: what the run found (a busy or
+    /// unreachable proxy), else the planner's reason.
     fn client_reason(&self, index: usize) -> Option<&str> {
         let ends = || self.ends.iter().filter(|end| end.command == index);
         let ran_at_client = ends().all(|end| end.mount.is_none());
