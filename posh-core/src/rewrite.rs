@@ -27,6 +27,10 @@ pub const STATS_VAR: &str = "__posh_stats";
 /// each call exports it to the runtime call alone, so no other command sees it in its environment.
 pub const SOCKET_VAR: &str = "__posh_runtime";
 
+/// The name of the bash loadable builtin that hands a pipeline over inside bash, without a
+/// process (`posh_handoff::bash_builtin`).
+pub const BUILTIN_NAME: &str = "__posh_run";
+
 /// What the prologue of a rewritten script sets.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Prologue<'a> {
@@ -34,6 +38,9 @@ pub struct Prologue<'a> {
     pub runtime: &'a str,
     pub stats: Option<&'a str>,
     pub socket: Option<&'a str>,
+    /// The shared object holding [`BUILTIN_NAME`]: where bash loads it, calls use it instead of
+    /// `runtime` (which stays for a bash that cannot load it).
+    pub builtin: Option<&'a str>,
 }
 
 /// Marks in the runtime call. Unit separator plus a letter: no expanded word a script could
@@ -232,6 +239,12 @@ pub fn rewrite(source: &str, script: &Script, chosen: &[usize], prologue: Prolog
         quote(prologue.stats.unwrap_or_default()),
         quote(prologue.socket.unwrap_or_default())
     );
+    if let Some(builtin) = prologue.builtin {
+        text.push_str(&format!(
+            "builtin enable -f {} {BUILTIN_NAME} 2>/dev/null && {RUNTIME_VAR}={BUILTIN_NAME}; ",
+            quote(builtin)
+        ));
+    }
     let mut at = 0;
     for (span, call) in &spans {
         text.push_str(&source[at..span.start]);

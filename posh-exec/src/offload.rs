@@ -67,7 +67,11 @@ pub fn rewrite(
     mounts.dedup();
     // The trampoline each handed-over pipeline starts.
     let runtime = posh_exec::helper("posh-run").ok()?;
-    let prologue = rewrite::Prologue { runtime: &runtime.to_string_lossy(), stats, socket };
+    // Or, where bash can load it, the same hand-over without a process.
+    let builtin = posh_exec::bash_builtin();
+    let builtin = builtin.as_ref().map(|path| path.to_string_lossy());
+    let prologue =
+        rewrite::Prologue { runtime: &runtime.to_string_lossy(), stats, socket, builtin: builtin.as_deref() };
     Some(HandOver { text: rewrite::rewrite(source, &script, &chosen, prologue).text, mounts })
 }
 

@@ -56,28 +56,39 @@ fn pipelines_that_touch_a_mount_go_through_the_runtime() {
     assert_eq!(String::from_utf8_lossy(&out.stdout), "a 1\nhi\n");
 }
 
-/// Each pipeline starts a trampoline: the small `posh-run` installed beside posh-exec, or,
-/// without it, posh-exec itself (`__run`), with the same results.
+/// Each pipeline is handed over by the builtin bash loads from beside posh-exec (no process);
+/// where there is none, by the small `posh-run` installed beside posh-exec; without either, by
+/// posh-exec itself (`__run`); with the same results.
 #[test]
-fn the_small_trampoline_is_used_when_installed_and_posh_exec_stands_in_for_it() {
+fn pipelines_are_handed_over_by_the_builtin_or_posh_run_or_posh_exec_itself() {
     let dir = mounted();
-    std::fs::write(dir.path().join("s.sh"), "sort data/x.txt | head -n 2 > data/out.txt\ncat data/out.txt\n")
-        .expect("write");
+    let script = "sort data/x.txt | head -n 2 > data/out.txt\ncat data/out.txt\ntype -t __posh_run || echo process\n";
+    std::fs::write(dir.path().join("s.sh"), script).expect("write");
     let installed = Path::new(env!("CARGO_BIN_EXE_posh-exec"));
+    let without_builtin = tempfile::tempdir().expect("tempdir");
     let alone = tempfile::tempdir().expect("tempdir");
-    std::fs::copy(installed, alone.path().join("posh-exec")).expect("copy");
-    for (exe, trampoline) in [
-        (installed.to_path_buf(), installed.with_file_name("posh-run")),
-        (alone.path().join("posh-exec"), alone.path().join("posh-exec")),
+    for (from, to) in [
+        (installed, without_builtin.path().join("posh-exec")),
+        (&installed.with_file_name("posh-run"), without_builtin.path().join("posh-run")),
+        (installed, alone.path().join("posh-exec")),
+    ] {
+        std::fs::copy(from, to).expect("copy");
+    }
+    for (exe, trampoline, handed_over_by) in [
+        (installed.to_path_buf(), installed.with_file_name("posh-run"), "builtin"),
+        (without_builtin.path().join("posh-exec"), without_builtin.path().join("posh-run"), "process"),
+        (alone.path().join("posh-exec"), alone.path().join("posh-exec"), "process"),
     ] {
         let run =
             |args: &[&str]| common::isolated(exe.to_str().unwrap(), dir.path()).args(args).output().expect("runs");
         let rewritten = String::from_utf8_lossy(&run(&["--print-rewritten", "s.sh"]).stdout).into_owned();
         assert!(rewritten.starts_with(&format!("__posh_exe='{}';", trampoline.display())), "{rewritten}");
+        let loads = rewritten.lines().next().is_some_and(|l| l.contains("libposh_handoff.so' __posh_run 2>/dev/null"));
+        assert_eq!(loads, handed_over_by == "builtin", "{rewritten}");
         let out = run(&["--stats", "stats.json", "s.sh"]);
         assert_eq!(
             (out.status.code(), &String::from_utf8_lossy(&out.stdout)[..], &out.stderr[..]),
-            (Some(0), "a 1\nb 2\n", &b""[..])
+            (Some(0), &format!("a 1\nb 2\n{handed_over_by}\n")[..], &b""[..])
         );
         let stats = std::fs::read_to_string(dir.path().join("stats.json")).expect("stats");
         assert!(stats.lines().next().is_some_and(|l| l.contains("\"location\":\"data\"")), "{stats}");

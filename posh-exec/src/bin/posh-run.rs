@@ -28,7 +28,7 @@ fn run() -> std::ffi::c_int {
         return 2;
     };
     if let Some(socket) = std::env::var_os(handoff::SOCKET_VAR).filter(|s| !s.is_empty()) {
-        return handoff::hand_over(&socket, args).into();
+        return handoff::hand_over_from_this_process(&socket, args).into();
     }
     let posh_exec = std::env::current_exe().map(|exe| exe.with_file_name("posh-exec"));
     let error = match posh_exec {

@@ -111,7 +111,7 @@ pub fn decode(args: &[OsString]) -> Result<PipelineCall, String> {
 /// and starts sooner.
 pub fn trampoline(args: &[OsString]) -> u8 {
     match std::env::var_os(handoff::SOCKET_VAR).filter(|s| !s.is_empty()) {
-        Some(socket) => handoff::hand_over(&socket, args),
+        Some(socket) => handoff::hand_over_from_this_process(&socket, args),
         None => match decode(args) {
             Ok(call) => run_here(&call),
             Err(e) => {

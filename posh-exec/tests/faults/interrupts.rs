@@ -123,3 +123,52 @@ fn a_proxy_killed_outright_is_cleaned_up_by_its_next_start() {
     drop(restarted);
     assert_nothing_left(&site, 3134);
 }
+
+/// Ctrl-C while a remote command runs leaves the script where bash leaves it: ended by SIGINT
+/// (its EXIT trap run), or, with SIGINT trapped, the trap run and the script going on with
+/// status 130. posh-exec hands pipelines over from inside bash (a loadable builtin), so bash's
+/// own reaction to a command killed by SIGINT is what the builtin has to reproduce.
+#[test]
+fn ctrl_c_leaves_the_script_where_bash_leaves_it() {
+    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+    let site = Site::new(&[]);
+    site.write("data/spin3135", "x\n");
+    let spin = "awk 'BEGIN { while (1) ; }' data/spin3135";
+    let cases = [
+        format!("{spin}\necho after $?\n"),
+        format!("trap 'echo trapped' INT\n{spin}\necho after $?\n"),
+        format!("trap 'echo bye' EXIT\n{spin}\necho after $?\n"),
+        format!("for i in 1 2; do {spin}; echo in the loop $?; done\necho after $?\n"),
+    ];
+    let spinning = || Command::new("pgrep").args(["-f", "spin3135"]).stdout(Stdio::null()).status().unwrap().success();
+    for case in &cases {
+        site.write("case.sh", case);
+        let mut ends = Vec::new();
+        for shell in ["bash", posh_exec()] {
+            // As a terminal's job: its own process group, SIGINT not ignored (a shell ignores for
+            // good what it was started ignoring).
+            let mut child = site
+                .command("env")
+                .args(["--default-signal=INT", shell, "case.sh"])
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .process_group(0)
+                .spawn()
+                .unwrap();
+            wait_until(Duration::from_secs(20), "the spinning awk", spinning);
+            let group = format!("-{}", child.id());
+            assert!(Command::new("kill").args(["-INT", "--", &group]).status().unwrap().success());
+            let mut status = None;
+            wait_until(Duration::from_secs(10), "the shell's end after Ctrl-C", || {
+                status = child.try_wait().unwrap();
+                status.is_some()
+            });
+            let (status, mut stdout) = (status.unwrap(), String::new());
+            std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+            wait_until(Duration::from_secs(2), "the awk's end", || !spinning());
+            ends.push((stdout, status.code(), status.signal()));
+        }
+        assert_eq!(ends[0], ends[1], "bash (left) against posh-exec (right) for:\n{case}");
+    }
+    assert!(site.proxy_log().contains("spin3135"), "the awk ran at the proxy");
+}

@@ -1,11 +1,15 @@
-//! How a trampoline (`posh-run __run`, or `posh-exec __run`) hands a pipeline to the runtime of
-//! its script run: over a Unix socket, its standard descriptors (SCM_RIGHTS), working directory,
-//! environment and the call's words; the runtime answers with the pipeline's status byte.
+//! How a rewritten script hands a pipeline to the runtime of its run: over a Unix socket, the
+//! caller's standard descriptors (SCM_RIGHTS), working directory, environment and the call's
+//! words; the runtime answers with the pipeline's status byte.
+//!
+//! Two callers speak it. `posh-run __run` (and `posh-exec __run`) is a process bash starts for
+//! each pipeline; [`bash_builtin`] is the same call loaded into bash (`enable -f`), which spares
+//! each pipeline a fork and an exec (most of what a handed-over pipeline costs on a fast link).
 
 use std::ffi::{OsStr, OsString};
 use std::io::{IoSlice, IoSliceMut, Read};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
+use std::os::fd::{BorrowedFd, OwnedFd};
 use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
 use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
@@ -15,11 +19,13 @@ use rustix::net::{
     recvmsg, sendmsg,
 };
 
+pub mod bash_builtin;
+
 /// The environment variable through which a rewritten script tells `__run` where its runtime
 /// listens (set for the call alone, see `posh_core::rewrite::SOCKET_VAR`).
 pub use posh_core::rewrite::SOCKET_VAR;
 
-/// What a `__run` process hands over.
+/// What a `__run` call hands over, as the runtime receives it.
 #[derive(Debug)]
 pub struct Handoff {
     /// Descriptors 0, 1 and 2 of the caller; `None` where closed.
@@ -30,17 +36,55 @@ pub struct Handoff {
     pub args: Vec<OsString>,
 }
 
-/// Hands the pipeline `args` to the runtime listening on `socket`; returns the status it answers
-/// (1, with a message, when it does not).
-pub fn hand_over(socket: &OsStr, args: &[OsString]) -> u8 {
+/// The caller's side of a hand-over: what the commands would have inherited from it.
+#[derive(Debug)]
+pub struct Caller<'a> {
+    /// Its descriptors 0, 1 and 2; `None` where closed.
+    pub fds: [Option<BorrowedFd<'a>>; 3],
+    pub cwd: PathBuf,
+    /// `NAME=value` pairs, as `environ` holds them.
+    pub env: Vec<Vec<u8>>,
+}
+
+impl Caller<'static> {
+    /// This process's own descriptors, working directory and environment (`posh-run`).
+    pub fn this_process() -> std::io::Result<Caller<'static>> {
+        let cwd = std::env::current_dir()?;
+        let fds = [rustix::stdio::stdin(), rustix::stdio::stdout(), rustix::stdio::stderr()];
+        // A closed descriptor cannot be sent; `fcntl` tells which are open.
+        let fds = fds.map(|fd| rustix::io::fcntl_getfd(fd).is_ok().then_some(fd));
+        let env = std::env::vars_os()
+            .map(|(key, value)| {
+                let mut pair = key.into_vec();
+                pair.push(b'=');
+                pair.extend_from_slice(value.as_bytes());
+                pair
+            })
+            .collect();
+        Ok(Caller { fds, cwd, env })
+    }
+}
+
+/// How a wait for the runtime's answer ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Answer {
+    /// The pipeline's status.
+    Status(u8),
+    /// The caller was interrupted (bash got SIGINT): the stream was closed, which ends the
+    /// pipeline as the end of a `posh-run` process does.
+    Interrupted,
+}
+
+/// Hands the pipeline `args` of `caller` to the runtime listening on `socket`; returns the
+/// status it answers (1, with a message, when it does not). `interrupted`, asked each time a
+/// signal cuts the wait short, says whether to give the pipeline up.
+pub fn hand_over(socket: &OsStr, caller: &Caller<'_>, args: &[OsString], interrupted: impl Fn() -> bool) -> Answer {
     let answer = UnixStream::connect(socket).and_then(|connected| {
         // A standard descriptor bash closed stays closed, not taken by our socket.
         let stream = UnixStream::from(rustix::io::fcntl_dupfd_cloexec(&connected, 3)?);
         drop(connected);
-        send(&stream, args)?;
-        let mut status = [0u8; 1];
-        (&stream).read_exact(&mut status)?;
-        Ok(status[0])
+        send(&stream, caller, args)?;
+        wait_for_status(&stream, interrupted)
     });
     answer.unwrap_or_else(|e| {
         if runtime_is_gone(socket) {
@@ -50,8 +94,37 @@ pub fn hand_over(socket: &OsStr, args: &[OsString]) -> u8 {
             std::thread::sleep(std::time::Duration::from_secs(1));
         }
         eprintln!("posh-exec: the runtime at {} did not answer: {e}", socket.to_string_lossy());
-        1
+        Answer::Status(1)
     })
+}
+
+/// [`hand_over`] from a process of its own (`posh-run`), with its own descriptors, working
+/// directory and environment; a signal that interrupts it ends it.
+pub fn hand_over_from_this_process(socket: &OsStr, args: &[OsString]) -> u8 {
+    match Caller::this_process() {
+        Ok(caller) => match hand_over(socket, &caller, args, || false) {
+            Answer::Status(status) => status,
+            Answer::Interrupted => unreachable!("never given up"),
+        },
+        Err(e) => {
+            eprintln!("posh-exec: cannot read the working directory: {e}");
+            1
+        }
+    }
+}
+
+/// Reads the status byte; a read a signal interrupted goes on unless `interrupted` says so.
+fn wait_for_status(stream: &UnixStream, interrupted: impl Fn() -> bool) -> std::io::Result<Answer> {
+    let mut status = [0u8; 1];
+    loop {
+        match rustix::io::read(stream, &mut status) {
+            Ok(1) => return Ok(Answer::Status(status[0])),
+            Ok(_) => return Err(std::io::ErrorKind::UnexpectedEof.into()),
+            Err(rustix::io::Errno::INTR) if interrupted() => return Ok(Answer::Interrupted),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
 }
 
 /// Whether nothing listens on the runtime's socket any more (its process ended).
@@ -66,23 +139,16 @@ fn push_item(out: &mut Vec<u8>, item: &[u8]) {
 }
 
 /// Sends the caller's side: its open standard descriptors, cwd, environment and `args`.
-pub fn send(stream: &UnixStream, args: &[OsString]) -> std::io::Result<()> {
-    // A closed descriptor cannot be sent; the mask says which were open.
-    let standard: [Option<OwnedFd>; 3] =
-        [std::io::stdin().as_fd(), std::io::stdout().as_fd(), std::io::stderr().as_fd()]
-            .map(|fd| fd.try_clone_to_owned().ok());
-    let open: Vec<BorrowedFd<'_>> = standard.iter().flatten().map(|fd| fd.as_fd()).collect();
-    let mask: u8 = (0..3).filter(|&i| standard[i].is_some()).fold(0, |mask, i| mask | (1 << i));
+pub fn send(stream: &UnixStream, caller: &Caller<'_>, args: &[OsString]) -> std::io::Result<()> {
+    let open: Vec<BorrowedFd<'_>> = caller.fds.iter().flatten().copied().collect();
+    // The mask says which were open.
+    let mask: u8 = (0..3).filter(|&i| caller.fds[i].is_some()).fold(0, |mask, i| mask | (1 << i));
     let mut payload = Vec::new();
     push_item(&mut payload, &[mask]);
-    push_item(&mut payload, std::env::current_dir()?.as_os_str().as_bytes());
-    let env: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-    push_item(&mut payload, env.len().to_string().as_bytes());
-    for (key, value) in &env {
-        let mut pair = key.as_bytes().to_vec();
-        pair.push(b'=');
-        pair.extend_from_slice(value.as_bytes());
-        push_item(&mut payload, &pair);
+    push_item(&mut payload, caller.cwd.as_os_str().as_bytes());
+    push_item(&mut payload, caller.env.len().to_string().as_bytes());
+    for pair in &caller.env {
+        push_item(&mut payload, pair);
     }
     for arg in args {
         push_item(&mut payload, arg.as_bytes());
@@ -97,7 +163,12 @@ pub fn send(stream: &UnixStream, args: &[OsString]) -> std::io::Result<()> {
     }
     // The descriptors travel with the first byte; the rest follows as plain data.
     // NOSIGNAL: a runtime gone is an error to report, not a SIGPIPE to die of.
-    let sent = sendmsg(stream, &[IoSlice::new(&framed[..1])], &mut control, SendFlags::NOSIGNAL)?;
+    let sent = loop {
+        match sendmsg(stream, &[IoSlice::new(&framed[..1])], &mut control, SendFlags::NOSIGNAL) {
+            Err(rustix::io::Errno::INTR) => {}
+            sent => break sent?,
+        }
+    };
     debug_assert_eq!(sent, 1);
     let mut rest = &framed[1..];
     while !rest.is_empty() {
@@ -179,7 +250,7 @@ mod tests {
     fn a_handoff_carries_descriptors_and_words() {
         let (caller, runtime) = UnixStream::pair().unwrap();
         let args: Vec<OsString> = ["s.sh", "", "", "a b", "\u{e9}"].iter().map(OsString::from).collect();
-        send(&caller, &args).unwrap();
+        send(&caller, &Caller::this_process().unwrap(), &args).unwrap();
         let handoff = receive(&runtime).unwrap();
         assert_eq!(handoff.args, args);
         assert_eq!(handoff.cwd, std::env::current_dir().unwrap());

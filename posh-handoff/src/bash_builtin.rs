@@ -1,0 +1,158 @@
+//! `__posh_run`, a bash loadable builtin (`enable -f libposh_handoff.so __posh_run`): the
+//! hand-over of `posh-run __run`, made inside bash. A `posh-run` process costs each pipeline a
+//! fork of bash and an exec (about 0.9 ms of the 1.8 ms a handed-over pipeline adds on
+//! loopback); the builtin costs a connect and a few system calls.
+//!
+//! What it hands over is what the process would have had: bash's descriptors 0-2 as bash set
+//! them up for the call (its redirections applied), bash's working directory, and the
+//! environment bash builds for a command (`maybe_make_export_env`, the call's temporary
+//! assignments included). It reads bash's own state through symbols bash exports for its
+//! loadable builtins; where they are missing, `enable -f` fails and the rewritten script keeps
+//! `posh-run` (see `posh_core::rewrite::Prologue::builtin`).
+//!
+//! Signals: bash catches SIGINT and a trapped signal's handler only notes it, so the wait for
+//! the runtime's answer is cut short (EINTR) and goes on unless SIGINT (or a signal that ends
+//! the shell) came: then the builtin closes its stream, which ends the pipeline's remote jobs as
+//! a `posh-run` killed by the same Ctrl-C does, and returns 130; bash acts on the signal as it
+//! acts on a command killed by it (runs the trap, or ends).
+
+#![allow(unsafe_code)] // bash's ABI: the builtin's descriptor, its word list, its exported state
+
+use std::ffi::{CStr, OsString, c_char, c_int};
+use std::os::unix::ffi::OsStringExt as _;
+use std::ptr::null;
+
+use super::{Answer, Caller, SOCKET_VAR};
+
+/// `WORD_DESC` of bash's `command.h`.
+#[repr(C)]
+struct WordDesc {
+    word: *const c_char,
+    flags: c_int,
+}
+
+/// `WORD_LIST` of bash's `command.h`.
+#[repr(C)]
+struct WordList {
+    next: *const WordList,
+    word: *const WordDesc,
+}
+
+/// `struct builtin` of bash's `builtins.h`.
+#[derive(Debug)]
+#[repr(C)]
+pub struct Builtin {
+    name: *const c_char,
+    function: unsafe extern "C" fn(*const WordList) -> c_int,
+    flags: c_int,
+    long_doc: *const *const c_char,
+    short_doc: *const c_char,
+    handle: *const c_char,
+}
+
+/// `BUILTIN_ENABLED` of `builtins.h`.
+const BUILTIN_ENABLED: c_int = 0x01;
+const SIGINT: usize = 2;
+
+unsafe extern "C" {
+    /// Builds `export_env` from bash's variables and the command's temporary assignments.
+    fn maybe_make_export_env();
+    static export_env: *const *const c_char;
+    /// Set by bash's SIGINT handler when SIGINT is not trapped.
+    static interrupt_state: c_int;
+    /// Per signal, how many times a trapped signal came and its trap has yet to run.
+    static pending_traps: [c_int; 65];
+    /// A signal that ends the shell came (bash acts on it when the builtin returns).
+    static terminating_signal: c_int;
+}
+
+/// `help __posh_run`.
+struct Doc([*const c_char; 3]);
+// SAFETY: pointers to static C strings, never written.
+unsafe impl Sync for Doc {}
+static LONG_DOC: Doc = Doc([
+    c"Hand a pipeline of a script posh-exec rewrote to the runtime of its run.".as_ptr(),
+    c"Written by posh-exec; not for use by hand.".as_ptr(),
+    null(),
+]);
+
+/// What `enable -f` looks up (`NAME_struct`). Mutable: bash writes its flags and handle.
+#[unsafe(no_mangle)]
+#[allow(non_upper_case_globals)]
+pub static mut __posh_run_struct: Builtin = Builtin {
+    name: c"__posh_run".as_ptr(),
+    function: run,
+    flags: BUILTIN_ENABLED,
+    long_doc: LONG_DOC.0.as_ptr(),
+    short_doc: c"__posh_run __run ARGS".as_ptr(),
+    handle: null(),
+};
+
+unsafe extern "C" fn run(list: *const WordList) -> c_int {
+    // SAFETY: bash hands a NULL-terminated list of NUL-terminated words.
+    let args = unsafe { words(list) };
+    // SAFETY: bash's own variables, read on bash's only thread.
+    let env = unsafe { exported_environment() };
+    // Nothing may unwind into bash.
+    std::panic::catch_unwind(|| hand_over(args, env)).unwrap_or(1)
+}
+
+fn hand_over(args: Vec<OsString>, env: Vec<Vec<u8>>) -> c_int {
+    let Some(args) = args.get(1..).filter(|_| args[0] == "__run") else {
+        eprintln!("__posh_run: __run ARGS (written by posh-exec, not for use by hand)");
+        return 2;
+    };
+    let prefix = format!("{SOCKET_VAR}=");
+    let socket = env.iter().find_map(|pair| pair.strip_prefix(prefix.as_bytes())).map(|s| OsString::from_vec(s.into()));
+    let Some(socket) = socket.filter(|s| !s.is_empty()) else {
+        eprintln!("__posh_run: no runtime to hand the pipeline to ({SOCKET_VAR} is not set)");
+        return 1;
+    };
+    let caller = match Caller::this_process() {
+        Ok(this) => Caller { env, ..this },
+        Err(e) => {
+            eprintln!("__posh_run: cannot read the working directory: {e}");
+            return 1;
+        }
+    };
+    match super::hand_over(&socket, &caller, args, interrupted) {
+        Answer::Status(status) => status.into(),
+        Answer::Interrupted => 128 + SIGINT as c_int,
+    }
+}
+
+/// Whether the signal that cut the wait short was SIGINT or one that ends the shell.
+fn interrupted() -> bool {
+    // SAFETY: bash's own variables, written by its signal handlers on this thread.
+    unsafe { interrupt_state != 0 || pending_traps[SIGINT] != 0 || terminating_signal != 0 }
+}
+
+/// # Safety
+/// `list` is a bash word list.
+unsafe fn words(mut list: *const WordList) -> Vec<OsString> {
+    let mut words = Vec::new();
+    while !list.is_null() {
+        // SAFETY: per the caller.
+        let word = unsafe { CStr::from_ptr((*(*list).word).word) };
+        words.push(OsString::from_vec(word.to_bytes().to_vec()));
+        list = unsafe { (*list).next };
+    }
+    words
+}
+
+/// The environment bash would give a command run now.
+///
+/// # Safety
+/// Called by bash, on its thread.
+unsafe fn exported_environment() -> Vec<Vec<u8>> {
+    unsafe {
+        maybe_make_export_env();
+        let mut pairs = Vec::new();
+        let mut at = export_env;
+        while !at.is_null() && !(*at).is_null() {
+            pairs.push(CStr::from_ptr(*at).to_bytes().to_vec());
+            at = at.add(1);
+        }
+        pairs
+    }
+}
