@@ -622,6 +622,28 @@ fn a_file_on_one_mount_is_streamed_to_the_other_mounts_proxy_and_only_results_cr
     assert!(stats[5]["commands"][0]["why"].as_str().unwrap().contains("is not a file with content"), "{}", stats[5]);
 }
 
+/// Files a command reads from another mount are sent by that mount's proxy in one request,
+/// which takes one of its job slots however many files: `paste` of five archive files runs at
+/// the logs' proxy even when each proxy gives this client one job at a time (with a job per
+/// file, the second would have been answered "busy" and the whole pipeline run at the client).
+#[test]
+fn many_files_streamed_from_one_mount_take_one_job_slot_there() {
+    let cluster = Cluster::new(&["--max-jobs", "2", "--max-jobs-per-client", "1"]);
+    cluster.write_ids(20_000);
+    let mut names = Vec::new();
+    for k in 1..=5 {
+        let name = format!("archive/ids{k}.txt");
+        std::fs::copy(cluster.root().join("archive/ids.txt"), cluster.root().join(&name)).unwrap();
+        names.push(name);
+    }
+    let script = format!("paste -d , logs/big.log {} | tail -n 2\n", names.join(" "));
+    let (posh, stats) = cluster.same_as_bash(&script, &[]);
+    assert!(!text(&posh.stderr).contains("busy"), "{}", text(&posh.stderr));
+    assert_eq!(stats[0]["commands"][0]["location"], "logs", "{}", stats[0]);
+    let from_archive = stats[0]["proxies"]["archive"]["bytes_from_proxy"].as_u64().unwrap();
+    assert!(from_archive < 400, "{from_archive} bytes came through the client");
+}
+
 /// A pipe from a command at one proxy to a command at another goes from the first proxy to the
 /// second: the client sends no byte of it and gets the statuses and the last command's output.
 /// The pipe ends when its writer does, whatever the writer's status, as bash's does.

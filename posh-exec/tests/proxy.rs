@@ -308,6 +308,39 @@ async fn questions_about_the_export_describe_nothing_outside_it() {
     assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0);
 }
 
+/// Files sent to another proxy's job (`SendFiles`) are opened beneath the export, regular files
+/// only: a path out of it, a link that leads out, a FIFO (which would block) or a directory is
+/// refused before anything is sent, naming the path; so are a bad version and too many files.
+#[tokio::test(flavor = "multi_thread")]
+async fn files_to_send_are_regular_files_beneath_the_export() {
+    use posh_exec::remote::protocol::{PeerOutput, SendFiles, SentFile, VERSION};
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    std::os::unix::fs::symlink(setup.dir.path().join("secret.txt"), setup.export().join("leak")).unwrap();
+    mkfifo(&setup.export().join("fifo"));
+    let to = |k: usize| PeerOutput { token: format!("{k:016}"), peer: "a proxy".into(), pipe: false };
+    let files = |paths: &[&str]| SendFiles {
+        version: VERSION,
+        send: paths.iter().enumerate().map(|(k, p)| SentFile { path: p.to_string(), to: to(k) }).collect(),
+    };
+    let secret = setup.dir.path().join("secret.txt").display().to_string();
+    for path in ["../secret.txt", &secret, "leak", "fifo", "sub", "sub/../../secret.txt", "missing"] {
+        let (asked, traffic) = (files(&["a.txt", path]), Traffic::default());
+        let sent = tokio::time::timeout(Duration::from_secs(10), conn.send_files(&asked, &traffic)).await;
+        let refused = sent.expect("the proxy did not wait").unwrap_err();
+        assert!(refused.to_string().contains(&format!("`{path}`")), "{path}: {refused}");
+    }
+    let old = SendFiles { version: VERSION - 1, ..files(&["a.txt"]) };
+    let refused = conn.send_files(&old, &Traffic::default()).await.unwrap_err().to_string();
+    assert!(refused.contains("unsupported request version"), "{refused}");
+    let many: Vec<&str> = vec!["a.txt"; 257];
+    let refused = conn.send_files(&files(&many), &Traffic::default()).await.unwrap_err().to_string();
+    assert!(refused.contains("257 files"), "{refused}");
+    // Nothing was held: the proxy still runs jobs.
+    assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0);
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn unannotated_commands_are_refused_and_nothing_runs() {
     let setup = Setup::new();

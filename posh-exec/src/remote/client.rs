@@ -326,7 +326,24 @@ impl Connection {
     /// taken, so a refused job (busy, say) can still run elsewhere.
     pub async fn start(&self, request: &Request, traffic: &Traffic) -> Result<Job, StartError> {
         let command = request.commands.iter().map(|c| c.argv.join(" ")).collect::<Vec<_>>().join(" | ");
-        match self.open(request, traffic).await {
+        self.start_opening(request, command, traffic).await
+    }
+
+    /// Asks the proxy to send files of its export to other proxies' jobs (see
+    /// [`protocol::SendFiles`]); the answer is read as a job's, one exit per file.
+    pub async fn send_files(&self, files: &protocol::SendFiles, traffic: &Traffic) -> Result<Job, StartError> {
+        let command = format!("send {}", files.send.iter().map(|f| f.path.as_str()).collect::<Vec<_>>().join(" "));
+        self.start_opening(files, command, traffic).await
+    }
+
+    /// Opens a job's stream with `opening` (a job, or files to send), named `command` in messages.
+    async fn start_opening(
+        &self,
+        opening: &impl serde::Serialize,
+        command: String,
+        traffic: &Traffic,
+    ) -> Result<Job, StartError> {
+        match self.open(opening, traffic).await {
             Ok((send, recv)) => Ok(Job { connection: self.clone(), command, send: JobSender(Some(send)), recv }),
             Err(Opened::Refused(reason)) => Err(StartError::Refused { proxy: self.addr.clone(), command, reason }),
             Err(Opened::Lost(e)) => Err(StartError::Lost(e)),

@@ -56,26 +56,45 @@ fn open_beneath(export: &Path, path: &str) -> std::io::Result<OwnedFd> {
 }
 
 /// Whether the regular file `path` beneath `root` ends with a newline; `None` when it is empty,
-/// not a regular file or not beneath. It is looked at through an `O_PATH` descriptor (which
-/// opens nothing: no FIFO waits, no device acts) and read only once known to be a file.
+/// not a regular file or not beneath.
 fn ends_with_newline(root: &OwnedFd, path: &str) -> Option<bool> {
+    let (file, size) = regular_file_beneath(root, path).ok()?;
+    if size == 0 {
+        return None;
+    }
+    let mut byte = [0u8];
+    let read = rustix::io::pread(&file, &mut byte, size - 1).ok()?;
+    (read == 1).then_some(byte[0] == b'\n')
+}
+
+/// The regular file `path` (relative) beneath the export, opened for reading, for a
+/// `SendFiles` request; the error is the message sent back. Blocking.
+pub fn open_regular_file(export: &Path, path: &str) -> Result<std::fs::File, String> {
+    let root = open_beneath(export, "").map_err(|e| format!("the export: {}", os_message(&e)))?;
+    match regular_file_beneath(&root, path) {
+        Ok((file, _)) => Ok(file.into()),
+        Err(e) => Err(format!("`{path}`: {}", os_message(&e))),
+    }
+}
+
+/// The regular file `path` beneath `root`, opened for reading, and its size. It is looked at
+/// through an `O_PATH` descriptor first (which opens nothing: no FIFO waits, no device acts)
+/// and opened only once known to be a regular file.
+fn regular_file_beneath(root: &OwnedFd, path: &str) -> std::io::Result<(OwnedFd, u64)> {
     let resolve = ResolveFlags::BENEATH | ResolveFlags::NO_MAGICLINKS;
     let flags = OFlags::PATH | OFlags::CLOEXEC;
-    let located = rustix::fs::openat2(root, path, flags, Mode::empty(), resolve).ok()?;
-    let stat = rustix::fs::fstat(&located).ok()?;
-    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile || stat.st_size <= 0 {
-        return None;
+    let located = rustix::fs::openat2(root, path, flags, Mode::empty(), resolve)?;
+    let stat = rustix::fs::fstat(&located)?;
+    if FileType::from_raw_mode(stat.st_mode) != FileType::RegularFile {
+        return Err(std::io::Error::new(std::io::ErrorKind::InvalidInput, "not a regular file"));
     }
     // The same file, opened for reading through the descriptor that holds it.
     let file = rustix::fs::open(
         format!("/proc/self/fd/{}", located.as_raw_fd()),
         OFlags::RDONLY | OFlags::CLOEXEC,
         Mode::empty(),
-    )
-    .ok()?;
-    let mut byte = [0u8];
-    let read = rustix::io::pread(&file, &mut byte, stat.st_size as u64 - 1).ok()?;
-    (read == 1).then_some(byte[0] == b'\n')
+    )?;
+    Ok((file, stat.st_size as u64))
 }
 
 /// The regular files and directories of `dir`, up to `max_entries` entries and about `max_bytes`.

@@ -2,9 +2,10 @@
 //! (`comm a/x b/y` run where `a` is, `b/y` streamed from `b`'s proxy), with no byte through the
 //! client.
 //!
-//! The client introduces the two proxies for one stream. The proxy holding the file runs a job
-//! (`cat -- b/y`) whose output waits for the other (`PeerOutput`): it is registered here under a
-//! random token, with the fingerprint of the one proxy that may come for it. The proxy running
+//! The client introduces the two proxies for one stream. The proxy holding the file sends it
+//! itself (`SendFiles`: opened beneath the export, no command runs; one request for every file
+//! a job reads from that mount), and its stream waits for the other proxy (`PeerOutput`): it is
+//! registered here under a random token, with the fingerprint of the one proxy that may come for it. The proxy running
 //! the reading job connects with its own host certificate, presents the token (`Fetch`), and
 //! writes the bytes into a pipe made in the job's view under the word the command reads
 //! (`PeerInput`). A proxy accepts another's certificate only while one of its jobs waits for that
@@ -28,7 +29,7 @@ use tokio::task::JoinSet;
 
 use super::client::connect_peer;
 use super::identity::Identity;
-use super::protocol::{self, Fetch, Header, Joined, PeerInput, PeerSource};
+use super::protocol::{self, Exit, Fetch, Header, Joined, PeerInput, PeerSource, StartError};
 use crate::read_buffer::ReadBuffer;
 
 /// How long a job's output waits for the proxy it is meant for, and how long a proxy tries to
@@ -162,6 +163,34 @@ impl Drop for PeerSink {
             let _ = send.reset(1u32.into());
         }
     }
+}
+
+/// Streams `file` (of this proxy's export) to the proxy that comes for `expected`; how that
+/// went, as a command's [`Exit`] would say it: 0 when the reader has the whole file, SIGPIPE
+/// when it stopped reading, 1 with the reason when it never came or the file could not be read.
+pub async fn send_file(file: std::fs::File, mut expected: Expected) -> Exit {
+    let failed =
+        |message: String| Exit { error: Some(StartError { redirect: None, message, status: 1 }), ..Exit::default() };
+    let mut sink = match expected.arrival().await {
+        Ok(sink) => sink,
+        Err(e) => return failed(format!("{e:#}")),
+    };
+    // Read on tokio's blocking threads: a networked disk must not stall the reactor.
+    let mut file = tokio::fs::File::from_std(file);
+    let mut buffer = ReadBuffer::new(256 * 1024);
+    loop {
+        let n = match file.read(buffer.space()).await {
+            Ok(0) => break,
+            Ok(n) => n,
+            Err(e) => return failed(protocol::os_message(&e)),
+        };
+        if sink.write_all(buffer.data(n)).await.is_err() {
+            return Exit { signal: Some(libc::SIGPIPE), ..Exit::default() };
+        }
+        buffer.grow_if_filled(n);
+    }
+    sink.complete();
+    Exit { code: Some(0), ..Exit::default() }
 }
 
 /// A pipe that another proxy's stream fills: a FIFO in a job's view, or its first command's stdin.

@@ -9,7 +9,7 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWri
 /// The ALPN protocol name both sides require.
 pub const ALPN: &[u8] = b"posh/1";
 /// The request version this code speaks (3: streams between proxies).
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 /// The longest request or header line accepted, newline included.
 pub const MAX_LINE: usize = 1 << 20;
 /// The most a command's home (`JobCommand::home`) holds, in bytes: a user's configuration, not
@@ -137,6 +137,29 @@ pub struct PeerOutput {
     /// output ends, whatever the job's status (a file ends only when the job succeeded).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub pipe: bool,
+}
+
+/// The first line of a stream that asks the proxy to send files of its export to other
+/// proxies' jobs (the plan's streamed inputs, see `peer`): no command runs; the proxy opens each
+/// file beneath the export itself (a regular file, never a FIFO or a device) and streams it to
+/// the proxy the client introduced, as it streams a job's output. One request serves every file
+/// a group reads from this mount, and takes one of the client's job slots. The answer is a
+/// [`Header`], then one [`TAG_EXIT`] frame whose [`Ended`] holds an [`Exit`] per file: 0 when it
+/// was sent whole, SIGPIPE when its reader stopped reading, 1 with the reason otherwise.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SendFiles {
+    pub version: u32,
+    pub send: Vec<SentFile>,
+}
+
+/// One file of [`SendFiles`].
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SentFile {
+    /// Relative to the export root, resolved beneath it.
+    pub path: String,
+    pub to: PeerOutput,
 }
 
 /// A file that another proxy streams into a job (see `Request::peer_inputs`).

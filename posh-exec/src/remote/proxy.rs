@@ -19,7 +19,7 @@ use super::identity::{Identity, fingerprint};
 use super::jobs_dir::JobsDir;
 use super::journal::Journal;
 use super::peer::{self, PeerOutputs};
-use super::protocol::{self, Ask, Exit, Fetch, Header, Joined, Request};
+use super::protocol::{self, Ask, Ended, Exit, Fetch, Header, Joined, Request, SendFiles};
 use super::{confine, job};
 
 /// Who may connect.
@@ -398,6 +398,12 @@ async fn handle_stream(
     if peer_only {
         return refuse(send, recv.get_mut(), format!("client {client} is not authorized to run jobs")).await;
     }
+    if opening.get("send").is_some() {
+        return match serde_json::from_value::<SendFiles>(opening) {
+            Ok(files) => send_files(send, recv, shared, client, files).await,
+            Err(e) => refuse(send, recv.get_mut(), format!("bad request: {e}")).await,
+        };
+    }
     if opening.get("ask").is_some() {
         return match serde_json::from_value::<Ask>(opening) {
             Ok(ask) => answer_question(send, recv, shared, client, ask).await,
@@ -437,6 +443,81 @@ async fn answer_question(
     protocol::write_line(&mut send, &answer).await?;
     let _ = send.finish();
     // Stay until the client has the answer: shutting down earlier would cut the stream.
+    let _ = tokio::time::timeout(Duration::from_secs(5), send.stopped()).await;
+    Ok(())
+}
+
+/// The most files one [`SendFiles`] may name (each waits for its reader on a stream of its own).
+const FILES_PER_SEND: usize = 256;
+
+/// Sends files of the export to the jobs of other proxies that read them (see [`SendFiles`]),
+/// holding one of the client's job slots.
+async fn send_files(
+    mut send: quinn::SendStream,
+    mut recv: BufReader<quinn::RecvStream>,
+    shared: &Shared,
+    client: &str,
+    SendFiles { version, send: files }: SendFiles,
+) -> Result<()> {
+    if version != protocol::VERSION {
+        let why = format!("unsupported request version {version} (this proxy speaks {})", protocol::VERSION);
+        return refuse(send, recv.get_mut(), why).await;
+    }
+    if files.is_empty() || files.len() > FILES_PER_SEND {
+        let why = format!("{} files in one request to send (1 to {FILES_PER_SEND})", files.len());
+        return refuse(send, recv.get_mut(), why).await;
+    }
+    if *shared.stopping.borrow() {
+        return refuse(send, recv.get_mut(), "proxy is shutting down".to_string()).await;
+    }
+    let Some(slot) = JobSlot::take(shared, client) else {
+        return refuse(send, recv.get_mut(), "busy".to_string()).await;
+    };
+    // Opened beneath the export's descriptor, off the reactor (a networked disk may be slow).
+    let export = shared.config.export.clone();
+    let paths: Vec<String> = files.iter().map(|f| f.path.clone()).collect();
+    let opened = tokio::task::spawn_blocking(move || {
+        paths.iter().map(|path| super::metadata::open_regular_file(&export, path)).collect::<Result<Vec<_>, _>>()
+    })
+    .await?;
+    let opened = match opened {
+        Ok(opened) => opened,
+        Err(e) => return refuse(send, recv.get_mut(), e).await,
+    };
+    let mut outputs = Vec::with_capacity(files.len());
+    for file in &files {
+        match shared.peer_outputs.expect(&file.to.token, &file.to.peer, false) {
+            Ok(expected) => outputs.push(expected),
+            Err(e) => return refuse(send, recv.get_mut(), e).await,
+        }
+    }
+    protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
+    let sending = futures_util::future::join_all(opened.into_iter().zip(outputs).map(|(f, o)| peer::send_file(f, o)));
+    // A client that drops the request (it runs the group elsewhere) resets its side.
+    let cancelled = async {
+        loop {
+            match protocol::read_frame(&mut recv).await {
+                Ok(Some(_)) => {}
+                Ok(None) => std::future::pending::<()>().await,
+                Err(_) => return,
+            }
+        }
+    };
+    let mut shutdown = shared.kill.clone();
+    let stopped = |why: &str| {
+        let error = protocol::StartError { redirect: None, message: why.to_string(), status: 1 };
+        Ended { commands: vec![Exit { error: Some(error), ..Exit::default() }; files.len()] }
+    };
+    // Dropped unfinished, every stream is reset: no reader takes a cut file for a whole one.
+    let ended = tokio::select! {
+        sent = sending => Ended { commands: sent },
+        () = cancelled => stopped("the client cancelled the request"),
+        _ = shutdown.wait_for(|k| *k) => stopped("the proxy is shutting down"),
+    };
+    let payload = serde_json::to_vec(&ended)?;
+    protocol::write_frame(&mut send, protocol::TAG_EXIT, &payload).await?;
+    let _ = send.finish();
+    drop(slot);
     let _ = tokio::time::timeout(Duration::from_secs(5), send.stopped()).await;
     Ok(())
 }

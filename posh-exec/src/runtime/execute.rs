@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use posh_core::annotation::MergeKind;
 use posh_exec::measure::IoCount;
-use posh_exec::remote::protocol::{Joined, PeerInput, PeerOutput, PeerSource, Request, VERSION};
+use posh_exec::remote::protocol::{Joined, PeerInput, PeerOutput, PeerSource, Request, SendFiles, SentFile, VERSION};
 use posh_exec::remote::{Connection, StartError, Traffic};
 
 use tokio::io::AsyncWriteExt as _;
@@ -425,9 +425,11 @@ struct RemoteGroup {
     source_traffic: BTreeMap<usize, Arc<Traffic>>,
 }
 
-/// A job at another mount's proxy whose output goes straight to this group's proxy.
+/// Files another mount's proxy sends straight to this group's proxy (one `SendFiles` request
+/// for all the group reads from that mount).
 struct Source {
-    input: StreamedInput,
+    inputs: Vec<StreamedInput>,
+    mount: usize,
     job: posh_exec::remote::Job,
     addr: String,
 }
@@ -497,7 +499,7 @@ impl RemoteGroup {
         let mount = steps[0].remote.as_ref().expect("a remote group").mount;
         let sources = steps.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| &r.streamed);
         let source_traffic =
-            sources.map(|input| (input.source.mount, traffic.entry(input.source.mount).or_default().clone())).collect();
+            sources.map(|input| (input.mount, traffic.entry(input.mount).or_default().clone())).collect();
         RemoteGroup {
             session: session.clone(),
             call: call.clone(),
@@ -532,13 +534,25 @@ impl RemoteGroup {
         }
     }
 
-    /// The connections the group needs: to its proxy, and to the proxy of each file streamed to
-    /// it; `None` if one of them cannot be had.
+    /// The files streamed to the group, by the mount that sends them, in the order they come.
+    fn streamed_by_mount(&self) -> Vec<(usize, Vec<StreamedInput>)> {
+        let mut by_mount: Vec<(usize, Vec<StreamedInput>)> = Vec::new();
+        for input in self.steps.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| &r.streamed) {
+            match by_mount.iter_mut().find(|(mount, _)| *mount == input.mount) {
+                Some((_, inputs)) => inputs.push(input.clone()),
+                None => by_mount.push((input.mount, vec![input.clone()])),
+            }
+        }
+        by_mount
+    }
+
+    /// The connections the group needs: to its proxy, and to the proxy of each mount that sends
+    /// it files (as [`Self::streamed_by_mount`] orders them); `None` if one cannot be had.
     async fn connections(&self) -> Option<(Arc<Connection>, Vec<Arc<Connection>>)> {
         let connection = self.session.connection(self.mount()).await?;
         let mut sources = Vec::new();
-        for input in self.steps.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| &r.streamed) {
-            sources.push(self.session.connection(input.source.mount).await?);
+        for (mount, _) in self.streamed_by_mount() {
+            sources.push(self.session.connection(mount).await?);
         }
         Some((connection, sources))
     }
@@ -566,37 +580,29 @@ impl RemoteGroup {
             peer_stdin: links.stdin,
             peer_stdin_joined: links.joined,
         };
-        let streamed = self.steps.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| r.streamed.iter().cloned());
         let mut sources = Vec::with_capacity(source_connections.len());
-        for (input, source) in streamed.zip(source_connections) {
-            let token = random_token();
-            let source_request = Request {
-                version: VERSION,
-                cwd: input.source.cwd.clone(),
-                view: input.source.view.clone(),
-                commands: vec![input.source.job.clone()],
-                peer_output: Some(PeerOutput {
-                    token: token.clone(),
-                    peer: connection.fingerprint().to_string(),
-                    pipe: false,
-                }),
-                ..Request::default()
-            };
-            let traffic = self.source_traffic.get(&input.source.mount).cloned().unwrap_or_default();
-            let job = match source.start(&source_request, &traffic).await {
+        for ((mount, inputs), source) in self.streamed_by_mount().into_iter().zip(source_connections) {
+            let tokens: Vec<String> = inputs.iter().map(|_| random_token()).collect();
+            let files = inputs.iter().zip(&tokens).map(|(input, token)| SentFile {
+                path: input.path.clone(),
+                to: PeerOutput { token: token.clone(), peer: connection.fingerprint().to_string(), pipe: false },
+            });
+            let send = SendFiles { version: VERSION, send: files.collect() };
+            let traffic = self.source_traffic.get(&mount).cloned().unwrap_or_default();
+            let job = match source.send_files(&send, &traffic).await {
                 Ok(job) => job,
                 Err(e) => {
                     cancel_sources(sources).await;
-                    let mount = self.session.config.mounts[input.source.mount].name.clone();
+                    let mount = self.session.config.mounts[mount].name.clone();
                     return Err(NotTaken { what: e.to_string(), mount, proxy_unavailable: true });
                 }
             };
             let (addr, fingerprint) = (source.addr().to_string(), source.fingerprint().to_string());
-            request.peer_inputs.push(PeerInput {
-                path: input.word.clone(),
-                source: PeerSource { addr: addr.clone(), fingerprint, token },
-            });
-            sources.push(Source { input, job, addr });
+            for (input, token) in inputs.iter().zip(tokens) {
+                let source = PeerSource { addr: addr.clone(), fingerprint: fingerprint.clone(), token };
+                request.peer_inputs.push(PeerInput { path: input.word.clone(), source });
+            }
+            sources.push(Source { inputs, mount, job, addr });
         }
         let cwd = self.caller.cwd.as_deref();
         let written = Written::before_job(self.session.library(), &self.call, &self.steps, cwd).await;
@@ -874,21 +880,24 @@ async fn finish_sources(
     sources: Vec<Source>,
 ) -> Vec<String> {
     let mut broken = Vec::new();
-    for Source { input, job, addr } in sources {
-        let traffic = source_traffic.get(&input.source.mount).cloned().unwrap_or_default();
-        let mut stderr = async_writer(caller.dup(2));
-        let ended = job.finish(None::<tokio::io::Empty>, &mut tokio::io::sink(), &mut stderr, &traffic).await;
-        let _ = stderr.shutdown().await;
-        let why = match ended {
-            Ok(ended) => match ended.commands.last().map(|e| e.status()) {
-                Some(0 | SIGPIPE_STATUS) => continue,
-                Some(status) => format!("its proxy's `cat` exited with status {status}"),
-                None => "its proxy reported nothing".to_string(),
-            },
-            Err(e) => format!("{e:#}"),
-        };
-        caller.bash_error(name, line, &input.word, &format!("not streamed whole from proxy {addr}: {why}"));
-        broken.push(input.word);
+    for Source { inputs, mount, job, addr } in sources {
+        let traffic = source_traffic.get(&mount).cloned().unwrap_or_default();
+        let ended =
+            job.finish(None::<tokio::io::Empty>, &mut tokio::io::sink(), &mut tokio::io::sink(), &traffic).await;
+        for (k, input) in inputs.into_iter().enumerate() {
+            let why = match &ended {
+                Ok(ended) => match ended.commands.get(k) {
+                    Some(exit) if matches!(exit.status(), 0 | SIGPIPE_STATUS) => continue,
+                    Some(exit) => {
+                        exit.error.as_ref().map_or_else(|| format!("status {}", exit.status()), |e| e.message.clone())
+                    }
+                    None => "its proxy reported nothing".to_string(),
+                },
+                Err(e) => format!("{e:#}"),
+            };
+            caller.bash_error(name, line, &input.word, &format!("not streamed whole from proxy {addr}: {why}"));
+            broken.push(input.word);
+        }
     }
     broken
 }

@@ -53,12 +53,14 @@ pub struct RemoteStep {
 }
 
 /// A file a remote step reads from another mount (the plan's edge between two proxies): that
-/// mount's proxy runs `source` (`cat -- WORD`), whose output fills a pipe that stands under
-/// `word` in the step's view.
+/// mount's proxy sends it (`SendFiles`) into a pipe that stands under `word` in the step's view.
 #[derive(Clone, Debug, PartialEq)]
 pub struct StreamedInput {
     pub word: String,
-    pub source: Box<RemoteStep>,
+    /// Index into the configuration's mounts: the mount it lies on.
+    pub mount: usize,
+    /// Where it lies, relative to that mount's export root.
+    pub path: String,
 }
 
 /// Consecutive commands of the pipeline: one lane, or a split with one lane per copy whose
@@ -130,8 +132,7 @@ pub fn place(
             .and_then(|along| remote_step(config, name, &call.commands[command], redirects, argv, cwd, along))
             .and_then(|mut remote| {
                 for (word, mount) in streamed_inputs(&plan, command, copy) {
-                    let source = stream_source(config, &mount, &word, cwd, env)?;
-                    remote.streamed.push(StreamedInput { word, source: Box::new(source) });
+                    remote.streamed.push(streamed_input(config, &mount, word, cwd)?);
                 }
                 Ok(remote)
             });
@@ -318,20 +319,18 @@ fn streamed_inputs(plan: &PipelinePlan, index: usize, copy: usize) -> Vec<(Strin
     .collect()
 }
 
-/// The job at mount `name` whose output is the file `word`: `cat`, with the locale only. A file
-/// that is not there when the command runs (or is empty, see `remote::peer`) leaves the command
-/// to the client, whose message about it is bash's.
-fn stream_source(
-    config: &Config,
-    name: &str,
-    word: &str,
-    cwd: &Path,
-    env: &[(OsString, OsString)],
-) -> Result<RemoteStep, String> {
-    if !std::fs::metadata(cwd.join(word)).is_ok_and(|m| m.is_file() && m.len() > 0) {
+/// The file `word` on mount `name`, as its proxy is asked to send it. A file that is not there
+/// when the command runs (or is empty, see `remote::peer`) leaves the command to the client,
+/// whose message about it is bash's.
+fn streamed_input(config: &Config, name: &str, word: String, cwd: &Path) -> Result<StreamedInput, String> {
+    let file = normalize_path(&cwd.join(&word));
+    if !std::fs::metadata(&file).is_ok_and(|m| m.is_file() && m.len() > 0) {
         return Err(format!("`{word}`, which it would stream from {name}, is not a file with content"));
     }
-    cat_job(config, name, &["--", word], &[], cwd, env)
+    let mount = config.mounts.iter().position(|m| m.name == name).ok_or_else(|| format!("no mount {name}"))?;
+    let path = file.strip_prefix(&config.mounts[mount].path).ok().and_then(Path::to_str).map(String::from);
+    let path = path.ok_or_else(|| format!("`{word}` is not a UTF-8 path under mount {name}"))?;
+    Ok(StreamedInput { word, mount, path })
 }
 
 /// A `cat` at mount `name` with `args` and `redirects`, taking along the locale only.
