@@ -647,10 +647,18 @@ async fn the_sandbox_denies_device_nodes_terminals_and_signals_to_others() {
     // The proxy's memory (its host key) and environment are not a job's to read, nor another
     // process's environment (the test's own, standing for another client's job), even a root
     // proxy's job's (Landlock, and no CAP_SYS_ADMIN or CAP_PERFMON: with either it read them).
+    // Nor any other process's entries: their command lines and states (issue 13, class 5).
     let outsider = std::process::id();
-    for file in [format!("{pid}/mem"), format!("{pid}/environ"), format!("{outsider}/environ")] {
+    let others =
+        ["mem", "environ", "cmdline", "status"].map(|entry| [format!("{pid}/{entry}"), format!("{outsider}/{entry}")]);
+    for file in others.iter().flatten() {
         let out = conn.run(&awk(format!(r#"print (getline l < "/proc/{file}")"#)), b"").await.unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "-1\n", "/proc/{file}: {out:?}");
+    }
+    // Its own entries and the system's figures it reads.
+    for file in ["self/status", "self/cmdline", "meminfo", "cpuinfo", "sys/kernel/ostype"] {
+        let out = conn.run(&awk(format!(r#"print (getline l < "/proc/{file}")"#)), b"").await.unwrap();
+        assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n", "/proc/{file}: {out:?}");
     }
 }
 

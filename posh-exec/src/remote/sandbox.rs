@@ -1,8 +1,8 @@
 //! The operating system's half of confinement. The proxy checks a request's file words against
 //! the export root, but a command may reach files its words do not name (awk's `print > file`,
 //! `system()`, GNU sed's `w`): so every command's process restricts itself with Landlock
-//! (read-only system directories, read-write export root and the job's own temporary directory,
-//! where no device node may be made; no ioctl on a device it opens, so no keystrokes pushed into a
+//! (read-only system directories, its own /proc entries but no other process's, read-write
+//! export root and the job's own temporary directory, where no device node may be made; no ioctl on a device it opens, so no keystrokes pushed into a
 //! terminal; no signal to and no abstract socket of a process outside its own domain) before it
 //! execs, and the restriction is inherited by everything the command starts. It also
 //! leaves the proxy's session, and with it any controlling terminal. The proxy builds the
@@ -14,8 +14,9 @@
 //! `fork` does (about 1 ms of a small remote pipeline's 5.8 ms on loopback), with the
 //! confinement between clone and exec, which `posix_spawn` has no room for.
 //!
-//! This module is the only place with `unsafe` code (the workspace denies it elsewhere): the
-//! start of a command's process, and the one system call that has no safe wrapper.
+//! This module is the only place of the proxy with `unsafe` code (the workspace denies it
+//! elsewhere): the start of a command's process, and the two Landlock system calls that have no
+//! safe wrapper usable between clone and exec.
 #![allow(unsafe_code)]
 
 use std::ffi::{CString, c_char, c_int, c_void};
@@ -34,8 +35,22 @@ use landlock::{
 /// V5 adds ioctls on devices, V6 the scopes; an older kernel enforces what it knows (and
 /// `check_enforced` says the sandbox is partial).
 const LANDLOCK_ABI: ABI = ABI::V6;
-/// What commands may read (and run) outside the export.
-const SYSTEM_READ: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/proc", "/dev"];
+/// What commands may read (and run) outside the export. Not /proc: a command reads its own
+/// process's entries (`Confinement::enter`) and the system-wide files of `PROC_READ`, never
+/// another process's (its command line, its status: the proxy's, another client's job's).
+const SYSTEM_READ: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/dev"];
+/// The system-wide files of /proc that programs read (memory, processors, load, mounts' kinds).
+const PROC_READ: &[&str] = &[
+    "/proc/cpuinfo",
+    "/proc/meminfo",
+    "/proc/stat",
+    "/proc/uptime",
+    "/proc/loadavg",
+    "/proc/version",
+    "/proc/filesystems",
+];
+/// Kernel settings, read (`sysctl`, a program sizing itself).
+const PROC_DIRS_READ: &[&str] = &["/proc/sys"];
 /// Devices commands write to as a matter of course.
 const DEVICES_WRITE: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
 
@@ -70,7 +85,9 @@ fn system_rules() -> &'static [(PathFd, BitFlags<AccessFs>)] {
         let read = AccessFs::from_read(LANDLOCK_ABI);
         // Files take file rights only (no ReadDir), or Landlock would only partly apply the rule.
         let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
-        let rules = SYSTEM_READ.iter().map(|p| (*p, read)).chain(DEVICES_WRITE.iter().map(|p| (*p, device)));
+        let system = SYSTEM_READ.iter().chain(PROC_DIRS_READ).map(|p| (*p, read));
+        let proc_files = PROC_READ.iter().map(|p| (*p, BitFlags::from(AccessFs::ReadFile)));
+        let rules = system.chain(proc_files).chain(DEVICES_WRITE.iter().map(|p| (*p, device)));
         rules.filter_map(|(path, access)| Some((PathFd::new(path).ok()?, access))).collect()
     })
 }
@@ -169,7 +186,36 @@ impl Confinement {
         for inspecting in INSPECTING_CAPABILITIES {
             let _ = rustix::thread::remove_capability_from_bounding_set(inspecting);
         }
+        self.allow_own_proc()?;
         self.restrict()
+    }
+
+    /// Adds the calling process's own /proc entries (read) to the ruleset before it applies it:
+    /// a command reads its `/proc/self` (its status, its mounts) and no other process's. What it
+    /// starts in turn has no entries of its own to read (see SECURITY.md). Only system calls.
+    fn allow_own_proc(&self) -> std::io::Result<()> {
+        let Some(ruleset) = &self.ruleset else { return Ok(()) };
+        let flags = rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC;
+        let own = rustix::fs::open(c"/proc/self", flags, rustix::fs::Mode::empty())?;
+        let rule = PathBeneathAttr {
+            allowed_access: (AccessFs::ReadFile | AccessFs::ReadDir).bits(),
+            parent_fd: own.as_raw_fd(),
+        };
+        // SAFETY: landlock_add_rule(2) reads `rule`, laid out as the kernel's struct, and takes
+        // descriptors this process holds; it writes no memory of ours.
+        let done = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_add_rule,
+                ruleset.as_raw_fd(),
+                LANDLOCK_RULE_PATH_BENEATH,
+                ptr::from_ref(&rule),
+                0u32,
+            )
+        };
+        if done != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        Ok(())
     }
 
     /// Confines the calling thread: one of the proxy's own, which does a job's file work and
@@ -194,6 +240,16 @@ impl Confinement {
         Ok(())
     }
 }
+
+/// `struct landlock_path_beneath_attr` (packed, as in `linux/landlock.h`).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: RawFd,
+}
+
+/// `LANDLOCK_RULE_PATH_BENEATH`.
+const LANDLOCK_RULE_PATH_BENEATH: c_int = 1;
 
 /// The child's stack until it execs: what `enter`, `dup2` and `execve` need, with room to spare.
 const CHILD_STACK: usize = 64 * 1024;
