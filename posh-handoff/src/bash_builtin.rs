@@ -22,7 +22,7 @@ use std::ffi::{CStr, OsString, c_char, c_int};
 use std::os::unix::ffi::OsStringExt as _;
 use std::ptr::null;
 
-use super::{Answer, Caller, SOCKET_VAR};
+use super::{Caller, SOCKET_VAR};
 
 /// `WORD_DESC` of bash's `command.h`.
 #[repr(C)]
@@ -115,10 +115,7 @@ fn hand_over(args: Vec<OsString>, env: Vec<Vec<u8>>) -> c_int {
             return 1;
         }
     };
-    match super::hand_over(&socket, &caller, args, interrupted) {
-        Answer::Status(status) => status.into(),
-        Answer::Interrupted => 128 + SIGINT as c_int,
-    }
+    super::hand_over(&socket, &caller, args, interrupted).status().into()
 }
 
 /// Whether the signal that cut the wait short was SIGINT or one that ends the shell.

@@ -75,6 +75,16 @@ pub enum Answer {
     Interrupted,
 }
 
+impl Answer {
+    /// The status the call returns: the pipeline's, or a shell's for SIGINT.
+    pub fn status(self) -> u8 {
+        match self {
+            Answer::Status(status) => status,
+            Answer::Interrupted => 128 + 2,
+        }
+    }
+}
+
 /// Hands the pipeline `args` of `caller` to the runtime listening on `socket`; returns the
 /// status it answers (1, with a message, when it does not). `interrupted`, asked each time a
 /// signal cuts the wait short, says whether to give the pipeline up.
@@ -102,10 +112,7 @@ pub fn hand_over(socket: &OsStr, caller: &Caller<'_>, args: &[OsString], interru
 /// directory and environment; a signal that interrupts it ends it.
 pub fn hand_over_from_this_process(socket: &OsStr, args: &[OsString]) -> u8 {
     match Caller::this_process() {
-        Ok(caller) => match hand_over(socket, &caller, args, || false) {
-            Answer::Status(status) => status,
-            Answer::Interrupted => unreachable!("never given up"),
-        },
+        Ok(caller) => hand_over(socket, &caller, args, || false).status(),
         Err(e) => {
             eprintln!("posh-exec: cannot read the working directory: {e}");
             1
