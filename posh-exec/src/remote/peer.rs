@@ -5,7 +5,8 @@
 //! The client introduces the two proxies for one stream. The proxy holding the file sends it
 //! itself (`SendFiles`: opened beneath the export, no command runs; one request for every file
 //! a job reads from that mount), and its stream waits for the other proxy (`PeerOutput`): it is
-//! registered here under a random token, with the fingerprint of the one proxy that may come for it. The proxy running
+//! registered here under a random token, with the fingerprint of the one proxy that may come
+//! for it. The proxy running
 //! the reading job connects with its own host certificate, presents the token (`Fetch`), and
 //! writes the bytes into a pipe made in the job's view under the word the command reads
 //! (`PeerInput`). A proxy accepts another's certificate only while one of its jobs waits for that
