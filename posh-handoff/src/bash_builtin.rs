@@ -108,8 +108,8 @@ fn hand_over(args: Vec<OsString>, env: Vec<Vec<u8>>) -> c_int {
         eprintln!("__posh_run: no runtime to hand the pipeline to ({SOCKET_VAR} is not set)");
         return 1;
     };
-    let caller = match Caller::this_process() {
-        Ok(this) => Caller { env, ..this },
+    let caller = match Caller::with_env(env) {
+        Ok(caller) => caller,
         Err(e) => {
             eprintln!("__posh_run: cannot read the working directory: {e}");
             return 1;

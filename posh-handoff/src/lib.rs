@@ -49,10 +49,6 @@ pub struct Caller<'a> {
 impl Caller<'static> {
     /// This process's own descriptors, working directory and environment (`posh-run`).
     pub fn this_process() -> std::io::Result<Caller<'static>> {
-        let cwd = std::env::current_dir()?;
-        let fds = [rustix::stdio::stdin(), rustix::stdio::stdout(), rustix::stdio::stderr()];
-        // A closed descriptor cannot be sent; `fcntl` tells which are open.
-        let fds = fds.map(|fd| rustix::io::fcntl_getfd(fd).is_ok().then_some(fd));
         let env = std::env::vars_os()
             .map(|(key, value)| {
                 let mut pair = key.into_vec();
@@ -61,6 +57,16 @@ impl Caller<'static> {
                 pair
             })
             .collect();
+        Caller::with_env(env)
+    }
+
+    /// This process's descriptors and working directory, with `env` (`NAME=value` pairs) for
+    /// environment: the builtin's, whose environment is bash's variables, not `environ`.
+    pub fn with_env(env: Vec<Vec<u8>>) -> std::io::Result<Caller<'static>> {
+        let cwd = std::env::current_dir()?;
+        let fds = [rustix::stdio::stdin(), rustix::stdio::stdout(), rustix::stdio::stderr()];
+        // A closed descriptor cannot be sent; `fcntl` tells which are open.
+        let fds = fds.map(|fd| rustix::io::fcntl_getfd(fd).is_ok().then_some(fd));
         Ok(Caller { fds, cwd, env })
     }
 }

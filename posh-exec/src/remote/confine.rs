@@ -43,12 +43,18 @@ pub enum CheckedRedirect {
     Dup { fd: u32, source: u32 },
 }
 
+/// Whether this proxy speaks the request's protocol `version`.
+pub fn check_version(version: u32) -> Result<(), String> {
+    match version {
+        VERSION => Ok(()),
+        other => Err(format!("unsupported request version {other} (this proxy speaks {VERSION})")),
+    }
+}
+
 /// Checks a request's version and working directory (against the canonical export root) and
 /// returns the directory, canonical.
 pub fn check_request(root: &Path, request: &Request) -> Result<PathBuf, String> {
-    if request.version != VERSION {
-        return Err(format!("unsupported request version {} (this proxy speaks {VERSION})", request.version));
-    }
+    check_version(request.version)?;
     if request.commands.is_empty() {
         return Err("a job without commands".to_string());
     }

@@ -459,8 +459,7 @@ async fn send_files(
     client: &str,
     SendFiles { version, send: files }: SendFiles,
 ) -> Result<()> {
-    if version != protocol::VERSION {
-        let why = format!("unsupported request version {version} (this proxy speaks {})", protocol::VERSION);
+    if let Err(why) = confine::check_version(version) {
         return refuse(send, recv.get_mut(), why).await;
     }
     if files.is_empty() || files.len() > FILES_PER_SEND {
