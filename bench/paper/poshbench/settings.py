@@ -13,7 +13,9 @@ import queue
 import re
 import shlex
 import subprocess
+import sys
 import threading
+import time
 import tomllib
 from pathlib import Path
 
@@ -175,12 +177,30 @@ class EmulatedLink:
         return ["ip", "netns", "exec", f"{self.prefix}-storage", *argv]
 
     def cold(self, readahead_kb: int) -> str:
-        self.netrig("remount", env={"NETRIG_READAHEAD_KB": str(readahead_kb)})
+        self.remount(readahead_kb)
         return "fresh sshfs mount"
 
     def settle(self) -> None:
         """Unmounts and mounts again, so that every write the client made has reached the storage."""
-        self.netrig("remount", env={"NETRIG_READAHEAD_KB": str(READAHEAD_DEFAULT_KB)})
+        self.remount(READAHEAD_DEFAULT_KB)
+
+    def remount(self, readahead_kb: int, attempts: int = 3) -> None:
+        """A fresh sshfs mount. A mount once failed in CI (sshfs's log was not kept), which stopped
+        a whole run for a fault of the rig, not of either system measured: a failed mount is
+        tried again after a pause, each failure quoting the end of sshfs's log."""
+        log = Path(self.env["NETRIG_STATE"]) / "sshfs.log"
+        for attempt in range(1, attempts + 1):
+            try:
+                self.netrig("remount", env={"NETRIG_READAHEAD_KB": str(readahead_kb)})
+                return
+            except SettingError as e:
+                said = log.read_text(errors="replace").strip().splitlines()[-5:] if log.is_file() else []
+                detail = f"{e}; sshfs.log ends: {' | '.join(said) or '(empty)'}"
+                if attempt == attempts:
+                    raise SettingError(detail) from e
+                print(f"bench: mount attempt {attempt} of {attempts} failed, trying again: {detail}",
+                      file=sys.stderr, flush=True)
+                time.sleep(2 * attempt)
 
     def zero_counters(self) -> None:
         run(["ip", "netns", "exec", f"{self.prefix}-wan", "iptables", "-t", "mangle", "-Z", "FORWARD"],

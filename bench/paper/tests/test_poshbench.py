@@ -141,6 +141,32 @@ class Settings(unittest.TestCase):
                 settings.RealDeployment(config, None, Path(d))
 
 
+    def test_a_failed_mount_is_tried_again_and_its_log_is_quoted(self):
+        """A fake rig whose remount fails as many times as told (counted in a file)."""
+        with tempfile.TemporaryDirectory() as d, mock.patch("os.geteuid", return_value=0), \
+                mock.patch("time.sleep"):
+            rig, work = Path(d) / "rig", Path(d) / "work"
+            (work / "rig-state").mkdir(parents=True)
+            rig.mkdir()
+            (rig / "netrig.sh").write_text(
+                '#!/bin/sh\necho x >> "$NETRIG_STATE/tries"\n'
+                '[ "$(wc -l < "$NETRIG_STATE/tries")" -gt "$FAILS" ] && exit 0\n'
+                'echo "read: Connection reset by peer" >> "$NETRIG_STATE/sshfs.log"\n'
+                'echo "netrig: error: sshfs mount failed" >&2; exit 1\n')
+            (rig / "netrig.sh").chmod(0o755)
+            link = settings.EmulatedLink(rig, work, Path(d), Path(d))
+            tries = work / "rig-state" / "tries"
+            with mock.patch.dict(link.env, {"FAILS": "1"}):
+                self.assertEqual(link.cold(128), "fresh sshfs mount")
+                self.assertEqual(len(tries.read_text().splitlines()), 2)
+            tries.unlink()
+            with mock.patch.dict(link.env, {"FAILS": "9"}):
+                with self.assertRaisesRegex(settings.SettingError,
+                                            "sshfs mount failed; sshfs.log ends: read: Connection reset"):
+                    link.settle()
+                self.assertEqual(len(tries.read_text().splitlines()), 3)
+
+
 class Reports(unittest.TestCase):
     fixture = json.loads((Path(__file__).parent / "fixture-report.json").read_text())
 
