@@ -367,12 +367,18 @@ fn mkfifo(path: &Path) {
     assert!(Command::new("mkfifo").arg(path).status().unwrap().success());
 }
 
+type BlockedJob = (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<anyhow::Result<posh_exec::remote::Output>>);
+
 /// A job of `conn`'s blocked on the FIFO `fifo` (its `cat` reads it) until the returned
 /// sender is used; returns once the job runs, with its task.
-async fn blocked_job(
-    conn: &posh_exec::remote::Connection,
-    fifo: &Path,
-) -> (std::sync::mpsc::Sender<()>, tokio::task::JoinHandle<anyhow::Result<posh_exec::remote::Output>>) {
+async fn blocked_job(conn: &posh_exec::remote::Connection, fifo: &Path) -> BlockedJob {
+    let (started, job) = job_to_block(conn, fifo);
+    started.recv_timeout(Duration::from_secs(10)).expect("the blocked job starts");
+    job
+}
+
+/// A job as [`blocked_job`]'s, returned at once, with a receiver told once it runs.
+fn job_to_block(conn: &posh_exec::remote::Connection, fifo: &Path) -> (std::sync::mpsc::Receiver<()>, BlockedJob) {
     mkfifo(fifo);
     let blocked = {
         let conn = conn.clone();
@@ -386,11 +392,10 @@ async fn blocked_job(
     std::thread::spawn(move || {
         let mut fifo = std::fs::OpenOptions::new().write(true).open(path).unwrap();
         opened_tx.send(()).unwrap();
-        let _ = release_rx.recv_timeout(Duration::from_secs(20));
+        let _ = release_rx.recv_timeout(Duration::from_secs(30));
         fifo.write_all(b"through the fifo\n").unwrap();
     });
-    opened.recv_timeout(Duration::from_secs(10)).expect("the blocked job starts");
-    (release, blocked)
+    (opened, (release, blocked))
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -411,16 +416,22 @@ async fn over_max_jobs_the_proxy_answers_busy() {
     assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0);
 }
 
+/// A second client's identity, and a file authorizing it and the setup's client.
+fn another_client(setup: &Setup) -> (Identity, String) {
+    let other = Identity::load_or_create(&setup.dir.path().join("other"), "other-client").unwrap();
+    let authorized = setup.dir.path().join("authorized-both");
+    std::fs::write(&authorized, format!("{}\n{}\n", setup.identity().fingerprint(), other.fingerprint())).unwrap();
+    (other, authorized.to_str().unwrap().to_string())
+}
+
 /// Issue 13, class 7: one client cannot hold every slot (by default it may hold one less than
 /// `--max-jobs`), and a stream that sends no request is refused when `--request-timeout` runs
 /// out instead of being held open for ever.
 #[tokio::test(flavor = "multi_thread")]
 async fn one_client_leaves_a_slot_to_others_and_a_silent_stream_is_refused() {
     let setup = Setup::new();
-    let other = Identity::load_or_create(&setup.dir.path().join("other"), "other-client").unwrap();
-    let authorized = setup.dir.path().join("authorized-both");
-    std::fs::write(&authorized, format!("{}\n{}\n", setup.identity().fingerprint(), other.fingerprint())).unwrap();
-    let args = ["--authorized-clients", authorized.to_str().unwrap(), "--max-jobs", "2", "--request-timeout", "1"];
+    let (other, authorized) = another_client(&setup);
+    let args = ["--authorized-clients", &authorized, "--max-jobs", "2", "--request-timeout", "1"];
     let proxy = Proxy::start(&setup.export(), &setup.state(), &args);
     let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
     let (release, blocked) = blocked_job(&conn, &setup.export().join("fifo")).await;
@@ -761,10 +772,48 @@ async fn a_fifo_as_a_redirection_is_refused_without_waiting() {
     assert_eq!(String::from_utf8_lossy(&served.stdout), "still serving\n");
 }
 
+/// Issue 13, class 7: job slots are shared fairly. With every slot taken, a request waits in
+/// line (`--slot-wait`) instead of being answered "busy" at once, and a freed slot goes to the
+/// waiting client that holds the fewest: here the other client, although the first asked
+/// before it.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_freed_slot_goes_to_the_waiting_client_that_holds_fewest() {
+    let setup = Setup::new();
+    let (other, authorized) = another_client(&setup);
+    let args =
+        ["--authorized-clients", &authorized, "--max-jobs", "2", "--max-jobs-per-client", "2", "--slot-wait", "30"];
+    let proxy = Proxy::start(&setup.export(), &setup.state(), &args);
+    let first = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let (release_one, one) = blocked_job(&first, &setup.export().join("fifo-1")).await;
+    let (release_two, two) = blocked_job(&first, &setup.export().join("fifo-2")).await;
+    let third = {
+        let first = first.clone();
+        tokio::spawn(async move { first.run(&request(&["cat", "a.txt"]), b"").await })
+    };
+    // Let the first client's third request reach the line before the other's.
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let known = KnownProxies::new(setup.dir.path().join("other/known_proxies"));
+    let second = connect(&proxy.addr, &other, &known).await.unwrap();
+    let (theirs_started, (release_theirs, theirs)) = job_to_block(&second, &setup.export().join("fifo-3"));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    assert!(!third.is_finished() && !theirs.is_finished(), "both wait for a slot");
+    release_one.send(()).unwrap();
+    assert_eq!(one.await.unwrap().unwrap().status, 0);
+    theirs_started.recv_timeout(Duration::from_secs(20)).expect("the freed slot is the other client's");
+    assert!(!third.is_finished(), "the first client, holding one slot, still waits");
+    release_theirs.send(()).unwrap();
+    assert_eq!(theirs.await.unwrap().expect("not busy: it waited").stdout, b"through the fifo\n");
+    let third = tokio::time::timeout(Duration::from_secs(20), third).await.expect("then the first client's");
+    assert_eq!(third.unwrap().unwrap().stdout, b"foo 1\nbar 2\nfood 3\n");
+    release_two.send(()).unwrap();
+    assert_eq!(two.await.unwrap().unwrap().status, 0);
+}
+
 /// Issue 13: twenty clients at once, each running jobs in a loop (a pipeline to its output, a
 /// sort into its own file, an append to its own log, its input streamed to a command). Every
 /// job's bytes, statuses and files are what a local run gives; a job that finds every slot
-/// taken is answered "busy" and tried again, and no client starves: each finishes its rounds.
+/// taken waits in line (answered "busy" after `--slot-wait`, and then tried again), and no
+/// client starves: each finishes its rounds.
 /// Afterwards the proxy has no job process left and serves on.
 #[tokio::test(flavor = "multi_thread")]
 async fn twenty_clients_at_once_get_their_own_bytes_and_none_starves() {

@@ -17,6 +17,7 @@ pub mod process;
 pub mod protocol;
 pub mod proxy;
 pub mod sandbox;
+pub mod slots;
 
 pub use client::{Connection, Job, KnownProxies, Output, Pin, StartError, Traffic, connect, connect_pinned};
 pub use identity::{Identity, fingerprint};

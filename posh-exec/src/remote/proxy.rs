@@ -20,6 +20,7 @@ use super::jobs_dir::JobsDir;
 use super::journal::Journal;
 use super::peer::{self, PeerOutputs};
 use super::protocol::{self, Ask, Ended, Exit, Fetch, Header, Joined, Request, SendFiles};
+use super::slots::JobSlots;
 use super::{confine, job};
 
 /// Who may connect.
@@ -41,6 +42,8 @@ pub struct ProxyConfig {
     /// Jobs one client may run at once: fewer than `max_jobs`, so that one client cannot hold
     /// every slot while others are answered "busy".
     pub max_jobs_per_client: usize,
+    /// How long a job may wait in line for a slot (see `slots`) before it is answered "busy".
+    pub slot_wait: Duration,
     /// Connections one client may hold at once (a client has one per mount the proxy serves);
     /// more are closed at once. With the streams a
     /// connection may have waiting for their request ([`PENDING_REQUESTS`]), this bounds the
@@ -140,9 +143,7 @@ pub fn authorized_fingerprints(path: &Path) -> std::io::Result<Vec<String>> {
 
 struct Shared {
     config: ProxyConfig,
-    jobs: Arc<Semaphore>,
-    /// Jobs running per client fingerprint (see `ProxyConfig::max_jobs_per_client`).
-    client_jobs: ClientCounts,
+    jobs: Arc<JobSlots>,
     /// Connections per client fingerprint (see `ProxyConfig::max_connections_per_client`).
     client_connections: ClientCounts,
     /// True once a shutdown began: new jobs are refused.
@@ -162,7 +163,7 @@ struct Shared {
 /// reaches this; each waiting stream may hold up to [`protocol::MAX_LINE`] bytes.
 pub const PENDING_REQUESTS: usize = 8;
 
-/// How many of something each client holds (jobs, connections), for per-client shares.
+/// How many connections each client holds, for per-client shares.
 #[derive(Clone, Default)]
 struct ClientCounts(Arc<std::sync::Mutex<std::collections::HashMap<String, usize>>>);
 
@@ -201,21 +202,6 @@ impl Drop for ClientShare {
     }
 }
 
-/// A job's slot: one of the proxy's, and one of its client's share.
-struct JobSlot {
-    _permit: tokio::sync::OwnedSemaphorePermit,
-    _share: ClientShare,
-}
-
-impl JobSlot {
-    /// A slot for a job of `client`, if the proxy has one free and the client is under its share.
-    fn take(shared: &Shared, client: &str) -> Option<JobSlot> {
-        let permit = shared.jobs.clone().try_acquire_owned().ok()?;
-        let share = shared.client_jobs.take(client, shared.config.max_jobs_per_client)?;
-        Some(JobSlot { _permit: permit, _share: share })
-    }
-}
-
 /// Counts a stream in [`Shared::in_flight`] while it lives.
 struct InFlight<'a>(&'a watch::Sender<usize>);
 
@@ -237,11 +223,9 @@ impl Drop for InFlight<'_> {
 pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: impl Future<Output = ()>) -> Result<()> {
     let (stopping_tx, stopping) = watch::channel(false);
     let (kill_tx, kill) = watch::channel(false);
-    let max_jobs = config.max_jobs.max(1);
     let shared = Arc::new(Shared {
+        jobs: JobSlots::new(config.max_jobs, config.max_jobs_per_client),
         config,
-        jobs: Arc::new(Semaphore::new(max_jobs)),
-        client_jobs: ClientCounts::default(),
         client_connections: ClientCounts::default(),
         stopping,
         kill,
@@ -269,12 +253,10 @@ pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: imp
     tracing::info!("shutting down: no new connections or jobs");
     endpoint.set_server_config(None);
     let _ = stopping_tx.send(true);
-    let all = u32::try_from(max_jobs).unwrap_or(u32::MAX);
-    let drained = tokio::time::timeout(shared.config.grace, shared.jobs.acquire_many(all)).await;
-    if drained.is_err() {
+    if !shared.jobs.close_and_drain(shared.config.grace).await {
         tracing::warn!("jobs still running after {:?}: killing them", shared.config.grace);
         let _ = kill_tx.send(true);
-        let _ = tokio::time::timeout(Duration::from_secs(5), shared.jobs.acquire_many(all)).await;
+        shared.jobs.close_and_drain(Duration::from_secs(5)).await;
     }
     // Let the last output reach its clients before the endpoint goes.
     let mut in_flight = shared.in_flight.subscribe();
@@ -428,7 +410,7 @@ async fn answer_question(
     if *shared.stopping.borrow() {
         return refuse(send, recv.get_mut(), "proxy is shutting down".to_string()).await;
     }
-    let Some(slot) = JobSlot::take(shared, client) else {
+    let Some(slot) = shared.jobs.take(client, shared.config.slot_wait).await else {
         return refuse(send, recv.get_mut(), "busy".to_string()).await;
     };
     let export = shared.config.export.clone();
@@ -469,7 +451,7 @@ async fn send_files(
     if *shared.stopping.borrow() {
         return refuse(send, recv.get_mut(), "proxy is shutting down".to_string()).await;
     }
-    let Some(slot) = JobSlot::take(shared, client) else {
+    let Some(slot) = shared.jobs.take(client, shared.config.slot_wait).await else {
         return refuse(send, recv.get_mut(), "busy".to_string()).await;
     };
     // Opened beneath the export's descriptor, off the reactor (a networked disk may be slow).
@@ -531,7 +513,7 @@ async fn handle_job(
     if *shared.stopping.borrow() {
         return refuse(send, recv.get_mut(), "proxy is shutting down".to_string()).await;
     }
-    let Some(permit) = JobSlot::take(shared, client) else {
+    let Some(permit) = shared.jobs.take(client, shared.config.slot_wait).await else {
         return refuse(send, recv.get_mut(), "busy".to_string()).await;
     };
     let cwd = match confine::check_request(&shared.config.export, &request) {

@@ -349,6 +349,7 @@ async fn start_embedded(
         // It serves this run alone.
         max_jobs: 64,
         max_jobs_per_client: 64,
+        slot_wait: Duration::from_secs(1),
         max_connections_per_client: 64,
         request_wait: Duration::from_secs(10),
         jobs,
