@@ -764,3 +764,132 @@ fn a_stream_cut_by_a_lost_proxy_aborts_its_reader_and_the_old_output_stays() {
     assert_eq!(std::fs::read_to_string(root.join("logs/out.txt")).unwrap(), "old content\n");
     assert_eq!(cluster.stats()[0]["commands"][0]["location"], "logs", "{:?}", cluster.stats());
 }
+
+/// Issue 13's load test: twenty posh-exec clients at once, each with its own identity, each
+/// running a script over three mounts served by three posh-proxy processes of two job slots
+/// each (one proxy lets a job wait a second for a slot, one a fifth, one not at all). Every
+/// client's output, status and file is bash's; every command runs where a run alone puts it,
+/// or, answered "busy", at the client with that reason (the warning it prints is the only
+/// difference on stderr); all are done within a bound, and the proxies serve on. The figures
+/// it prints are for the record; `bench/load.sh` measures the same against bash.
+#[test]
+fn twenty_clients_on_three_proxies_get_bashs_output_and_busy_ones_fall_back() {
+    const CLIENTS: usize = 20;
+    const MOUNTS: [(&str, &str); 3] = [("east", "1"), ("west", "0.2"), ("north", "0")];
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path();
+    for (n, (mount, _)) in MOUNTS.iter().enumerate() {
+        std::fs::create_dir(root.join(mount)).unwrap();
+        let log: String = (0..30_000)
+            .map(|i| format!("{i} {} {mount} {}\n", ["INFO", "WARN", "ERROR"][(i * (n + 3)) % 7 % 3], i % 11))
+            .collect();
+        std::fs::write(root.join(mount).join("app.log"), log).unwrap();
+    }
+    let script = |client: usize| {
+        format!(
+            "grep -c ERROR east/app.log\n\
+             cat east/app.log west/app.log | grep WARN | cut -d ' ' -f 3,4 | sort | uniq -c\n\
+             sort -k 4 -n -r north/app.log | head -n 3 > north/top-{client}.txt\n\
+             grep -h ' 7$' east/app.log west/app.log north/app.log | wc -l\n\
+             cat north/top-{client}.txt\n"
+        )
+    };
+    let client = |i: usize, program: &str| {
+        let mut command = Command::new(program);
+        command
+            .current_dir(root)
+            .env("LC_ALL", "C")
+            .env_remove("POSH_CONFIG")
+            .env("XDG_CONFIG_HOME", root.join("config"))
+            .env("XDG_STATE_HOME", root.join(format!("client-{i}")))
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        command
+    };
+    let posh = env!("CARGO_BIN_EXE_posh-exec");
+    let fingerprints: Vec<String> =
+        (0..=CLIENTS).map(|i| text(&client(i, posh).arg("--print-identity").output().unwrap().stdout)).collect();
+    std::fs::write(root.join("authorized"), fingerprints.concat()).unwrap();
+    let authorized = root.join("authorized");
+    let proxies: Vec<Proxy> = MOUNTS
+        .iter()
+        .map(|(mount, wait)| {
+            let args = ["--authorized-clients", authorized.to_str().unwrap(), "--max-jobs", "2", "--slot-wait", wait];
+            Proxy::start(&root.join(mount), &root.join(format!("state-{mount}")), &args)
+        })
+        .collect();
+    let config: String = MOUNTS
+        .iter()
+        .zip(&proxies)
+        .map(|((m, _), p)| format!("[[mount]]\nname = \"{m}\"\npath = \"{m}\"\nproxy = \"{}\"\n", p.addr))
+        .collect();
+    std::fs::write(root.join("posh.toml"), config).unwrap();
+    for i in 0..=CLIENTS {
+        std::fs::write(root.join(format!("s-{i}.sh")), script(i)).unwrap();
+    }
+    // bash, and where each command runs when posh runs alone (client CLIENTS, not in the crowd).
+    let bash = client(CLIENTS, "bash").arg(format!("s-{CLIENTS}.sh")).output().unwrap();
+    let top = std::fs::read_to_string(root.join(format!("north/top-{CLIENTS}.txt"))).unwrap();
+    assert!(bash.status.success() && bash.stderr.is_empty(), "{bash:?}");
+    let stats = |i: usize| -> Vec<serde_json::Value> {
+        let text = std::fs::read_to_string(root.join(format!("stats-{i}.json"))).unwrap();
+        text.lines().map(|l| serde_json::from_str(l).unwrap()).collect()
+    };
+    let locations = |records: &[serde_json::Value]| -> Vec<(serde_json::Value, String)> {
+        let commands = records.iter().flat_map(|r| r["commands"].as_array().unwrap().iter());
+        commands.map(|c| (c["location"].clone(), c["why"].as_str().unwrap_or_default().to_string())).collect()
+    };
+    std::fs::remove_file(root.join(format!("north/top-{CLIENTS}.txt"))).unwrap();
+    let run = |i: usize| client(i, posh).args(["--stats", &format!("stats-{i}.json"), &format!("s-{i}.sh")]).spawn();
+    let alone = run(CLIENTS).unwrap().wait_with_output().unwrap();
+    assert_eq!((text(&alone.stdout), text(&alone.stderr)), (text(&bash.stdout), String::new()));
+    let planned: Vec<serde_json::Value> = locations(&stats(CLIENTS)).into_iter().map(|(at, _)| at).collect();
+    // Alone, all but `uniq -c` (after the merge of the split sort, whose output is small) run at
+    // the proxies.
+    let at_client = planned.iter().filter(|at| *at == "client").count();
+    assert!(planned.len() == 11 && at_client <= 1, "alone: {planned:?}");
+
+    let started = Instant::now();
+    let children: Vec<_> = (0..CLIENTS).map(|i| run(i).unwrap()).collect();
+    let (done, finished) = std::sync::mpsc::channel();
+    for (i, child) in children.into_iter().enumerate() {
+        let done = done.clone();
+        std::thread::spawn(move || done.send((i, child.wait_with_output().unwrap())).unwrap());
+    }
+    let (mut at_proxies, mut fell_back) = (0, 0);
+    for _ in 0..CLIENTS {
+        let (i, out) = finished.recv_timeout(Duration::from_secs(180)).expect("every client ends within 180 s");
+        assert_eq!(text(&out.stdout), text(&bash.stdout), "client {i}'s output");
+        let stderr = text(&out.stderr);
+        let others: Vec<&str> =
+            stderr.lines().filter(|l| !(l.contains("is busy") && l.contains("at the client"))).collect();
+        assert!(others.is_empty(), "client {i}'s stderr: {stderr}");
+        assert_eq!(out.status.code(), Some(0), "client {i}");
+        assert_eq!(std::fs::read_to_string(root.join(format!("north/top-{i}.txt"))).unwrap(), top, "client {i}'s file");
+        for ((at, why), planned) in locations(&stats(i)).into_iter().zip(&planned) {
+            if &at == planned {
+                at_proxies += 1;
+            } else {
+                // The command, or one copy of a split one, ran at the client instead.
+                let at_client = at == "client" || at.as_array().is_some_and(|a| a.iter().any(|p| p == "client"));
+                assert!(at_client && why.contains("is busy"), "client {i}: at {at} ({why}), planned {planned}");
+                fell_back += 1;
+            }
+        }
+    }
+    let elapsed = started.elapsed();
+    for (proxy, (mount, _)) in proxies.iter().zip(MOUNTS) {
+        let children = std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", proxy.child.id())).unwrap();
+        assert_eq!(children.trim(), "", "no job process is left at {mount}");
+    }
+    let again = client(CLIENTS, posh).arg(format!("s-{CLIENTS}.sh")).output().unwrap();
+    assert_eq!(text(&again.stdout), text(&bash.stdout), "the proxies serve on");
+    let memory: Vec<String> = proxies.iter().map(Proxy::peak_memory).collect();
+    println!(
+        "{CLIENTS} clients, {} commands in {:.1} s: {at_proxies} where planned, {fell_back} at the client \
+         (busy); proxies' peak memory {memory:?}",
+        at_proxies + fell_back,
+        elapsed.as_secs_f64()
+    );
+}

@@ -46,12 +46,12 @@ impl Record<'_> {
             .collect()
     }
 
-    /// Why command `index` ran at the client, when it did: what the run found (a busy or
-    /// unreachable proxy), else the planner's reason.
+    /// Why command `index` (or one of its copies) ran at the client, when it did: what the run
+    /// found (a busy or unreachable proxy), else, when it ran there whole, the planner's reason.
     fn client_reason(&self, index: usize) -> Option<&str> {
         let ends = || self.ends.iter().filter(|end| end.command == index);
         let ran_at_client = ends().all(|end| end.mount.is_none());
-        let departed = ends().find_map(|end| end.departure.as_deref()).filter(|_| ran_at_client);
+        let departed = ends().find_map(|end| end.departure.as_deref());
         let steps = self.units.iter().flat_map(|u| u.lanes.iter().flatten());
         departed.or_else(|| steps.filter(|s| s.command == index && ran_at_client).find_map(|s| s.why.as_deref()))
     }
