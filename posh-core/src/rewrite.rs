@@ -49,6 +49,11 @@ pub const MARK_COMMAND: &str = "\u{1f}C";
 pub const MARK_ASSIGN: &str = "\u{1f}A";
 pub const MARK_REDIRECT: &str = "\u{1f}R";
 pub const MARK_WORDS: &str = "\u{1f}W";
+/// In a redirection, in place of its target: the target as written, quoted (for bash's
+/// "ambiguous redirect"), then the target unquoted, so bash expands it as it expands a
+/// redirection's word (split, globbed), into the words up to the next mark. One word is the
+/// target; none or several is bash's error.
+pub const MARK_SPLIT: &str = "\u{1f}S";
 /// The operator of the marker redirection that says the call's input is a here-document or
 /// here-string of its first command.
 pub const STDIN_TEXT_OP: &str = "<<<";
@@ -108,10 +113,12 @@ fn command_reason(command: &Command, index: usize, functions: &[String]) -> Opti
         }
     }
     for assignment in &command.assignments {
-        if let Some(why) = word_reason(assignment) {
+        // The `=` that makes it an assignment is not one that assigns in an expansion.
+        let value = assignment.raw.split_once('=').map_or(&assignment.raw[..], |(_, value)| value);
+        if let Some(why) = expansion_reason(value) {
             return Some(why);
         }
-        if assignment.literal.is_none() && !quoted_value(&assignment.raw) {
+        if assignment.literal.is_none() && !quoted_value(&assignment.raw) && !plain_expansions(&assignment.raw) {
             return Some(format!("the assignment `{}` is not a plain or double-quoted value", assignment.raw));
         }
     }
@@ -128,7 +135,7 @@ fn command_reason(command: &Command, index: usize, functions: &[String]) -> Opti
                 | RedirectOp::WriteBoth
                 | RedirectOp::AppendBoth,
                 RedirectTarget::File(word),
-            ) => word_reason(word).is_none() && (word.literal.is_some() || double_quoted(&word.raw)),
+            ) => word_reason(word).is_none(),
             _ => false,
         };
         if !ok || !fd_ok {
@@ -141,7 +148,10 @@ fn command_reason(command: &Command, index: usize, functions: &[String]) -> Opti
 /// Expansions whose side effects or values differ when words are expanded in the calling shell
 /// rather than in a pipeline's subshells.
 fn word_reason(word: &Word) -> Option<String> {
-    let raw = &word.raw;
+    expansion_reason(&word.raw)
+}
+
+fn expansion_reason(raw: &str) -> Option<String> {
     let risky = ["$(", "`", "<(", ">(", "$?", "${?}", "BASHPID", "RANDOM", "SRANDOM"];
     if let Some(what) = risky.iter().find(|r| raw.contains(*r)) {
         return Some(format!("`{raw}` uses {what}, which the call would evaluate differently"));
@@ -162,6 +172,23 @@ fn quoted_value(raw: &str) -> bool {
     raw.split_once('=').is_some_and(|(_, value)| double_quoted(value))
 }
 
+/// `NAME=value` whose value expands the same inside double quotes as in an assignment: no
+/// quotes or escapes to re-quote, no tilde (expanded in an assignment only), no `@` (`"$@"`
+/// makes several words where an assignment joins them).
+fn plain_expansions(raw: &str) -> bool {
+    raw.split_once('=').is_some_and(|(_, value)| !value.contains(['\'', '"', '\\', '~', '@', '`']))
+}
+
+/// An assignment as one word of the call, expanding as bash expands it before a command.
+fn assignment_word(assignment: &Word) -> String {
+    match &assignment.literal {
+        // Quoted whole: as an argument, an unquoted `X={a,b}` would be brace-expanded.
+        Some(literal) => quote(literal),
+        None if quoted_value(&assignment.raw) => assignment.raw.clone(),
+        None => format!("\"{}\"", assignment.raw),
+    }
+}
+
 /// The runtime call that replaces one pipeline (without the here-document/here-string, which the
 /// caller keeps from the source).
 fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineIndex) -> String {
@@ -175,7 +202,7 @@ fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineInde
         for assignment in &command.assignments {
             out.push_str(&mark(MARK_ASSIGN));
             out.push(' ');
-            out.push_str(&assignment.raw);
+            out.push_str(&assignment_word(assignment));
         }
         for redirect in &command.redirects {
             let fd = redirect.fd;
@@ -197,7 +224,10 @@ fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineInde
                 RedirectOp::ReadWrite | RedirectOp::DuplicateInput => unreachable!("refused by why_not"),
             };
             let target = match &redirect.target {
-                RedirectTarget::File(word) => word.raw.clone(),
+                RedirectTarget::File(word) if word.literal.is_some() || double_quoted(&word.raw) => word.raw.clone(),
+                RedirectTarget::File(word) => {
+                    format!("{} {} {}", mark(MARK_SPLIT).trim_start(), quote(&word.raw), word.raw)
+                }
                 RedirectTarget::Fd(n) => n.to_string(),
                 _ => unreachable!("refused by why_not"),
             };
@@ -211,6 +241,11 @@ fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineInde
     }
     out.push_str(&stdin_redirect);
     out
+}
+
+/// `text` as one single-quoted shell word.
+fn quote(text: &str) -> String {
+    format!("'{}'", text.replace('\'', "'\\''"))
 }
 
 /// Replaces the pipelines at `chosen` (indices into `script.pipelines`; each must have passed
@@ -232,7 +267,6 @@ pub fn rewrite(source: &str, script: &Script, chosen: &[usize], prologue: Prolog
         })
         .collect();
     spans.sort_by_key(|(span, _)| span.start);
-    let quote = |text: &str| format!("'{}'", text.replace('\'', "'\\''"));
     let mut text = format!(
         "{RUNTIME_VAR}={}; {STATS_VAR}={}; {SOCKET_VAR}={}; ",
         quote(prologue.runtime),
@@ -284,6 +318,22 @@ mod tests {
     fn pipelines_become_one_runtime_call() {
         insta::assert_snapshot!(check(
             "#!/bin/bash\nset -e\nLC_ALL=C sort -k2 \"$f\" data/*.txt | uniq -c > out.txt 2>&1\nif ! grep -q x a.txt; then echo no; fi\ncat a.txt |\n  tr a-z A-Z >> \"$out\"\nwc -l <<< \"$s\"\ncat <<EOF | sort\nb\na\nEOF\n"
+        ));
+    }
+
+    /// An unquoted target with expansions is expanded by bash as a word (split, globbed), after
+    /// its text as written; a literal or double-quoted one stays one word.
+    #[test]
+    fn expanded_redirection_targets_are_split_by_bash() {
+        insta::assert_snapshot!(check("sort a > $dir/${f}.out 2> \"$log\" < ~/in.txt\ncat b >> out/*.txt\n"));
+    }
+
+    /// Assignment values expand as before a command: unquoted expansions inside double quotes,
+    /// literals single-quoted (never brace-expanded or globbed); a tilde or `$@` stays with bash.
+    #[test]
+    fn assignment_values_expand_as_before_a_command() {
+        insta::assert_snapshot!(check(
+            "LC_ALL=$loc TAG=x{a,b}* DIR=${d:-/tmp}/out MSG=\"$m\" sort a\nH=~/x sort b\nA=$@ sort c\n"
         ));
     }
 

@@ -28,6 +28,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use serde_json::Value;
+
 use crate::agreement;
 
 /// The `posh-exec` binary cargo built next to this test executable
@@ -160,6 +162,10 @@ struct Case {
     args: Vec<String>,
     stdin: Option<String>,
     status: i32,
+    /// `# handed: N`: with a mount, the runtime runs exactly N pipelines, some command of them
+    /// at a mount's proxy (so a case about what reaches the proxy cannot pass with bash keeping
+    /// everything).
+    handed: Option<usize>,
 }
 
 fn corpus_dir() -> PathBuf {
@@ -194,6 +200,7 @@ fn parse_case(name: String, source: String) -> Case {
     let mut args = Vec::new();
     let mut stdin = None;
     let mut status = None;
+    let mut handed = None;
     for line in source.lines().take_while(|line| line.starts_with('#')) {
         if let Some(value) = line.strip_prefix("# args:") {
             args = shell_words::split(value.trim()).unwrap_or_else(|e| panic!("{name}.sh: bad `# args:` line: {e}"));
@@ -201,10 +208,12 @@ fn parse_case(name: String, source: String) -> Case {
             stdin = Some(value.trim().to_string());
         } else if let Some(value) = line.strip_prefix("# status:") {
             status = Some(value.trim().parse().unwrap_or_else(|e| panic!("{name}.sh: bad `# status:` line: {e}")));
+        } else if let Some(value) = line.strip_prefix("# handed:") {
+            handed = Some(value.trim().parse().unwrap_or_else(|e| panic!("{name}.sh: bad `# handed:` line: {e}")));
         }
     }
     let status = status.unwrap_or_else(|| panic!("{name}.sh: the header has no `# status:` line"));
-    Case { name, source, args, stdin, status }
+    Case { name, source, args, stdin, status, handed }
 }
 
 /// Copies a directory tree (regular files and directories only).
@@ -405,6 +414,9 @@ struct Run {
     files: BTreeMap<String, Node>,
     /// posh-exec with a mount: where the runtime ran a command elsewhere than `--explain` said.
     plan_disagreements: Vec<String>,
+    /// posh-exec with a mount: the pipelines the runtime ran (`--stats` records) and, of their
+    /// commands, those that ran at a mount's proxy.
+    handed: Option<(usize, usize)>,
 }
 
 fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
@@ -453,6 +465,12 @@ fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
         (Some(Err(e)), _) => vec![e],
         _ => Vec::new(),
     };
+    let handed = stats.as_ref().map(|stats| {
+        let records = std::fs::read_to_string(stats).unwrap_or_default();
+        let records: Vec<Value> = records.lines().filter_map(|l| serde_json::from_str(l).ok()).collect();
+        let commands = records.iter().flat_map(|r| r["commands"].as_array().into_iter().flatten());
+        (records.len(), commands.filter(|c| c["location"] != "client").count())
+    });
     let normalize = Normalizer::new(&[(root.path(), "<ROOT>")]);
     let mut files = BTreeMap::new();
     snapshot(&work, Path::new(""), &mut files, &normalize);
@@ -464,6 +482,7 @@ fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
         },
         files,
         plan_disagreements,
+        handed,
     }
 }
 
@@ -572,6 +591,13 @@ fn run_oracle(mode: Mode, capture: Capture) {
         problems.extend(compare(&bash, &posh_run));
         problems
             .extend(posh_run.plan_disagreements.iter().map(|d| format!("    --explain and --stats disagree: {d}\n")));
+        if let (Some(expected), Some((pipelines, at_proxies))) = (case.handed, posh_run.handed)
+            && (pipelines != expected || at_proxies == 0)
+        {
+            problems.push(format!(
+                "    `# handed: {expected}`, but the runtime ran {pipelines} pipelines, {at_proxies} commands at a proxy\n"
+            ));
+        }
         if !problems.is_empty() {
             failed += 1;
             let _ = writeln!(report, "  {}.sh:", case.name);

@@ -185,5 +185,9 @@ pub fn redirect(
             fds[fd] = Some(file);
         }
     }
+    if let Some(written) = &command.ambiguous {
+        caller.bash_error(&call.name, command.line, written, &"ambiguous redirect");
+        return Err(1);
+    }
     Ok(fds)
 }

@@ -17,7 +17,7 @@ mod stats;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt as _;
 
-use posh_core::rewrite::{MARK_ASSIGN, MARK_COMMAND, MARK_REDIRECT, MARK_WORDS, STDIN_TEXT_OP};
+use posh_core::rewrite::{MARK_ASSIGN, MARK_COMMAND, MARK_REDIRECT, MARK_SPLIT, MARK_WORDS, STDIN_TEXT_OP};
 use posh_exec::handoff;
 
 /// One command of the pipeline, as bash expanded it.
@@ -27,6 +27,9 @@ pub struct CommandCall {
     pub assignments: Vec<(OsString, OsString)>,
     /// (descriptor, operator, target)
     pub redirects: Vec<(u32, String, OsString)>,
+    /// A redirection after `redirects` whose target bash expanded into none or several words,
+    /// as written: bash's "ambiguous redirect", and the command does not run.
+    pub ambiguous: Option<String>,
     pub argv: Vec<OsString>,
 }
 
@@ -74,12 +77,28 @@ pub fn decode(args: &[OsString]) -> Result<PipelineCall, String> {
             (MARK_REDIRECT, Some(command)) => {
                 let [fd, op, target] = rest.get(i + 1..i + 4).ok_or("a short redirection")? else { unreachable!() };
                 let fd = fd.to_str().and_then(|f| f.parse().ok()).ok_or("a bad descriptor")?;
-                if op.as_encoded_bytes() == STDIN_TEXT_OP.as_bytes() {
-                    stdin_is_text = true;
-                } else {
-                    command.redirects.push((fd, op.to_string_lossy().into_owned(), target.clone()));
-                }
+                let op = op.to_string_lossy().into_owned();
                 i += 4;
+                let target = if target.as_encoded_bytes() == MARK_SPLIT.as_bytes() {
+                    // The target as written, then the words bash expanded it into.
+                    let written = target_words(rest, i - 1)?;
+                    i += written.len();
+                    match &written[1..] {
+                        [one] => one.clone(),
+                        _ => {
+                            command.ambiguous.get_or_insert(written[0].to_string_lossy().into_owned());
+                            continue;
+                        }
+                    }
+                } else {
+                    target.clone()
+                };
+                if op == STDIN_TEXT_OP {
+                    stdin_is_text = true;
+                } else if command.ambiguous.is_none() {
+                    // bash performs none after the one that failed.
+                    command.redirects.push((fd, op, target));
+                }
             }
             (MARK_WORDS, Some(_)) => {
                 words_open = true;
@@ -103,6 +122,15 @@ pub fn decode(args: &[OsString]) -> Result<PipelineCall, String> {
         stdin_is_text,
         commands,
     })
+}
+
+/// After a [`MARK_SPLIT`] at `at`: the target as written and the words bash made of it, up to
+/// the next mark.
+fn target_words(rest: &[OsString], at: usize) -> Result<&[OsString], String> {
+    let written = at + 1;
+    rest.get(written).ok_or("a split redirection without its text")?;
+    let words = rest[written + 1..].iter().take_while(|w| !w.as_encoded_bytes().starts_with(b"\x1f")).count();
+    Ok(&rest[written..written + 1 + words])
 }
 
 /// `posh-exec __run ARGS`: hands the pipeline to the runtime of the script run (see
@@ -173,5 +201,25 @@ mod tests {
         assert_eq!(call.commands[0].redirects, [(2, ">&".into(), "1".into())]);
         assert_eq!(call.commands[1], CommandCall { line: 4, argv: args(&["uniq", "a b"]), ..CommandCall::default() });
         assert!(decode(&args(&["s", "", "", "stray"])).is_err());
+    }
+
+    #[test]
+    fn a_target_bash_split_is_one_word_or_an_ambiguous_redirect() {
+        let call = |target: &[&str]| {
+            let mut list = vec!["s", "", "", MARK_COMMAND, "1", MARK_REDIRECT, "1", ">", "a.txt"];
+            list.extend([MARK_REDIRECT, "2", ">", MARK_SPLIT, "$f"]);
+            list.extend(target);
+            list.extend([MARK_REDIRECT, "0", "<", "in.txt", MARK_WORDS, "sort"]);
+            decode(&args(&list)).unwrap().commands.remove(0)
+        };
+        let one = call(&["out 1.txt"]);
+        assert_eq!(one.redirects[1], (2, ">".into(), "out 1.txt".into()));
+        assert_eq!((one.redirects.len(), one.ambiguous), (3, None));
+        for words in [&[][..], &["a", "b"]] {
+            let ambiguous = call(words);
+            assert_eq!(ambiguous.ambiguous.as_deref(), Some("$f"), "{words:?}");
+            assert_eq!(ambiguous.redirects, [(1, ">".into(), "a.txt".into())], "the ones before it only");
+            assert_eq!(ambiguous.argv, args(&["sort"]));
+        }
     }
 }

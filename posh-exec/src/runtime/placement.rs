@@ -106,6 +106,9 @@ pub fn place(
     env: &[(OsString, OsString)],
     fs: &dyn FileSystem,
 ) -> Vec<Unit> {
+    if call.commands.iter().any(|c| c.ambiguous.is_some()) {
+        return departed(call, "a redirection's target expanded into none or several words (bash's error)");
+    }
     let Some(text) = pipeline_text(call) else {
         return departed(call, "a word bash expanded is not UTF-8, which the planner cannot read");
     };
