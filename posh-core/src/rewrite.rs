@@ -71,8 +71,8 @@ pub fn why_not(script_text: &str, pipeline: &Pipeline, functions: &[String]) -> 
     if pipeline.background {
         return Some("runs in the background ($! would differ)".into());
     }
-    if pipeline.context.iter().any(|c| matches!(c, Context::CommandSubstitution | Context::ProcessSubstitution)) {
-        return Some("inside a substitution".into());
+    if pipeline.context.iter().any(|c| matches!(c, Context::ProcessSubstitution)) {
+        return Some("inside a process substitution".into());
     }
     if script_text[pipeline.span.range()].contains("<<") && script_text[pipeline.span.range()].contains('\n') {
         return Some("a here-document in a pipeline over several lines".into());
@@ -123,6 +123,17 @@ fn command_reason(command: &Command, index: usize, functions: &[String]) -> Opti
         }
     }
     for redirect in &command.redirects {
+        // The call keeps a here-document's or here-string's text as written, so a pipeline in a
+        // substitution there is handed over on its own, not inside this one's call.
+        let substitutes = |text: &str| text.contains("$(") || text.contains('`');
+        let substituting = match &redirect.target {
+            RedirectTarget::HereDoc { body, expands } => *expands && substitutes(body),
+            RedirectTarget::Text(word) => substitutes(&word.raw),
+            _ => false,
+        };
+        if substituting {
+            return Some("its here-document or here-string runs a command substitution".into());
+        }
         let fd_ok = redirect.fd.is_none_or(|fd| fd <= 2);
         let ok = match (&redirect.op, &redirect.target) {
             (RedirectOp::HereDoc | RedirectOp::HereString, _) => index == 0 && redirect.fd.is_none_or(|fd| fd == 0),
@@ -267,6 +278,10 @@ pub fn rewrite(source: &str, script: &Script, chosen: &[usize], prologue: Prolog
         })
         .collect();
     spans.sort_by_key(|(span, _)| span.start);
+    // `why_not` keeps with bash a pipeline whose text holds another (in a substitution), so
+    // chosen spans never nest; were one to, the outer is kept whole rather than the text cut.
+    debug_assert!(spans.windows(2).all(|w| w[0].0.end <= w[1].0.start), "nested pipelines chosen");
+    spans.dedup_by(|later, earlier| later.0.start < earlier.0.end);
     let mut text = format!(
         "{RUNTIME_VAR}={}; {STATS_VAR}={}; {SOCKET_VAR}={}; ",
         quote(prologue.runtime),
