@@ -9,7 +9,7 @@ use anyhow::{Context as _, Result};
 use posh_core::config::Config;
 use posh_core::fs::{FileMeta, FileSystem};
 use posh_core::library::Library;
-use posh_core::planner::{self, Location, PlanContext, PlanOptions, ScriptScope, Why};
+use posh_core::planner::{self, Location, PlanContext, PlanOptions, ScriptScope};
 use posh_core::rewrite;
 
 use crate::os_fs::OsFileSystem;
@@ -52,7 +52,7 @@ pub fn rewrite(
             continue;
         }
         let plan = planner::plan_pipeline_in(&ctx, pipeline, &scope);
-        if may_touch_a_mount(&plan) {
+        if plan.may_touch_a_mount() {
             chosen.push(i);
             mounts.extend(plan.nodes.iter().filter_map(|n| match &n.location {
                 Location::Mount(name) => config.mounts.iter().position(|m| &m.name == name),
@@ -102,12 +102,6 @@ impl FileSystem for SeamsAssumed {
     fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
         vec![Some(true); paths.len()]
     }
-}
-
-/// Statically, some node may run on a proxy, or a word only the shell knows may name a mount's
-/// files: only then is the runtime worth its call.
-fn may_touch_a_mount(plan: &planner::PipelinePlan) -> bool {
-    plan.nodes.iter().any(|n| n.location != Location::Client || matches!(n.why, Why::DependsOnShell(_)))
 }
 
 /// Gives `bash` the rewritten `text` to run as `bash -c TEXT NAME ARGS` would, whatever its

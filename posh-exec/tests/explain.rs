@@ -292,6 +292,7 @@ fn dash_c_explains_the_commands_given() {
   bash would move 1.2 GB, posh moves 0 B
 
 1 pipeline(s), cost-based placement: bash would move 1.2 GB, posh moves 0 B
+1 of 1 pipelines go to the posh runtime (1 with commands planned at a proxy, 0 placed when they run); 0 touch no mount; 0 stay with bash
 "
     );
 }
@@ -457,6 +458,7 @@ fn comm_across_two_mounts_streams_the_smaller_file_unless_greedy() {
   bash would move 920 MB, posh moves 20 MB (and 20 MB between proxies)
 
 1 pipeline(s), cost-based placement: bash would move 920 MB, posh moves 20 MB (and 20 MB between proxies)
+1 of 1 pipelines go to the posh runtime (1 with commands planned at a proxy, 0 placed when they run); 0 touch no mount; 0 stay with bash
 "
     );
     assert_eq!(fixture.explain(&["--placement", "cost-based", "-c", script]), cost_based, "cost-based is the default");
@@ -557,7 +559,10 @@ fn a_syntax_error_is_reported_with_its_place_and_exit_status_2() {
     // What parsed before the error is still explained.
     assert!(run.stdout.starts_with("bad.sh:1: [@A]grep foo A/x.log [⇒ output 400 MB]\n"), "{}", run.stdout);
     assert!(
-        run.stdout.ends_with("\n1 pipeline(s), cost-based placement: bash would move 800 MB, posh moves 400 MB\n"),
+        run.stdout.ends_with(
+            "\n1 pipeline(s), cost-based placement: bash would move 800 MB, posh moves 400 MB\n\
+             the script has a syntax error: bash runs the script as it is\n"
+        ),
         "{}",
         run.stdout
     );

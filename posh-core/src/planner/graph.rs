@@ -307,6 +307,7 @@ pub(crate) fn build_pipeline(
         bash_bytes: 0,
         posh_bytes: 0,
         between_proxies_bytes: 0,
+        stays_with_bash: None,
     };
     let could_stream = facts.iter().any(|f| matches!(f.reach, Reach::ClientOr(_)) && f.spans_mounts(ctx));
     Built { plan, pinned: graph.pinned, allowed: graph.allowed, could_stream, pipe_merge: graph.pipe_merge }

@@ -6,6 +6,7 @@
 //! serialised [`Plan`]. `measured` holds what earlier runs measured of commands' outputs, which
 //! the byte predictions prefer to the annotations' assumptions.
 
+pub mod coverage;
 mod expand;
 mod graph;
 pub mod measured;
@@ -64,6 +65,7 @@ pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan
     Plan {
         pipelines: script.pipelines.iter().map(|p| plan_pipeline_in(ctx, p, &scope)).collect(),
         strategy: ctx.options.strategy,
+        hands_nothing: Plan::hands_nothing(ctx.config, &script.errors),
     }
 }
 
@@ -112,13 +114,15 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
         Why::DependsOnShell(word) => Some(word.clone()),
         _ => None,
     });
-    if let Some(word) = unknown {
+    // (Not for a pipeline that stays with bash: no one decides anything when it runs.)
+    if let Some(word) = unknown.filter(|_| stays.is_none()) {
         for (node, pinned) in built.plan.nodes.iter_mut().zip(&built.pinned) {
             if !pinned && matches!(node.kind, NodeKind::Command { .. }) {
                 node.why = Why::DependsOnShell(word.clone());
             }
         }
     }
+    built.plan.stays_with_bash = stays;
     built.plan
 }
 

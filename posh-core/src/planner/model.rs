@@ -30,6 +30,23 @@ pub type NodeId = usize;
 pub struct Plan {
     pub pipelines: Vec<PipelinePlan>,
     pub strategy: Strategy,
+    /// Why posh hands none of the script's pipelines to its runtime, when it does not (no mount
+    /// is configured, the script does not parse): bash runs the script as it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hands_nothing: Option<String>,
+}
+
+impl Plan {
+    /// Why posh hands nothing over for a script with `errors` planned under `config`, if so.
+    pub fn hands_nothing(config: &crate::config::Config, errors: &[crate::shell::ShellError]) -> Option<String> {
+        if config.mounts.is_empty() {
+            Some("no mount is configured".into())
+        } else if !errors.is_empty() {
+            Some("the script has a syntax error".into())
+        } else {
+            None
+        }
+    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
@@ -56,6 +73,9 @@ pub struct PipelinePlan {
     /// another mount's proxy), which never reach the client.
     #[serde(skip_serializing_if = "is_zero")]
     pub between_proxies_bytes: u64,
+    /// Why the pipeline stays with bash (bash runs it unchanged, at the client), if it does.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stays_with_bash: Option<String>,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -287,6 +307,18 @@ impl Why {
 impl PipelinePlan {
     pub fn node(&self, id: NodeId) -> &Node {
         &self.nodes[id]
+    }
+
+    /// Some command runs at a proxy.
+    pub fn runs_at_a_proxy(&self) -> bool {
+        self.nodes.iter().any(|n| n.location != Location::Client)
+    }
+
+    /// Some command runs at a proxy, or a word only bash knows may name a mount's files (the
+    /// runtime places it when it runs): only then is a pipeline that may be handed to the
+    /// runtime worth its call.
+    pub fn may_touch_a_mount(&self) -> bool {
+        self.runs_at_a_proxy() || self.nodes.iter().any(|n| matches!(n.why, Why::DependsOnShell(_)))
     }
 
     pub fn crossing_edges(&self) -> impl Iterator<Item = &Edge> {

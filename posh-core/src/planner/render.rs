@@ -231,6 +231,7 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
         format_bytes(bash),
         posh_moves(posh, between_proxies)
     ));
+    out.push_str(&super::coverage::coverage(plan).describe());
     out
 }
 
@@ -304,6 +305,8 @@ pub struct ExplainDocument<'a> {
     pub bash_bytes: u64,
     pub posh_bytes: u64,
     pub between_proxies_bytes: u64,
+    /// How many pipelines go to the runtime, and why the others stay with bash.
+    pub coverage: super::coverage::Coverage,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -344,6 +347,7 @@ impl<'a> ExplainDocument<'a> {
             bash_bytes: plan.pipelines.iter().map(|p| p.bash_bytes).sum(),
             posh_bytes: plan.pipelines.iter().map(|p| p.posh_bytes).sum(),
             between_proxies_bytes: plan.pipelines.iter().map(|p| p.between_proxies_bytes).sum(),
+            coverage: super::coverage::coverage(plan),
         }
     }
 }

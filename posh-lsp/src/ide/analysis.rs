@@ -94,7 +94,8 @@ pub fn analyze_script_cached(
         }
         pipelines
     };
-    let plan = Plan { pipelines, strategy: ctx.options.strategy };
+    let hands_nothing = Plan::hands_nothing(ctx.config, &script.errors);
+    let plan = Plan { pipelines, strategy: ctx.options.strategy, hands_nothing };
     ScriptAnalysis { script, recovery, plan }
 }
 

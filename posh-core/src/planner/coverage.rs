@@ -1,0 +1,77 @@
+//! How much of a script posh takes over: how many pipelines go to the runtime, and why the rest
+//! stay with bash, grouped so a user can act on it (annotate a command, quote a word). Shown by
+//! `posh-exec --explain` and posh-lsp, from the same plan the runtime runs.
+
+use super::model::Plan;
+
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
+pub struct Coverage {
+    pub pipelines: usize,
+    /// Handed to the runtime: some command is planned at a proxy, or a word only bash knows
+    /// may name a mount's files (placed when the pipeline runs).
+    pub handed: usize,
+    /// Of those, the pipelines with a command planned at a proxy.
+    pub planned_at_proxies: usize,
+    /// Could be handed over, but touch no mount: bash runs them as they are.
+    pub touch_no_mount: usize,
+    /// The pipelines that stay with bash, by reason, the most frequent first.
+    pub stay: Vec<Kept>,
+    /// Why posh hands nothing over (no mount, a syntax error): bash runs the script as it is,
+    /// and the counts above are zero.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub hands_nothing: Option<String>,
+}
+
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Kept {
+    pub why: String,
+    pub pipelines: usize,
+}
+
+pub fn coverage(plan: &Plan) -> Coverage {
+    let mut coverage = Coverage { pipelines: plan.pipelines.len(), ..Coverage::default() };
+    if let Some(why) = &plan.hands_nothing {
+        coverage.hands_nothing = Some(why.clone());
+        return coverage;
+    }
+    for pipeline in &plan.pipelines {
+        match &pipeline.stays_with_bash {
+            Some(why) => match coverage.stay.iter_mut().find(|k| &k.why == why) {
+                Some(kept) => kept.pipelines += 1,
+                None => coverage.stay.push(Kept { why: why.clone(), pipelines: 1 }),
+            },
+            None if pipeline.may_touch_a_mount() => {
+                coverage.handed += 1;
+                coverage.planned_at_proxies += usize::from(pipeline.runs_at_a_proxy());
+            }
+            None => coverage.touch_no_mount += 1,
+        }
+    }
+    // Most frequent first; among equals, in the order the script meets them.
+    coverage.stay.sort_by_key(|k| std::cmp::Reverse(k.pipelines));
+    coverage
+}
+
+impl Coverage {
+    /// One paragraph: the counts, then each reason on a line of its own.
+    pub fn describe(&self) -> String {
+        if let Some(why) = &self.hands_nothing {
+            return format!("{why}: bash runs the script as it is\n");
+        }
+        let kept: usize = self.stay.iter().map(|k| k.pipelines).sum();
+        let mut out = format!(
+            "{} of {} pipelines go to the posh runtime ({} with commands planned at a proxy, {} placed when \
+             they run); {} touch no mount; {kept} stay with bash",
+            self.handed,
+            self.pipelines,
+            self.planned_at_proxies,
+            self.handed - self.planned_at_proxies,
+            self.touch_no_mount,
+        );
+        out.push_str(if self.stay.is_empty() { "\n" } else { ":\n" });
+        for kept in &self.stay {
+            out.push_str(&format!("  {:>4}  {}\n", kept.pipelines, kept.why));
+        }
+        out
+    }
+}
