@@ -151,6 +151,9 @@ fn peer_scripts_behave_as_under_bash() {
                 config,
                 &[("POSH", posh), ("PLANS", plans.to_str().expect("UTF-8"))],
             );
+            if config.is_some() && streams.is_empty() {
+                println!("peers: {mode} mode: {}", reached(&plans));
+            }
             for disagreement in config.map(|_| plan_disagreements(&plans)).unwrap_or_default() {
                 report.push_str(&format!("  {mode} mode{streams}: --explain and --stats disagree: {disagreement}\n"));
             }
@@ -191,6 +194,33 @@ fn plan_disagreements(plans: &Path) -> Vec<String> {
         }
     }
     found
+}
+
+/// What of the suite reached the runtime and the proxies, for the record: the script runs'
+/// pipelines (as `--explain` counts them), those the runtime ran (`--stats`), their commands at a
+/// proxy, and the bytes those read (as the kernel counted).
+fn reached(plans: &Path) -> String {
+    let (mut pipelines, mut handed, mut commands, mut at_proxies, mut read_at_proxies) = (0, 0, 0, 0, 0);
+    for run in std::fs::read_dir(plans).expect("the plans directory").filter_map(|e| e.ok()).map(|e| e.path()) {
+        let explain = std::fs::read(run.join("explain.json")).unwrap_or_default();
+        let explain: serde_json::Value = serde_json::from_slice(&explain).unwrap_or_default();
+        pipelines += explain["pipelines"].as_array().map_or(0, Vec::len);
+        let stats = std::fs::read_to_string(run.join("stats.jsonl")).unwrap_or_default();
+        for record in stats.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()) {
+            handed += 1;
+            for command in record["commands"].as_array().into_iter().flatten() {
+                commands += 1;
+                if command["location"] != "client" {
+                    at_proxies += 1;
+                    read_at_proxies += command["read"].as_u64().unwrap_or(0);
+                }
+            }
+        }
+    }
+    format!(
+        "{handed} of {pipelines} pipelines run by the runtime, {at_proxies} of their {commands} commands at a proxy, \
+         reading {read_at_proxies} bytes there"
+    )
 }
 
 /// The `mounted` run is only worth something if posh-exec reads `$POSH_CONFIG`: its plan of a
