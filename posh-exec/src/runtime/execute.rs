@@ -285,10 +285,24 @@ impl Started {
                 })
                 .collect::<Statuses>()
         });
-        let mut statuses: Statuses = tasks.join_all().await.into_iter().flatten().collect();
+        let mut statuses: Statuses = joined(tasks).await.into_iter().flatten().collect();
         statuses.extend(waits.await.unwrap_or_default());
-        (statuses, merges.join_all().await)
+        (statuses, joined(merges).await)
     }
+}
+
+/// Every task's result, in the order they end. A task the runtime cancelled (posh-exec ending
+/// under a pipeline) gives none, where `JoinSet::join_all` would panic; a panic goes on.
+async fn joined<T: 'static>(mut set: JoinSet<T>) -> Vec<T> {
+    let mut results = Vec::new();
+    while let Some(result) = set.join_next().await {
+        match result {
+            Ok(value) => results.push(value),
+            Err(e) if e.is_panic() => std::panic::resume_unwind(e.into_panic()),
+            Err(_) => {}
+        }
+    }
+    results
 }
 
 struct LaneContext<'a> {
