@@ -68,8 +68,12 @@ pub struct Rewritten {
 /// Why a pipeline stays with bash; `None` when it can be handed to the runtime. Ask
 /// [`why_script_stays`] first: it rules out whole scripts.
 pub fn why_not(script_text: &str, pipeline: &Pipeline, functions: &[String]) -> Option<String> {
-    if pipeline.background {
-        return Some("runs in the background ($! would differ)".into());
+    // In the background the call is the job bash sees: `$!` stands for the whole pipeline, `wait`
+    // gives its status, a signal to it ends every command (the runtime cancels a pipeline whose
+    // call goes), and posh-exec stays until it ends, as it would go on after bash. Only `jobs`
+    // would show the call's text instead of the pipeline's.
+    if pipeline.background && script_text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "jobs") {
+        return Some("runs in the background of a script that lists its jobs (`jobs` would show the call)".into());
     }
     if pipeline.context.iter().any(|c| matches!(c, Context::ProcessSubstitution)) {
         return Some("inside a process substitution".into());
@@ -350,6 +354,14 @@ mod tests {
         insta::assert_snapshot!(check(
             "LC_ALL=$loc TAG=x{a,b}* DIR=${d:-/tmp}/out MSG=\"$m\" sort a\nH=~/x sort b\nA=$@ sort c\n"
         ));
+    }
+
+    #[test]
+    fn background_pipelines_stay_only_where_the_script_lists_its_jobs() {
+        let out = check("sort a > b &\nwait $!\n");
+        assert!(!out.contains("kept: sort"), "{out}");
+        let out = check("sort a > b &\njobs\n");
+        assert!(out.contains("kept: sort a > b (runs in the background of a script that lists its jobs"), "{out}");
     }
 
     #[test]

@@ -22,6 +22,9 @@ pub struct HandOver {
     /// The mounts whose proxies their plans place commands at, by index in the configuration:
     /// the runtime connects them while bash starts.
     pub mounts: Vec<usize>,
+    /// The script starts background jobs: one may still run a handed-over pipeline, or be about
+    /// to hand one over, when bash ends (`sort big > out &`, `( sort big > out ) &`).
+    pub background: bool,
 }
 
 /// The rewritten script, or `None` to run the original.
@@ -72,7 +75,9 @@ pub fn rewrite(
     let builtin = builtin.as_ref().map(|path| path.to_string_lossy());
     let prologue =
         rewrite::Prologue { runtime: &runtime.to_string_lossy(), stats, socket, builtin: builtin.as_deref() };
-    Some(HandOver { text: rewrite::rewrite(source, &script, &chosen, prologue).text, mounts })
+    let background =
+        script.pipelines.iter().any(|p| p.background || p.context.contains(&posh_core::shell::Context::Background));
+    Some(HandOver { text: rewrite::rewrite(source, &script, &chosen, prologue).text, mounts, background })
 }
 
 /// The file system as the hand-over decision sees it: every file ends its last line. Whether

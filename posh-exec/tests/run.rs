@@ -207,3 +207,58 @@ fn no_posh_variable_reaches_the_commands_environment() {
     let stats = std::fs::read_to_string(dir.path().join("stats.json")).expect("stats");
     assert!(stats.contains("\"location\":\"data\""), "the first pipeline went through the runtime: {stats}");
 }
+
+/// Issue 14: a background pipeline the script leaves running goes on after bash, as under
+/// bash: posh-exec (its runtime) stays until it ends, so its output is there, whole, when
+/// posh-exec returns; a subshell in the background too. A background `sleep` bash runs alone
+/// is not waited for.
+#[test]
+fn a_background_pipeline_left_running_ends_before_posh_exec_does() {
+    let dir = mounted();
+    let big: String = (0..300_000).rev().map(|i| format!("{i}\n")).collect();
+    std::fs::write(dir.path().join("data/big.txt"), &big).expect("write");
+    let script = "sort -n data/big.txt | tail -n 2 > data/last.txt &\n\
+                  ( sort -rn data/big.txt | head -n 1 > data/first.txt ) &\n\
+                  sleep 60 > /dev/null 2>&1 &\n\
+                  echo started\n";
+    std::fs::write(dir.path().join("s.sh"), script).expect("write");
+    let started = std::time::Instant::now();
+    let out = posh_exec(&["--stats", "stats.json", "s.sh"], dir.path());
+    assert!(started.elapsed() < std::time::Duration::from_secs(50), "the background sleep is not waited for");
+    assert_eq!((out.status.code(), String::from_utf8_lossy(&out.stdout).as_ref()), (Some(0), "started\n"));
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(std::fs::read_to_string(dir.path().join("data/last.txt")).expect("written"), "299998\n299999\n");
+    assert_eq!(std::fs::read_to_string(dir.path().join("data/first.txt")).expect("written"), "299999\n");
+    let stats = std::fs::read_to_string(dir.path().join("stats.json")).expect("stats");
+    assert_eq!(stats.lines().count(), 2, "both went through the runtime: {stats}");
+}
+
+/// Issue 14: `$!` of a background pipeline stands for all of it: `kill $!` ends every command,
+/// the one at the proxy too, and `wait $!` gives the status of a pipeline killed by SIGTERM.
+#[test]
+fn kill_of_a_background_pipeline_ends_every_command() {
+    let dir = mounted();
+    let script = "cat data/x.txt data/fifo | sort > data/sorted.txt &\n\
+                  pid=$!\n\
+                  while [ ! -e data/started ]; do sleep 0.05; done\n\
+                  kill $pid\n\
+                  wait $pid\n\
+                  echo \"status $?\"\n";
+    std::fs::write(dir.path().join("s.sh"), script).expect("write");
+    assert!(Command::new("mkfifo").arg(dir.path().join("data/fifo")).status().expect("mkfifo").success());
+    // The pipeline's cat blocks on the FIFO; a writer holds it open, never writing, until the end.
+    let fifo = dir.path().join("data/fifo");
+    let started = dir.path().join("data/started");
+    let holder = std::thread::spawn(move || {
+        let writer = std::fs::OpenOptions::new().write(true).open(&fifo).expect("open the fifo");
+        std::fs::write(&started, "").expect("write");
+        std::thread::sleep(std::time::Duration::from_secs(20));
+        drop(writer);
+    });
+    let out = posh_exec(&["s.sh"], dir.path());
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "status 143\n");
+    assert_eq!(out.status.code(), Some(0));
+    let left = Command::new("pgrep").args(["-f", &format!("{}/data/fifo", dir.path().display())]).output();
+    assert_eq!(String::from_utf8_lossy(&left.expect("pgrep").stdout), "", "no command is left");
+    drop(holder);
+}

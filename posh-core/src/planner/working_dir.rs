@@ -54,12 +54,16 @@ pub(crate) fn working_dirs(source: &str, script: &Script) -> Vec<WorkingDir> {
         .collect()
 }
 
-/// Whether it runs in a process of its own (a subshell, a command or process substitution).
+/// Whether it runs in a process of its own (a subshell, a command or process substitution, a
+/// compound command in the background; a `cd` alone in the background is one too).
 fn in_a_subshell(pipeline: &Pipeline) -> bool {
-    pipeline
-        .context
-        .iter()
-        .any(|c| matches!(c, Context::Subshell | Context::CommandSubstitution | Context::ProcessSubstitution))
+    pipeline.background
+        || pipeline.context.iter().any(|c| {
+            matches!(
+                c,
+                Context::Subshell | Context::CommandSubstitution | Context::ProcessSubstitution | Context::Background
+            )
+        })
 }
 
 fn changes_directory(pipeline: &Pipeline) -> bool {

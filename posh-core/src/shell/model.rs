@@ -47,6 +47,8 @@ pub enum Context {
     BraceGroup,
     CommandSubstitution,
     ProcessSubstitution,
+    /// A compound command of a pipeline run in the background (`( ... ) &`, `{ ...; } &`).
+    Background,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

@@ -234,7 +234,8 @@ impl<'s> Walker<'s> {
                     let c = self.compound_command(f, start, end, redirects.as_ref(), ctx, depth);
                     worth_listing |= !c.redirects.is_empty();
                     commands.push(c);
-                    self.compound(f, compound, ctx, depth);
+                    let inner = if background { with(ctx, Context::Background) } else { ctx.to_vec() };
+                    self.compound(f, compound, &inner, depth);
                 }
                 ast::Command::Function(def) => {
                     let start = def.fname.loc.as_ref().map(|l| f.pos(&l.start)).unwrap_or(0);

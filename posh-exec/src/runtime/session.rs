@@ -74,6 +74,8 @@ pub struct Session {
     /// What proxies told the run's plans of their exports (see `metadata`).
     pub(super) answers: metadata::Answers,
     pub(super) runtime: tokio::runtime::Handle,
+    /// Pipelines handed over and not yet answered.
+    in_flight: tokio::sync::watch::Sender<usize>,
 }
 
 impl Session {
@@ -216,6 +218,12 @@ impl Session {
 
     /// Runs one handed-over pipeline and answers with its status.
     fn serve(self: &Arc<Session>, stream: UnixStream) {
+        self.in_flight.send_modify(|n| *n += 1);
+        self.answer(stream);
+        self.in_flight.send_modify(|n| *n -= 1);
+    }
+
+    fn answer(self: &Arc<Session>, stream: UnixStream) {
         let handoff::Handoff { fds, cwd, env, args } = match handoff::receive(&stream) {
             Ok(handoff) => handoff,
             Err(e) => {
@@ -307,6 +315,47 @@ fn forward_ending_signals(runtime: &tokio::runtime::Runtime, bash: &std::process
     Ok(())
 }
 
+/// After bash ended: waits while a pipeline it handed over runs, or a background job it left
+/// behind (reparented to posh-exec, its subreaper) may still hand one over, as bash's job would
+/// go on after it. Ctrl-C, SIGTERM or SIGHUP stop the wait: the run then ends them.
+async fn await_background(session: &Session) {
+    use tokio::signal::unix::{SignalKind, signal};
+    let stop = async {
+        let (Ok(mut int), Ok(mut term), Ok(mut hup)) =
+            (signal(SignalKind::interrupt()), signal(SignalKind::terminate()), signal(SignalKind::hangup()))
+        else {
+            return;
+        };
+        tokio::select! { _ = int.recv() => {}, _ = term.recv() => {}, _ = hup.recv() => {} }
+    };
+    let done = async {
+        let mut in_flight = session.in_flight.subscribe();
+        loop {
+            let _ = in_flight.wait_for(|n| *n == 0).await;
+            if !callers_left_behind() {
+                return;
+            }
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+    };
+    tokio::select! { () = done => {}, () = stop => {} }
+}
+
+/// Whether a process bash left behind may still hand a pipeline over: a child of posh-exec
+/// (reparented to it) that is a bash (a background subshell) or `posh-run`, and not a zombie.
+/// The commands the runtime itself runs are never either.
+fn callers_left_behind() -> bool {
+    let tasks = std::fs::read_dir("/proc/self/task").into_iter().flatten().flatten();
+    let children = tasks.filter_map(|task| std::fs::read_to_string(task.path().join("children")).ok());
+    children.flat_map(|list| list.split_whitespace().map(str::to_string).collect::<Vec<_>>()).any(|pid| {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        // `PID (COMM) STATE ...`: the name may hold spaces and parentheses, the state follows the last `)`.
+        let (Some(open), Some(close)) = (stat.find('('), stat.rfind(')')) else { return false };
+        let state = stat[close + 1..].split_whitespace().next().unwrap_or("Z");
+        matches!(&stat[open + 1..close], "bash" | "posh-run") && state != "Z"
+    })
+}
+
 /// Completes when the peer closes `stream` (it only ever waits for our answer).
 /// Watched on the runtime's reactor (the stream is ours alone, so its flags may change), not by
 /// a thread blocked in read(2) for each pipeline.
@@ -396,7 +445,9 @@ impl RuntimeSocket {
 }
 
 /// Runs `bash` (already given the rewritten script, which names `socket`) with a session beside
-/// it; returns bash's status as posh-exec's.
+/// it; returns bash's status as posh-exec's. With `background` pipelines, posh-exec stays after
+/// bash until they end (see [`await_background`]).
+#[allow(clippy::too_many_arguments)]
 pub fn run_script(
     config: Config,
     library: Library,
@@ -405,6 +456,7 @@ pub fn run_script(
     socket: RuntimeSocket,
     mut bash: Command,
     connect_first: &[usize],
+    background: bool,
 ) -> Result<u8> {
     // One worker: the runtime mostly waits, and on a small machine a second worker costs more in
     // thread hand-offs than it gives (bench/throughput.sh).
@@ -426,12 +478,18 @@ pub fn run_script(
         embedded_jobs: OnceCell::new(),
         journal: std::sync::OnceLock::new(),
         runtime: runtime.handle().clone(),
+        in_flight: tokio::sync::watch::channel(0).0,
     });
     // Ctrl-C and Ctrl-\ are bash's to act on; posh-exec ends when bash does.
     let _signals = runtime.block_on(async {
         use tokio::signal::unix::{SignalKind, signal};
         (signal(SignalKind::interrupt()), signal(SignalKind::quit()))
     });
+    if background {
+        // A background job bash leaves behind becomes posh-exec's child, so that it is seen.
+        rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
+            .context("cannot become the subreaper of bash's background jobs")?;
+    }
     let mut child = bash.spawn().context("cannot start bash")?;
     forward_ending_signals(&runtime, &child)?;
     // The proxies the plans use are connected while bash starts and the first pipeline is
@@ -452,6 +510,9 @@ pub fn run_script(
     });
     let status = child.wait().context("waiting for bash")?;
     let code = super::local::shell_status(status);
+    if background && std::os::unix::process::ExitStatusExt::signal(&status).is_none() {
+        runtime.block_on(await_background(&session));
+    }
     // The proxies learn at once that this client is done: a job still running for it (a
     // background pipeline bash left behind) ends instead of waiting out the idle timeout.
     runtime.block_on(session.close_connections());
