@@ -10,6 +10,9 @@ use std::path::{Component, Path, PathBuf};
 pub enum FileKind {
     File,
     Directory,
+    /// A FIFO, socket or device: opening one may wait for its other end, or reach what no
+    /// proxy should (`mkfifo s1; sort x > s1 & comm s1 s2`).
+    Special,
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -17,6 +20,19 @@ pub struct FileMeta {
     pub kind: FileKind,
     /// Bytes for a file; 0 for a directory (see [`FileSystem::directory_size`]).
     pub size: u64,
+}
+
+impl FileMeta {
+    /// What a `stat` says (a directory's size is 0 here).
+    pub fn of(meta: &std::fs::Metadata) -> FileMeta {
+        if meta.is_dir() {
+            FileMeta { kind: FileKind::Directory, size: 0 }
+        } else if meta.is_file() {
+            FileMeta { kind: FileKind::File, size: meta.len() }
+        } else {
+            FileMeta { kind: FileKind::Special, size: 0 }
+        }
+    }
 }
 
 pub trait FileSystem {
@@ -39,6 +55,43 @@ pub trait FileSystem {
     /// line-reading commands on each piece of `cat`'s output needs every seam at a line's end.
     /// Asked for a few files at once, which a networked file system may answer in parallel.
     fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>>;
+}
+
+/// `inner`, with `fifos` known as FIFOs: the names a script makes with `mkfifo` before the
+/// pipeline planned, which do not exist yet when the script is planned before it runs.
+pub struct WithFifos<'a> {
+    pub inner: &'a dyn FileSystem,
+    pub fifos: Vec<PathBuf>,
+}
+
+impl std::fmt::Debug for WithFifos<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("WithFifos").field("fifos", &self.fifos).finish_non_exhaustive()
+    }
+}
+
+impl FileSystem for WithFifos<'_> {
+    fn metadata(&self, path: &Path) -> Option<FileMeta> {
+        if self.fifos.iter().any(|fifo| *fifo == normalize_path(path)) {
+            return Some(FileMeta { kind: FileKind::Special, size: 0 });
+        }
+        self.inner.metadata(path)
+    }
+    fn directory_size(&self, path: &Path) -> Option<u64> {
+        self.inner.directory_size(path)
+    }
+    fn read_dir(&self, path: &Path) -> Vec<String> {
+        self.inner.read_dir(path)
+    }
+    fn read_dirs(&self, paths: &[PathBuf]) -> Vec<Vec<String>> {
+        self.inner.read_dirs(paths)
+    }
+    fn read_to_string(&self, path: &Path) -> Option<String> {
+        self.inner.read_to_string(path)
+    }
+    fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
+        self.inner.end_with_newlines(paths)
+    }
 }
 
 /// Lexical normalization: drops `.` components and trailing slashes, and resolves `..` against
@@ -160,6 +213,7 @@ fn batch<T: Clone>(
 #[derive(Clone, Debug, Default)]
 pub struct MemoryFileSystem {
     files: BTreeMap<PathBuf, (u64, Option<String>)>,
+    special: std::collections::BTreeSet<PathBuf>,
 }
 
 impl MemoryFileSystem {
@@ -170,6 +224,12 @@ impl MemoryFileSystem {
     /// Adds a file of `size` bytes (its parents exist implicitly).
     pub fn add_file(&mut self, path: impl Into<PathBuf>, size: u64) -> &mut Self {
         self.files.insert(path.into(), (size, None));
+        self
+    }
+
+    /// Adds a FIFO (or device).
+    pub fn add_special(&mut self, path: impl Into<PathBuf>) -> &mut Self {
+        self.special.insert(path.into());
         self
     }
 
@@ -186,6 +246,9 @@ impl MemoryFileSystem {
 
 impl FileSystem for MemoryFileSystem {
     fn metadata(&self, path: &Path) -> Option<FileMeta> {
+        if self.special.contains(path) {
+            return Some(FileMeta { kind: FileKind::Special, size: 0 });
+        }
         if let Some((size, _)) = self.files.get(path) {
             return Some(FileMeta { kind: FileKind::File, size: *size });
         }

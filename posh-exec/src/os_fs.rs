@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 
-use posh_core::fs::{FileKind, FileMeta, FileSystem};
+use posh_core::fs::{FileMeta, FileSystem};
 /// How many entries a directory's size walk visits before it settles for what it has seen: a
 /// plan must come back in milliseconds, even for a home directory. A proxy asked the same walks
 /// as far.
@@ -13,9 +13,7 @@ pub struct OsFileSystem;
 
 impl FileSystem for OsFileSystem {
     fn metadata(&self, path: &Path) -> Option<FileMeta> {
-        let meta = std::fs::metadata(path).ok()?;
-        let kind = if meta.is_dir() { FileKind::Directory } else { FileKind::File };
-        Some(FileMeta { kind, size: if meta.is_dir() { 0 } else { meta.len() } })
+        std::fs::metadata(path).ok().map(|meta| FileMeta::of(&meta))
     }
 
     fn directory_size(&self, path: &Path) -> Option<u64> {

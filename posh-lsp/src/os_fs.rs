@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
-use posh_core::fs::{FileKind, FileMeta, FileSystem};
+use posh_core::fs::{FileMeta, FileSystem};
 
 /// At most this many names of one directory are listed (globs see no more).
 pub const LISTING_LIMIT: usize = 2_000;
@@ -90,15 +90,7 @@ pub struct BudgetedFs<'a> {
 
 impl FileSystem for BudgetedFs<'_> {
     fn metadata(&self, path: &Path) -> Option<FileMeta> {
-        let load = || {
-            Cached::Meta(std::fs::metadata(path).ok().map(|m| {
-                if m.is_dir() {
-                    FileMeta { kind: FileKind::Directory, size: 0 }
-                } else {
-                    FileMeta { kind: FileKind::File, size: m.len() }
-                }
-            }))
-        };
+        let load = || Cached::Meta(std::fs::metadata(path).ok().map(|m| FileMeta::of(&m)));
         match self.fs.lookup(path, Query::Meta, self.deadline, load) {
             Some(Cached::Meta(meta)) => meta,
             _ => None,
@@ -163,6 +155,7 @@ impl FileSystem for BudgetedFs<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use posh_core::fs::FileKind;
 
     #[test]
     fn sizes_are_cached_and_the_budget_stops_new_lookups() {

@@ -79,7 +79,9 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
         WorkingDir::Unknown => (ctx.cwd.clone(), false),
     };
     let memo = crate::fs::Memo::new(ctx.fs);
-    let ctx = &PlanContext { cwd, fs: &memo, options: ctx.options.clone(), ..*ctx };
+    let fifos = scope.fifos_before(pipeline, &ctx.cwd);
+    let with_fifos = crate::fs::WithFifos { inner: &memo, fifos };
+    let ctx = &PlanContext { cwd, fs: &with_fifos, options: ctx.options.clone(), ..*ctx };
     list_ahead(ctx, pipeline);
     let build = |split| graph::build_pipeline(ctx, pipeline, &scope.functions, stays.clone(), cwd_known, split);
     let mut built = build(true);
@@ -205,22 +207,29 @@ pub struct ScriptScope<'a> {
     working_dirs: Vec<(usize, WorkingDir)>,
     /// The pipeline was handed over already: the runtime plans it with bash's expanded words.
     handed_over: bool,
+    /// FIFOs the script makes (`mkfifo` of literal names at the top level): where the `mkfifo`
+    /// starts, and the path from the script's starting directory.
+    fifos: Vec<(usize, PathBuf)>,
 }
 
 impl<'a> ScriptScope<'a> {
     pub fn new(source: &'a str, script: &Script) -> ScriptScope<'a> {
+        let working_dirs: Vec<(usize, WorkingDir)> =
+            script.pipelines.iter().map(|p| p.span.start).zip(working_dir::working_dirs(source, script)).collect();
         ScriptScope {
             source,
             functions: function_names(script),
             script_stays: crate::rewrite::why_script_stays(source),
-            working_dirs: script
-                .pipelines
-                .iter()
-                .map(|p| p.span.start)
-                .zip(working_dir::working_dirs(source, script))
-                .collect(),
+            fifos: made_fifos(script, &working_dirs),
+            working_dirs,
             handed_over: false,
         }
+    }
+
+    /// The FIFOs the script has made (or may have) by the time `pipeline` runs, from `cwd`.
+    fn fifos_before(&self, pipeline: &Pipeline, cwd: &std::path::Path) -> Vec<PathBuf> {
+        let before = self.fifos.iter().filter(|(at, _)| *at < pipeline.span.start);
+        before.map(|(_, path)| crate::fs::normalize_path(&cwd.join(path))).collect()
     }
 
     /// The scope of a pipeline bash has handed over, its words expanded: the runtime's, whose
@@ -232,6 +241,7 @@ impl<'a> ScriptScope<'a> {
             script_stays: None,
             working_dirs: Vec::new(),
             handed_over: true,
+            fifos: Vec::new(),
         }
     }
 
@@ -268,6 +278,33 @@ impl<'a> ScriptScope<'a> {
             .or_else(|| crate::rewrite::why_not(self.source, pipeline, &self.functions))
             .or_else(unannotated)
     }
+}
+
+/// The literal names each `mkfifo` of the script makes, with where it starts, resolved against
+/// its pipeline's working directory (relative to the script's start; unknown ones left out).
+fn made_fifos(script: &Script, working_dirs: &[(usize, WorkingDir)]) -> Vec<(usize, PathBuf)> {
+    let mut fifos = Vec::new();
+    for (pipeline, (_, dir)) in script.pipelines.iter().zip(working_dirs) {
+        let WorkingDir::Known(steps) = dir else { continue };
+        let base: PathBuf = steps.iter().collect();
+        for command in &pipeline.commands {
+            let Some(("mkfifo", words)) =
+                command.words.split_first().and_then(|(n, rest)| Some((n.literal.as_deref()?, rest)))
+            else {
+                continue;
+            };
+            let mut mode_next = false;
+            for word in words.iter().filter_map(|w| w.literal.as_deref()) {
+                match word {
+                    _ if std::mem::take(&mut mode_next) => {}
+                    "-m" => mode_next = true,
+                    option if option.starts_with('-') => {}
+                    name => fifos.push((pipeline.span.start, base.join(name))),
+                }
+            }
+        }
+    }
+    fifos
 }
 
 /// Names of the functions a script defines (they run in bash, never remotely).

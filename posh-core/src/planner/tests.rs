@@ -486,3 +486,40 @@ fn planning_asks_the_file_system_each_question_once_and_in_batches() {
     ]
     "#);
 }
+
+/// A proxy opens no FIFO or device (its other end is the script's, at the client): a command
+/// that writes or reads one on a mount runs at the client, and the plan says why.
+#[test]
+fn a_fifo_on_a_mount_is_opened_at_the_client() {
+    let mut fs = file_system();
+    fs.add_special("/mnt/logs/fifo");
+    let script = "grep -c x /mnt/logs/ray0.log > /mnt/logs/fifo\nsort < /mnt/logs/fifo\ngrep -c x /mnt/logs/ray1.log\n";
+    let (plan, _) = plan_with(CONFIG, &fs, "/home/user", script, PlanOptions::default());
+    let command = |i: usize| {
+        let nodes = &plan.pipelines[i].nodes;
+        nodes.iter().find(|n| matches!(n.kind, NodeKind::Command { .. })).expect("a command").clone()
+    };
+    for i in 0..2 {
+        assert_eq!(command(i).location, Location::Client);
+        assert!(command(i).why.explain().contains("`/mnt/logs/fifo` is a FIFO or a device"), "{:?}", command(i).why);
+    }
+    assert_ne!(command(2).location, Location::Client, "the other file is read at its proxy");
+}
+
+/// A FIFO the script makes before (`mkfifo s1`) is planned as one, although it does not exist
+/// when the script is planned: what `--explain` shows is what the runtime, which sees it, runs.
+#[test]
+fn a_fifo_the_script_makes_is_planned_as_one() {
+    let script = "grep -c x ray0.log\nmkfifo -m 600 s1\ngrep -c x ray0.log > s1 &\nsort < s1\n";
+    let (plan, _) = plan_with(CONFIG, &file_system(), "/mnt/logs", script, PlanOptions::default());
+    let command = |i: usize| {
+        let nodes = &plan.pipelines[i].nodes;
+        nodes.iter().find(|n| matches!(n.kind, NodeKind::Command { .. })).expect("a command").clone()
+    };
+    assert_ne!(command(0).location, Location::Client, "before the mkfifo, ray0.log is read at its proxy");
+    let (writer, reader) = (plan.pipelines.len() - 2, plan.pipelines.len() - 1);
+    for i in [writer, reader] {
+        assert_eq!(command(i).location, Location::Client, "{:?}", command(i).why);
+        assert!(command(i).why.explain().contains("`s1` is a FIFO or a device"), "{:?}", command(i).why);
+    }
+}
