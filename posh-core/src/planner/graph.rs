@@ -477,7 +477,19 @@ fn analyse<'l>(
             let inputs = facts.inputs.iter().map(|f| FileWord { word: &f.path, streamable: f.streamable });
             let others =
                 facts.outputs.iter().map(|f| f.path.as_str()).chain(facts.redirect_files.iter().map(String::as_str));
-            facts.reach = reach(ctx, inputs.chain(others.map(FileWord::fixed)));
+            // A proxy opens no FIFO or device as a redirection (it would wait for an other end
+            // that is the script's, at the client).
+            let special = |word: &&String| {
+                let path = crate::fs::normalize_path(&ctx.cwd.join(word.as_str()));
+                ctx.config.mount_for(&path).is_some()
+                    && ctx.fs.metadata(&path).is_some_and(|m| m.kind == crate::fs::FileKind::Special)
+            };
+            facts.reach = match facts.redirect_files.iter().find(special) {
+                Some(word) => {
+                    Reach::ClientOnly(format!("`{word}` is a FIFO or a device, which the client opens as bash does"))
+                }
+                None => reach(ctx, inputs.chain(others.map(FileWord::fixed))),
+            };
             let reads_script_input = facts.stdin == Input::Stdin
                 && index == 0
                 && (facts.dash_input || facts.inputs.iter().all(|f| f.config));

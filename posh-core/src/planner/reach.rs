@@ -69,10 +69,6 @@ pub(crate) fn reach<'w>(ctx: &PlanContext<'_>, words: impl IntoIterator<Item = F
         let Some(mount) = ctx.config.mount_for(&path) else {
             return Reach::ClientOnly(format!("`{word}` is on no mount"));
         };
-        // A proxy opens none without waiting (a FIFO's other end is the script's, at the client).
-        if ctx.fs.metadata(&path).is_some_and(|m| m.kind == FileKind::Special) {
-            return Reach::ClientOnly(format!("`{word}` is a FIFO or a device, which the client opens as bash does"));
-        }
         if Path::new(word).is_absolute() {
             if normalize_path(&mount.export) != mount.path {
                 return Reach::ClientOnly(format!(
