@@ -487,8 +487,9 @@ fn planning_asks_the_file_system_each_question_once_and_in_batches() {
     "#);
 }
 
-/// A proxy opens no FIFO or device (its other end is the script's, at the client): a command
-/// that writes or reads one on a mount runs at the client, and the plan says why.
+/// A proxy opens no FIFO or device as a redirection (its other end is the script's, at the
+/// client): a command redirected to or from one on a mount runs at the client, and the plan
+/// says why.
 #[test]
 fn a_fifo_on_a_mount_is_opened_at_the_client() {
     let mut fs = file_system();
