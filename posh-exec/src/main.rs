@@ -205,8 +205,7 @@ fn run(cli: Cli) -> Result<u8> {
             let mut bash = runtime::session::bash_beside_runtime();
             offload::hand_to_bash(&mut bash, &hand_over.text, socket.directory(), &name, rest)?;
             let state = client_state()?;
-            let offload::HandOver { mounts, background, .. } = hand_over;
-            return runtime::session::run_script(config, library, ratios, state, socket, bash, &mounts, background);
+            return runtime::session::run_script(config, library, ratios, state, socket, bash, &hand_over);
         }
         (Some(commands), None) => bash.arg("-c").arg(commands).args(&cli.args),
         (None, None) => bash.args(&cli.args),

@@ -445,9 +445,9 @@ impl RuntimeSocket {
 }
 
 /// Runs `bash` (already given the rewritten script, which names `socket`) with a session beside
-/// it; returns bash's status as posh-exec's. With `background` pipelines, posh-exec stays after
-/// bash until they end (see [`await_background`]).
-#[allow(clippy::too_many_arguments)]
+/// it; returns bash's status as posh-exec's. The proxies of `hand_over.mounts` are connected
+/// first; with background jobs, posh-exec stays after bash until they end (see
+/// [`await_background`]).
 pub fn run_script(
     config: Config,
     library: Library,
@@ -455,9 +455,9 @@ pub fn run_script(
     state: ClientState,
     socket: RuntimeSocket,
     mut bash: Command,
-    connect_first: &[usize],
-    background: bool,
+    hand_over: &crate::offload::HandOver,
 ) -> Result<u8> {
+    let (connect_first, background) = (&hand_over.mounts, hand_over.background);
     // One worker: the runtime mostly waits, and on a small machine a second worker costs more in
     // thread hand-offs than it gives (bench/throughput.sh).
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -494,7 +494,7 @@ pub fn run_script(
     forward_ending_signals(&runtime, &child)?;
     // The proxies the plans use are connected while bash starts and the first pipeline is
     // planned: a handshake is a round trip or two that the first remote job no longer waits for.
-    for &index in connect_first {
+    for &index in connect_first.iter() {
         if matches!(session.config.mounts[index].proxy, ProxyAddress::Remote { .. }) {
             let session = session.clone();
             runtime.spawn(async move { session.connection(index).await });
