@@ -16,7 +16,7 @@
 //!
 //! What cannot be handed over faithfully stays with bash, untouched: see [`why_not`].
 
-use crate::shell::{Command, CommandKind, Context, Pipeline, RedirectOp, RedirectTarget, Script, Word};
+use crate::shell::{Command, CommandKind, Context, Pipeline, RedirectOp, RedirectTarget, Word};
 use crate::text::Span;
 
 /// The variable the rewritten script reads the runtime's path from; the prologue sets it.
@@ -68,6 +68,12 @@ pub struct Rewritten {
 /// Why a pipeline stays with bash; `None` when it can be handed to the runtime. Ask
 /// [`why_script_stays`] first: it rules out whole scripts.
 pub fn why_not(script_text: &str, pipeline: &Pipeline, functions: &[String]) -> Option<String> {
+    why_pipeline_stays(script_text, pipeline)
+        .or_else(|| (0..pipeline.commands.len()).find_map(|i| why_command_stays(pipeline, i, functions)))
+}
+
+/// Why `pipeline` stays with bash as a whole, whatever its commands.
+pub fn why_pipeline_stays(script_text: &str, pipeline: &Pipeline) -> Option<String> {
     // In the background the call is the job bash sees: `$!` stands for the whole pipeline, `wait`
     // gives its status, a signal to it ends every command (the runtime cancels a pipeline whose
     // call goes), and posh-exec stays until it ends, as it would go on after bash. Only `jobs`
@@ -81,7 +87,13 @@ pub fn why_not(script_text: &str, pipeline: &Pipeline, functions: &[String]) -> 
     if script_text[pipeline.span.range()].contains("<<") && script_text[pipeline.span.range()].contains('\n') {
         return Some("a here-document in a pipeline over several lines".into());
     }
-    pipeline.commands.iter().enumerate().find_map(|(i, command)| command_reason(command, i, functions))
+    None
+}
+
+/// Why command `index` of `pipeline` cannot go to the runtime (in a call of its own or with
+/// others of the pipeline's commands).
+pub fn why_command_stays(pipeline: &Pipeline, index: usize, functions: &[String]) -> Option<String> {
+    command_reason(&pipeline.commands[index], index, functions)
 }
 
 /// Why a whole script stays with bash: it reads state a rewritten pipeline would change, or it
@@ -263,15 +275,14 @@ fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
-/// Replaces the pipelines at `chosen` (indices into `script.pipelines`; each must have passed
-/// [`why_not`]) by runtime calls, and sets [`RUNTIME_VAR`], [`STATS_VAR`] and [`SOCKET_VAR`] on the
-/// first line.
-pub fn rewrite(source: &str, script: &Script, chosen: &[usize], prologue: Prologue<'_>) -> Rewritten {
+/// Replaces the pipelines `chosen` (of the script's, or parts of them: `Pipeline::part`; each
+/// must have passed [`why_not`]) by runtime calls, and sets [`RUNTIME_VAR`], [`STATS_VAR`] and
+/// [`SOCKET_VAR`] on the first line.
+pub fn rewrite(source: &str, chosen: &[Pipeline], prologue: Prologue<'_>) -> Rewritten {
     let lines = crate::text::LineIndex::new(source);
     let mut spans: Vec<(Span, String)> = chosen
         .iter()
-        .map(|&i| {
-            let pipeline = &script.pipelines[i];
+        .map(|pipeline| {
             let original = &source[pipeline.span.range()];
             let mut call = runtime_call(source, pipeline, &lines);
             // Keep every newline, so the lines after (and $LINENO) stay where they were.
@@ -322,14 +333,13 @@ mod tests {
         if let Some(why) = why_script_stays(source) {
             return format!("kept whole: {why}");
         }
-        for (i, pipeline) in script.pipelines.iter().enumerate() {
+        for pipeline in &script.pipelines {
             match why_not(source, pipeline, &functions) {
-                None => chosen.push(i),
+                None => chosen.push(pipeline.clone()),
                 Some(why) => kept.push_str(&format!("kept: {} ({why})\n", &source[pipeline.span.range()])),
             }
         }
-        let rewritten =
-            rewrite(source, &script, &chosen, Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
+        let rewritten = rewrite(source, &chosen, Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
         format!("{}\n--\n{kept}", rewritten.text.replace('\u{1f}', "␟"))
     }
 
@@ -354,6 +364,19 @@ mod tests {
         insta::assert_snapshot!(check(
             "LC_ALL=$loc TAG=x{a,b}* DIR=${d:-/tmp}/out MSG=\"$m\" sort a\nH=~/x sort b\nA=$@ sort c\n"
         ));
+    }
+
+    /// Parts of a pipeline bash keeps in part become calls of their own; the pipes around them
+    /// stay in the text for bash (a `|&` after a part applies to the call too, which carries it
+    /// as its last command's `2>&1`), and the lines stay where they were.
+    #[test]
+    fn parts_of_a_pipeline_become_calls_between_bashs_pipes() {
+        let source = "cat a |\n  grep x |& while read -r l; do echo \"$l\"; done | sort b -\necho $LINENO\n";
+        let script = crate::shell::parse(source);
+        let pipeline = &script.pipelines[0];
+        let chosen = [pipeline.part(0..2), pipeline.part(3..4)];
+        let rewritten = rewrite(source, &chosen, Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
+        insta::assert_snapshot!(rewritten.text.replace('\u{1f}', "␟"));
     }
 
     #[test]

@@ -50,18 +50,24 @@ pub fn rewrite(
     // shows is what runs.
     let mut chosen = Vec::new();
     let mut mounts = Vec::new();
-    for (i, pipeline) in script.pipelines.iter().enumerate() {
-        if scope.why_stays(library, pipeline).is_some() {
+    for pipeline in &script.pipelines {
+        if scope.why_stays(library, pipeline).is_some() && !scope.may_go_in_part(library, pipeline) {
             continue;
         }
         let plan = planner::plan_pipeline_in(&ctx, pipeline, &scope);
-        if plan.may_touch_a_mount() {
-            chosen.push(i);
-            mounts.extend(plan.nodes.iter().filter_map(|n| match &n.location {
-                Location::Mount(name) => config.mounts.iter().position(|m| &m.name == name),
-                Location::Client => None,
-            }));
+        if plan.handed_parts.is_empty() && (plan.stays_with_bash.is_some() || !plan.may_touch_a_mount()) {
+            continue;
         }
+        if plan.handed_parts.is_empty() {
+            chosen.push(pipeline.clone());
+        }
+        for part in &plan.handed_parts {
+            chosen.push(pipeline.part(part.commands.0..part.commands.1));
+        }
+        mounts.extend(plan.nodes.iter().filter_map(|n| match &n.location {
+            Location::Mount(name) => config.mounts.iter().position(|m| &m.name == name),
+            Location::Client => None,
+        }));
     }
     if chosen.is_empty() {
         return None;
@@ -77,7 +83,7 @@ pub fn rewrite(
         rewrite::Prologue { runtime: &runtime.to_string_lossy(), stats, socket, builtin: builtin.as_deref() };
     let background =
         script.pipelines.iter().any(|p| p.background || p.context.contains(&posh_core::shell::Context::Background));
-    Some(HandOver { text: rewrite::rewrite(source, &script, &chosen, prologue).text, mounts, background })
+    Some(HandOver { text: rewrite::rewrite(source, &chosen, prologue).text, mounts, background })
 }
 
 /// The file system as the hand-over decision sees it: every file ends its last line. Whether

@@ -15,9 +15,12 @@ fn planned_place(node: &Value) -> String {
     }
 }
 
-/// The command nodes of an `--explain` pipeline by command index: (program, why, places of its
-/// copies in copy order).
-fn planned_commands(pipeline: &Value) -> Vec<(String, String, Vec<String>)> {
+/// A command as planned: its program, why it runs where it runs, and the places of its copies in
+/// copy order.
+type Planned = (String, String, Vec<String>);
+
+/// The command nodes of an `--explain` pipeline by command index.
+fn planned_commands(pipeline: &Value) -> Vec<Planned> {
     let mut commands: Vec<(usize, usize, String, String, String)> = Vec::new();
     for node in pipeline["nodes"].as_array().into_iter().flatten() {
         let kind = &node["kind"];
@@ -31,7 +34,7 @@ fn planned_commands(pipeline: &Value) -> Vec<(String, String, Vec<String>)> {
         commands.push((index, copy, program, why, planned_place(node)));
     }
     commands.sort_by_key(|(index, copy, ..)| (*index, *copy));
-    let mut grouped: Vec<(String, String, Vec<String>)> = Vec::new();
+    let mut grouped: Vec<Planned> = Vec::new();
     for (index, _, program, why, place) in commands {
         match grouped.get_mut(index) {
             Some((_, _, places)) => places.push(place),
@@ -39,6 +42,26 @@ fn planned_commands(pipeline: &Value) -> Vec<(String, String, Vec<String>)> {
         }
     }
     grouped
+}
+
+/// The calls of the runtime an `--explain` pipeline plans, as (line, commands): the whole
+/// pipeline, or each part of it that goes to the runtime while bash keeps the rest.
+fn handed_calls(pipeline: &Value) -> Vec<(u64, Vec<Planned>)> {
+    let planned = planned_commands(pipeline);
+    let line = pipeline["line"].as_u64().unwrap_or(0);
+    let Some(parts) = pipeline["handed_parts"].as_array() else { return vec![(line, planned)] };
+    let source = pipeline["source"].as_str().unwrap_or_default();
+    let start = pipeline["span"]["start"].as_u64().unwrap_or(0);
+    parts
+        .iter()
+        .map(|part| {
+            let (first, end) = (part["commands"][0].as_u64().unwrap_or(0), part["commands"][1].as_u64().unwrap_or(0));
+            let offset = (part["span"]["start"].as_u64().unwrap_or(0) - start) as usize;
+            let lines_before = source.as_bytes()[..offset.min(source.len())].iter().filter(|&&b| b == b'\n').count();
+            let commands = planned.get(first as usize..end as usize).map(<[_]>::to_vec).unwrap_or_default();
+            (line + lines_before as u64, commands)
+        })
+        .collect()
 }
 
 /// Every command of the `--stats` records (JSON lines) that ran elsewhere than the plan in
@@ -61,12 +84,12 @@ pub(crate) fn disagreements(explain: &Value, stats: &str) -> Vec<String> {
             })
             .collect();
         let line = record["line"].as_u64().unwrap_or(0);
-        let plan = pipelines.iter().map(planned_commands).zip(&pipelines).find(|(planned, p)| {
-            p["line"].as_u64() == Some(line)
+        let plan = pipelines.iter().flat_map(handed_calls).find(|(at, planned)| {
+            *at == line
                 && planned.len() == ran.len()
                 && planned.iter().zip(&ran).all(|((program, ..), (ran_program, ..))| program == ran_program)
         });
-        let Some((planned, _)) = plan else {
+        let Some((_, planned)) = plan else {
             let programs: Vec<&str> = ran.iter().map(|(p, ..)| p.as_str()).collect();
             found.push(format!(
                 "line {line}: the runtime ran `{}`, which --explain does not plan",

@@ -2,7 +2,7 @@
 //! stay with bash, grouped so a user can act on it (annotate a command, quote a word). Shown by
 //! `posh-exec --explain` and posh-lsp, from the same plan the runtime runs.
 
-use super::model::Plan;
+use super::model::{Plan, Why};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Coverage {
@@ -12,6 +12,12 @@ pub struct Coverage {
     pub handed: usize,
     /// Of those, the pipelines with a command planned at a proxy.
     pub planned_at_proxies: usize,
+    /// Of those, the pipelines bash keeps in part: some of their commands go to the runtime,
+    /// bash runs the others and the pipes between them.
+    pub in_part: usize,
+    /// Why bash keeps the commands it keeps of those, by reason, the most frequent first
+    /// (counted in pipelines).
+    pub kept_in_part: Vec<Kept>,
     /// Could be handed over, but touch no mount: bash runs them as they are.
     pub touch_no_mount: usize,
     /// The pipelines that stay with bash, by reason, the most frequent first.
@@ -36,20 +42,39 @@ pub fn coverage(plan: &Plan) -> Coverage {
     }
     for pipeline in &plan.pipelines {
         match &pipeline.stays_with_bash {
-            Some(why) => match coverage.stay.iter_mut().find(|k| &k.why == why) {
-                Some(kept) => kept.pipelines += 1,
-                None => coverage.stay.push(Kept { why: why.clone(), pipelines: 1 }),
-            },
+            Some(why) => count(&mut coverage.stay, why),
             None if pipeline.may_touch_a_mount() => {
                 coverage.handed += 1;
                 coverage.planned_at_proxies += usize::from(pipeline.runs_at_a_proxy());
+                if !pipeline.handed_parts.is_empty() {
+                    coverage.in_part += 1;
+                    let mut reasons: Vec<&String> = Vec::new();
+                    for node in &pipeline.nodes {
+                        if let Why::KeptWithBash(why) = &node.why
+                            && !reasons.contains(&why)
+                        {
+                            reasons.push(why);
+                        }
+                    }
+                    for why in reasons {
+                        count(&mut coverage.kept_in_part, why);
+                    }
+                }
             }
             None => coverage.touch_no_mount += 1,
         }
     }
     // Most frequent first; among equals, in the order the script meets them.
     coverage.stay.sort_by_key(|k| std::cmp::Reverse(k.pipelines));
+    coverage.kept_in_part.sort_by_key(|k| std::cmp::Reverse(k.pipelines));
     coverage
+}
+
+fn count(kept: &mut Vec<Kept>, why: &str) {
+    match kept.iter_mut().find(|k| k.why == why) {
+        Some(kept) => kept.pipelines += 1,
+        None => kept.push(Kept { why: why.to_string(), pipelines: 1 }),
+    }
 }
 
 impl Coverage {
@@ -71,6 +96,15 @@ impl Coverage {
         out.push_str(if self.stay.is_empty() { "\n" } else { ":\n" });
         for kept in &self.stay {
             out.push_str(&format!("  {:>4}  {}\n", kept.pipelines, kept.why));
+        }
+        if self.in_part > 0 {
+            out.push_str(&format!(
+                "{} of the pipelines that go to the runtime go in part; bash keeps commands of them:\n",
+                self.in_part
+            ));
+            for kept in &self.kept_in_part {
+                out.push_str(&format!("  {:>4}  {}\n", kept.pipelines, kept.why));
+            }
         }
         out
     }

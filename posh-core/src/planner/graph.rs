@@ -308,6 +308,7 @@ pub(crate) fn build_pipeline(
         posh_bytes: 0,
         between_proxies_bytes: 0,
         stays_with_bash: None,
+        handed_parts: Vec::new(),
     };
     let could_stream = facts.iter().any(|f| matches!(f.reach, Reach::ClientOr(_)) && f.spans_mounts(ctx));
     Built { plan, pinned: graph.pinned, allowed: graph.allowed, could_stream, pipe_merge: graph.pipe_merge }
@@ -495,8 +496,11 @@ fn analyse<'l>(
                 && (facts.dash_input || facts.inputs.iter().all(|f| f.config));
             if reads_script_input {
                 // It would have to take the script's input away from the commands after it.
-                facts.reach =
-                    Reach::ClientOnly("it reads the script's standard input, which stays at the client".to_string());
+                facts.reach = Reach::ClientOnly(
+                    "it reads the standard input bash gives it (the script's, or a pipe from a command bash runs), \
+                         which stays at the client"
+                        .to_string(),
+                );
             }
             let assigned = command.assignments.iter().map(|w| w.raw.split('=').next().unwrap_or_default());
             let reads_env = &invocation.entry.options.reads_env;

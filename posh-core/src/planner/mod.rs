@@ -11,6 +11,7 @@ mod expand;
 mod graph;
 pub mod measured;
 mod model;
+mod parts;
 mod place;
 mod reach;
 pub mod render;
@@ -69,7 +70,9 @@ pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan
     }
 }
 
-/// Plans one pipeline of the script `scope` describes.
+/// Plans one pipeline of the script `scope` describes. A pipeline bash keeps only in part (some
+/// of its commands cannot go to the runtime) is planned as its parts, each as the runtime or bash
+/// will run it: see `parts`.
 pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &ScriptScope<'_>) -> PipelinePlan {
     let stays = scope.why_stays(ctx.library, pipeline);
     let (cwd, cwd_known) = match scope.working_dir(pipeline) {
@@ -78,12 +81,34 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
         }
         WorkingDir::Unknown => (ctx.cwd.clone(), false),
     };
+    let alone = Alone { functions: &scope.functions, cwd, cwd_known, fifos: scope.fifos_before(pipeline, &ctx.cwd) };
+    if stays.is_some()
+        && let Some(reasons) = scope.command_reasons(ctx.library, pipeline)
+        && let Some(plan) = parts::plan_in_parts(ctx, pipeline, &reasons, &alone)
+    {
+        return plan;
+    }
+    plan_alone(ctx, pipeline, stays, &alone)
+}
+
+/// What planning a pipeline (or a part of one) on its own takes from the script around it.
+struct Alone<'s> {
+    functions: &'s [String],
+    /// Its working directory, and whether the planner could follow the script there.
+    cwd: PathBuf,
+    cwd_known: bool,
+    /// FIFOs the script has made by then.
+    fifos: Vec<PathBuf>,
+}
+
+/// Plans `pipeline` as one call of the runtime would run it, or as bash runs it when it `stays`.
+fn plan_alone(ctx: &PlanContext<'_>, pipeline: &Pipeline, stays: Option<String>, alone: &Alone<'_>) -> PipelinePlan {
+    let cwd_known = alone.cwd_known;
     let memo = crate::fs::Memo::new(ctx.fs);
-    let fifos = scope.fifos_before(pipeline, &ctx.cwd);
-    let with_fifos = crate::fs::WithFifos { inner: &memo, fifos };
-    let ctx = &PlanContext { cwd, fs: &with_fifos, options: ctx.options.clone(), ..*ctx };
+    let with_fifos = crate::fs::WithFifos { inner: &memo, fifos: alone.fifos.clone() };
+    let ctx = &PlanContext { cwd: alone.cwd.clone(), fs: &with_fifos, options: ctx.options.clone(), ..*ctx };
     list_ahead(ctx, pipeline);
-    let build = |split| graph::build_pipeline(ctx, pipeline, &scope.functions, stays.clone(), cwd_known, split);
+    let build = |split| graph::build_pipeline(ctx, pipeline, alone.functions, stays.clone(), cwd_known, split);
     let mut built = build(true);
     place::place(ctx, &mut built);
     if let Some(near) = merged_near_the_data(ctx, &built) {
@@ -267,17 +292,44 @@ impl<'a> ScriptScope<'a> {
         if self.handed_over {
             return None;
         }
-        let unannotated = || {
-            pipeline.commands.iter().find_map(|c| {
-                let name = c.words.first()?.literal.as_deref()?;
-                library.candidates(name).is_empty().then(|| format!("`{name}` has no annotation"))
-            })
-        };
+        let unannotated = || pipeline.commands.iter().find_map(|c| unannotated(library, c));
         self.script_stays
             .clone()
             .or_else(|| crate::rewrite::why_not(self.source, pipeline, &self.functions))
             .or_else(unannotated)
     }
+
+    /// Whether bash may keep `pipeline` only in part, some of its commands going to the runtime
+    /// (if their plan touches a mount).
+    pub fn may_go_in_part(&self, library: &Library, pipeline: &Pipeline) -> bool {
+        self.command_reasons(library, pipeline).is_some()
+    }
+
+    /// Why each command of `pipeline` stays with bash (`None`: it may go to the runtime), when
+    /// the pipeline stays only for some of its commands, and others may go: bash may then keep
+    /// it in part. `None` when nothing keeps the pipeline whole, or something does.
+    fn command_reasons(&self, library: &Library, pipeline: &Pipeline) -> Option<Vec<Option<String>>> {
+        if self.handed_over
+            || self.script_stays.is_some()
+            || crate::rewrite::why_pipeline_stays(self.source, pipeline).is_some()
+        {
+            return None;
+        }
+        let reasons: Vec<Option<String>> = (0..pipeline.commands.len())
+            .map(|i| {
+                crate::rewrite::why_command_stays(pipeline, i, &self.functions)
+                    .or_else(|| unannotated(library, &pipeline.commands[i]))
+            })
+            .collect();
+        (reasons.iter().any(Option::is_some) && reasons.iter().any(Option::is_none)).then_some(reasons)
+    }
+}
+
+/// Why a command whose name the planner knows stays with bash for want of an annotation (a name
+/// without one may be a function from a sourced file, which only bash can run).
+fn unannotated(library: &Library, command: &crate::shell::Command) -> Option<String> {
+    let name = command.words.first()?.literal.as_deref()?;
+    library.candidates(name).is_empty().then(|| format!("`{name}` has no annotation"))
 }
 
 /// The literal names each `mkfifo` of the script makes, with where it starts, resolved against

@@ -76,6 +76,20 @@ pub struct PipelinePlan {
     /// Why the pipeline stays with bash (bash runs it unchanged, at the client), if it does.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stays_with_bash: Option<String>,
+    /// When bash keeps the pipeline only in part: the runs of its commands that go to the
+    /// runtime, each as a pipeline of its own (bash runs the other commands and the pipes
+    /// between them). Empty when the pipeline goes whole, or stays whole.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub handed_parts: Vec<HandedPart>,
+}
+
+/// Commands of a pipeline that go to the runtime together while bash keeps the others.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct HandedPart {
+    /// The first command's index and the index after the last.
+    pub commands: (usize, usize),
+    /// From the first command to the last.
+    pub span: Span,
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -254,6 +268,9 @@ pub enum Why {
     /// The whole pipeline stays with bash, unchanged (the detail says why): posh does not hand
     /// it to its runtime at all.
     StaysWithBash(String),
+    /// Bash runs this command of a pipeline whose other commands go to the runtime (the detail
+    /// says why it cannot go with them).
+    KeptWithBash(String),
     /// Split copies' outputs are combined where the pipeline continues: at the client.
     FanIn,
     /// `needs_current_dir`: it runs where the working directory lives.
@@ -290,6 +307,9 @@ impl Why {
             }
             Why::ClientOnly(why) => format!("{why}, so it runs at the client"),
             Why::StaysWithBash(why) => format!("the pipeline stays with bash ({why}), so it runs at the client"),
+            Why::KeptWithBash(why) => {
+                format!("bash keeps this command ({why}) and pipes it to the rest, so it runs at the client")
+            }
             Why::FanIn => "the copies' outputs are combined at the client".to_string(),
             Why::CurrentDirectory => "needs the working directory".to_string(),
             Why::FileNamesFromInput(from) => format!(

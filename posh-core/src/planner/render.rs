@@ -133,8 +133,9 @@ pub fn render_inline(source: &str, plan: &PipelinePlan) -> String {
 
 fn node_label(node: &Node) -> String {
     match &node.kind {
-        NodeKind::Command { argv, copy, .. } => {
-            let mut label = shell_words::join(argv);
+        NodeKind::Command { argv, copy, text, .. } => {
+            // A compound command has no words: its text says what it is.
+            let mut label = if argv.is_empty() { text.clone() } else { shell_words::join(argv) };
             if let Some((i, n)) = copy {
                 label.push_str(&format!(" (copy {}/{n})", i + 1));
             }

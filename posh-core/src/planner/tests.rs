@@ -524,3 +524,29 @@ fn a_fifo_the_script_makes_is_planned_as_one() {
         assert!(command(i).why.explain().contains("`s1` is a FIFO or a device"), "{:?}", command(i).why);
     }
 }
+
+/// Bash keeps a loop, a function or a command without annotation of a pipeline, and the runs of
+/// commands around it that touch a mount go to the runtime as pipelines of their own, planned
+/// as the runtime plans them (a run reading bash's pipe reads it at the client). A run that
+/// touches no mount, and a pipeline with no such run, stay with bash.
+#[test]
+fn pipelines_bash_keeps_in_part_hand_their_other_commands_over() {
+    let script = "f() { tr a-z A-Z; }\n\
+        cat /mnt/logs/ray0.log | grep x | while read -r l; do echo \"$l\"; done | sort\n\
+        grep -c x /mnt/a/x.log |\n  f | sort\n\
+        sort /home/user/notes.txt | f\n\
+        zcat /mnt/logs/scan-1.gz |& nosuchcmd -x | grep -c y /mnt/b/y.log -\n";
+    let (plan, source) = plan_with(CONFIG, &file_system(), "/home/user", script, PlanOptions::default());
+    let mut out = String::new();
+    for pipeline in &plan.pipelines {
+        out.push_str(&format!("{}\n", render_inline(&source, pipeline)));
+        for part in &pipeline.handed_parts {
+            out.push_str(&format!("    to the runtime: {:?} {}\n", part.commands, &source[part.span.range()]));
+        }
+        for node in pipeline.nodes.iter().filter(|n| matches!(n.why, Why::KeptWithBash(_))) {
+            out.push_str(&format!("    {}\n", node.why.explain()));
+        }
+    }
+    out.push_str(&coverage::coverage(&plan).describe());
+    insta::assert_snapshot!(out);
+}

@@ -34,6 +34,21 @@ pub struct Pipeline {
     pub context: Vec<Context>,
 }
 
+impl Pipeline {
+    /// Its commands `commands` as a pipeline of their own, where bash would run them: in the
+    /// same constructs, neither negated nor in the background (the whole pipeline is).
+    pub fn part(&self, commands: std::ops::Range<usize>) -> Pipeline {
+        let taken = &self.commands[commands];
+        Pipeline {
+            span: taken[0].span.cover(taken[taken.len() - 1].span),
+            commands: taken.to_vec(),
+            negated: false,
+            background: false,
+            context: self.context.clone(),
+        }
+    }
+}
+
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub enum Context {
     Function(String),

@@ -127,7 +127,8 @@ fn a_proxy_killed_outright_is_cleaned_up_by_its_next_start() {
 /// Ctrl-C while a remote command runs leaves the script where bash leaves it: ended by SIGINT
 /// (its EXIT trap run), or, with SIGINT trapped, the trap run and the script going on with
 /// status 130. posh-exec hands pipelines over from inside bash (a loadable builtin), so bash's
-/// own reaction to a command killed by SIGINT is what the builtin has to reproduce.
+/// own reaction to a command killed by SIGINT is what the builtin has to reproduce, also as one
+/// element of a pipeline whose other elements bash runs.
 #[test]
 fn ctrl_c_leaves_the_script_where_bash_leaves_it() {
     use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
@@ -139,6 +140,10 @@ fn ctrl_c_leaves_the_script_where_bash_leaves_it() {
         format!("trap 'echo trapped' INT\n{spin}\necho after $?\n"),
         format!("trap 'echo bye' EXIT\n{spin}\necho after $?\n"),
         format!("for i in 1 2; do {spin}; echo in the loop $?; done\necho after $?\n"),
+        // Bash keeps the loop of the pipeline; the awk is a call of its own.
+        format!("{spin} | while read -r l; do echo \"$l\"; done\necho after $?\n"),
+        format!("trap 'echo trapped' INT\n{spin} | while read -r l; do echo \"$l\"; done\necho after $?\n"),
+        format!("set -o pipefail\ntrap 'echo trapped' INT\n{spin} | while read -r l; do :; done\necho after $?\n"),
     ];
     let spinning = || Command::new("pgrep").args(["-f", "spin3135"]).stdout(Stdio::null()).status().unwrap().success();
     for case in &cases {

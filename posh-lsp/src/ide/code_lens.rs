@@ -30,10 +30,14 @@ pub fn code_lenses(analysis: &ScriptAnalysis) -> Vec<CodeLens> {
     summary.into_iter().chain(per_pipeline).collect()
 }
 
-/// `posh: 3 of 7 pipelines go to the runtime; 4 stay with bash (3: assignments without a command; …)`
+/// `posh: 3 of 7 pipelines go to the runtime (1 in part); 4 stay with bash (3: assignments without
+/// a command; …)`
 fn summary(coverage: &Coverage) -> String {
     let kept: usize = coverage.stay.iter().map(|k| k.pipelines).sum();
     let mut title = format!("posh: {} of {} pipelines go to the runtime", coverage.handed, coverage.pipelines);
+    if coverage.in_part > 0 {
+        title.push_str(&format!(" ({} in part)", coverage.in_part));
+    }
     if let Some(first) = coverage.stay.first() {
         let more = if coverage.stay.len() > 1 { "; …" } else { "" };
         title.push_str(&format!("; {kept} stay with bash ({}: {}{more})", first.pipelines, first.why));
