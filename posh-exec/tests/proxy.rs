@@ -346,8 +346,8 @@ async fn unannotated_commands_are_refused_and_nothing_runs() {
     let setup = Setup::new();
     let proxy = setup.proxy(&[]);
     let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
-    let err = conn.run(&request(&["rm", "a.txt"]), b"").await.unwrap_err().to_string();
-    assert!(err.contains("no annotation for `rm`"), "{err}");
+    let err = conn.run(&request(&["shred", "-u", "a.txt"]), b"").await.unwrap_err().to_string();
+    assert!(err.contains("no annotation for `shred`"), "{err}");
     assert!(setup.export().join("a.txt").exists());
     // A path as the command name would run a program of the client's choosing.
     let err = conn.run(&request(&["/bin/cat", "a.txt"]), b"").await.unwrap_err().to_string();

@@ -194,7 +194,7 @@ async fn annotation_files_diagnostics_fixes_completion_format_symbols_tokens() {
         )
         .await;
     let labels: Vec<&str> = completion.as_array().unwrap().iter().map(|c| c["label"].as_str().unwrap()).collect();
-    assert_eq!(labels, vec!["input_file", "output_file", "str"]);
+    assert_eq!(labels, vec!["input_file", "output_file", "removed_file", "str"]);
     assert_eq!(completion[0]["textEdit"], json!({"range": range(3, 9, 3, 9), "newText": "input_file"}));
     let hover = client
         .request("textDocument/hover", json!({"textDocument": {"uri": uri}, "position": {"line": 1, "character": 10}}))

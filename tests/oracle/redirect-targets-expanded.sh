@@ -2,7 +2,7 @@
 # names one file, and targets that expand into no word or two (bash's "ambiguous redirect": the
 # command does not run, the others of its pipeline do, earlier redirections are made).
 # status: 0
-# handed: 10
+# handed: 11
 out=data
 name="sorted words"
 sort data/words.txt > $out/sorted.txt

@@ -14,6 +14,8 @@ pub fn format_header(entry: &CommandEntry) -> String {
         (o.filters_input, "filters_input"),
         (o.long_arg_single_dash, "long_arg_single_dash"),
         (o.stdin_file_list, "stdin_file_list"),
+        (o.ignores_stdin, "ignores_stdin"),
+        (o.output_to_stdout_too, "output_to_stdout_too"),
         (o.output_ends_lines, "output_ends_lines"),
         (o.output_ends_as_input, "output_ends_as_input"),
         (o.output_within_smallest_input, "output_within_smallest_input"),

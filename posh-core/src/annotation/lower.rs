@@ -78,6 +78,8 @@ fn lower_options(fields: &[RawField], diags: &mut Vec<Diagnostic>) -> CommandOpt
             "filters_input" => options.filters_input = true,
             "long_arg_single_dash" => options.long_arg_single_dash = true,
             "stdin_file_list" => options.stdin_file_list = true,
+            "ignores_stdin" => options.ignores_stdin = true,
+            "output_to_stdout_too" => options.output_to_stdout_too = true,
             "output_ends_lines" => options.output_ends_lines = true,
             "output_ends_as_input" => options.output_ends_as_input = true,
             "output_within_smallest_input" => options.output_within_smallest_input = true,

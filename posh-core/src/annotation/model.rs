@@ -105,6 +105,10 @@ pub struct CommandOptions {
     pub output_ends_as_input: bool,
     /// Standard input lists names of files the command opens (`xargs`).
     pub stdin_file_list: bool,
+    /// It never reads its standard input (`rm`, `mkdir`, `touch`).
+    pub ignores_stdin: bool,
+    /// It writes its output to standard output as well as to its output files (`tee`).
+    pub output_to_stdout_too: bool,
     /// The status meaning "nothing selected" rather than a failure (grep's 1).
     pub no_match_status: Option<u8>,
     /// Environment variables the command reads besides the locale.
@@ -192,6 +196,8 @@ impl ArgSpec {
 pub enum ArgType {
     InputFile,
     OutputFile,
+    /// A name the command removes or replaces (`rm`, `rmdir`, the link `ln -f` replaces).
+    RemovedFile,
     #[default]
     Str,
 }
@@ -201,6 +207,7 @@ impl ArgType {
         match self {
             ArgType::InputFile => "input_file",
             ArgType::OutputFile => "output_file",
+            ArgType::RemovedFile => "removed_file",
             ArgType::Str => "str",
         }
     }
@@ -209,6 +216,7 @@ impl ArgType {
         match word {
             "input_file" => Some(ArgType::InputFile),
             "output_file" => Some(ArgType::OutputFile),
+            "removed_file" => Some(ArgType::RemovedFile),
             "str" => Some(ArgType::Str),
             _ => None,
         }
@@ -216,6 +224,11 @@ impl ArgType {
 
     pub fn is_file(self) -> bool {
         self != ArgType::Str
+    }
+
+    /// The command changes what the name holds: it writes it, or removes or replaces it.
+    pub fn is_output(self) -> bool {
+        matches!(self, ArgType::OutputFile | ArgType::RemovedFile)
     }
 }
 

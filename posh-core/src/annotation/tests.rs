@@ -367,7 +367,7 @@ c: OPTPARAMS:[(short:T,type:input_file,size:1,file_list,streamable)] PARAMS:[(ty
 }
 
 /// A flag that makes the command append: the same model from both layouts, printed back, and
-/// misplaced uses reported.
+/// misplaced uses reported (an output file argument may say it of its own files: `touch`).
 #[test]
 fn appending_flags() {
     let one_line = "tee: FLAGS:[(short:a,long:append,appends)] PARAMS:[(type:output_file,size:list)]\n";
@@ -381,6 +381,7 @@ tee:
     let b = check_both_layouts(one_line, block);
     let misplaced = "\
 a: OPTPARAMS:[(short:o,type:output_file,size:1,appends)]
+d: OPTPARAMS:[(short:o,type:output_file,size:1)] PARAMS:[(type:input_file,size:list,appends)]
 b: FLAGS:[(short:a,appends)] PARAMS:[(type:input_file,size:list)]
 c: FLAGS:[(short:a,append)] PARAMS:[(type:output_file,size:list)]
 ";

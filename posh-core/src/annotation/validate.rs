@@ -96,11 +96,13 @@ pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
             };
             push(Code::BadFileList, spec.span, message.into());
         }
-        if spec.appends && arg.section != Section::Flags {
+        if spec.appends && arg.section != Section::Flags && spec.ty != ArgType::OutputFile {
             push(
                 Code::Conflict,
                 spec.span,
-                "`appends` marks a flag that makes the command append to its output files; move it to FLAGS".into(),
+                "`appends` marks a flag that makes the command append to its output files, or an output file \
+                 (`type:output_file`) the command never rewrites; move it to FLAGS"
+                    .into(),
             );
         }
         if spec.appends && !entry.args().any(|(_, other)| other.ty == ArgType::OutputFile) {

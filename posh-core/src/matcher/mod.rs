@@ -530,14 +530,29 @@ impl Invocation<'_> {
         self.files_of(ArgType::InputFile)
     }
 
+    /// The names it writes, removes or replaces, in argv order.
     pub fn output_files(&self) -> Vec<String> {
-        self.files_of(ArgType::OutputFile)
+        let given = self.values.iter().filter(|v| v.ty.is_output()).map(|v| self.value_text(v).to_string());
+        let defaults = self.defaults.iter().filter(|d| d.ty.is_output()).map(|d| d.value.clone());
+        given.chain(defaults).collect()
+    }
+
+    /// The names it removes or replaces.
+    pub fn removed_files(&self) -> Vec<String> {
+        self.files_of(ArgType::RemovedFile)
     }
 
     /// Whether the invocation appends to its output files instead of rewriting them: it gives a
-    /// flag marked `appends` (`tee -a`).
+    /// flag marked `appends` (`tee -a`). An output argument marked `appends` says so of its own
+    /// files (`touch`): [`Self::appends_to`].
     pub fn appends_outputs(&self) -> bool {
         self.words.iter().flatten().any(|part| matches!(part.role, Role::Flag(arg) if self.entry.arg(arg).appends))
+    }
+
+    /// Whether the command never rewrites what the files of `value` held: it appends to them
+    /// ([`Self::appends_outputs`]), or their argument says so (`appends`).
+    pub fn appends_to(&self, value: &ArgValue) -> bool {
+        self.appends_outputs() || self.entry.arg(value.arg).appends
     }
 
     /// Where the invocation reads names of files it opens, names its words do not show: `-` for

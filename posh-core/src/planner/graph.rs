@@ -67,6 +67,8 @@ struct Facts<'l> {
     stderr: Output,
     inputs: Vec<FileUse>,
     outputs: Vec<FileUse>,
+    /// The names it removes or replaces (`type:removed_file`).
+    removed: Vec<String>,
     /// An input argument is `-`: the command reads its standard input among its files.
     dash_input: bool,
     /// The targets of its file redirections, in order.
@@ -403,6 +405,7 @@ fn analyse<'l>(
         stderr: Output::Stderr,
         inputs: Vec::new(),
         outputs: Vec::new(),
+        removed: Vec::new(),
         dash_input: false,
         redirect_files: Vec::new(),
         redirected: !command.redirects.is_empty(),
@@ -457,6 +460,7 @@ fn analyse<'l>(
                         .push(FileUse { streamable: spec.streamable, ..ctx.file_use(&text, spec.config, split_value) }),
                     ArgType::OutputFile if text == "-" => {}
                     ArgType::OutputFile => facts.outputs.push(ctx.file_use(&text, false, None)),
+                    ArgType::RemovedFile => facts.removed.push(text),
                     ArgType::Str => {}
                 }
             }
@@ -464,6 +468,7 @@ fn analyse<'l>(
                 match default.ty {
                     ArgType::InputFile => facts.inputs.push(ctx.file_use(&default.value, false, None)),
                     ArgType::OutputFile => facts.outputs.push(ctx.file_use(&default.value, false, None)),
+                    ArgType::RemovedFile => facts.removed.push(default.value.clone()),
                     ArgType::Str => {}
                 }
             }
@@ -476,8 +481,12 @@ fn analyse<'l>(
                 facts.inputs.push(cwd);
             }
             let inputs = facts.inputs.iter().map(|f| FileWord { word: &f.path, streamable: f.streamable });
-            let others =
-                facts.outputs.iter().map(|f| f.path.as_str()).chain(facts.redirect_files.iter().map(String::as_str));
+            let others = facts
+                .outputs
+                .iter()
+                .map(|f| f.path.as_str())
+                .chain(facts.redirect_files.iter().map(String::as_str))
+                .chain(facts.removed.iter().map(String::as_str));
             // A proxy opens no FIFO or device as a redirection (it would wait for an other end
             // that is the script's, at the client).
             let special = |word: &&String| {
@@ -485,15 +494,28 @@ fn analyse<'l>(
                 ctx.config.mount_for(&path).is_some()
                     && ctx.fs.metadata(&path).is_some_and(|m| m.kind == crate::fs::FileKind::Special)
             };
-            facts.reach = match facts.redirect_files.iter().find(special) {
-                Some(word) => {
+            // What a proxy's job removes is kept aside to be put back; a directory with entries
+            // could not be (`rmdir` would fail on it, `mv` would move it whole).
+            let full_directory = |word: &&String| {
+                let path = crate::fs::normalize_path(&ctx.cwd.join(word.as_str()));
+                ctx.config.mount_for(&path).is_some()
+                    && ctx.fs.metadata(&path).is_some_and(|m| m.kind == FileKind::Directory)
+                    && !ctx.fs.read_dir(&path).is_empty()
+            };
+            facts.reach = match (facts.redirect_files.iter().find(special), facts.removed.iter().find(full_directory)) {
+                (Some(word), _) => {
                     Reach::ClientOnly(format!("`{word}` is a FIFO or a device, which the client opens as bash does"))
                 }
-                None => reach(ctx, inputs.chain(others.map(FileWord::fixed))),
+                (None, Some(word)) => Reach::ClientOnly(format!(
+                    "it removes or replaces `{word}`, a directory with entries, which a proxy could not put back \
+                     were the job not to complete"
+                )),
+                (None, None) => reach(ctx, inputs.chain(others.map(FileWord::fixed))),
             };
             let reads_script_input = facts.stdin == Input::Stdin
                 && index == 0
-                && (facts.dash_input || facts.inputs.iter().all(|f| f.config));
+                && (facts.dash_input || facts.inputs.iter().all(|f| f.config))
+                && !invocation.entry.options.ignores_stdin;
             if reads_script_input {
                 // It would have to take the script's input away from the commands after it.
                 facts.reach = Reach::ClientOnly(
@@ -684,11 +706,17 @@ impl Graph<'_> {
     }
 
     fn write_file(&mut self, path: &str, append: bool) -> NodeId {
+        self.changed_file(path, append, false)
+    }
+
+    /// A name a command writes, or removes or replaces (`removes`).
+    fn changed_file(&mut self, path: &str, append: bool, removes: bool) -> NodeId {
         if let Some(&id) = self.files.get(&(true, path.to_string())) {
             return id;
         }
         let location = self.ctx.file_use(path, false, None).location;
-        let id = self.node(NodeKind::WriteFile { path: path.to_string(), append }, location, Why::DataLocation, true);
+        let kind = NodeKind::WriteFile { path: path.to_string(), append, removes };
+        let id = self.node(kind, location, Why::DataLocation, true);
         self.files.insert((true, path.to_string()), id);
         id
     }
@@ -831,16 +859,14 @@ impl Graph<'_> {
             let to = self.write_file(&file.path, false);
             self.edge(id, to, Stream::File, bytes_out);
         }
+        for path in &facts.removed {
+            let to = self.changed_file(path, false, true);
+            self.edge(id, to, Stream::File, 0);
+        }
         // A command that names output files writes its output there (sort -o, tar -cf,
-        // mogrify -path), except tee, whose whole point is to write both; the annotation
-        // language cannot tell the two apart yet.
-        let to_stdout = if facts.outputs.is_empty()
-            || facts.argv.first().is_some_and(|n| crate::matcher::command_name(n) == "tee")
-        {
-            bytes_out
-        } else {
-            0
-        };
+        // mogrify -path), unless its annotation says it writes both (tee).
+        let both = facts.invocation.as_ref().is_some_and(|i| i.entry.options.output_to_stdout_too);
+        let to_stdout = if facts.outputs.is_empty() || both { bytes_out } else { 0 };
         (id, to_stdout)
     }
 

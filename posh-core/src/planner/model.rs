@@ -194,10 +194,13 @@ pub enum NodeKind {
         path: String,
         size: u64,
     },
-    /// A file the pipeline writes (an output argument or a `>`/`>>` redirect).
+    /// A file the pipeline writes (an output argument or a `>`/`>>` redirect), or a name a
+    /// command removes or replaces (`removes`: `rm`, `ln -f`).
     WriteFile {
         path: String,
         append: bool,
+        #[serde(skip_serializing_if = "std::ops::Not::not")]
+        removes: bool,
     },
     /// Combines the outputs of split copies, in input order, as the command's annotation says.
     Merge {

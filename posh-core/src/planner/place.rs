@@ -13,7 +13,7 @@ use std::collections::{BTreeSet, HashMap};
 
 use crate::planner::PlanContext;
 use crate::planner::graph::Built;
-use crate::planner::model::{Location, NodeId, NodeKind, Strategy, Why};
+use crate::planner::model::{Edge, Location, NodeId, NodeKind, Strategy, Stream, Why};
 
 pub(crate) fn place(ctx: &PlanContext<'_>, built: &mut Built) {
     match ctx.options.strategy {
@@ -57,7 +57,15 @@ pub(crate) fn place(ctx: &PlanContext<'_>, built: &mut Built) {
 pub(crate) fn predicted_seconds(ctx: &PlanContext<'_>, built: &Built) -> f64 {
     let plan = &built.plan;
     let crossing = plan.edges.iter().filter(|e| e.crosses);
-    crossing.map(|e| transfer_cost(ctx, &plan.nodes[e.from].location, &plan.nodes[e.to].location, e.bytes)).sum()
+    crossing.map(|e| edge_cost(ctx, &plan.nodes[e.from].location, &plan.nodes[e.to].location, e)).sum()
+}
+
+/// Seconds `edge` takes between two locations: its bytes' transfer, and for a file named
+/// across the network (made, removed, opened), the round trip that costs even when nothing is
+/// read or written (`touch`, `rm`, `mkdir` of a mount's files from the client).
+fn edge_cost(ctx: &PlanContext<'_>, a: &Location, b: &Location, edge: &Edge) -> f64 {
+    let cost = transfer_cost(ctx, a, b, edge.bytes);
+    if edge.stream == Stream::File && edge.bytes == 0 && a != b { cost + transfer_cost(ctx, a, b, 1) } else { cost }
 }
 
 /// Whether node `n` may run `at` (the planner's reach rules).
@@ -119,7 +127,7 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
             .filter(|e| (e.from == n && !is_free(e.to)) || (e.to == n && !is_free(e.from)))
             .map(|e| {
                 let other = if e.from == n { e.to } else { e.from };
-                transfer_cost(ctx, at, &plan.nodes[other].location, e.bytes)
+                edge_cost(ctx, at, &plan.nodes[other].location, e)
             })
             .sum()
     };

@@ -142,8 +142,17 @@ fn node_label(node: &Node) -> String {
             label
         }
         NodeKind::ReadFile { path, size } => format!("read {path} ({})", format_bytes(*size)),
-        NodeKind::WriteFile { path, append } => {
-            format!("{} {path}", if *append { "append to" } else { "write" })
+        NodeKind::WriteFile { path, append, removes } => {
+            format!(
+                "{} {path}",
+                if *removes {
+                    "remove"
+                } else if *append {
+                    "append to"
+                } else {
+                    "write"
+                }
+            )
         }
         NodeKind::Merge { kind, argv, .. } if argv.is_empty() => format!("merge ({})", kind.keyword()),
         NodeKind::Merge { kind, argv, .. } => format!("merge ({}: {})", kind.keyword(), shell_words::join(argv)),

@@ -21,15 +21,25 @@ pub struct Checked {
     pub env: Vec<(String, String)>,
     /// The command's redirections, targets resolved.
     pub redirects: Vec<CheckedRedirect>,
-    /// Output files named by argv words: (word, byte range in it, resolved path).
-    pub outputs: Vec<(usize, std::ops::Range<usize>, PathBuf)>,
-    /// The command appends to its output words' files (`tee -a`, a flag marked `appends`), as
-    /// `>>` appends: it never rewrites what they held.
-    pub outputs_appended: bool,
+    /// Output files named by argv words, resolved, with what the command does to them.
+    pub outputs: Vec<(PathBuf, WordChange)>,
     /// Every file word (inputs and outputs), resolved.
     pub files: Vec<PathBuf>,
     /// The files of the command's own home (relative path, content), when it has one.
     pub home: Option<Vec<(PathBuf, String)>>,
+}
+
+/// What a command does to a file one of its words names, as its annotation says: what a proxy
+/// keeps to undo it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum WordChange {
+    /// It may rewrite the file (`sort -o`, `cp`).
+    Written,
+    /// It never rewrites what the file held (`tee -a`, `>>`; `touch`): it appends, makes it, or
+    /// changes only its times.
+    Appended,
+    /// It removes or replaces the name (`rm`, `rmdir`, `ln -f`).
+    Removed,
 }
 
 /// A redirection the proxy applies.
@@ -100,18 +110,28 @@ pub fn check(
     let mut files: Vec<String> = Vec::new();
     let mut outputs = Vec::new();
     for value in &invocation.values {
-        if matches!(value.ty, ArgType::InputFile | ArgType::OutputFile) {
-            files.push(invocation.value_text(value).to_string());
-        }
         let text = invocation.value_text(value);
-        if value.ty == ArgType::OutputFile && text != "-" {
+        if value.ty.is_file() {
+            files.push(text.to_string());
+        }
+        if value.ty.is_output() && text != "-" {
             let path = resolve(root, cwd, text).map_err(|e| format!("`{text}`: {e}"))?;
-            outputs.push((value.word, value.range.clone(), path));
+            let change = match value.ty {
+                ArgType::RemovedFile => WordChange::Removed,
+                _ if invocation.appends_to(value) => WordChange::Appended,
+                _ => WordChange::Written,
+            };
+            outputs.push((path, change));
         }
     }
     for default in &invocation.defaults {
-        if matches!(default.ty, ArgType::InputFile | ArgType::OutputFile) {
+        if default.ty.is_file() {
             files.push(default.value.clone());
+        }
+        if default.ty.is_output() {
+            let path = resolve(root, cwd, &default.value).map_err(|e| format!("`{}`: {e}", default.value))?;
+            let change = if default.ty == ArgType::RemovedFile { WordChange::Removed } else { WordChange::Written };
+            outputs.push((path, change));
         }
     }
     for &index in &command.files {
@@ -135,9 +155,8 @@ pub fn check(
         check_env_name(name, &invocation.entry.options.reads_env)?;
         env.push((name.clone(), value.clone()));
     }
-    let outputs_appended = invocation.appends_outputs();
     let home = command.home.as_ref().map(check_home).transpose()?;
-    Ok(Checked { argv: command.argv.clone(), env, redirects, outputs, outputs_appended, files: paths, home })
+    Ok(Checked { argv: command.argv.clone(), env, redirects, outputs, files: paths, home })
 }
 
 fn check_redirect(root: &Path, cwd: &Path, redirect: &Redirect) -> Result<CheckedRedirect, String> {
@@ -319,18 +338,39 @@ mod tests {
     }
 
     #[test]
-    fn output_words_of_an_appending_flag_are_marked_appended() {
+    fn output_words_say_what_the_command_does_to_them() {
         let dir = tempfile::tempdir().unwrap();
         let root = std::fs::canonicalize(dir.path()).unwrap();
         let library = Library::builtin();
-        let appended = |argv: &[&str]| {
+        let changes = |argv: &[&str]| {
             let command = JobCommand { argv: argv.iter().map(|w| w.to_string()).collect(), ..JobCommand::default() };
-            check(&library, &root, &root, &command, &[]).unwrap().outputs_appended
+            let checked = check(&library, &root, &root, &command, &[]).unwrap();
+            checked
+                .outputs
+                .into_iter()
+                .map(|(path, change)| (path.strip_prefix(&root).unwrap().to_owned(), change))
+                .map(|(path, change)| format!("{} {change:?}", path.display()))
+                .collect::<Vec<_>>()
         };
-        assert!(appended(&["tee", "-a", "log.txt"]));
-        assert!(appended(&["tee", "--append", "-i", "log.txt", "other.txt"]));
-        assert!(!appended(&["tee", "log.txt"]));
-        assert!(!appended(&["sort", "-o", "out.txt", "in.txt"]));
+        assert_eq!(changes(&["tee", "-a", "log.txt"]), ["log.txt Appended"]);
+        assert_eq!(
+            changes(&["tee", "--append", "-i", "log.txt", "other.txt"]),
+            ["log.txt Appended", "other.txt Appended"]
+        );
+        assert_eq!(changes(&["tee", "log.txt"]), ["log.txt Written"]);
+        assert_eq!(changes(&["sort", "-o", "out.txt", "in.txt"]), ["out.txt Written"]);
+        assert_eq!(changes(&["touch", "a", "b"]), ["a Appended", "b Appended"]);
+        assert_eq!(changes(&["rm", "-f", "a", "sub/b"]), ["a Removed", "sub/b Removed"]);
+        assert_eq!(changes(&["ln", "-sf", "target", "name"]), ["name Removed"]);
+    }
+
+    #[test]
+    fn removed_names_are_checked_like_any_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let command = JobCommand { argv: ["rm", "-f", "../x"].map(String::from).to_vec(), ..JobCommand::default() };
+        let refused = check(&Library::builtin(), &root, &root, &command, &[]).unwrap_err();
+        assert!(refused.contains("`../x`"), "{refused}");
     }
 
     #[test]

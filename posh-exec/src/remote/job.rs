@@ -13,7 +13,7 @@ use tokio::sync::watch;
 
 use crate::read_buffer::ReadBuffer;
 
-use super::confine::{Checked, CheckedRedirect, PATH};
+use super::confine::{Checked, CheckedRedirect, PATH, WordChange};
 use super::journal::{self, Journal, Record};
 use super::peer::Expected;
 use super::process::{Ending, Process};
@@ -134,6 +134,35 @@ impl<'a> Outputs<'a> {
         self.record(command, Record::Created { id, path: top.to_path_buf() })
     }
 
+    /// `path` is removed or replaced by the command: what it names is kept aside until the job
+    /// settles (a hard link beside a file, the mode of an empty directory) and put back if the
+    /// job does not complete; a name that names nothing is removed again then (`ln -f` of a new
+    /// name). The planner keeps at the client a command removing a directory with entries.
+    fn removed(&mut self, path: &Path, command: usize) -> std::io::Result<()> {
+        let meta = match std::fs::symlink_metadata(path) {
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return self.created(path, command),
+            Err(e) => return Err(e),
+            Ok(meta) => meta,
+        };
+        if meta.is_dir() {
+            let id = self.journal.next_id();
+            return self
+                .record(command, Record::RemovedDir { id, path: path.to_path_buf(), mode: meta.mode() & 0o7777 });
+        }
+        let (id, kept) = self.scratch(path, command)?;
+        std::fs::remove_file(&kept)?;
+        if let Err(e) = std::fs::hard_link(path, &kept) {
+            // A filesystem without hard links, or one refusing this one (`protected_hardlinks`):
+            // a regular file's content is copied instead.
+            if !meta.is_file() {
+                return Err(e);
+            }
+            File::create_new(&kept)?;
+            journal::copy_into(path, &kept)?;
+        }
+        self.became(Record::Kept { id, path: path.to_path_buf(), kept })
+    }
+
     /// A copy of `path`'s old content beside it, restored into it if the job does not complete.
     fn back_up(&mut self, path: &Path, command: usize) -> std::io::Result<()> {
         let (id, backup) = self.scratch(path, command)?;
@@ -249,11 +278,15 @@ fn open_output(
 /// rewrite is backed up when there is room, else its length is recorded too; a missing path is
 /// removed again if the job does not complete.
 fn record_output_words(checked: &Checked, command: usize, outputs: &mut Outputs<'_>) -> std::io::Result<()> {
-    for (_, _, path) in &checked.outputs {
+    for (path, change) in &checked.outputs {
+        if *change == WordChange::Removed {
+            outputs.removed(path, command)?;
+            continue;
+        }
         match std::fs::metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => outputs.created(path, command)?,
             Err(e) => return Err(e),
-            Ok(meta) if meta.is_file() && checked.outputs_appended => outputs.appended(path, command)?,
+            Ok(meta) if meta.is_file() && *change == WordChange::Appended => outputs.appended(path, command)?,
             Ok(meta) if meta.is_file() && room_beside(path, meta.len()) => outputs.back_up(path, command)?,
             Ok(meta) if meta.is_file() => outputs.appended(path, command)?,
             // A directory is written into (its old entries are not kept); a device is no file.
@@ -803,8 +836,7 @@ mod tests {
             argv: vec!["tee".into(), "-a".into(), log.to_str().unwrap().into()],
             env: Vec::new(),
             redirects: Vec::new(),
-            outputs: vec![(2, 0..log.to_str().unwrap().len(), log.clone())],
-            outputs_appended: true,
+            outputs: vec![(log.clone(), WordChange::Appended)],
             files: vec![log.clone()],
             home: None,
         };
@@ -838,7 +870,6 @@ mod tests {
             env: Vec::new(),
             redirects: vec![redirect],
             outputs: Vec::new(),
-            outputs_appended: false,
             files: Vec::new(),
             home: None,
         };
@@ -876,8 +907,7 @@ mod tests {
             argv: vec!["cp".into(), "-r".into(), "src".into(), made.to_str().unwrap().into()],
             env: Vec::new(),
             redirects: Vec::new(),
-            outputs: vec![(3, 0..made.to_str().unwrap().len(), made.join("deeper"))],
-            outputs_appended: false,
+            outputs: vec![(made.join("deeper"), WordChange::Written)],
             files: vec![made.join("deeper")],
             home: None,
         };
@@ -886,5 +916,85 @@ mod tests {
         std::fs::create_dir_all(made.join("deeper/still")).unwrap();
         drop(outputs);
         assert!(!made.exists(), "the directories the job made are gone");
+    }
+
+    /// What `rm`, `rmdir` and `ln -f` remove or replace is put back when the job does not
+    /// complete, and only its old name is left when it does; a name that named nothing is
+    /// removed again.
+    #[test]
+    fn removed_names_are_put_back_unless_the_job_completes() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |name: &str| dir.path().join(name);
+        let journal = Journal::none();
+        for completed in [false, true] {
+            std::fs::write(at("file"), "old\n").unwrap();
+            std::fs::create_dir(at("empty")).unwrap();
+            std::fs::set_permissions(at("empty"), std::fs::Permissions::from_mode(0o750)).unwrap();
+            std::os::unix::fs::symlink("file", at("link")).unwrap();
+            let inode = std::fs::metadata(at("file")).unwrap().ino();
+            let removed = ["file", "empty", "link", "new"].map(|name| (at(name), WordChange::Removed));
+            let checked = Checked {
+                argv: vec!["rm".into()],
+                env: Vec::new(),
+                redirects: Vec::new(),
+                outputs: removed.to_vec(),
+                files: Vec::new(),
+                home: None,
+            };
+            let mut outputs = Outputs::new(&journal, std::slice::from_ref(&checked));
+            record_output_words(&checked, 0, &mut outputs).unwrap();
+            // What the commands do: remove, replace, make.
+            std::fs::remove_file(at("file")).unwrap();
+            std::fs::remove_dir(at("empty")).unwrap();
+            std::fs::remove_file(at("link")).unwrap();
+            std::os::unix::fs::symlink("elsewhere", at("link")).unwrap();
+            std::fs::write(at("new"), "made\n").unwrap();
+            outputs.settle(&[exited(0)], completed).unwrap();
+            let mut left: Vec<String> =
+                std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
+            left.sort();
+            if completed {
+                assert_eq!(left, ["link", "new"], "nothing kept aside is left");
+                assert_eq!(std::fs::read_link(at("link")).unwrap(), Path::new("elsewhere"));
+                std::fs::remove_file(at("link")).unwrap();
+                std::fs::remove_file(at("new")).unwrap();
+            } else {
+                assert_eq!(left, ["empty", "file", "link"], "each name as it was, the new one gone");
+                assert_eq!(std::fs::read_to_string(at("file")).unwrap(), "old\n");
+                assert_eq!(std::fs::metadata(at("file")).unwrap().ino(), inode, "the same file, not a copy");
+                assert_eq!(std::fs::metadata(at("empty")).unwrap().permissions().mode() & 0o7777, 0o750);
+                assert_eq!(std::fs::read_link(at("link")).unwrap(), Path::new("file"));
+                for name in left {
+                    let path = at(&name);
+                    if path.is_dir() { std::fs::remove_dir(path) } else { std::fs::remove_file(path) }.unwrap();
+                }
+            }
+        }
+    }
+
+    /// A name the command did not remove after all (`rm` refused it) keeps its file and loses
+    /// the link kept aside, whichever way the job ends.
+    #[test]
+    fn a_name_left_in_place_loses_only_the_link_kept_aside() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("file");
+        let journal = Journal::none();
+        for completed in [false, true] {
+            std::fs::write(&file, "old\n").unwrap();
+            let checked = Checked {
+                argv: vec!["rm".into()],
+                env: Vec::new(),
+                redirects: Vec::new(),
+                outputs: vec![(file.clone(), WordChange::Removed)],
+                files: Vec::new(),
+                home: None,
+            };
+            let mut outputs = Outputs::new(&journal, std::slice::from_ref(&checked));
+            record_output_words(&checked, 0, &mut outputs).unwrap();
+            assert_eq!(std::fs::metadata(&file).unwrap().nlink(), 2, "kept aside by a hard link");
+            outputs.settle(&[exited(1)], completed).unwrap();
+            assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+            assert_eq!(std::fs::metadata(&file).unwrap().nlink(), 1);
+        }
     }
 }

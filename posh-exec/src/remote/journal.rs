@@ -11,7 +11,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::fs::{File, OpenOptions};
 use std::io::{self, BufRead as _, Write as _};
-use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
+use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
@@ -35,6 +35,13 @@ pub enum Record {
     /// `backup` holds `path`'s whole old content while a command rewrites it in place: undoing
     /// copies it back into `path` (same inode), committing removes it.
     Backup { id: u64, path: PathBuf, backup: PathBuf },
+    /// `kept` is a hard link to what `path` named (any file but a directory; a copy of a regular
+    /// file where the filesystem refuses the link) while a command removes or replaces the name:
+    /// undoing renames it back over `path`, committing removes it.
+    Kept { id: u64, path: PathBuf, kept: PathBuf },
+    /// `path` was an empty directory of this mode while a command removes or replaces it:
+    /// undoing makes it again if it is gone.
+    RemovedDir { id: u64, path: PathBuf, mode: u32 },
     /// The output is being committed: from here on it is rolled forward, never back.
     Commit { id: u64 },
     /// The output is settled (committed or undone).
@@ -50,6 +57,8 @@ impl Record {
             | Record::Appended { id, .. }
             | Record::Created { id, .. }
             | Record::Backup { id, .. }
+            | Record::Kept { id, .. }
+            | Record::RemovedDir { id, .. }
             | Record::Commit { id }
             | Record::Settled { id } => *id,
         }
@@ -60,7 +69,9 @@ impl Record {
 /// Idempotent: a proxy that died halfway does it again at its next start.
 pub fn roll_forward(record: &Record) -> io::Result<()> {
     match record {
-        Record::Scratch { temp, .. } | Record::Backup { backup: temp, .. } => remove_if_present(temp),
+        Record::Scratch { temp, .. } | Record::Backup { backup: temp, .. } | Record::Kept { kept: temp, .. } => {
+            remove_if_present(temp)
+        }
         Record::Staged { temp, target, .. } => {
             if !temp.exists() {
                 return Ok(()); // renamed or copied and removed already
@@ -73,7 +84,11 @@ pub fn roll_forward(record: &Record) -> io::Result<()> {
                 std::fs::rename(temp, target)
             }
         }
-        Record::Appended { .. } | Record::Created { .. } | Record::Commit { .. } | Record::Settled { .. } => Ok(()),
+        Record::Appended { .. }
+        | Record::Created { .. }
+        | Record::RemovedDir { .. }
+        | Record::Commit { .. }
+        | Record::Settled { .. } => Ok(()),
     }
 }
 
@@ -101,6 +116,19 @@ pub fn roll_back(record: &Record) -> io::Result<()> {
             }
             remove_if_present(backup)
         }
+        Record::Kept { path, kept, .. } => {
+            match std::fs::rename(kept, path) {
+                Err(e) if e.kind() != io::ErrorKind::NotFound => return Err(e),
+                _ => {}
+            }
+            // Two names of one file, the command having left it: rename does nothing then.
+            remove_if_present(kept)
+        }
+        Record::RemovedDir { path, mode, .. } => match std::fs::create_dir(path) {
+            Ok(()) => std::fs::set_permissions(path, std::fs::Permissions::from_mode(*mode)),
+            Err(e) if e.kind() == io::ErrorKind::AlreadyExists => Ok(()),
+            Err(e) => Err(e),
+        },
         Record::Commit { .. } | Record::Settled { .. } => Ok(()),
     }
 }
