@@ -1,8 +1,8 @@
 # The file-system commands scripts run around their pipelines, at the proxy when their files lie
-# on its mount: rm, rmdir, touch, chmod, mkfifo and ln, with their messages and statuses as
+# on its mount: rm, rmdir, touch, chmod, mkfifo, ln and mv, with their messages and statuses as
 # bash's (a missing file, a directory with entries, which stays at the client).
 # status: 0
-# handed: 17
+# handed: 21
 mkdir -p data/work/empty
 sort data/words.txt > data/work/sorted.txt
 cp data/numbers.txt data/work/numbers.txt
@@ -22,4 +22,9 @@ echo "rmdir of a directory with entries: $?"
 mkfifo -m 600 data/work/pipe
 stat -c '%a %h %F %n' data/work/sorted.txt data/work/hard.txt data/work/pipe data/work/stamp.txt
 rm data/work/hard.txt data/work/soft.txt data/work/pipe
-ls -A data/work
+mkdir data/work/into
+mv data/work/stamp.txt data/work/moved.txt
+mv -v data/work/moved.txt data/work/into
+mv data/work/missing.txt data/work/gone.txt
+echo "mv: $?"
+ls -A data/work data/work/into
