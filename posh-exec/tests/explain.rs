@@ -187,7 +187,7 @@ fn figure_2_splits_cat_and_grep_per_mount_and_only_grep_output_crosses() {
             "  @B grep foo (copy 2/2): one copy per mount of its data",
             "  @client merge (concat): the copies' outputs are combined at the client",
             "  @client tee local.txt: `local.txt` is on no mount, so it runs at the client",
-            "      annotation: tee (files.posh)",
+            "      annotation: tee[output_to_stdout_too] (files.posh)",
             "      output: 100% of its input, assumed (no run measured it yet)",
             "  crosses @A → @client: 400 MB (grep foo (copy 1/2) → merge (concat))",
             "  crosses @B → @client: 300 MB (grep foo (copy 2/2) → merge (concat))",
