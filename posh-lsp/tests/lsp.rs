@@ -66,7 +66,9 @@ async fn script_hints_hover_lenses_and_diagnostics() {
     assert_eq!(
         lenses,
         json!([{"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
-                "command": {"title": "posh: 1 of 2 pipelines go to the runtime; 1 stay with bash (1: `mytool` has no annotation)", "command": ""}},
+                "command": {"title": "posh: 1 of 2 pipelines go to the runtime; 1 stay with bash", "command": ""}},
+               {"range": {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}},
+                "command": {"title": "1: `mytool` has no annotation", "command": ""}},
                {"range": {"start": {"line": 2, "character": 0}, "end": {"line": 2, "character": 37}},
                 "command": {"title": "bash moves 2.5 GB, posh moves 1.2 GB", "command": ""}}])
     );

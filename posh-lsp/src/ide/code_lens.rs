@@ -1,6 +1,6 @@
 //! One lens per pipeline that moves data: what bash alone would move across the network, and
-//! what posh moves; and one atop the script: how many of its pipelines go to the posh runtime,
-//! and the most frequent reason the others stay with bash.
+//! what posh moves; and atop the script: how many of its pipelines go to the posh runtime, and
+//! why the others stay with bash, a lens per reason.
 
 use posh_core::Span;
 use posh_core::planner::coverage::Coverage;
@@ -16,8 +16,11 @@ pub struct CodeLens {
 
 pub fn code_lenses(analysis: &ScriptAnalysis) -> Vec<CodeLens> {
     let coverage = posh_core::planner::coverage::coverage(&analysis.plan);
-    let summary = (!analysis.plan.pipelines.is_empty() && coverage.hands_nothing.is_none())
-        .then(|| CodeLens { span: Span::new(0, 0), title: summary(&coverage) });
+    let summary = if !analysis.plan.pipelines.is_empty() && coverage.hands_nothing.is_none() {
+        summary(&coverage)
+    } else {
+        Vec::new()
+    };
     let per_pipeline =
         analysis.plan.pipelines.iter().filter(|p| p.bash_bytes > 0 || p.posh_bytes > 0).map(|p| CodeLens {
             span: p.span,
@@ -30,17 +33,27 @@ pub fn code_lenses(analysis: &ScriptAnalysis) -> Vec<CodeLens> {
     summary.into_iter().chain(per_pipeline).collect()
 }
 
-/// `posh: 3 of 7 pipelines go to the runtime (1 in part); 4 stay with bash (3: assignments without
-/// a command; …)`
-fn summary(coverage: &Coverage) -> String {
+/// Reasons shown one lens each atop the script; `--explain` lists the rest.
+const REASONS_SHOWN: usize = 3;
+
+/// Atop the script: `posh: 3 of 7 pipelines go to the runtime (1 in part); 4 stay with bash`,
+/// then a lens per reason they stay, the most frequent first (`3: assignments without a
+/// command`), so that each is one a user can act on.
+fn summary(coverage: &Coverage) -> Vec<CodeLens> {
+    let at_top = |title: String| CodeLens { span: Span::new(0, 0), title };
     let kept: usize = coverage.stay.iter().map(|k| k.pipelines).sum();
     let mut title = format!("posh: {} of {} pipelines go to the runtime", coverage.handed, coverage.pipelines);
     if coverage.in_part > 0 {
         title.push_str(&format!(" ({} in part)", coverage.in_part));
     }
-    if let Some(first) = coverage.stay.first() {
-        let more = if coverage.stay.len() > 1 { "; …" } else { "" };
-        title.push_str(&format!("; {kept} stay with bash ({}: {}{more})", first.pipelines, first.why));
+    if kept > 0 {
+        title.push_str(&format!("; {kept} stay with bash"));
     }
-    title
+    let mut lenses = vec![at_top(title)];
+    lenses.extend(coverage.stay.iter().take(REASONS_SHOWN).map(|k| at_top(format!("{}: {}", k.pipelines, k.why))));
+    if coverage.stay.len() > REASONS_SHOWN {
+        let more = coverage.stay.len() - REASONS_SHOWN;
+        lenses.push(at_top(format!("{more} more reason(s): posh-exec --explain lists them")));
+    }
+    lenses
 }
