@@ -184,8 +184,9 @@ fn cached_plans_equal_fresh_ones_after_edits() {
     let world = world(&fs);
     let mut cache = ide::AnalysisCache::default();
     // Six different blocks of nine lines: each ends in a blank line, where chunks may be cut.
+    // (One pipeline of each bash keeps in part: its handed part moves with it.)
     let before: String = (0..6)
-        .map(|i| format!("f() {{ sort \"$1\"; }}\ncat /mnt/logs/ray{i}.log | grep x | sort\ncat <<EOF | grep a\nabc\nEOF\nf /mnt/a/big.txt\necho {i}\necho 2\n\n"))
+        .map(|i| format!("f() {{ sort \"$1\"; }}\ncat /mnt/logs/ray{i}.log | grep x | sort\ncat <<EOF | grep a\nabc\nEOF\nf /mnt/a/big.txt\ncat /mnt/logs/ray{i}.log | grep y | f\necho 2\n\n"))
         .collect();
     ide::analyze_script_cached(&world, &fs, &before, &mut cache);
     let edits = [

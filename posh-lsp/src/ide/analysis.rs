@@ -121,6 +121,9 @@ impl AnalysisCache {
 
 fn move_plan(plan: &mut PipelinePlan, by: impl Fn(usize) -> usize) {
     plan.span = Span::new(by(plan.span.start), by(plan.span.end));
+    for part in &mut plan.handed_parts {
+        part.span = Span::new(by(part.span.start), by(part.span.end));
+    }
     for node in &mut plan.nodes {
         if let NodeKind::Command { span, .. } = &mut node.kind {
             *span = Span::new(by(span.start), by(span.end));
