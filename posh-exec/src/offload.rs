@@ -55,14 +55,13 @@ pub fn rewrite(
             continue;
         }
         let plan = planner::plan_pipeline_in(&ctx, pipeline, &scope);
-        if plan.handed_parts.is_empty() && (plan.stays_with_bash.is_some() || !plan.may_touch_a_mount()) {
-            continue;
-        }
-        if plan.handed_parts.is_empty() {
+        // The whole pipeline, or the parts of it the plan hands over while bash keeps the rest.
+        if !plan.handed_parts.is_empty() {
+            chosen.extend(plan.handed_parts.iter().map(|part| pipeline.part(part.commands.0..part.commands.1)));
+        } else if plan.stays_with_bash.is_none() && plan.may_touch_a_mount() {
             chosen.push(pipeline.clone());
-        }
-        for part in &plan.handed_parts {
-            chosen.push(pipeline.part(part.commands.0..part.commands.1));
+        } else {
+            continue;
         }
         mounts.extend(plan.nodes.iter().filter_map(|n| match &n.location {
             Location::Mount(name) => config.mounts.iter().position(|m| &m.name == name),

@@ -64,8 +64,7 @@ pub(crate) fn predicted_seconds(ctx: &PlanContext<'_>, built: &Built) -> f64 {
 /// across the network (made, removed, opened), the round trip that costs even when nothing is
 /// read or written (`touch`, `rm`, `mkdir` of a mount's files from the client).
 fn edge_cost(ctx: &PlanContext<'_>, a: &Location, b: &Location, edge: &Edge) -> f64 {
-    let cost = transfer_cost(ctx, a, b, edge.bytes);
-    if edge.stream == Stream::File && edge.bytes == 0 && a != b { cost + transfer_cost(ctx, a, b, 1) } else { cost }
+    transfer(ctx, a, b, edge.bytes, edge.bytes > 0 || edge.stream == Stream::File)
 }
 
 /// Whether node `n` may run `at` (the planner's reach rules).
@@ -80,8 +79,14 @@ fn free_nodes(built: &Built) -> Vec<NodeId> {
     (0..built.plan.nodes.len()).filter(|&n| !built.pinned[n]).collect()
 }
 
-/// Seconds to move `bytes` between two locations.
+/// Seconds to move `bytes` between two locations. A stream predicted to carry nothing (unread
+/// stdin, stderr) is set up with the others and costs no round trip of its own.
 fn transfer_cost(ctx: &PlanContext<'_>, a: &Location, b: &Location, bytes: u64) -> f64 {
+    transfer(ctx, a, b, bytes, bytes > 0)
+}
+
+/// Seconds to move `bytes` between two locations, with a round trip or without.
+fn transfer(ctx: &PlanContext<'_>, a: &Location, b: &Location, bytes: u64, round_trip: bool) -> f64 {
     if a == b {
         return 0.0;
     }
@@ -91,9 +96,7 @@ fn transfer_cost(ctx: &PlanContext<'_>, a: &Location, b: &Location, bytes: u64) 
     };
     let (x, y) = (link(a), link(b));
     let bandwidth = x.bandwidth_bytes_per_sec.min(y.bandwidth_bytes_per_sec).max(1.0);
-    // A stream predicted to carry nothing (unread stdin, stderr) is set up with the others and
-    // costs no round trip of its own.
-    let latency = if bytes > 0 { x.rtt.max(y.rtt).as_secs_f64() } else { 0.0 };
+    let latency = if round_trip { x.rtt.max(y.rtt).as_secs_f64() } else { 0.0 };
     bytes as f64 / bandwidth + latency
 }
 

@@ -137,13 +137,20 @@ impl<'a> Outputs<'a> {
     /// `path` is removed or replaced by the command: what it names is kept aside until the job
     /// settles (a hard link beside a file, the mode of an empty directory) and put back if the
     /// job does not complete; a name that names nothing is removed again then (`ln -f` of a new
-    /// name). The planner keeps at the client a command removing a directory with entries.
+    /// name). A directory with entries is refused: it could not be put back, and undoing the
+    /// name it moved to would remove them (the planner keeps such commands at the client).
     fn removed(&mut self, path: &Path, command: usize) -> std::io::Result<()> {
         let meta = match std::fs::symlink_metadata(path) {
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => return self.created(path, command),
             Err(e) => return Err(e),
             Ok(meta) => meta,
         };
+        if meta.is_dir() && std::fs::read_dir(path)?.next().is_some() {
+            return Err(std::io::Error::other(format!(
+                "{} is a directory with entries, which the proxy could not put back; nothing was run",
+                path.display()
+            )));
+        }
         if meta.is_dir() {
             let id = self.journal.next_id();
             return self
@@ -996,5 +1003,29 @@ mod tests {
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
             assert_eq!(std::fs::metadata(&file).unwrap().nlink(), 1);
         }
+    }
+
+    /// A client that sends `mv full-directory new` anyway (the planner keeps it at the client)
+    /// is refused: undoing the new name would remove what the directory holds.
+    #[test]
+    fn a_directory_with_entries_is_not_removed_at_a_proxy() {
+        let dir = tempfile::tempdir().unwrap();
+        let full = dir.path().join("full");
+        std::fs::create_dir(&full).unwrap();
+        std::fs::write(full.join("data.txt"), "keep\n").unwrap();
+        let journal = Journal::none();
+        let checked = Checked {
+            argv: vec!["mv".into()],
+            env: Vec::new(),
+            redirects: Vec::new(),
+            outputs: vec![(full.clone(), WordChange::Removed), (dir.path().join("new"), WordChange::Removed)],
+            files: Vec::new(),
+            home: None,
+        };
+        let mut outputs = Outputs::new(&journal, std::slice::from_ref(&checked));
+        let refused = record_output_words(&checked, 0, &mut outputs).unwrap_err().to_string();
+        assert!(refused.contains("a directory with entries"), "{refused}");
+        drop(outputs);
+        assert_eq!(std::fs::read_to_string(full.join("data.txt")).unwrap(), "keep\n");
     }
 }
