@@ -103,12 +103,12 @@ pub fn hand_over(socket: &OsStr, caller: &Caller<'_>, args: &[OsString], interru
         wait_for_status(&stream, interrupted)
     });
     answer.unwrap_or_else(|e| {
-        if runtime_is_gone(socket) {
-            // posh-exec was killed: bash gets its parent-death signal when posh-exec's main
-            // thread has ended, which may come just after our stream closed (at its end, or
-            // reset). Returning at once could let bash start the script's next command first.
-            std::thread::sleep(std::time::Duration::from_secs(1));
-        }
+        // No answer: posh-exec was killed (a live runtime always answers). bash gets its
+        // parent-death signal when posh-exec's exit reaches its children, after its descriptors
+        // (this stream, and maybe not yet its listening socket) were closed: returning at once
+        // could let bash start the script's next command first. Whether the socket still
+        // listens does not tell in that window (a loaded CI machine met it), so always wait.
+        std::thread::sleep(std::time::Duration::from_secs(1));
         eprintln!("posh-exec: the runtime at {} did not answer: {e}", socket.to_string_lossy());
         Answer::Status(1)
     })
@@ -138,12 +138,6 @@ fn wait_for_status(stream: &UnixStream, interrupted: impl Fn() -> bool) -> std::
             Err(e) => return Err(e.into()),
         }
     }
-}
-
-/// Whether nothing listens on the runtime's socket any more (its process ended).
-fn runtime_is_gone(socket: &OsStr) -> bool {
-    UnixStream::connect(socket)
-        .is_err_and(|e| matches!(e.kind(), std::io::ErrorKind::ConnectionRefused | std::io::ErrorKind::NotFound))
 }
 
 fn push_item(out: &mut Vec<u8>, item: &[u8]) {
