@@ -43,7 +43,7 @@ pub fn rewrite(
     if !script.errors.is_empty() {
         return None;
     }
-    let scope = ScriptScope::new(source, &script);
+    let scope = ScriptScope::new(source, &script, library);
     let cwd = std::env::current_dir().ok()?;
     let ctx = PlanContext { library, config, fs: &SeamsAssumed, cwd, options: PlanOptions::default(), ratios };
     // The planner's own hand-over rules (`ScriptScope::why_stays`), so that what `--explain`

@@ -15,6 +15,7 @@ pub fn format_header(entry: &CommandEntry) -> String {
         (o.long_arg_single_dash, "long_arg_single_dash"),
         (o.stdin_file_list, "stdin_file_list"),
         (o.ignores_stdin, "ignores_stdin"),
+        (o.makes_fifos, "makes_fifos"),
         (o.output_to_stdout_too, "output_to_stdout_too"),
         (o.output_ends_lines, "output_ends_lines"),
         (o.output_ends_as_input, "output_ends_as_input"),

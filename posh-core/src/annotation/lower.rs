@@ -79,6 +79,7 @@ fn lower_options(fields: &[RawField], diags: &mut Vec<Diagnostic>) -> CommandOpt
             "long_arg_single_dash" => options.long_arg_single_dash = true,
             "stdin_file_list" => options.stdin_file_list = true,
             "ignores_stdin" => options.ignores_stdin = true,
+            "makes_fifos" => options.makes_fifos = true,
             "output_to_stdout_too" => options.output_to_stdout_too = true,
             "output_ends_lines" => options.output_ends_lines = true,
             "output_ends_as_input" => options.output_ends_as_input = true,

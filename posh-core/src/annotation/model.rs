@@ -107,6 +107,8 @@ pub struct CommandOptions {
     pub stdin_file_list: bool,
     /// It never reads its standard input (`rm`, `mkdir`, `touch`).
     pub ignores_stdin: bool,
+    /// Its output files are FIFOs it makes (`mkfifo`).
+    pub makes_fifos: bool,
     /// It writes its output to standard output as well as to its output files (`tee`).
     pub output_to_stdout_too: bool,
     /// The status meaning "nothing selected" rather than a failure (grep's 1).

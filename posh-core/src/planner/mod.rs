@@ -62,7 +62,7 @@ impl Default for PlanOptions {
 
 /// Plans every pipeline of the script parsed from `source`.
 pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan {
-    let scope = ScriptScope::new(source, script);
+    let scope = ScriptScope::new(source, script, ctx.library);
     Plan {
         pipelines: script.pipelines.iter().map(|p| plan_pipeline_in(ctx, p, &scope)).collect(),
         strategy: ctx.options.strategy,
@@ -232,20 +232,20 @@ pub struct ScriptScope<'a> {
     working_dirs: Vec<(usize, WorkingDir)>,
     /// The pipeline was handed over already: the runtime plans it with bash's expanded words.
     handed_over: bool,
-    /// FIFOs the script makes (`mkfifo` of literal names at the top level): where the `mkfifo`
-    /// starts, and the path from the script's starting directory.
+    /// FIFOs the script makes (commands annotated `makes_fifos`, `mkfifo`, of literal names):
+    /// where the command starts, and the path from the script's starting directory.
     fifos: Vec<(usize, PathBuf)>,
 }
 
 impl<'a> ScriptScope<'a> {
-    pub fn new(source: &'a str, script: &Script) -> ScriptScope<'a> {
+    pub fn new(source: &'a str, script: &Script, library: &Library) -> ScriptScope<'a> {
         let working_dirs: Vec<(usize, WorkingDir)> =
             script.pipelines.iter().map(|p| p.span.start).zip(working_dir::working_dirs(source, script)).collect();
         ScriptScope {
             source,
             functions: function_names(script),
             script_stays: crate::rewrite::why_script_stays(source),
-            fifos: made_fifos(script, &working_dirs),
+            fifos: made_fifos(library, script, &working_dirs),
             working_dirs,
             handed_over: false,
         }
@@ -332,27 +332,22 @@ fn unannotated(library: &Library, command: &crate::shell::Command) -> Option<Str
     library.candidates(name).is_empty().then(|| format!("`{name}` has no annotation"))
 }
 
-/// The literal names each `mkfifo` of the script makes, with where it starts, resolved against
-/// its pipeline's working directory (relative to the script's start; unknown ones left out).
-fn made_fifos(script: &Script, working_dirs: &[(usize, WorkingDir)]) -> Vec<(usize, PathBuf)> {
+/// The names the script's commands make as FIFOs (an annotation's `makes_fifos`: `mkfifo`),
+/// with where each command starts, resolved against its pipeline's working directory (relative
+/// to the script's start). Only commands whose words are all literal: other names only bash
+/// knows.
+fn made_fifos(library: &Library, script: &Script, working_dirs: &[(usize, WorkingDir)]) -> Vec<(usize, PathBuf)> {
     let mut fifos = Vec::new();
     for (pipeline, (_, dir)) in script.pipelines.iter().zip(working_dirs) {
         let WorkingDir::Known(steps) = dir else { continue };
         let base: PathBuf = steps.iter().collect();
         for command in &pipeline.commands {
-            let Some(("mkfifo", words)) =
-                command.words.split_first().and_then(|(n, rest)| Some((n.literal.as_deref()?, rest)))
-            else {
+            let Some(argv) = command.words.iter().map(|w| w.literal.clone()).collect::<Option<Vec<String>>>() else {
                 continue;
             };
-            let mut mode_next = false;
-            for word in words.iter().filter_map(|w| w.literal.as_deref()) {
-                match word {
-                    _ if std::mem::take(&mut mode_next) => {}
-                    "-m" => mode_next = true,
-                    option if option.starts_with('-') => {}
-                    name => fifos.push((pipeline.span.start, base.join(name))),
-                }
+            let Ok(invocation) = library.match_argv(&argv) else { continue };
+            if invocation.entry.options.makes_fifos {
+                fifos.extend(invocation.output_files().into_iter().map(|name| (pipeline.span.start, base.join(name))));
             }
         }
     }

@@ -48,7 +48,7 @@ pub fn analyze_script_cached(
         options: world.settings.plan.clone(),
         ratios: &world.ratios,
     };
-    let scope = planner::ScriptScope::new(text, &script);
+    let scope = planner::ScriptScope::new(text, &script, &world.library);
     cache.reused = 0;
     let pipelines = if cache.chunks.layout.is_empty() {
         // Parsed whole (the text does not parse): nothing to reuse.
