@@ -489,18 +489,18 @@ fn analyse<'l>(
                 .chain(facts.removed.iter().map(String::as_str));
             // A proxy opens no FIFO or device as a redirection (it would wait for an other end
             // that is the script's, at the client).
-            let special = |word: &&String| {
-                let path = crate::fs::normalize_path(&ctx.cwd.join(word.as_str()));
-                ctx.config.mount_for(&path).is_some()
-                    && ctx.fs.metadata(&path).is_some_and(|m| m.kind == crate::fs::FileKind::Special)
+            // A word's path when it lies on a mount and is of this kind there.
+            let on_a_mount_as = |word: &str, kind: FileKind| {
+                let path = crate::fs::normalize_path(&ctx.cwd.join(word));
+                let found =
+                    ctx.config.mount_for(&path).is_some() && ctx.fs.metadata(&path).is_some_and(|m| m.kind == kind);
+                found.then_some(path)
             };
+            let special = |word: &&String| on_a_mount_as(word, FileKind::Special).is_some();
             // What a proxy's job removes is kept aside to be put back; a directory with entries
             // could not be (`rmdir` would fail on it, `mv` would move it whole).
             let full_directory = |word: &&String| {
-                let path = crate::fs::normalize_path(&ctx.cwd.join(word.as_str()));
-                ctx.config.mount_for(&path).is_some()
-                    && ctx.fs.metadata(&path).is_some_and(|m| m.kind == FileKind::Directory)
-                    && !ctx.fs.read_dir(&path).is_empty()
+                on_a_mount_as(word, FileKind::Directory).is_some_and(|path| !ctx.fs.read_dir(&path).is_empty())
             };
             facts.reach = match (facts.redirect_files.iter().find(special), facts.removed.iter().find(full_directory)) {
                 (Some(word), _) => {

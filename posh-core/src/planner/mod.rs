@@ -342,6 +342,12 @@ fn made_fifos(library: &Library, script: &Script, working_dirs: &[(usize, Workin
         let WorkingDir::Known(steps) = dir else { continue };
         let base: PathBuf = steps.iter().collect();
         for command in &pipeline.commands {
+            // Matched only when an entry of its name makes FIFOs: this runs for every analysis
+            // of a script (the editor's, each keystroke), over all its commands.
+            let name = command.words.first().and_then(|w| w.literal.as_deref());
+            if !name.is_some_and(|name| library.candidates(name).iter().any(|e| e.options.makes_fifos)) {
+                continue;
+            }
             let Some(argv) = command.words.iter().map(|w| w.literal.clone()).collect::<Option<Vec<String>>>() else {
                 continue;
             };

@@ -218,9 +218,17 @@ impl Session {
 
     /// Runs one handed-over pipeline and answers with its status.
     fn serve(self: &Arc<Session>, stream: UnixStream) {
+        /// Counts the pipeline out however `answer` ends (a panic included), or posh-exec would
+        /// wait for it after bash ended.
+        struct InFlight<'a>(&'a tokio::sync::watch::Sender<usize>);
+        impl Drop for InFlight<'_> {
+            fn drop(&mut self) {
+                self.0.send_modify(|n| *n -= 1);
+            }
+        }
         self.in_flight.send_modify(|n| *n += 1);
+        let _counted = InFlight(&self.in_flight);
         self.answer(stream);
-        self.in_flight.send_modify(|n| *n -= 1);
     }
 
     fn answer(self: &Arc<Session>, stream: UnixStream) {
