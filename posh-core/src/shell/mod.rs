@@ -80,7 +80,10 @@ pub fn parse_tolerant_with_recovery(source: &str) -> (Script, Recovery) {
                     }
                 }
             }
-            return (Script { pipelines: fixed.pipelines, errors: script.errors }, Recovery::Closer(closer));
+            // A loop reaching into the closer is not the script's.
+            let loops = fixed.loops.into_iter().filter(|l| l.span.end <= source.len()).collect();
+            let script = Script { pipelines: fixed.pipelines, loops, errors: script.errors };
+            return (script, Recovery::Closer(closer));
         }
     }
     (script, Recovery::Prefix)

@@ -9,9 +9,37 @@ pub struct Script {
     /// loops, conditionals, subshells, command and process substitutions. A lone simple command
     /// is a pipeline of one.
     pub pipelines: Vec<Pipeline>,
+    /// The `for` loops at the script's top level (a statement of their own: not in a function,
+    /// a pipeline, an `&&`/`||` list or the background, without redirections), in source order.
+    /// Their bodies' pipelines are in `pipelines`, in a `Loop` context.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub loops: Vec<ForLoop>,
     /// Parse errors. When bash would reject the script, there is at least one, and `pipelines`
     /// holds what could be recovered (possibly nothing).
     pub errors: Vec<ShellError>,
+}
+
+/// `for NAME in WORDS; do BODY; done` (or `for NAME; do`, over `"$@"`).
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ForLoop {
+    /// From `for` through `done`.
+    pub span: Span,
+    pub variable: String,
+    /// The words after `in`; `None` without `in` (the positional parameters).
+    pub words: Option<Vec<Word>>,
+    /// From `do` through `done`.
+    pub body: Span,
+    /// The body is a plain list: pipelines of simple commands, one after another (`;` or a
+    /// newline), none in the background, none joined by `&&` or `||`.
+    pub body_is_plain: bool,
+}
+
+impl ForLoop {
+    /// The pipelines of its body, among `script`'s.
+    pub fn body_pipelines<'s>(&self, script: &'s Script) -> impl Iterator<Item = &'s Pipeline> {
+        let body = self.body;
+        script.pipelines.iter().filter(move |p| body.start <= p.span.start && p.span.end <= body.end)
+    }
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

@@ -6,7 +6,7 @@ use brush_parser::ast::{self, SourceLocation};
 use brush_parser::{ParseError, ParserOptions, SourcePosition, SourceSpan, Token, TokenizerError};
 
 use super::model::{
-    Command, CommandKind, Context, Pipeline, Redirect, RedirectOp, RedirectTarget, Script, ShellError, Word,
+    Command, CommandKind, Context, ForLoop, Pipeline, Redirect, RedirectOp, RedirectTarget, Script, ShellError, Word,
 };
 use super::words::{self, WordRole};
 use crate::text::Span;
@@ -57,6 +57,7 @@ pub(super) struct Walker<'s> {
     source: &'s str,
     options: ParserOptions,
     pipelines: Vec<Pipeline>,
+    loops: Vec<ForLoop>,
     errors: Vec<ShellError>,
 }
 
@@ -67,13 +68,20 @@ pub(super) struct Failure {
 
 impl<'s> Walker<'s> {
     pub(super) fn new(source: &'s str) -> Self {
-        Walker { source, options: ParserOptions::default(), pipelines: Vec::new(), errors: Vec::new() }
+        Walker {
+            source,
+            options: ParserOptions::default(),
+            pipelines: Vec::new(),
+            loops: Vec::new(),
+            errors: Vec::new(),
+        }
     }
 
     pub(super) fn finish(mut self) -> Script {
         self.pipelines.sort_by_key(|p| p.span.start);
         self.errors.sort_by_key(|e| e.span.start);
-        Script { pipelines: self.pipelines, errors: self.errors }
+        self.loops.sort_by_key(|l| l.span.start);
+        Script { pipelines: self.pipelines, loops: self.loops, errors: self.errors }
     }
 
     pub(super) fn push_error(&mut self, error: ShellError) {
@@ -231,6 +239,11 @@ impl<'s> Walker<'s> {
                 ast::Command::Compound(compound, redirects) => {
                     let start = compound.location().map(|l| f.pos(&l.start)).unwrap_or(0);
                     let end = self.compound_end(f, compound);
+                    let statement = ctx.is_empty() && !background && !p.bang && p.seq.len() == 1 && redirects.is_none();
+                    if let (true, ast::CompoundCommand::ForClause(fc)) = (statement, compound) {
+                        self.for_loop(f, fc, self.span(start, end), depth);
+                        continue;
+                    }
                     let c = self.compound_command(f, start, end, redirects.as_ref(), ctx, depth);
                     worth_listing |= !c.redirects.is_empty();
                     commands.push(c);
@@ -339,6 +352,26 @@ impl<'s> Walker<'s> {
                 self.pipeline(f, &pipeline, &with(ctx, Context::Subshell), true, depth);
             }
         }
+    }
+
+    /// A top-level `for` statement: walked as any compound, and written down.
+    fn for_loop(&mut self, f: &Frame, fc: &ast::ForClauseCommand, span: Span, depth: usize) {
+        let ctx = [Context::Loop];
+        let mut words = fc.values.as_ref().map(|values| {
+            values.iter().map(|w| self.word(f, w, WordRole::Argument, &ctx, depth + 1)).collect::<Vec<_>>()
+        });
+        // brush reads `for f in; do` (no words) as `for f; do` (the positional parameters).
+        if words.is_none() && empty_word_list(&self.source[span.range()], &fc.variable_name) {
+            words = Some(Vec::new());
+        }
+        let body = self.loc_span(f, &fc.body.loc);
+        let body_is_plain = fc.body.list.0.iter().all(|ast::CompoundListItem(and_or, separator)| {
+            and_or.additional.is_empty()
+                && !matches!(separator, ast::SeparatorOperator::Async)
+                && and_or.first.seq.iter().all(|c| matches!(c, ast::Command::Simple(_)))
+        });
+        self.list(f, &fc.body.list, &ctx, depth + 1);
+        self.loops.push(ForLoop { span, variable: fc.variable_name.clone(), words, body, body_is_plain });
     }
 
     fn test_words(&mut self, f: &Frame, e: &ast::ExtendedTestExpr, ctx: &[Context], depth: usize) {
@@ -656,6 +689,13 @@ fn skip_blanks(f: &Frame, (mut start, end): (usize, usize), value: &str) -> (usi
         start += 1;
     }
     (start, end)
+}
+
+/// Whether the text of a `for` loop over `variable` says `in` before its body.
+fn empty_word_list(text: &str, variable: &str) -> bool {
+    let after = text.strip_prefix("for").map(str::trim_start).and_then(|t| t.strip_prefix(variable));
+    let after = after.map(|t| t.trim_start_matches([' ', '\t', '\n'])).unwrap_or_default();
+    after.strip_prefix("in").is_some_and(|rest| rest.starts_with([' ', '\t', '\n', ';']))
 }
 
 fn with(ctx: &[Context], c: Context) -> Vec<Context> {

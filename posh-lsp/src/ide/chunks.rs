@@ -15,7 +15,7 @@ use std::collections::HashMap;
 
 use posh_core::Span;
 use posh_core::planner::PipelinePlan;
-use posh_core::shell::{self, Pipeline, Recovery, RedirectTarget, Script, ShellError};
+use posh_core::shell::{self, ForLoop, Pipeline, Recovery, RedirectTarget, Script, ShellError};
 
 /// Fewer lines than this never make a chunk of their own.
 const MIN_LINES: usize = 8;
@@ -42,6 +42,8 @@ pub(crate) struct PlannedWith {
 #[derive(Debug, Clone)]
 pub(crate) struct Chunk {
     pub pipelines: Vec<Pipeline>,
+    /// Its top-level `for` loops (a loop is one statement: never cut).
+    pub loops: Vec<ForLoop>,
     /// Parse errors of a chunk that parsed only with a closer appended.
     pub errors: Vec<ShellError>,
     pub recovery: Recovery,
@@ -63,6 +65,7 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
     let bounds = boundaries(source);
     let mut kept: HashMap<String, Chunk> = HashMap::new();
     let mut pipelines = Vec::new();
+    let mut loops = Vec::new();
     let mut errors = Vec::new();
     let mut recovery = Recovery::None;
     cache.reused = 0;
@@ -80,8 +83,13 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
             }
             let script = shell::parse(text);
             if script.errors.is_empty() {
-                let chunk =
-                    Chunk { pipelines: script.pipelines, errors: Vec::new(), recovery: Recovery::None, plans: None };
+                let chunk = Chunk {
+                    pipelines: script.pipelines,
+                    loops: script.loops,
+                    errors: Vec::new(),
+                    recovery: Recovery::None,
+                    plans: None,
+                };
                 parsed = Some((end_index, text, chunk));
                 break;
             }
@@ -92,7 +100,13 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
         let parsed = parsed.or_else(|| {
             let text = &source[start..bounds[i + 1]];
             let (script, how) = shell::parse_tolerant_with_recovery(text);
-            let chunk = Chunk { pipelines: script.pipelines, errors: script.errors, recovery: how, plans: None };
+            let chunk = Chunk {
+                pipelines: script.pipelines,
+                loops: script.loops,
+                errors: script.errors,
+                recovery: how,
+                plans: None,
+            };
             matches!(how, Recovery::Closer(_)).then_some((i + 1, text, chunk))
         });
         let Some((end_index, text, chunk)) = parsed else {
@@ -110,12 +124,26 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
             move_pipeline(&mut p, |offset| offset + start);
             p
         }));
+        loops.extend(chunk.loops.iter().cloned().map(|mut l| {
+            move_loop(&mut l, |offset| offset + start);
+            l
+        }));
         cache.layout.push((start, text.to_string()));
         kept.insert(text.to_string(), chunk);
         i = end_index;
     }
     cache.chunks = kept;
-    (Script { pipelines, errors }, recovery)
+    (Script { pipelines, loops, errors }, recovery)
+}
+
+/// Applies `by` to every offset in a loop.
+fn move_loop(the_loop: &mut ForLoop, by: impl Fn(usize) -> usize) {
+    let moved = |span: &mut Span| *span = Span::new(by(span.start), by(span.end));
+    moved(&mut the_loop.span);
+    moved(&mut the_loop.body);
+    for word in the_loop.words.iter_mut().flatten() {
+        moved(&mut word.span);
+    }
 }
 
 /// Applies `by` to every offset in a pipeline.
