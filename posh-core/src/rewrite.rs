@@ -15,8 +15,21 @@
 //! the right lines.
 //!
 //! What cannot be handed over faithfully stays with bash, untouched: see [`why_not`].
+//!
+//! A top-level `for` loop whose body is only such pipelines may be handed over whole (see
+//! [`why_loop_stays`]): bash still expands its words, in a loop of its own that only collects
+//! them (so the loop variable ends as bash leaves it), and one call hands the runtime the words
+//! and the body, with [`ITEM_VAR`] where the body uses the loop variable:
+//!
+//! ```text
+//! __posh_words=(); for f in WORDS; do __posh_words+=("$f"); done; CALL ␟L f "${__posh_words[@]}" ␟B ␟C ... ␟B ␟C ...
+//! ```
+//!
+//! The runtime runs the iterations in order, each body pipeline with the item in place of the
+//! marker, stopping where bash would under `set -e`; iterations whose pipelines all land at one
+//! proxy go there as one request instead of a round trip each.
 
-use crate::shell::{Command, CommandKind, Context, Pipeline, RedirectOp, RedirectTarget, Word};
+use crate::shell::{Command, CommandKind, Context, ForLoop, Pipeline, RedirectOp, RedirectTarget, Word};
 use crate::text::Span;
 
 /// The variable the rewritten script reads the runtime's path from; the prologue sets it.
@@ -54,6 +67,20 @@ pub const MARK_WORDS: &str = "\u{1f}W";
 /// redirection's word (split, globbed), into the words up to the next mark. One word is the
 /// target; none or several is bash's error.
 pub const MARK_SPLIT: &str = "\u{1f}S";
+/// A loop's call: the loop variable's name, then the words it takes, up to the first
+/// [`MARK_BODY`].
+pub const MARK_LOOP: &str = "\u{1f}L";
+/// Starts each pipeline of a loop's body (its commands follow as a pipeline call's).
+pub const MARK_BODY: &str = "\u{1f}B";
+/// Where a loop's body used the loop variable, in the words bash expanded: each iteration's word
+/// goes in its place.
+pub const MARK_ITEM: &str = "\u{1f}I";
+/// The variable the prologue sets to [`MARK_ITEM`]; a loop's call names it in the body's words
+/// where they named the loop variable.
+pub const ITEM_VAR: &str = "__posh_item";
+/// The array a handed loop collects its words in.
+const WORDS_ARRAY: &str = "__posh_words";
+
 /// The operator of the marker redirection that says the call's input is a here-document or
 /// here-string of its first command.
 pub const STDIN_TEXT_OP: &str = "<<<";
@@ -219,9 +246,25 @@ fn assignment_word(assignment: &Word) -> String {
 /// The runtime call that replaces one pipeline (without the here-document/here-string, which the
 /// caller keeps from the source).
 fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineIndex) -> String {
-    let mut out =
-        format!("{SOCKET_VAR}=\"${SOCKET_VAR}\" \"${RUNTIME_VAR}\" __run \"$0\" \"$SHELLOPTS\" \"${STATS_VAR}\"");
-    let mark = |m: &str| format!(" $'\\x1f{}'", &m[1..]);
+    let mut out = call_prefix();
+    let stdin_redirect = pipeline_words(&mut out, source, pipeline, lines);
+    out.push_str(&stdin_redirect);
+    out
+}
+
+/// The runtime call up to its first mark.
+fn call_prefix() -> String {
+    format!("{SOCKET_VAR}=\"${SOCKET_VAR}\" \"${RUNTIME_VAR}\" __run \"$0\" \"$SHELLOPTS\" \"${STATS_VAR}\"")
+}
+
+/// A mark as a word of the call.
+fn mark(m: &str) -> String {
+    format!(" $'\\x1f{}'", &m[1..])
+}
+
+/// Appends the marked words of `pipeline`'s commands to `out`; returns the here-document or
+/// here-string the call must read as its input, if any (empty otherwise).
+fn pipeline_words(out: &mut String, source: &str, pipeline: &Pipeline, lines: &crate::text::LineIndex) -> String {
     let mut stdin_redirect = String::new();
     for command in &pipeline.commands {
         out.push_str(&mark(MARK_COMMAND));
@@ -266,8 +309,7 @@ fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineInde
             out.push_str(&word.raw);
         }
     }
-    out.push_str(&stdin_redirect);
-    out
+    stdin_redirect
 }
 
 /// `text` as one single-quoted shell word.
@@ -275,33 +317,41 @@ fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
 }
 
+/// A loop handed over whole: it passed [`why_loop_stays`] with these body pipelines.
+#[derive(Clone, Copy, Debug)]
+pub struct HandedLoop<'a> {
+    pub the_loop: &'a ForLoop,
+    pub body: &'a [Pipeline],
+}
+
 /// Replaces the pipelines `chosen` (of the script's, or parts of them: `Pipeline::part`; each
-/// must have passed [`why_not`]) by runtime calls, and sets [`RUNTIME_VAR`], [`STATS_VAR`] and
-/// [`SOCKET_VAR`] on the first line.
-pub fn rewrite(source: &str, chosen: &[Pipeline], prologue: Prologue<'_>) -> Rewritten {
+/// must have passed [`why_not`]) and the loops `loops` (none holding a chosen pipeline) by
+/// runtime calls, and sets [`RUNTIME_VAR`], [`STATS_VAR`], [`SOCKET_VAR`] and [`ITEM_VAR`] on
+/// the first line.
+pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prologue: Prologue<'_>) -> Rewritten {
     let lines = crate::text::LineIndex::new(source);
-    let mut spans: Vec<(Span, String)> = chosen
-        .iter()
-        .map(|pipeline| {
-            let original = &source[pipeline.span.range()];
-            let mut call = runtime_call(source, pipeline, &lines);
-            // Keep every newline, so the lines after (and $LINENO) stay where they were.
-            for _ in 0..original.matches('\n').count() {
-                call.push_str(" \\\n");
-            }
-            (pipeline.span, call)
-        })
-        .collect();
+    // Keep every newline, so the lines after (and $LINENO) stay where they were.
+    let padded = |span: Span, mut call: String| {
+        let newlines = source[span.range()].matches('\n').count().saturating_sub(call.matches('\n').count());
+        for _ in 0..newlines {
+            call.push_str(" \\\n");
+        }
+        (span, call)
+    };
+    let mut spans: Vec<(Span, String)> =
+        chosen.iter().map(|pipeline| padded(pipeline.span, runtime_call(source, pipeline, &lines))).collect();
+    spans.extend(loops.iter().map(|handed| padded(handed.the_loop.span, loop_call(source, *handed, &lines))));
     spans.sort_by_key(|(span, _)| span.start);
     // `why_not` keeps with bash a pipeline whose text holds another (in a substitution), so
     // chosen spans never nest; were one to, the outer is kept whole rather than the text cut.
     debug_assert!(spans.windows(2).all(|w| w[0].0.end <= w[1].0.start), "nested pipelines chosen");
     spans.dedup_by(|later, earlier| later.0.start < earlier.0.end);
     let mut text = format!(
-        "{RUNTIME_VAR}={}; {STATS_VAR}={}; {SOCKET_VAR}={}; ",
+        "{RUNTIME_VAR}={}; {STATS_VAR}={}; {SOCKET_VAR}={}; {ITEM_VAR}=$'\\x1f{}'; ",
         quote(prologue.runtime),
         quote(prologue.stats.unwrap_or_default()),
-        quote(prologue.socket.unwrap_or_default())
+        quote(prologue.socket.unwrap_or_default()),
+        &MARK_ITEM[1..]
     );
     if let Some(builtin) = prologue.builtin {
         text.push_str(&format!(
@@ -317,6 +367,207 @@ pub fn rewrite(source: &str, chosen: &[Pipeline], prologue: Prologue<'_>) -> Rew
     }
     text.push_str(&source[at..]);
     Rewritten { text, replaced: spans.into_iter().map(|(s, _)| s).collect() }
+}
+
+/// Why a top-level `for` loop cannot be handed to the runtime whole (its body's pipelines
+/// `body` may still be, one iteration at a time), given that each of them can be (`why_not`).
+/// The call expands the body's words once, before the first iteration: faithful only when no
+/// word expands differently from one iteration to the next but by the loop variable, and that
+/// only inside double quotes, where its value is neither split nor globbed.
+pub fn why_loop_stays(script_text: &str, the_loop: &ForLoop, body: &[&Pipeline]) -> Option<String> {
+    if !the_loop.body_is_plain {
+        return Some("its body is not a plain list of pipelines".into());
+    }
+    if body.is_empty() {
+        return Some("its body runs no pipeline posh sees".into());
+    }
+    // bash runs a trap per failing (ERR) or simple (DEBUG) command, and one on a signal between
+    // two iterations, going on with the next: a signal would end the whole call. EXIT traps run
+    // once either way.
+    let word = |line: &str, w: &str| line.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|x| x == w);
+    let mut traps = script_text.lines().filter(|line| word(line, "trap"));
+    let on_exit_only = |line: &str| {
+        let last = line.trim_end_matches([' ', '\t', ';']).rsplit([' ', '\t']).next().unwrap_or_default();
+        matches!(last, "EXIT" | "0")
+    };
+    if let Some(line) = traps.find(|line| !on_exit_only(line)) {
+        return Some(format!("the script sets a trap (`{}`), which bash runs between iterations", line.trim()));
+    }
+    for pipeline in body {
+        if pipeline.negated || pipeline.background || pipeline.context != [Context::Loop] {
+            return Some("a pipeline of its body is negated, in the background or nested".into());
+        }
+        for command in &pipeline.commands {
+            if command.assignments.iter().any(|a| a.raw.split_once('=').is_some_and(|(n, _)| n == the_loop.variable)) {
+                return Some(format!("its body assigns `{}`", the_loop.variable));
+            }
+            for redirect in &command.redirects {
+                if matches!(redirect.target, RedirectTarget::HereDoc { .. } | RedirectTarget::Text(_)) {
+                    return Some("its body reads a here-document or here-string".into());
+                }
+            }
+            let redirected = command.redirects.iter().filter_map(|r| match &r.target {
+                RedirectTarget::File(word) => Some(word),
+                _ => None,
+            });
+            for word in command.words.iter().chain(&command.assignments).chain(redirected) {
+                if let Err(why) = variable_uses(&word.raw, &the_loop.variable) {
+                    return Some(why);
+                }
+            }
+        }
+    }
+    None
+}
+
+/// Variables whose value changes between two commands of one iteration, or between iterations.
+const CHANGING: [&str; 13] = [
+    "LINENO",
+    "SECONDS",
+    "RANDOM",
+    "SRANDOM",
+    "BASHPID",
+    "EPOCHSECONDS",
+    "EPOCHREALTIME",
+    "BASH_COMMAND",
+    "BASH_LINENO",
+    "BASH_SUBSHELL",
+    "HISTCMD",
+    "PIPESTATUS",
+    "_",
+];
+
+/// Where the word `raw` (as written) uses `variable` (`$f`, `${f}`, each inside double quotes),
+/// as byte ranges; an error saying why when the word has an expansion a loop's call could not
+/// expand once for every iteration: an unquoted expansion or glob (split and globbed again each
+/// time, against files the loop may have made), a command or arithmetic substitution, a
+/// parameter expansion with an operator, or a variable that changes as the loop runs.
+pub fn variable_uses(raw: &str, variable: &str) -> Result<Vec<std::ops::Range<usize>>, String> {
+    let bytes = raw.as_bytes();
+    let refuse = |what: &str| Err(format!("`{raw}` {what}, which bash would expand again at every iteration"));
+    let name_len = |from: usize| {
+        let mut end = from;
+        while end < bytes.len() && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_') {
+            end += 1;
+        }
+        if end > from && bytes[from].is_ascii_digit() { from + 1 } else { end }
+    };
+    let mut uses = Vec::new();
+    let mut quoted = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match (bytes[i], quoted) {
+            (b'\\', _) => i += 2,
+            (b'\'', false) => i = raw[i + 1..].find('\'').map_or(bytes.len(), |end| i + end + 2),
+            (b'"', _) => {
+                quoted = !quoted;
+                i += 1;
+            }
+            (b'`', _) => return refuse("runs a command substitution"),
+            (b'*' | b'?' | b'[', false) => return refuse("holds an unquoted glob"),
+            (b'$', false) => match bytes.get(i + 1) {
+                // `$'...'`: ANSI-C quoting, no expansion.
+                Some(b'\'') => {
+                    let mut end = i + 2;
+                    while end < bytes.len() && bytes[end] != b'\'' {
+                        end += if bytes[end] == b'\\' { 2 } else { 1 };
+                    }
+                    i = end + 1;
+                }
+                Some(c) if c.is_ascii_alphanumeric() || b"_{(@*#?$!-".contains(c) => {
+                    return refuse("holds an unquoted expansion");
+                }
+                _ => i += 1,
+            },
+            (b'$', true) => {
+                let (name, end) = match bytes.get(i + 1) {
+                    Some(b'{') => match raw[i + 2..].find('}') {
+                        Some(close) => (&raw[i + 2..i + 2 + close], i + 3 + close),
+                        None => return refuse("holds an unclosed `${`"),
+                    },
+                    Some(b'(') => return refuse("runs a command or arithmetic substitution"),
+                    Some(b'?' | b'!') => return refuse("reads `$?` or `$!`"),
+                    Some(c) if c.is_ascii_digit() || b"@*#$-".contains(c) => (&raw[i + 1..i + 2], i + 2),
+                    Some(_) => {
+                        let end = name_len(i + 1);
+                        (&raw[i + 1..end], end)
+                    }
+                    None => ("", i + 1),
+                };
+                let plain = !name.is_empty()
+                    && (name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+                        || (name.len() == 1 && b"@*#$-".contains(&name.as_bytes()[0])));
+                if name.is_empty() && end == i + 1 {
+                    // A lone `$`.
+                } else if !plain {
+                    return refuse("holds a parameter expansion with an operator");
+                } else if name == variable {
+                    uses.push(i..end);
+                } else if CHANGING.contains(&name) {
+                    return refuse(&format!("reads `{name}` (it changes as the loop runs)"));
+                }
+                i = end;
+            }
+            _ => i += 1,
+        }
+    }
+    Ok(uses)
+}
+
+/// `word` with each use of `variable` (see [`variable_uses`]) replaced by `replacement`, which
+/// stands inside double quotes.
+pub fn replace_variable(raw: &str, variable: &str, replacement: &str) -> Option<String> {
+    let uses = variable_uses(raw, variable).ok()?;
+    let mut out = String::with_capacity(raw.len());
+    let mut at = 0;
+    for range in uses {
+        out.push_str(&raw[at..range.start]);
+        out.push_str(replacement);
+        at = range.end;
+    }
+    out.push_str(&raw[at..]);
+    Some(out)
+}
+
+/// The call that replaces a loop handed over whole (see the module's documentation).
+fn loop_call(source: &str, handed: HandedLoop<'_>, lines: &crate::text::LineIndex) -> String {
+    let HandedLoop { the_loop, body } = handed;
+    let variable = &the_loop.variable;
+    let words = match &the_loop.words {
+        None => String::new(),
+        Some(words) if words.is_empty() => " in".to_string(),
+        Some(words) => {
+            let span = words[0].span.cover(words[words.len() - 1].span);
+            format!(" in {}", &source[span.range()])
+        }
+    };
+    let mut out = format!(
+        "{WORDS_ARRAY}=(); for {variable}{words}; do {WORDS_ARRAY}+=(\"${variable}\"); done; {}{} {variable} \"${{{WORDS_ARRAY}[@]}}\"",
+        call_prefix(),
+        mark(MARK_LOOP)
+    );
+    let item = format!("${{{ITEM_VAR}}}");
+    for pipeline in body {
+        let mut replaced = pipeline.clone();
+        for command in &mut replaced.commands {
+            let redirected = command.redirects.iter_mut().filter_map(|r| match &mut r.target {
+                RedirectTarget::File(word) => Some(word),
+                _ => None,
+            });
+            for word in command.words.iter_mut().chain(command.assignments.iter_mut()).chain(redirected) {
+                if let Some(raw) = replace_variable(&word.raw, variable, &item)
+                    && raw != word.raw
+                {
+                    word.raw = raw;
+                    word.literal = None;
+                }
+            }
+        }
+        out.push_str(&mark(MARK_BODY));
+        let stdin_text = pipeline_words(&mut out, source, &replaced, lines);
+        debug_assert!(stdin_text.is_empty(), "refused by why_loop_stays");
+    }
+    out
 }
 
 #[cfg(test)]
@@ -339,7 +590,7 @@ mod tests {
                 Some(why) => kept.push_str(&format!("kept: {} ({why})\n", &source[pipeline.span.range()])),
             }
         }
-        let rewritten = rewrite(source, &chosen, Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
+        let rewritten = rewrite(source, &chosen, &[], Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
         format!("{}\n--\n{kept}", rewritten.text.replace('\u{1f}', "␟"))
     }
 
@@ -375,7 +626,7 @@ mod tests {
         let script = crate::shell::parse(source);
         let pipeline = &script.pipelines[0];
         let chosen = [pipeline.part(0..2), pipeline.part(3..4)];
-        let rewritten = rewrite(source, &chosen, Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
+        let rewritten = rewrite(source, &chosen, &[], Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
         insta::assert_snapshot!(rewritten.text.replace('\u{1f}', "␟"));
     }
 
@@ -392,6 +643,65 @@ mod tests {
         insta::assert_snapshot!(check(
             "f() { cat \"$1\"; }\nf x | sort\necho hi | cat\ncat $(ls) | wc\ncat a & wait\nx=$(grep a b | wc -l)\nsort ${x:=y}\ncat a 3>b | wc\nwhile read l; do echo \"$l\"; done < a.txt\n$cmd a | wc\n"
         ));
+    }
+
+    /// A loop handed over whole: bash collects its words in a loop of its own (so the variable
+    /// ends as bash leaves it), and the call carries the body with the item variable where the
+    /// loop variable was; the lines stay where they were.
+    #[test]
+    fn loops_become_one_call_with_their_words_and_body() {
+        let source = "for f in logs/*.gz \"$extra\"; do\n  zcat \"$f\" | grep -c x >> \"$out/${f}.n\"\n  wc -l \"$f\"\ndone\necho $LINENO\nfor g; do sort \"$g\"; done\n";
+        let script = crate::shell::parse(source);
+        let loops: Vec<(ForLoop, Vec<Pipeline>)> = script
+            .loops
+            .iter()
+            .map(|l| {
+                (
+                    l.clone(),
+                    crate::planner::body_of(&script, l).into_iter().map(|i| script.pipelines[i].clone()).collect(),
+                )
+            })
+            .collect();
+        for (the_loop, body) in &loops {
+            let body: Vec<&Pipeline> = body.iter().collect();
+            assert_eq!(why_loop_stays(source, the_loop, &body), None);
+        }
+        let handed: Vec<HandedLoop<'_>> = loops.iter().map(|(the_loop, body)| HandedLoop { the_loop, body }).collect();
+        let rewritten = rewrite(source, &[], &handed, Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
+        insta::assert_snapshot!(rewritten.text.replace('\u{1f}', "␟"));
+    }
+
+    /// What keeps a loop with bash: a body word expanded differently from one iteration to the
+    /// next, a body that is not only pipelines, a trap run per command.
+    #[test]
+    fn loops_bash_keeps() {
+        let why = |source: &str| {
+            let script = crate::shell::parse(source);
+            let the_loop = &script.loops[0];
+            let body: Vec<&Pipeline> =
+                crate::planner::body_of(&script, the_loop).into_iter().map(|i| &script.pipelines[i]).collect();
+            why_loop_stays(source, the_loop, &body).unwrap_or_default()
+        };
+        insta::assert_snapshot!(
+            [
+                "for f in a b; do cat $f; done",
+                "for f in a b; do cat \"$f\"/*.txt; done",
+                "for f in a b; do cat \"$(basename \"$f\")\"; done",
+                "for f in a b; do cat \"${f%.gz}\"; done",
+                "for f in a b; do cat \"$f\" > \"out.$RANDOM\"; done",
+                "for f in a b; do cat \"$f\" || echo no; done",
+                "for f in a b; do cat \"$f\" & done",
+                "for f in a b; do ! cat \"$f\"; done",
+                "for f in a b; do f=x cat \"$f\"; done",
+                "for f in a b; do cat <<< \"$f\"; done",
+                "trap 'echo e' ERR\nfor f in a b; do cat \"$f\"; done",
+                "trap 'echo bye' EXIT\nfor f in a b; do cat \"$f\"; done",
+                "trap 'echo caught' INT TERM\nfor f in a b; do cat \"$f\"; done",
+                "for f in a b; do cat \"$f\" '$f' \"\\$f\" $'$f' \"$@\" \"${HOME}/x\"; done",
+            ]
+            .map(|source| format!("{source}\n  -> {}", why(source)))
+            .join("\n")
+        );
     }
 
     #[test]

@@ -2,6 +2,7 @@
 //! stay with bash, grouped so a user can act on it (annotate a command, quote a word). Shown by
 //! `posh-exec --explain` and posh-lsp, from the same plan the runtime runs.
 
+use super::LoopRuns;
 use super::model::{Plan, Why};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -20,6 +21,15 @@ pub struct Coverage {
     pub kept_in_part: Vec<Kept>,
     /// Could be handed over, but touch no mount: bash runs them as they are.
     pub touch_no_mount: usize,
+    /// The script's top-level `for` loops.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub loops: usize,
+    /// Of those, the loops the runtime gets whole (see `LoopPlan`).
+    #[serde(skip_serializing_if = "is_zero")]
+    pub loops_handed: usize,
+    /// Of those, the loops whose iterations are planned to go to one proxy as one request.
+    #[serde(skip_serializing_if = "is_zero")]
+    pub loops_one_job: usize,
     /// The pipelines that stay with bash, by reason, the most frequent first.
     pub stay: Vec<Kept>,
     /// Why posh hands nothing over (no mount, a syntax error): bash runs the script as it is,
@@ -35,7 +45,7 @@ pub struct Kept {
 }
 
 pub fn coverage(plan: &Plan) -> Coverage {
-    let mut coverage = Coverage { pipelines: plan.pipelines.len(), ..Coverage::default() };
+    let mut coverage = Coverage { pipelines: plan.pipelines.len(), loops: plan.loops.len(), ..Coverage::default() };
     if let Some(why) = &plan.hands_nothing {
         coverage.hands_nothing = Some(why.clone());
         return coverage;
@@ -64,10 +74,16 @@ pub fn coverage(plan: &Plan) -> Coverage {
             None => coverage.touch_no_mount += 1,
         }
     }
+    coverage.loops_handed = plan.loops.iter().filter(|l| l.runs.handed()).count();
+    coverage.loops_one_job = plan.loops.iter().filter(|l| matches!(l.runs, LoopRuns::OneJob { .. })).count();
     // Most frequent first; among equals, in the order the script meets them.
     coverage.stay.sort_by_key(|k| std::cmp::Reverse(k.pipelines));
     coverage.kept_in_part.sort_by_key(|k| std::cmp::Reverse(k.pipelines));
     coverage
+}
+
+fn is_zero(n: &usize) -> bool {
+    *n == 0
 }
 
 fn count(kept: &mut Vec<Kept>, why: &str) {
@@ -96,6 +112,12 @@ impl Coverage {
         out.push_str(if self.stay.is_empty() { "\n" } else { ":\n" });
         for kept in &self.stay {
             out.push_str(&format!("  {:>4}  {}\n", kept.pipelines, kept.why));
+        }
+        if self.loops > 0 {
+            out.push_str(&format!(
+                "{} of {} top-level loops go to the runtime whole ({} planned as one request to one proxy)\n",
+                self.loops_handed, self.loops, self.loops_one_job
+            ));
         }
         if self.in_part > 0 {
             out.push_str(&format!(

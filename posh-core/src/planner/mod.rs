@@ -9,6 +9,7 @@
 pub mod coverage;
 mod expand;
 mod graph;
+mod loops;
 pub mod measured;
 mod model;
 mod parts;
@@ -25,6 +26,10 @@ use crate::library::Library;
 use crate::shell::{Context, Pipeline, Script};
 
 pub use expand::{Expanded, expand_word};
+pub use loops::{
+    LoopPlan, LoopRuns, MOST_PIPELINES_PLANNED_AHEAD, body_of, one_job_at, one_proxy_for_all, plan_loops,
+    why_with_bash as why_loop_stays_with_bash,
+};
 pub use model::*;
 pub use working_dir::WorkingDir;
 
@@ -63,8 +68,10 @@ impl Default for PlanOptions {
 /// Plans every pipeline of the script parsed from `source`.
 pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan {
     let scope = ScriptScope::new(source, script, ctx.library);
+    let pipelines: Vec<PipelinePlan> = script.pipelines.iter().map(|p| plan_pipeline_in(ctx, p, &scope)).collect();
     Plan {
-        pipelines: script.pipelines.iter().map(|p| plan_pipeline_in(ctx, p, &scope)).collect(),
+        loops: loops::plan_loops(ctx, script, &scope, &pipelines),
+        pipelines,
         strategy: ctx.options.strategy,
         hands_nothing: Plan::hands_nothing(ctx.config, &script.errors),
     }

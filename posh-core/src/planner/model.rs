@@ -29,6 +29,9 @@ pub type NodeId = usize;
 #[derive(Clone, Debug, PartialEq, serde::Serialize)]
 pub struct Plan {
     pub pipelines: Vec<PipelinePlan>,
+    /// The script's top-level `for` loops, and whether the runtime gets them whole.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub loops: Vec<super::LoopPlan>,
     pub strategy: Strategy,
     /// Why posh hands none of the script's pipelines to its runtime, when it does not (no mount
     /// is configured, the script does not parse): bash runs the script as it is.

@@ -231,6 +231,10 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
         posh += pipeline.posh_bytes;
         between_proxies += pipeline.between_proxies_bytes;
     }
+    for the_loop in &plan.loops {
+        let (line, _) = lines.line_col(source, the_loop.span.start);
+        out.push_str(&format!("{path}:{line}: for {}: {}\n\n", the_loop.variable, the_loop.runs.describe()));
+    }
     let strategy = match plan.strategy {
         Strategy::Greedy => "greedy (the paper's)",
         Strategy::CostBased => "cost-based",
@@ -315,8 +319,22 @@ pub struct ExplainDocument<'a> {
     pub bash_bytes: u64,
     pub posh_bytes: u64,
     pub between_proxies_bytes: u64,
+    /// The script's top-level `for` loops and how their iterations run.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub loops: Vec<ExplainLoop<'a>>,
     /// How many pipelines go to the runtime, and why the others stay with bash.
     pub coverage: super::coverage::Coverage,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct ExplainLoop<'a> {
+    /// 1-based lines of its `for` and its `done`.
+    pub line: usize,
+    pub last_line: usize,
+    /// What `--explain` says of it in text.
+    pub described: String,
+    #[serde(flatten)]
+    pub plan: &'a super::LoopPlan,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -357,6 +375,16 @@ impl<'a> ExplainDocument<'a> {
             bash_bytes: plan.pipelines.iter().map(|p| p.bash_bytes).sum(),
             posh_bytes: plan.pipelines.iter().map(|p| p.posh_bytes).sum(),
             between_proxies_bytes: plan.pipelines.iter().map(|p| p.between_proxies_bytes).sum(),
+            loops: plan
+                .loops
+                .iter()
+                .map(|l| ExplainLoop {
+                    line: lines.line_col(source, l.span.start).0,
+                    last_line: lines.line_col(source, l.span.end).0,
+                    described: l.runs.describe(),
+                    plan: l,
+                })
+                .collect(),
             coverage: super::coverage::coverage(plan),
         }
     }

@@ -550,3 +550,24 @@ fn pipelines_bash_keeps_in_part_hand_their_other_commands_over() {
     out.push_str(&coverage::coverage(&plan).describe());
     insta::assert_snapshot!(out);
 }
+
+/// Top-level `for` loops: planned for each word the planner can know, as the runtime plans each
+/// iteration, and sent to one proxy as one request when every iteration lands there.
+#[test]
+fn loops_go_to_one_proxy_when_every_iteration_lands_there() {
+    let script = "for f in /mnt/logs/*.log; do\n  grep -c x \"$f\" >> /mnt/logs/counts\n  wc -l \"$f\"\ndone\n\
+        for f in /mnt/logs/ray0.log /mnt/a/x.log; do grep -c x \"$f\"; done\n\
+        for f in /mnt/logs/ray0.log; do grep x \"$f\" > /home/user/out; done\n\
+        for f in $(ls /mnt/logs); do gzip -c \"/mnt/logs/$f\" > \"/mnt/logs/$f.gz\"; done\n\
+        for f in a b; do sort \"$f\" | uniq; done\n\
+        for f in /mnt/logs/ray1.log; do sort $f; done\n";
+    let (plan, source) = plan_with(CONFIG, &file_system(), "/home/user", script, PlanOptions::default());
+    let lines = crate::text::LineIndex::new(&source);
+    let mut out = String::new();
+    for the_loop in &plan.loops {
+        let line = lines.line_of(the_loop.span.start) + 1;
+        out.push_str(&format!("{line}: {} pipeline(s): {}\n", the_loop.body.len(), the_loop.runs.describe()));
+    }
+    out.push_str(&coverage::coverage(&plan).describe());
+    insta::assert_snapshot!(out);
+}

@@ -95,7 +95,8 @@ pub fn analyze_script_cached(
         pipelines
     };
     let hands_nothing = Plan::hands_nothing(ctx.config, &script.errors);
-    let plan = Plan { pipelines, strategy: ctx.options.strategy, hands_nothing };
+    let loops = planner::plan_loops(&ctx, &script, &scope, &pipelines);
+    let plan = Plan { pipelines, loops, strategy: ctx.options.strategy, hands_nothing };
     ScriptAnalysis { script, recovery, plan }
 }
 

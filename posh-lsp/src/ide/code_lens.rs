@@ -1,8 +1,9 @@
 //! One lens per pipeline that moves data: what bash alone would move across the network, and
-//! what posh moves; and atop the script: how many of its pipelines go to the posh runtime, and
+//! what posh moves; one per top-level `for` loop: how its iterations run; and atop the script: how many of its pipelines go to the posh runtime, and
 //! why the others stay with bash, a lens per reason.
 
 use posh_core::Span;
+use posh_core::planner::LoopRuns;
 use posh_core::planner::coverage::Coverage;
 use posh_core::planner::render::{format_bytes, posh_moves};
 
@@ -30,7 +31,26 @@ pub fn code_lenses(analysis: &ScriptAnalysis) -> Vec<CodeLens> {
                 posh_moves(p.posh_bytes, p.between_proxies_bytes)
             ),
         });
-    summary.into_iter().chain(per_pipeline).collect()
+    let per_loop = analysis
+        .plan
+        .loops
+        .iter()
+        .filter(|_| coverage.hands_nothing.is_none())
+        .map(|l| CodeLens { span: l.span, title: loop_title(&l.runs) });
+    summary.into_iter().chain(per_pipeline).chain(per_loop).collect()
+}
+
+/// Above a `for` loop: who runs it and how its iterations reach the data, in a few words (the
+/// hover and `--explain` say why).
+fn loop_title(runs: &LoopRuns) -> String {
+    match runs {
+        LoopRuns::OneJob { mount, iterations } => {
+            format!("loop: {iterations} iteration(s) in one request to {mount}, one round trip")
+        }
+        LoopRuns::EachIteration { why } => format!("loop: a round trip per pipeline ({why})"),
+        LoopRuns::AtRunTime { .. } => "loop: one request to a proxy if every iteration lands there".to_string(),
+        LoopRuns::WithBash { why } => format!("loop: bash runs it ({why})"),
+    }
 }
 
 /// Reasons shown one lens each atop the script; `--explain` lists the rest.

@@ -1,0 +1,254 @@
+//! Loops handed to the runtime whole (after the AMFS Shell paper's data-aware loops): a
+//! top-level `for` loop whose body is only pipelines the runtime can run, each iteration's words
+//! known only to bash, goes to the runtime as one call (`rewrite::why_loop_stays` says when that
+//! is faithful). The runtime plans every iteration's pipelines as it plans any call; when every
+//! one of them runs wholly at one proxy ([`one_job_at`]), the iterations go there as one request
+//! and run in order, instead of a round trip each. Here the same rule is applied to the words the
+//! planner can know (literals, globs), so `--explain` says what the runtime will do.
+
+use super::model::{Location, NodeKind, PipelinePlan};
+use super::{PlanContext, ScriptScope, WorkingDir, expand_word, plan_pipeline_in};
+use crate::shell::{ForLoop, Pipeline, RedirectTarget, Script};
+use crate::text::Span;
+
+#[derive(Clone, Debug, PartialEq, serde::Serialize)]
+pub struct LoopPlan {
+    /// From `for` through `done`.
+    pub span: Span,
+    pub variable: String,
+    /// Its body's pipelines, as indices into `Plan::pipelines`.
+    pub body: Vec<usize>,
+    #[serde(flatten)]
+    pub runs: LoopRuns,
+}
+
+/// How a loop's iterations run.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(tag = "runs", rename_all = "snake_case")]
+pub enum LoopRuns {
+    /// bash runs the loop, handing its body's pipelines to the runtime one iteration at a time.
+    WithBash { why: String },
+    /// The runtime runs it, every iteration at the proxy of `mount`, as one request.
+    OneJob { mount: String, iterations: usize },
+    /// The runtime runs it, each iteration's pipelines as calls of their own would run (the
+    /// detail says why not as one request).
+    EachIteration { why: String },
+    /// The runtime runs it; whether as one request it decides with the loop's words, which only
+    /// bash knows (the detail says why).
+    AtRunTime { why: String },
+}
+
+impl LoopRuns {
+    /// For people: who runs the loop and how its iterations reach the data.
+    pub fn describe(&self) -> String {
+        match self {
+            LoopRuns::WithBash { why } => {
+                format!("bash runs the loop ({why}); its pipelines go to the runtime one iteration at a time")
+            }
+            LoopRuns::OneJob { mount, iterations } => format!(
+                "the runtime runs the loop: its {iterations} iteration(s) go to the proxy of mount {mount} as one \
+                 request, one round trip instead of one per pipeline"
+            ),
+            LoopRuns::EachIteration { why } => format!(
+                "the runtime runs the loop, each iteration's pipelines placed on their own ({why}), one round trip \
+                 per pipeline at a proxy"
+            ),
+            LoopRuns::AtRunTime { why } => format!(
+                "the runtime runs the loop, its iterations as one request when they all land at one proxy ({why}: \
+                 decided when it runs)"
+            ),
+        }
+    }
+
+    /// The runtime gets the whole loop.
+    pub fn handed(&self) -> bool {
+        !matches!(self, LoopRuns::WithBash { .. })
+    }
+}
+
+/// The most pipelines (iterations times body pipelines) a loop plans before its first iteration
+/// runs, to send them to one proxy: a longer loop runs each pipeline as its turn comes, so that
+/// neither its first output nor its memory waits on planning them all.
+pub const MOST_PIPELINES_PLANNED_AHEAD: usize = 65_536;
+
+/// Where `plan` runs as one job, every command at one proxy: the mount's name; else why not.
+/// The rule the runtime applies to each iteration's pipelines, and `--explain` to those it can
+/// know.
+pub fn one_job_at(plan: &PipelinePlan) -> Result<String, String> {
+    if let Some(why) = &plan.stays_with_bash {
+        return Err(format!("bash runs a pipeline of its body ({why})"));
+    }
+    let mut at: Option<&str> = None;
+    for node in &plan.nodes {
+        let here = match (&node.kind, &node.location) {
+            (NodeKind::Merge { .. }, _) => return Err("a command of its body is split across mounts".into()),
+            (NodeKind::Text { .. }, _) => return Err("a command of its body reads a here-document".into()),
+            // A first command at a proxy never reads the script's input (the planner keeps one
+            // that would at the client).
+            (NodeKind::Stdin | NodeKind::Stdout | NodeKind::Stderr, _) => continue,
+            (NodeKind::Command { text, .. }, Location::Client) => {
+                return Err(format!("`{text}` runs at the client: {}", node.why.explain()));
+            }
+            (NodeKind::ReadFile { path, .. } | NodeKind::WriteFile { path, .. }, Location::Client) => {
+                return Err(format!("`{path}` is on no mount"));
+            }
+            (_, Location::Mount(name)) => name.as_str(),
+        };
+        match at {
+            Some(mount) if mount != here => return Err(format!("its commands run at mounts {mount} and {here}")),
+            _ => at = Some(here),
+        }
+    }
+    if plan.edges.iter().any(|e| e.between_proxies) {
+        return Err("a pipeline of its body streams between proxies".into());
+    }
+    at.map(str::to_string).ok_or_else(|| "its body runs no command".into())
+}
+
+/// Where every plan of `iterations` (each iteration's body pipelines, in order) runs as one job
+/// at one proxy; else why not.
+pub fn one_proxy_for_all<'p>(iterations: impl IntoIterator<Item = &'p PipelinePlan>) -> Result<String, String> {
+    let mut at: Option<String> = None;
+    for plan in iterations {
+        let here = one_job_at(plan)?;
+        match &at {
+            Some(mount) if *mount != here => return Err(format!("its iterations run at mounts {mount} and {here}")),
+            _ => at = Some(here),
+        }
+    }
+    at.ok_or_else(|| "it has no iteration".into())
+}
+
+/// The plans of the script's top-level `for` loops, given its pipelines' `plans`.
+pub fn plan_loops(
+    ctx: &PlanContext<'_>,
+    script: &Script,
+    scope: &ScriptScope<'_>,
+    plans: &[PipelinePlan],
+) -> Vec<LoopPlan> {
+    script
+        .loops
+        .iter()
+        .map(|the_loop| {
+            let body = body_of(script, the_loop);
+            let runs = match why_with_bash(ctx, script, scope, the_loop, &|i| plans[i].clone()) {
+                Some(why) => LoopRuns::WithBash { why },
+                None => {
+                    let pipelines: Vec<&Pipeline> = body.iter().map(|&i| &script.pipelines[i]).collect();
+                    iterations(ctx, scope, the_loop, &pipelines)
+                }
+            };
+            LoopPlan { span: the_loop.span, variable: the_loop.variable.clone(), body, runs }
+        })
+        .collect()
+}
+
+/// The indices of `the_loop`'s body pipelines among the script's.
+pub fn body_of(script: &Script, the_loop: &ForLoop) -> Vec<usize> {
+    let body = the_loop.body;
+    let inside = |p: &&Pipeline| body.start <= p.span.start && p.span.end <= body.end;
+    script.pipelines.iter().enumerate().filter(|(_, p)| inside(p)).map(|(i, _)| i).collect()
+}
+
+/// Why bash keeps `the_loop` rather than hand it to the runtime whole, if it does: what
+/// `rewrite` cannot hand over faithfully, a body pipeline that stays with bash, or a body that
+/// touches no mount. `plan_of` plans the script's pipeline of that index.
+pub fn why_with_bash(
+    ctx: &PlanContext<'_>,
+    script: &Script,
+    scope: &ScriptScope<'_>,
+    the_loop: &ForLoop,
+    plan_of: &dyn Fn(usize) -> PipelinePlan,
+) -> Option<String> {
+    let body = body_of(script, the_loop);
+    let pipelines: Vec<&Pipeline> = body.iter().map(|&i| &script.pipelines[i]).collect();
+    if let Some(why) = scope.script_stays.clone() {
+        return Some(why);
+    }
+    if let Some(why) = crate::rewrite::why_loop_stays(scope.source, the_loop, &pipelines) {
+        return Some(why);
+    }
+    if let Some(why) = pipelines.iter().find_map(|p| scope.why_stays(ctx.library, p)) {
+        return Some(format!("bash keeps a pipeline of its body ({why})"));
+    }
+    if !body.iter().any(|&i| plan_of(i).may_touch_a_mount()) {
+        return Some("its body touches no mount".into());
+    }
+    None
+}
+
+/// How the runtime will run a loop it gets whole: its body planned for each word the planner
+/// can know, as the runtime plans each iteration.
+fn iterations(ctx: &PlanContext<'_>, scope: &ScriptScope<'_>, the_loop: &ForLoop, body: &[&Pipeline]) -> LoopRuns {
+    let Some(words) = &the_loop.words else {
+        return LoopRuns::AtRunTime { why: "its words are the script's arguments".into() };
+    };
+    let WorkingDir::Known(steps) = scope.working_dir(body[0]) else {
+        return LoopRuns::AtRunTime { why: "its working directory is known only when it runs".into() };
+    };
+    let cwd = steps.iter().fold(ctx.cwd.clone(), |dir, step| crate::fs::normalize_path(&dir.join(step)));
+    let mut values = Vec::new();
+    for word in words {
+        match expand_word(word, ctx.fs, &cwd) {
+            super::Expanded::Words(expanded) => values.extend(expanded),
+            super::Expanded::Unknown(raw) => {
+                return LoopRuns::AtRunTime { why: format!("`{raw}` is only known when the script runs") };
+            }
+        }
+    }
+    if values.len() * body.len() > MOST_PIPELINES_PLANNED_AHEAD {
+        let why = format!("over {MOST_PIPELINES_PLANNED_AHEAD} pipelines: each is planned when its turn comes");
+        return LoopRuns::EachIteration { why };
+    }
+    let ctx = &PlanContext { cwd, options: ctx.options.clone(), ..*ctx };
+    let handed = ScriptScope::handed_over();
+    let mut plans = Vec::new();
+    for value in &values {
+        for pipeline in body {
+            let Some(text) = with_value(scope.source, pipeline, &the_loop.variable, value) else {
+                return LoopRuns::EachIteration { why: format!("posh cannot write its body with `{value}`") };
+            };
+            let parsed = crate::shell::parse(&text);
+            let [one] = &parsed.pipelines[..] else {
+                return LoopRuns::EachIteration { why: format!("posh cannot read its body with `{value}`") };
+            };
+            plans.push(plan_pipeline_in(ctx, one, &handed));
+        }
+    }
+    let unknown = plans.iter().flat_map(|p| &p.nodes).find_map(|n| match &n.why {
+        super::Why::DependsOnShell(word) => Some(word.clone()),
+        _ => None,
+    });
+    if let Some(word) = unknown {
+        return LoopRuns::AtRunTime { why: format!("`{word}` is only known when the script runs") };
+    }
+    match one_proxy_for_all(&plans) {
+        Ok(mount) => LoopRuns::OneJob { mount, iterations: values.len() },
+        Err(why) => LoopRuns::EachIteration { why },
+    }
+}
+
+/// The text of `pipeline` with `value` where it uses `variable`, as bash would run it in that
+/// iteration.
+fn with_value(source: &str, pipeline: &Pipeline, variable: &str, value: &str) -> Option<String> {
+    // Inside double quotes: close them, the value single-quoted, open them again.
+    let replacement = format!("\"'{}'\"", value.replace('\'', "'\\''"));
+    let mut words: Vec<&crate::shell::Word> = Vec::new();
+    for command in &pipeline.commands {
+        words.extend(command.words.iter().chain(&command.assignments));
+        words.extend(command.redirects.iter().filter_map(|r| match &r.target {
+            RedirectTarget::File(word) => Some(word),
+            _ => None,
+        }));
+    }
+    words.sort_by_key(|w| w.span.start);
+    let mut text = String::new();
+    let mut at = pipeline.span.start;
+    for word in words {
+        text.push_str(source.get(at..word.span.start)?);
+        text.push_str(&crate::rewrite::replace_variable(&word.raw, variable, &replacement)?);
+        at = word.span.end;
+    }
+    text.push_str(source.get(at..pipeline.span.end)?);
+    Some(text)
+}
