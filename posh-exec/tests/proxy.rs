@@ -1046,3 +1046,49 @@ async fn another_proxy_may_only_fetch_the_output_the_client_sent_its_way() {
     let error = refusal(peer::fetch(&endpoint, &other, &input(token)).await);
     assert!(error.contains("not authorized") || error.contains("no output waits"), "{error}");
 }
+
+/// A loop's jobs as one request: run in order on one stream, each one's output before the
+/// next one's, stopped after a failing job under `errexit`; one job the proxy refuses refuses
+/// them all, and none runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_sequence_runs_its_jobs_in_order_and_stops_where_bash_would() {
+    use posh_exec::remote::protocol::{Ended, Sequence, VERSION};
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let jobs = || {
+        vec![
+            request(&["grep", "-c", "foo", "a.txt"]),
+            request(&["grep", "foo", "missing.txt"]),
+            request(&["sort", "-r", "-o", "sub/sorted.txt", "a.txt"]),
+            request(&["cat", "sub/sorted.txt"]),
+        ]
+    };
+    for errexit in [false, true] {
+        let _ = std::fs::remove_file(setup.export().join("sub/sorted.txt"));
+        let sequence = Sequence { version: VERSION, sequence: jobs(), errexit, pipefail: false };
+        let traffic = Traffic::default();
+        let started = conn.start_sequence(&sequence, &traffic).await.unwrap();
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let mut ended: Vec<Ended> = Vec::new();
+        let n = started.finish_sequence(4, &mut stdout, &mut stderr, &traffic, &mut |e| ended.push(e)).await.unwrap();
+        let statuses: Vec<i32> = ended.iter().map(|e| e.commands[0].status()).collect();
+        let (_, missing, _) = local(&setup.export(), &["grep", "foo", "missing.txt"], b"");
+        assert_eq!(String::from_utf8_lossy(&stderr), String::from_utf8_lossy(&missing), "errexit {errexit}");
+        if errexit {
+            assert_eq!((n, statuses), (2, vec![0, 2]));
+            assert_eq!(stdout, b"2\n");
+            assert!(!setup.export().join("sub/sorted.txt").exists(), "a job after the failing one ran");
+        } else {
+            assert_eq!((n, statuses), (4, vec![0, 2, 0, 0]));
+            assert_eq!(stdout, b"2\nfood 3\nfoo 1\nbar 2\n", "each job sees what the ones before it wrote");
+        }
+    }
+    let _ = std::fs::remove_file(setup.export().join("sub/sorted.txt"));
+    let mut refused = jobs();
+    refused.push(request(&["cat", "../secret.txt"]));
+    let sequence = Sequence { version: VERSION, sequence: refused, errexit: false, pipefail: false };
+    let err = conn.start_sequence(&sequence, &Traffic::default()).await.unwrap_err().to_string();
+    assert!(err.contains("outside the export"), "{err}");
+    assert!(!setup.export().join("sub/sorted.txt").exists(), "a job of a refused sequence ran");
+}

@@ -329,6 +329,13 @@ impl Connection {
         self.start_opening(request, command, traffic).await
     }
 
+    /// Sends jobs to run one after another (see [`protocol::Sequence`]) and waits for the proxy
+    /// to accept them all: until then none ran.
+    pub async fn start_sequence(&self, sequence: &protocol::Sequence, traffic: &Traffic) -> Result<Job, StartError> {
+        let command = format!("a sequence of {} jobs", sequence.sequence.len());
+        self.start_opening(sequence, command, traffic).await
+    }
+
     /// Asks the proxy to send files of its export to other proxies' jobs (see
     /// [`protocol::SendFiles`]); the answer is read as a job's, one exit per file.
     pub async fn send_files(&self, files: &protocol::SendFiles, traffic: &Traffic) -> Result<Job, StartError> {
@@ -499,6 +506,45 @@ impl Job {
         O: AsyncWrite + Unpin,
         E: AsyncWrite + Unpin,
     {
+        let mut last = None;
+        self.drive(stdin, stdout, stderr, traffic, 1, &mut |ended| last = Some(ended)).await?;
+        last.context("no exit statuses")
+    }
+
+    /// Streams the output of a sequence of `jobs` jobs (see [`Connection::start_sequence`]),
+    /// handing each job's exit statuses to `on_exit` as they come, until every job ended or the
+    /// proxy ended the sequence (after a job that stops it); returns how many ended.
+    pub async fn finish_sequence<O, E>(
+        self,
+        jobs: usize,
+        stdout: &mut O,
+        stderr: &mut E,
+        traffic: &Traffic,
+        on_exit: &mut (dyn FnMut(Ended) + Send),
+    ) -> Result<usize>
+    where
+        O: AsyncWrite + Unpin,
+        E: AsyncWrite + Unpin,
+    {
+        self.drive(None::<tokio::io::Empty>, stdout, stderr, traffic, jobs, on_exit).await
+    }
+
+    /// Streams input and output until `jobs` exits came (each handed to `on_exit`), or, for more
+    /// than one, the stream ended; returns how many came.
+    async fn drive<I, O, E>(
+        self,
+        stdin: Option<I>,
+        stdout: &mut O,
+        stderr: &mut E,
+        traffic: &Traffic,
+        jobs: usize,
+        on_exit: &mut (dyn FnMut(Ended) + Send),
+    ) -> Result<usize>
+    where
+        I: AsyncRead + Unpin,
+        O: AsyncWrite + Unpin,
+        E: AsyncWrite + Unpin,
+    {
         let Job { connection, command, mut send, mut recv } = self;
         let (closed_tx, mut closed) = tokio::sync::watch::channel(false);
         let writer = async move {
@@ -538,9 +584,14 @@ impl Job {
         };
         let reader = async {
             let mut stdout_open = true;
+            let mut exits = 0;
             loop {
                 let frame = protocol::read_frame(&mut recv).await.map_err(|e| connection.lost(e))?;
                 let Some((tag, bytes)) = frame else {
+                    if jobs > 1 && exits > 0 {
+                        let _ = closed_tx.send(true);
+                        return Ok(exits);
+                    }
                     bail!("proxy {} ended `{command}` without its exit statuses", connection.addr);
                 };
                 traffic.add_received(protocol::FRAME_HEADER + bytes.len());
@@ -565,10 +616,13 @@ impl Job {
                         if stdout_open {
                             let _ = stdout.flush().await;
                         }
-                        let ended: Ended = serde_json::from_slice(&bytes)?;
-                        // Nothing more is coming; the writer may stop.
-                        let _ = closed_tx.send(true);
-                        return Ok(ended);
+                        on_exit(serde_json::from_slice(&bytes)?);
+                        exits += 1;
+                        if exits == jobs {
+                            // Nothing more is coming; the writer may stop.
+                            let _ = closed_tx.send(true);
+                            return Ok(exits);
+                        }
                     }
                     other => bail!("proxy {} sent an unknown frame {other}", connection.addr),
                 }

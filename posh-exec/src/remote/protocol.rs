@@ -162,6 +162,38 @@ pub struct SentFile {
     pub to: PeerOutput,
 }
 
+/// The first line of a stream that runs jobs one after another, in order (the iterations of a
+/// loop handed over whole: see `posh_core::planner::LoopPlan`). Every job is checked before any
+/// runs; the answer is one [`Header`], then each job's output frames and its [`TAG_EXIT`] frame,
+/// as for a job of its own. After a job whose pipeline failed (its last command's status, or
+/// under `pipefail` its last failing one's) under `errexit`, or a job that did not complete, no
+/// other runs and the stream finishes. The client's side carries no input: the jobs' first
+/// commands meet end of file (`TAG_STDIN_END` at once), and a `TAG_STDOUT_CLOSED` holds for the
+/// job running and every later one.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Sequence {
+    pub version: u32,
+    /// Jobs without streams from or to other proxies.
+    pub sequence: Vec<Request>,
+    #[serde(default)]
+    pub errexit: bool,
+    #[serde(default)]
+    pub pipefail: bool,
+}
+
+/// The most jobs one [`Sequence`] may hold.
+pub const JOBS_PER_SEQUENCE: usize = 4096;
+
+impl Sequence {
+    /// Whether the job that ended so ends the sequence too.
+    pub fn stops_after(&self, ended: &Ended) -> bool {
+        let mut statuses = ended.commands.iter().rev().map(Exit::status);
+        let status = if self.pipefail { statuses.find(|&s| s != 0) } else { statuses.next() };
+        self.errexit && status.unwrap_or(0) != 0
+    }
+}
+
 /// A file that another proxy streams into a job (see `Request::peer_inputs`).
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PeerInput {
@@ -392,5 +424,24 @@ pub fn os_message(error: &io::Error) -> String {
     match text.find(" (os error") {
         Some(at) => text[..at].to_string(),
         None => text,
+    }
+}
+
+#[cfg(test)]
+mod sequence_tests {
+    use super::*;
+
+    /// A sequence stops after a failing pipeline only under `errexit`, by bash's pipeline status.
+    #[test]
+    fn a_sequence_stops_where_bash_would() {
+        let ended = |codes: &[i32]| Ended {
+            commands: codes.iter().map(|&c| Exit { code: Some(c), ..Exit::default() }).collect(),
+        };
+        let sequence = |errexit, pipefail| Sequence { version: VERSION, sequence: Vec::new(), errexit, pipefail };
+        assert!(!sequence(false, true).stops_after(&ended(&[1, 1])));
+        assert!(sequence(true, false).stops_after(&ended(&[0, 2])));
+        assert!(!sequence(true, false).stops_after(&ended(&[1, 0])));
+        assert!(sequence(true, true).stops_after(&ended(&[1, 0])));
+        assert!(!sequence(true, true).stops_after(&ended(&[0, 0])));
     }
 }

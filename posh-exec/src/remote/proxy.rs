@@ -19,7 +19,7 @@ use super::identity::{Identity, fingerprint};
 use super::jobs_dir::JobsDir;
 use super::journal::Journal;
 use super::peer::{self, PeerOutputs};
-use super::protocol::{self, Ask, Ended, Exit, Fetch, Header, Joined, Request, SendFiles};
+use super::protocol::{self, Ask, Ended, Exit, Fetch, Header, Joined, Request, SendFiles, Sequence};
 use super::slots::JobSlots;
 use super::{confine, job};
 
@@ -392,6 +392,12 @@ async fn handle_stream(
             Err(e) => refuse(send, recv.get_mut(), format!("bad question: {e}")).await,
         };
     }
+    if opening.get("sequence").is_some() {
+        return match serde_json::from_value::<Sequence>(opening) {
+            Ok(sequence) => handle_sequence(send, recv, shared, client, sequence).await,
+            Err(e) => refuse(send, recv.get_mut(), format!("bad sequence: {e}")).await,
+        };
+    }
     match serde_json::from_value::<Request>(opening) {
         Ok(request) => handle_job(send, recv, shared, client, request).await,
         Err(e) => refuse(send, recv.get_mut(), format!("bad request: {e}")).await,
@@ -501,6 +507,180 @@ async fn send_files(
     drop(slot);
     let _ = tokio::time::timeout(Duration::from_secs(5), send.stopped()).await;
     Ok(())
+}
+
+/// Jobs one after another on one stream (see [`Sequence`]), holding one of the client's job
+/// slots throughout. Each is checked before any runs, and each runs as a job of its own would:
+/// its own directory and view, its output changes kept or undone as it completes or not.
+async fn handle_sequence(
+    mut send: quinn::SendStream,
+    mut recv: BufReader<quinn::RecvStream>,
+    shared: &Shared,
+    client: &str,
+    sequence: Sequence,
+) -> Result<()> {
+    if let Err(why) = confine::check_version(sequence.version) {
+        return refuse(send, recv.get_mut(), why).await;
+    }
+    let jobs = sequence.sequence.len();
+    if jobs == 0 || jobs > protocol::JOBS_PER_SEQUENCE {
+        let why = format!("{jobs} jobs in one sequence (1 to {})", protocol::JOBS_PER_SEQUENCE);
+        return refuse(send, recv.get_mut(), why).await;
+    }
+    let peers = |r: &Request| r.peer_output.is_some() || !r.peer_inputs.is_empty() || !r.peer_stdin.is_empty();
+    if sequence.sequence.iter().any(peers) {
+        return refuse(send, recv.get_mut(), "a job of a sequence streams from or to another proxy".into()).await;
+    }
+    if *shared.stopping.borrow() {
+        return refuse(send, recv.get_mut(), "proxy is shutting down".to_string()).await;
+    }
+    let Some(permit) = shared.jobs.take(client, shared.config.slot_wait).await else {
+        return refuse(send, recv.get_mut(), "busy".to_string()).await;
+    };
+    // Checked before anything runs: a refusal leaves the client free to run them elsewhere.
+    let (export, library) = (&shared.config.export, &shared.config.library);
+    let mut checked_jobs = Vec::with_capacity(jobs);
+    for request in &sequence.sequence {
+        let cwd = match confine::check_request(export, request) {
+            Ok(cwd) => cwd,
+            Err(e) => return refuse(send, recv.get_mut(), e).await,
+        };
+        // A view is made per job; its commands are checked against it then.
+        if request.view.is_none() {
+            for command in &request.commands {
+                if let Err(e) = confine::check(library, export, &cwd, command, &[]) {
+                    return refuse(send, recv.get_mut(), e).await;
+                }
+            }
+        }
+        checked_jobs.push(cwd);
+    }
+    protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
+    // The client's frames, read by one task for every job: "stdout closed" holds from then on, a
+    // reset stream (the client dropped the loop) ends the job running and the sequence.
+    let (client_tx, client_state) = watch::channel(ClientSide::default());
+    let mut reader = tokio::spawn(async move {
+        loop {
+            match protocol::read_frame(&mut recv).await {
+                Ok(Some((protocol::TAG_STDOUT_CLOSED, _))) => {
+                    client_tx.send_modify(|state| state.stdout_closed = true);
+                }
+                Ok(Some(_)) => {}
+                Ok(None) => std::future::pending::<()>().await,
+                Err(_) => {
+                    client_tx.send_modify(|state| state.gone = true);
+                    return;
+                }
+            }
+        }
+    });
+    for (request, cwd) in sequence.sequence.iter().zip(checked_jobs) {
+        if client_state.borrow().gone || *shared.stopping.borrow() {
+            break;
+        }
+        let ended = match run_in_sequence(&mut send, shared, client, request, cwd, client_state.clone()).await {
+            Ok(ended) => ended,
+            Err(e) => {
+                tracing::info!("sequence ended early: {e:#}");
+                break;
+            }
+        };
+        tracing::info!("job ended, in a sequence: {:?}", ended.commands.iter().map(Exit::status).collect::<Vec<_>>());
+        if sequence.stops_after(&ended) {
+            break;
+        }
+    }
+    reader.abort();
+    let _ = (&mut reader).await;
+    let _ = send.finish();
+    drop(permit);
+    let _ = tokio::time::timeout(Duration::from_secs(5), send.stopped()).await;
+    Ok(())
+}
+
+/// What the client of a sequence said on its side of the stream.
+#[derive(Clone, Copy, Debug, Default)]
+struct ClientSide {
+    stdout_closed: bool,
+    /// It reset the stream: it dropped the loop.
+    gone: bool,
+}
+
+/// One job of a sequence, its output framed on `send`. An error: its exit could not be sent, or
+/// it did not start (its `TAG_EXIT` then says why), so no other job runs.
+async fn run_in_sequence(
+    send: &mut quinn::SendStream,
+    shared: &Shared,
+    client: &str,
+    request: &Request,
+    cwd: std::path::PathBuf,
+    mut client_state: watch::Receiver<ClientSide>,
+) -> Result<Ended> {
+    let not_started = |why: String| Ended {
+        commands: vec![
+            Exit {
+                error: Some(protocol::StartError { redirect: None, message: why, status: 126 }),
+                ..Exit::default()
+            };
+            request.commands.len()
+        ],
+    };
+    let prepared = (|| {
+        let mut tmp = shared
+            .config
+            .jobs
+            .new_job(client, request.view.as_deref())
+            .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+        let cwd = match &request.view {
+            None => cwd,
+            Some(name) => {
+                tmp.view(name, &shared.config.export).map_err(|e| format!("cannot make the job's view: {e}"))?
+            }
+        };
+        let checked = request
+            .commands
+            .iter()
+            .map(|c| confine::check(&shared.config.library, &shared.config.export, &cwd, c, &[]))
+            .collect::<Result<Vec<_>, _>>()?;
+        Ok::<_, String>((tmp, cwd, checked))
+    })();
+    let (tmp, cwd, checked) = match prepared {
+        Ok(prepared) => prepared,
+        Err(why) => {
+            let ended = not_started(why.clone());
+            protocol::write_frame(send, protocol::TAG_EXIT, &serde_json::to_vec(&ended)?).await?;
+            anyhow::bail!("{why}");
+        }
+    };
+    let place = job::JobPlace { export: &shared.config.export, cwd: &cwd, dir: &tmp, journal: &shared.config.journal };
+    let options = job::JobOptions { noclobber: request.noclobber, stderr_with_stdout: request.stderr_with_stdout };
+    // The job's input: none, and the client's "stdout closed" when it comes.
+    let (mut input, mut job_input) = tokio::io::duplex(64);
+    let mut closed_state = client_state.clone();
+    let frames = async move {
+        let _ = protocol::write_frame(&mut input, protocol::TAG_STDIN_END, &[]).await;
+        if closed_state.wait_for(|s| s.stdout_closed).await.is_ok() {
+            let _ = protocol::write_frame(&mut input, protocol::TAG_STDOUT_CLOSED, &[]).await;
+        }
+        std::future::pending::<()>().await
+    };
+    let (abort, kill) = watch::channel(false);
+    let mut shutdown = shared.kill.clone();
+    let aborts = async move {
+        tokio::select! {
+            _ = shutdown.wait_for(|k| *k) => {}
+            _ = client_state.wait_for(|s| s.gone) => {}
+        }
+        abort.send_replace(true);
+        std::future::pending::<()>().await
+    };
+    let run = job::run(&place, &checked, options, &mut job_input, send, job::PeerEnds::default(), kill);
+    let ended = tokio::select! {
+        ended = run => ended?,
+        () = frames => unreachable!("pending"),
+        () = aborts => unreachable!("pending"),
+    };
+    Ok(ended)
 }
 
 async fn handle_job(
