@@ -50,7 +50,21 @@ pub fn rewrite(
     // shows is what runs.
     let mut chosen = Vec::new();
     let mut mounts = Vec::new();
+    // Loops the runtime gets whole: their body's pipelines go in their call.
+    let plan_of = |i: usize| planner::plan_pipeline_in(&ctx, &script.pipelines[i], &scope);
+    let loops: Vec<(&posh_core::shell::ForLoop, Vec<posh_core::shell::Pipeline>)> = script
+        .loops
+        .iter()
+        .filter(|l| planner::why_loop_stays_with_bash(&ctx, &script, &scope, l, &plan_of).is_none())
+        .map(|l| (l, planner::body_of(&script, l).into_iter().map(|i| script.pipelines[i].clone()).collect()))
+        .collect();
+    let in_a_loop = |p: &posh_core::shell::Pipeline| {
+        loops.iter().any(|(l, _)| l.span.start <= p.span.start && p.span.end <= l.span.end)
+    };
     for pipeline in &script.pipelines {
+        if in_a_loop(pipeline) {
+            continue;
+        }
         if scope.why_stays(library, pipeline).is_some() && !scope.may_go_in_part(library, pipeline) {
             continue;
         }
@@ -68,7 +82,7 @@ pub fn rewrite(
             Location::Client => None,
         }));
     }
-    if chosen.is_empty() {
+    if chosen.is_empty() && loops.is_empty() {
         return None;
     }
     mounts.sort_unstable();
@@ -82,7 +96,9 @@ pub fn rewrite(
         rewrite::Prologue { runtime: &runtime.to_string_lossy(), stats, socket, builtin: builtin.as_deref() };
     let background =
         script.pipelines.iter().any(|p| p.background || p.context.contains(&posh_core::shell::Context::Background));
-    Some(HandOver { text: rewrite::rewrite(source, &chosen, prologue).text, mounts, background })
+    let loops: Vec<rewrite::HandedLoop<'_>> =
+        loops.iter().map(|(the_loop, body)| rewrite::HandedLoop { the_loop, body }).collect();
+    Some(HandOver { text: rewrite::rewrite(source, &chosen, &loops, prologue).text, mounts, background })
 }
 
 /// The file system as the hand-over decision sees it: every file ends its last line. Whether

@@ -84,6 +84,21 @@ pub(crate) fn disagreements(explain: &Value, stats: &str) -> Vec<String> {
             })
             .collect();
         let line = record["line"].as_u64().unwrap_or(0);
+        // A loop the plan sends to its proxy as one request runs there so, and only such a loop.
+        let in_request = record["loop_request"].as_bool().unwrap_or(false);
+        let around = explain["loops"].as_array().into_iter().flatten().find(|l| {
+            l["line"].as_u64().is_some_and(|first| first <= line)
+                && l["last_line"].as_u64().is_some_and(|last| line <= last)
+        });
+        let planned_request = around.map(|l| l["runs"].as_str().unwrap_or_default());
+        match (planned_request, in_request) {
+            (Some("one_job"), false) => {
+                found.push(format!("line {line}: its loop was planned as one request, but it ran on its own"))
+            }
+            (Some("one_job" | "at_run_time"), true) => {}
+            (_, true) => found.push(format!("line {line}: ran in a loop's request the plan does not make")),
+            _ => {}
+        }
         let plan = pipelines.iter().flat_map(handed_calls).find(|(at, planned)| {
             *at == line
                 && planned.len() == ran.len()

@@ -43,7 +43,7 @@ impl StepEnd {
     }
 }
 
-type Statuses = Vec<StepEnd>;
+pub(super) type Statuses = Vec<StepEnd>;
 
 /// Runs `units` (from [`super::placement`]); returns the pipeline's status as bash computes it.
 /// Without a session every step must be local. `asked`: what the plan's questions to each
@@ -202,6 +202,7 @@ pub async fn execute(
             mounts,
             traffic: &traffic,
             asked,
+            in_loop_request: false,
         };
         record.append(path, caller);
     }
@@ -224,7 +225,7 @@ fn same_job_after(merge: &Step, after: &[Unit]) -> Option<Vec<Step>> {
 /// What the pipeline's commands read and wrote, as (shape, read, written), one run per command
 /// (its copies added up). A command counts only when every copy of it was measured and exited
 /// on its own: one killed (by SIGPIPE when `head` had enough) read only part of its input.
-fn measured_runs(ends: &[StepEnd], units: &[Unit]) -> Vec<(String, u64, u64)> {
+pub(super) fn measured_runs(ends: &[StepEnd], units: &[Unit]) -> Vec<(String, u64, u64)> {
     let steps: Vec<&Step> = units.iter().flat_map(|u| u.lanes.iter().flatten()).collect();
     let mut runs = Vec::new();
     let commands: std::collections::BTreeSet<usize> = ends.iter().map(|e| e.command).collect();
@@ -583,16 +584,10 @@ impl RemoteGroup {
         let remote = self.steps[0].remote.as_ref().expect("a remote group");
         let mount = &self.session.config.mounts[remote.mount];
         let mut request = Request {
-            version: VERSION,
-            cwd: remote.cwd.clone(),
-            view: remote.view.clone(),
-            commands: self.steps.iter().filter_map(|s| s.remote.as_ref().map(|r| r.job.clone())).collect(),
-            noclobber: self.call.noclobber,
-            stderr_with_stdout: self.stderr_with_stdout,
             peer_output: links.output,
-            peer_inputs: Vec::new(),
             peer_stdin: links.stdin,
             peer_stdin_joined: links.joined,
+            ..job_request(&self.call, &self.steps, self.stderr_with_stdout)
         };
         let mut sources = Vec::with_capacity(source_connections.len());
         for ((mount, inputs), source) in self.streamed_by_mount().into_iter().zip(source_connections) {
@@ -646,37 +641,7 @@ impl RemoteGroup {
         // And the client's filesystem caches show what the job wrote before bash reads it.
         written.after_job().await;
         match ended {
-            Ok(ended) => self
-                .steps
-                .iter()
-                .zip(&ended.commands)
-                .map(|(step, exit)| {
-                    if let Some(error) = &exit.error {
-                        let command = &self.call.commands[step.command];
-                        let what = match error.redirect {
-                            Some(r) => {
-                                let original = step.remote.as_ref().and_then(|s| s.redirect_of.get(r)).copied();
-                                original.and_then(|o| command.redirects.get(o)).map_or_else(
-                                    || "redirection".to_string(),
-                                    |(_, _, target)| target.to_string_lossy().into_owned(),
-                                )
-                            }
-                            None => command.argv[0].to_string_lossy().into_owned(),
-                        };
-                        self.caller.bash_error(&self.call.name, command.line, &what, &error.message);
-                    }
-                    // A command whose streamed file did not arrive whole failed, whatever it said.
-                    let reads_broken = step
-                        .remote
-                        .as_ref()
-                        .is_some_and(|r| r.streamed.iter().any(|input| broken.contains(&input.word)));
-                    let status = match exit.status() {
-                        0 if reads_broken => 1,
-                        status => status,
-                    };
-                    StepEnd { mount: Some(remote.mount), io: exit.io, ..StepEnd::local(step, status) }
-                })
-                .collect(),
+            Ok(ended) => remote_ends(&self.caller, &self.call, &self.steps, &ended, &broken),
             Err(e) => {
                 self.caller.bash_error(&self.call.name, line, "posh", &format!("{e:#}"));
                 self.steps
@@ -696,6 +661,59 @@ impl RemoteGroup {
         let ends = started.wait().await.0;
         ends.into_iter().map(|end| StepEnd { departure: Some(why.clone()), ..end }).collect()
     }
+}
+
+/// The job a run of `steps` at one proxy asks for, without streams between proxies.
+pub(super) fn job_request(call: &PipelineCall, steps: &[Step], stderr_with_stdout: bool) -> Request {
+    let remote = steps[0].remote.as_ref().expect("remote steps");
+    Request {
+        version: VERSION,
+        cwd: remote.cwd.clone(),
+        view: remote.view.clone(),
+        commands: steps.iter().filter_map(|s| s.remote.as_ref().map(|r| r.job.clone())).collect(),
+        noclobber: call.noclobber,
+        stderr_with_stdout,
+        ..Request::default()
+    }
+}
+
+/// How the remote `steps` (one job) ended, as the proxy said: bash's message for each command
+/// that did not start (written to the caller's stderr), and each status; a command whose
+/// streamed file did not arrive whole (`broken`, by word) failed, whatever it said.
+pub(super) fn remote_ends(
+    caller: &Caller,
+    call: &PipelineCall,
+    steps: &[Step],
+    ended: &posh_exec::remote::protocol::Ended,
+    broken: &[String],
+) -> Statuses {
+    steps
+        .iter()
+        .zip(&ended.commands)
+        .map(|(step, exit)| {
+            let remote = step.remote.as_ref().expect("remote steps");
+            if let Some(error) = &exit.error {
+                let command = &call.commands[step.command];
+                let what = match error.redirect {
+                    Some(r) => {
+                        let original = remote.redirect_of.get(r).copied();
+                        original.and_then(|o| command.redirects.get(o)).map_or_else(
+                            || "redirection".to_string(),
+                            |(_, _, target)| target.to_string_lossy().into_owned(),
+                        )
+                    }
+                    None => command.argv[0].to_string_lossy().into_owned(),
+                };
+                caller.bash_error(&call.name, command.line, &what, &error.message);
+            }
+            let reads_broken = remote.streamed.iter().any(|input| broken.contains(&input.word));
+            let status = match exit.status() {
+                0 if reads_broken => 1,
+                status => status,
+            };
+            StepEnd { mount: Some(remote.mount), io: exit.io, ..StepEnd::local(step, status) }
+        })
+        .collect()
 }
 
 /// Remote groups in a row, each at another mount's proxy than the one before: each one's output

@@ -95,8 +95,9 @@ impl Unit {
     }
 }
 
-/// Plans `call` run in `cwd`, with what `fs` tells of the files. Every command runs at the
-/// client when bash's words cannot be planned (words that are not UTF-8, say).
+/// Plans `call` run in `cwd`, with what `fs` tells of the files: its units, and the plan they
+/// follow (`None` when nothing could be planned). Every command runs at the client when bash's
+/// words cannot be planned (words that are not UTF-8, say).
 pub fn place(
     library: &Library,
     config: &Config,
@@ -105,19 +106,19 @@ pub fn place(
     cwd: &Path,
     env: &[(OsString, OsString)],
     fs: &dyn FileSystem,
-) -> Vec<Unit> {
+) -> (Option<PipelinePlan>, Vec<Unit>) {
     if call.commands.iter().any(|c| c.ambiguous.is_some()) {
-        return departed(call, "a redirection's target expanded into none or several words (bash's error)");
+        return (None, departed(call, "a redirection's target expanded into none or several words (bash's error)"));
     }
     let Some(text) = pipeline_text(call) else {
-        return departed(call, "a word bash expanded is not UTF-8, which the planner cannot read");
+        return (None, departed(call, "a word bash expanded is not UTF-8, which the planner cannot read"));
     };
     let script = posh_core::shell::parse(&text);
     let [pipeline] = &script.pipelines[..] else {
-        return departed(call, "posh could not read back the pipeline bash handed over");
+        return (None, departed(call, "posh could not read back the pipeline bash handed over"));
     };
     if !script.errors.is_empty() || pipeline.commands.len() != call.commands.len() {
-        return departed(call, "posh could not read back the pipeline bash handed over");
+        return (None, departed(call, "posh could not read back the pipeline bash handed over"));
     }
     let options = PlanOptions::default();
     let ctx = PlanContext { library, config, fs, cwd: cwd.to_path_buf(), options, ratios };
@@ -233,7 +234,7 @@ pub fn place(
             }
         }
     }
-    coalesce(units)
+    (Some(plan), coalesce(units))
 }
 
 /// Joins neighbouring unsplit units into one lane, so that commands placed together on a proxy

@@ -56,10 +56,10 @@ enum ProxyLink {
 #[derive(Debug)]
 pub struct Session {
     pub config: Config,
-    library: Library,
+    pub(super) library: Library,
     /// What earlier runs measured, as of the run's start: every pipeline of the run is planned
     /// with the figures `--explain` would have shown.
-    ratios: Ratios,
+    pub(super) ratios: Ratios,
     state: ClientState,
     identity: OnceCell<Option<Identity>>,
     /// Where the run's embedded proxies make their jobs' directories, one for the process.
@@ -231,6 +231,21 @@ impl Session {
         self.answer(stream);
     }
 
+    /// Runs `run` until it ends, or until the caller on `stream` goes (killed, Ctrl-C): then
+    /// `None`, and what `run` started is dropped.
+    pub(super) fn until_caller_goes<T>(
+        &self,
+        stream: &UnixStream,
+        run: impl std::future::Future<Output = T>,
+    ) -> Option<T> {
+        self.runtime.block_on(async {
+            tokio::select! {
+                done = run => Some(done),
+                () = wait_until_closed(stream) => None,
+            }
+        })
+    }
+
     fn answer(self: &Arc<Session>, stream: UnixStream) {
         let handoff::Handoff { fds, cwd, env, args } = match handoff::receive(&stream) {
             Ok(handoff) => handoff,
@@ -239,10 +254,27 @@ impl Session {
                 return;
             }
         };
+        let caller_of = |fds, env| Caller { fds, cwd: Some(cwd.clone()), env: Some(env) };
+        match super::loops::decode_loop(&args) {
+            Ok(None) => {}
+            Ok(Some(loop_call)) => {
+                let caller = caller_of(fds, env.clone());
+                let status = super::loops::run(self, &loop_call, &caller, &cwd, &env, &stream);
+                use std::io::Write as _;
+                let _ = (&stream).write_all(&[status]);
+                return;
+            }
+            Err(e) => {
+                caller_of(fds, env).warn(&format!("internal call: {e}"));
+                use std::io::Write as _;
+                let _ = (&stream).write_all(&[2]);
+                return;
+            }
+        }
         let call = decode(&args).map(|call| {
             let planning = metadata::Planning::new(self);
             planning.prefetch(call_paths(&call, &cwd));
-            let units = placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env, &planning);
+            let (_, units) = placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env, &planning);
             (call, units, planning.into_traffic())
         });
         let caller = Caller { fds, cwd: Some(cwd.clone()), env: Some(env) };
@@ -272,7 +304,7 @@ impl Session {
 }
 
 /// Every path a pipeline's words and redirection targets may name, resolved in `cwd`.
-fn call_paths<'a>(
+pub(super) fn call_paths<'a>(
     call: &'a super::PipelineCall,
     cwd: &'a std::path::Path,
 ) -> impl Iterator<Item = std::path::PathBuf> + 'a {

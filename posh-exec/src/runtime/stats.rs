@@ -30,6 +30,8 @@ pub struct Record<'a> {
     pub traffic: &'a BTreeMap<usize, Arc<Traffic>>,
     /// Per mount index: the plan's questions about the proxy's files (`metadata`).
     pub asked: &'a BTreeMap<usize, Arc<Traffic>>,
+    /// It ran as one job of a loop's request to its proxy (see `loops`).
+    pub in_loop_request: bool,
 }
 
 impl Record<'_> {
@@ -99,12 +101,16 @@ impl Record<'_> {
                 proxy["question_bytes"] = serde_json::json!(sent + received);
             }
         }
-        serde_json::json!({
+        let mut record = serde_json::json!({
             "line": self.call.commands[0].line,
             "commands": commands,
             "status": self.status,
             "proxies": proxies,
-        })
+        });
+        if self.in_loop_request {
+            record["loop_request"] = serde_json::json!(true);
+        }
+        record
     }
 
     /// Appends the record to `path`; a failure is reported on the caller's stderr.

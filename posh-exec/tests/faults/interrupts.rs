@@ -135,6 +135,8 @@ fn ctrl_c_leaves_the_script_where_bash_leaves_it() {
     let site = Site::new(&[]);
     site.write("data/spin3135", "x\n");
     let spin = "awk 'BEGIN { while (1) ; }' data/spin3135";
+    site.write("data/x", "x\n");
+    let loop_spin = "awk '{ while ($0 == \"x\" \u{26}\u{26} FILENAME ~ /spin/) ; print }' \"$f\"";
     let cases = [
         format!("{spin}\necho after $?\n"),
         format!("trap 'echo trapped' INT\n{spin}\necho after $?\n"),
@@ -142,6 +144,10 @@ fn ctrl_c_leaves_the_script_where_bash_leaves_it() {
         format!("for i in 1 2; do {spin}; echo in the loop $?; done\necho after $?\n"),
         // Bash keeps the loop of the pipeline; the awk is a call of its own.
         format!("{spin} | while read -r l; do echo \"$l\"; done\necho after $?\n"),
+        // The runtime gets the loop whole (its iterations as one request to the proxy); with a
+        // trap, bash keeps it and goes on with the next iteration after the trap.
+        format!("for f in data/spin3135 data/x; do {loop_spin}; done\necho after $?\n"),
+        format!("trap 'echo trapped' INT\nfor f in data/spin3135 data/x; do {loop_spin}; done\necho after $?\n"),
         format!("trap 'echo trapped' INT\n{spin} | while read -r l; do echo \"$l\"; done\necho after $?\n"),
         format!("set -o pipefail\ntrap 'echo trapped' INT\n{spin} | while read -r l; do :; done\necho after $?\n"),
     ];
@@ -176,4 +182,33 @@ fn ctrl_c_leaves_the_script_where_bash_leaves_it() {
         assert_eq!(ends[0], ends[1], "bash (left) against posh-exec (right) for:\n{case}");
     }
     assert!(site.proxy_log().contains("spin3135"), "the awk ran at the proxy");
+}
+
+/// A proxy killed while a loop's iterations run there as one request: the pipeline it was
+/// running fails with posh's message (as a pipeline of its own would), the loop goes on with the
+/// next iteration (at the client, where the proxy no longer answers), and the iterations before
+/// it keep what they wrote.
+#[test]
+fn a_proxy_killed_during_a_loops_request_fails_that_pipeline_and_the_loop_goes_on() {
+    let mut site = Site::new(&[]);
+    site.write("data/a", "a\n");
+    site.write("data/spin3136", "s\n");
+    site.write("data/b", "b\n");
+    site.write(
+        "job.sh",
+        "for f in data/a data/spin3136 data/b; do\n  awk '{ while (FILENAME ~ /spin/) ; print }' \"$f\"\ndone\necho \"after $?\"\n",
+    );
+    let posh = site.command(posh_exec()).arg("job.sh").stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().unwrap();
+    let spinning = || Command::new("pgrep").args(["-f", "spin3136"]).stdout(Stdio::null()).status().unwrap().success();
+    wait_until(Duration::from_secs(20), "the spinning awk", spinning);
+    site.proxy.signal("-KILL");
+    site.proxy.wait_exit(Duration::from_secs(5));
+    // What the killed proxy's job started outlives it; it is not posh's to end here.
+    let _ = Command::new("pkill").args(["-f", "spin3136"]).status();
+    let out = posh.wait_with_output().unwrap();
+    let (stdout, stderr) = (String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    assert_eq!(stdout, "a\nb\nafter 0\n", "stderr: {stderr}");
+    assert!(out.status.success(), "{:?}: {stderr}", out.status);
+    assert!(stderr.contains("job.sh: line 2: posh: "), "the failed pipeline is said: {stderr}");
+    assert!(site.proxy_log().contains("sequence"), "the loop went as one request: {}", site.proxy_log());
 }

@@ -1,0 +1,464 @@
+//! A `for` loop handed over whole (`posh_core::rewrite`, `posh_core::planner::LoopPlan`): bash
+//! expanded its words and its body's words once, with a marker where the body used the loop
+//! variable. Each iteration runs the body's pipelines in order with the word in the marker's
+//! place, as bash would have run them one call at a time: a pipeline's status is bash's, the
+//! loop's is its last pipeline's (0 without iterations), and under `set -e` the first failing
+//! pipeline ends the loop with its status (bash then exits).
+//!
+//! When every iteration's pipelines are planned wholly at one proxy (`one_proxy_for_all`, the
+//! planner's rule, which `--explain` applies to the words it can know), they go there as one
+//! request (`Sequence`), run in order there and stopped there by the same `set -e` rule: one
+//! round trip for the loop instead of one per pipeline. Otherwise each pipeline is planned and
+//! run when its turn comes, as its own call would be.
+
+use std::collections::BTreeMap;
+use std::ffi::{OsStr, OsString};
+use std::os::fd::AsFd as _;
+use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
+use std::path::Path;
+use std::sync::Arc;
+
+use tokio::io::AsyncWriteExt as _;
+
+use posh_core::planner::{MOST_PIPELINES_PLANNED_AHEAD, PipelinePlan, one_proxy_for_all};
+use posh_core::rewrite::{MARK_BODY, MARK_ITEM, MARK_LOOP};
+use posh_exec::remote::Traffic;
+use posh_exec::remote::protocol::{Ended, MAX_LINE, Request, Sequence, VERSION};
+
+use super::coherence::Written;
+use super::execute::{self, StepEnd};
+use super::local::Caller;
+use super::output::{async_writer, one_destination};
+use super::placement::{self, Step, Unit};
+use super::session::Session;
+use super::{PipelineCall, decode};
+
+#[derive(Clone, Debug, PartialEq)]
+pub struct LoopCall {
+    /// `$0`, for messages.
+    pub name: String,
+    pub variable: String,
+    /// The words bash expanded the loop's words into.
+    pub words: Vec<OsString>,
+    pub errexit: bool,
+    pub pipefail: bool,
+    /// The body's pipelines, with [`MARK_ITEM`] where each iteration's word goes.
+    pub body: Vec<PipelineCall>,
+}
+
+/// Reads the arguments after `__run` of a loop's call; `None` when they are a pipeline's.
+pub fn decode_loop(args: &[OsString]) -> Result<Option<LoopCall>, String> {
+    let [name, shellopts, stats, rest @ ..] = args else { return Err("__run needs NAME, SHELLOPTS and STATS".into()) };
+    if rest.first().is_none_or(|first| first.as_bytes() != MARK_LOOP.as_bytes()) {
+        return Ok(None);
+    }
+    let variable = rest.get(1).ok_or("a loop without its variable")?.to_string_lossy().into_owned();
+    let mut parts = rest[2..].split(|arg| arg.as_bytes() == MARK_BODY.as_bytes());
+    let words = parts.next().unwrap_or_default().to_vec();
+    let body = parts
+        .map(|part| {
+            let args: Vec<OsString> =
+                [name, shellopts, stats].into_iter().cloned().chain(part.iter().cloned()).collect();
+            decode(&args)
+        })
+        .collect::<Result<Vec<_>, _>>()?;
+    if body.is_empty() {
+        return Err("a loop without a body".into());
+    }
+    let options: Vec<&[u8]> = shellopts.as_bytes().split(|&b| b == b':').collect();
+    Ok(Some(LoopCall {
+        name: name.to_string_lossy().into_owned(),
+        variable,
+        words,
+        errexit: options.contains(&&b"errexit"[..]),
+        pipefail: options.contains(&&b"pipefail"[..]),
+        body,
+    }))
+}
+
+impl LoopCall {
+    /// The body's pipelines as bash would run them with `word` as the loop variable's value.
+    pub fn iteration(&self, word: &OsStr) -> Vec<PipelineCall> {
+        let put = |text: &mut OsString| {
+            let bytes = text.as_bytes();
+            if let Some(replaced) = replace_all(bytes, MARK_ITEM.as_bytes(), word.as_bytes()) {
+                *text = OsString::from_vec(replaced);
+            }
+        };
+        let mut body = self.body.clone();
+        for command in body.iter_mut().flat_map(|p| &mut p.commands) {
+            command.argv.iter_mut().for_each(put);
+            command.assignments.iter_mut().for_each(|(_, value)| put(value));
+            command.redirects.iter_mut().for_each(|(_, _, target)| put(target));
+        }
+        body
+    }
+
+    /// Whether a pipeline that ended with `status` ends the loop.
+    fn stops_at(&self, status: u8) -> bool {
+        self.errexit && status != 0
+    }
+}
+
+/// `text` with every `from` replaced by `to`; `None` when it holds none.
+fn replace_all(text: &[u8], from: &[u8], to: &[u8]) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut rest = text;
+    let mut found = false;
+    while let Some(at) = rest.windows(from.len()).position(|w| w == from) {
+        out.extend_from_slice(&rest[..at]);
+        out.extend_from_slice(to);
+        rest = &rest[at + from.len()..];
+        found = true;
+    }
+    out.extend_from_slice(rest);
+    found.then_some(out)
+}
+
+/// Runs the loop's iterations one pipeline after another with `run`, which returns each
+/// pipeline's status; returns the loop's.
+pub fn each_iteration(call: &LoopCall, words: &[OsString], run: impl FnMut(&PipelineCall) -> u8) -> u8 {
+    each_pipeline(call, words.iter().flat_map(|word| call.iteration(word)), 0, run)
+}
+
+/// Runs `pipelines` (of the loop's iterations, in order) with `run`, as bash would run them
+/// after a pipeline that ended with `status`; returns the loop's status.
+fn each_pipeline(
+    call: &LoopCall,
+    pipelines: impl IntoIterator<Item = PipelineCall>,
+    mut status: u8,
+    mut run: impl FnMut(&PipelineCall) -> u8,
+) -> u8 {
+    for pipeline in pipelines {
+        status = run(&pipeline);
+        if call.stops_at(status) {
+            return status;
+        }
+    }
+    status
+}
+
+/// One pipeline of an iteration, placed as one job at the loop's proxy.
+struct Job {
+    call: PipelineCall,
+    steps: Vec<Step>,
+    units: Vec<Unit>,
+}
+
+/// The loop's iterations when every one runs at one proxy, one job per body pipeline.
+struct OneProxy {
+    mount: usize,
+    jobs: Vec<Job>,
+    /// What planning them asked the proxies.
+    asked: BTreeMap<usize, Arc<Traffic>>,
+}
+
+/// Plans every iteration as the runtime plans a call; `Some` when they all run at one proxy as
+/// one job each (the planner's [`one_proxy_for_all`], and nothing the runtime had to move).
+fn at_one_proxy(session: &Session, call: &LoopCall, cwd: &Path, env: &[(OsString, OsString)]) -> Option<OneProxy> {
+    if call.words.len() * call.body.len() > MOST_PIPELINES_PLANNED_AHEAD {
+        return None;
+    }
+    let planning = super::metadata::Planning::new(session);
+    let iterations: Vec<PipelineCall> = call.words.iter().flat_map(|word| call.iteration(word)).collect();
+    planning.prefetch(iterations.iter().flat_map(|p| super::session::call_paths(p, cwd)));
+    let mut plans: Vec<PipelinePlan> = Vec::with_capacity(iterations.len());
+    let mut jobs = Vec::with_capacity(iterations.len());
+    for call in iterations {
+        let (plan, units) =
+            placement::place(&session.library, &session.config, &session.ratios, &call, cwd, env, &planning);
+        plans.push(plan?);
+        let steps = one_job(&units)?;
+        jobs.push(Job { call, steps, units });
+    }
+    let name = one_proxy_for_all(&plans).ok()?;
+    let mount = session.config.mounts.iter().position(|m| m.name == name)?;
+    let there = |job: &Job| job.steps.iter().all(|s| s.remote.as_ref().is_some_and(|r| r.mount == mount));
+    jobs.iter().all(there).then(|| OneProxy { mount, jobs, asked: planning.into_traffic() })
+}
+
+/// The steps of `units` when they are one job at one proxy, reading nothing from other mounts.
+fn one_job(units: &[Unit]) -> Option<Vec<Step>> {
+    let [unit] = units else { return None };
+    let [lane] = &unit.lanes[..] else { return None };
+    let remote = |s: &Step| s.remote.as_ref().is_some_and(|r| r.streamed.is_empty());
+    (!unit.is_split() && lane.iter().all(remote)).then(|| lane.clone())
+}
+
+/// Runs a loop handed over to the session: as requests to one proxy when every iteration lands
+/// there, else pipeline by pipeline. `stream` is the caller's: when it goes, so does the loop
+/// (status 130).
+pub fn run(
+    session: &Arc<Session>,
+    call: &LoopCall,
+    caller: &Caller,
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+    stream: &std::os::unix::net::UnixStream,
+) -> u8 {
+    let forget =
+        |pipeline: &PipelineCall| session.answers.forget(&session.config, super::session::call_paths(pipeline, cwd));
+    let one_by_one = |pipeline: &PipelineCall| {
+        let planning = super::metadata::Planning::new(session);
+        planning.prefetch(super::session::call_paths(pipeline, cwd));
+        let (_, units) =
+            placement::place(&session.library, &session.config, &session.ratios, pipeline, cwd, env, &planning);
+        let asked = planning.into_traffic();
+        let status =
+            session.until_caller_goes(stream, execute::execute(Some(session), pipeline, caller, &units, &asked));
+        forget(pipeline);
+        status.unwrap_or(130)
+    };
+    let Some(OneProxy { mount, jobs, mut asked }) = at_one_proxy(session, call, cwd, env) else {
+        return each_iteration(call, &call.words, one_by_one);
+    };
+    let calls: Vec<PipelineCall> = jobs.iter().map(|job| job.call.clone()).collect();
+    // `> log 2>&1`: each job sends its stderr along with its stdout.
+    let stderr_with_stdout = match &caller.fds {
+        [_, Some(out), Some(err)] => one_destination(out.as_fd(), err.as_fd()),
+        _ => false,
+    };
+    let requests: Vec<Request> =
+        jobs.iter().map(|job| execute::job_request(&job.call, &job.steps, stderr_with_stdout)).collect();
+    let mut status = 0;
+    let mut first = 0;
+    for end in request_ends(&requests) {
+        let sequenced = Sequenced { session, call, caller, mount, asked: std::mem::take(&mut asked) };
+        let outcome = session.until_caller_goes(stream, sequenced.run(&jobs[first..end], &requests[first..end]));
+        jobs[first..end].iter().for_each(|job| forget(&job.call));
+        match outcome {
+            None => return 130,
+            // Nothing of it ran: the rest goes pipeline by pipeline (each says for itself if it
+            // cannot run at its proxy either).
+            Some(Outcome::NotTaken) => return each_pipeline(call, calls[first..].iter().cloned(), status, one_by_one),
+            Some(Outcome::Ended { status: last, stopped: true }) => return last,
+            Some(Outcome::Ended { status: last, stopped: false }) => status = last,
+            // The pipeline running when the stream broke failed (as a job of its own would); the
+            // loop goes on after it, pipeline by pipeline.
+            Some(Outcome::Broken { ended }) if call.stops_at(255) || first + ended + 1 >= calls.len() => return 255,
+            Some(Outcome::Broken { ended }) => {
+                return each_pipeline(call, calls[first + ended + 1..].iter().cloned(), 255, one_by_one);
+            }
+        }
+        first = end;
+    }
+    status
+}
+
+/// Where each request of the loop's jobs ends (exclusive indices into `requests`): at most
+/// [`JOBS_PER_REQUEST`] jobs, and a line of at most half of `MAX_LINE`, whatever the words.
+fn request_ends(requests: &[Request]) -> Vec<usize> {
+    let mut ends = Vec::new();
+    let (mut jobs, mut bytes) = (0, 0);
+    for (i, request) in requests.iter().enumerate() {
+        let size = serde_json::to_vec(request).map_or(MAX_LINE, |line| line.len() + 1);
+        if jobs > 0 && (jobs == JOBS_PER_REQUEST || bytes + size > MAX_LINE / 2) {
+            ends.push(i);
+            (jobs, bytes) = (0, 0);
+        }
+        jobs += 1;
+        bytes += size;
+    }
+    ends.push(requests.len());
+    ends
+}
+
+/// Jobs per request: a round trip per 256 pipelines is a small part of their time, and the
+/// proxy's answer to the first comes while the client is still reading the last's output.
+const JOBS_PER_REQUEST: usize = 256;
+
+/// How a request of a loop's jobs ended.
+enum Outcome {
+    /// Every job ran, or the proxy stopped where bash stops: the last pipeline's status, and
+    /// whether the loop ends there (`set -e`).
+    Ended { status: u8, stopped: bool },
+    /// Nothing of it ran.
+    NotTaken,
+    /// The stream broke after `ended` jobs ended: the next one failed (status 255, said on
+    /// stderr as for a job of its own), the others did not run.
+    Broken { ended: usize },
+}
+
+/// Jobs of a loop sent to one proxy as one request.
+struct Sequenced<'a> {
+    session: &'a Arc<Session>,
+    call: &'a LoopCall,
+    caller: &'a Caller,
+    mount: usize,
+    /// What planning asked the proxies, counted in the first pipeline's `--stats` record.
+    asked: BTreeMap<usize, Arc<Traffic>>,
+}
+
+impl Sequenced<'_> {
+    /// Sends `jobs` and relays what they write; their messages and statuses as the jobs of their
+    /// own would give them, their `--stats` records marked as a loop's.
+    async fn run(self, jobs: &[Job], requests: &[Request]) -> Outcome {
+        let Some(connection) = self.session.connection(self.mount).await else { return Outcome::NotTaken };
+        let sequence = Sequence {
+            version: VERSION,
+            sequence: requests.to_vec(),
+            errexit: self.call.errexit,
+            pipefail: self.call.pipefail,
+        };
+        let cwd = self.caller.cwd.as_deref();
+        let mut written = Vec::with_capacity(jobs.len());
+        for job in jobs {
+            written.push(Written::before_job(self.session.library(), &job.call, &job.steps, cwd).await);
+        }
+        let traffic = Arc::new(Traffic::default());
+        let started = match connection.start_sequence(&sequence, &traffic).await {
+            Ok(started) => started,
+            Err(e) => {
+                let mount = &self.session.config.mounts[self.mount].name;
+                self.caller.warn(&format!("{e}; running the loop pipeline by pipeline instead (mount {mount})"));
+                return Outcome::NotTaken;
+            }
+        };
+        let mut stdout = async_writer(self.caller.dup(1));
+        let mut stderr = async_writer(self.caller.dup(2));
+        // Each job's messages as its statuses come, after its output, as a job of its own does.
+        let mut ends: Vec<Vec<StepEnd>> = Vec::with_capacity(jobs.len());
+        let mut on_exit = |ended: Ended| {
+            if let Some(job) = jobs.get(ends.len()) {
+                ends.push(execute::remote_ends(self.caller, &job.call, &job.steps, &ended, &[]));
+            }
+        };
+        let finished = started.finish_sequence(jobs.len(), &mut stdout, &mut stderr, &traffic, &mut on_exit).await;
+        let _ = tokio::join!(stdout.shutdown(), stderr.shutdown());
+        // The client's filesystem caches show what the jobs wrote before bash reads it.
+        for written in written {
+            written.after_job().await;
+        }
+        let mut status = 0;
+        let mounts = &self.session.config.mounts[..];
+        let (mut traffic, mut asked) = (BTreeMap::from([(self.mount, traffic)]), self.asked);
+        for (job, ends) in jobs.iter().zip(&ends) {
+            let statuses: Vec<i32> = ends.iter().map(|end| end.status).collect();
+            let last = if job.call.pipefail {
+                statuses.iter().rev().copied().find(|&s| s != 0).unwrap_or(0)
+            } else {
+                statuses.last().copied().unwrap_or(0)
+            };
+            status = (last & 0xff) as u8;
+            self.session.record_ratios(&execute::measured_runs(ends, &job.units));
+            if let Some(path) = &job.call.stats {
+                // The request's bytes and the plan's questions count in its first pipeline's record.
+                let record = super::stats::Record {
+                    call: &job.call,
+                    ends,
+                    units: &job.units,
+                    statuses: &statuses,
+                    status,
+                    mounts,
+                    traffic: &traffic,
+                    asked: &asked,
+                    in_loop_request: true,
+                };
+                record.append(path, self.caller);
+                (traffic, asked) = (BTreeMap::new(), BTreeMap::new());
+            }
+        }
+        let ended = ends.len();
+        let line = jobs.get(ended).map_or(0, |job| job.call.commands[0].line);
+        match finished {
+            Ok(n) if n == jobs.len() => Outcome::Ended { status, stopped: self.call.stops_at(status) },
+            Ok(_) if self.call.stops_at(status) => Outcome::Ended { status, stopped: true },
+            Ok(n) => {
+                let e =
+                    format!("proxy {} ended a loop's request after {n} of {} pipelines", connection.addr(), jobs.len());
+                self.caller.bash_error(&self.call.name, line, "posh", &e);
+                Outcome::Broken { ended }
+            }
+            Err(e) => {
+                self.caller.bash_error(&self.call.name, line, "posh", &format!("{e:#}"));
+                Outcome::Broken { ended }
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use posh_core::rewrite::{MARK_COMMAND, MARK_REDIRECT, MARK_WORDS};
+
+    fn args(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn decodes_a_loop_and_puts_each_word_in_place() {
+        let item = MARK_ITEM;
+        let call = decode_loop(&args(&[
+            "s.sh",
+            "errexit:pipefail",
+            "",
+            MARK_LOOP,
+            "f",
+            "a.log",
+            "b c.log",
+            MARK_BODY,
+            MARK_COMMAND,
+            "2",
+            MARK_REDIRECT,
+            "1",
+            ">>",
+            &format!("out/{item}.n"),
+            MARK_WORDS,
+            "grep",
+            "-c",
+            &format!("x{item}y{item}"),
+            MARK_BODY,
+            MARK_COMMAND,
+            "3",
+            MARK_WORDS,
+            "wc",
+            item,
+        ]))
+        .unwrap()
+        .expect("a loop");
+        assert!(call.errexit && call.pipefail);
+        assert_eq!((call.variable.as_str(), call.words.len(), call.body.len()), ("f", 2, 2));
+        let second = call.iteration(OsStr::new("b c.log"));
+        assert_eq!(second[0].commands[0].argv, args(&["grep", "-c", "xb c.logyb c.log"]));
+        assert_eq!(second[0].commands[0].redirects[0].2, OsString::from("out/b c.log.n"));
+        assert_eq!(second[1].commands[0].argv, args(&["wc", "b c.log"]));
+        assert_eq!(decode_loop(&args(&["s.sh", "", "", MARK_COMMAND, "1", MARK_WORDS, "wc"])), Ok(None));
+        assert!(decode_loop(&args(&["s.sh", "", "", MARK_LOOP, "f", "a"])).is_err(), "a loop without a body");
+    }
+
+    /// Requests hold at most 256 jobs and half a request line, however long the words.
+    #[test]
+    fn requests_are_cut_by_count_and_size() {
+        let small = Request { version: VERSION, ..Request::default() };
+        assert_eq!(request_ends(&vec![small.clone(); 600]), [256, 512, 600]);
+        let mut long = small.clone();
+        long.cwd = "d".repeat(100_000);
+        assert_eq!(request_ends(&vec![long; 12]), [5, 10, 12]);
+        assert_eq!(request_ends(&[small]), [1]);
+    }
+
+    /// The loop's status is its last pipeline's; under `set -e` the first failing one ends it.
+    #[test]
+    fn iterations_stop_where_bash_stops() {
+        let body = |errexit| LoopCall {
+            name: "s".into(),
+            variable: "f".into(),
+            words: args(&["0", "3", "0"]),
+            errexit,
+            pipefail: false,
+            body: vec![decode(&args(&["s", "", "", MARK_COMMAND, "1", MARK_WORDS, MARK_ITEM])).unwrap()],
+        };
+        for (errexit, ran, status) in [(false, vec!["0", "3", "0"], 0), (true, vec!["0", "3"], 3)] {
+            let call = body(errexit);
+            let mut seen = Vec::new();
+            let got = each_iteration(&call, &call.words, |p| {
+                let word = p.commands[0].argv[0].to_string_lossy().into_owned();
+                let status = word.parse().unwrap();
+                seen.push(word);
+                status
+            });
+            assert_eq!((seen, got), (ran.iter().map(|s| s.to_string()).collect::<Vec<_>>(), status));
+        }
+    }
+}
