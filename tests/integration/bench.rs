@@ -73,7 +73,7 @@ fn bench_runs_every_workload_on_embedded_proxies_with_identical_outputs() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("report.json")).unwrap()).unwrap();
     let results = report["results"].as_array().unwrap();
-    assert_eq!(results.len(), 11, "one result per workload: {results:#?}");
+    assert_eq!(results.len(), 12, "one result per workload: {results:#?}");
     for result in results {
         let name = &result["workload"];
         assert_eq!(result["check"]["identical"], true, "{name}: {:#}", result["check"]);

@@ -359,6 +359,15 @@ SMALL_PIPELINES = Workload(
 )
 
 
+SMALL_PIPELINES_EACH = Workload(
+    name="small-pipelines-each",
+    title="The same loop, handed over one iteration at a time",
+    paper="the per-iteration path: a builtin in the body keeps the loop with bash, each pipeline a call",
+    script='for f in notes/*.txt; do grep -c TODO "$f"; :; done\n',
+    generate=gen_notes,
+)
+
+
 # --- stream throughput ----------------------------------------------------------------------------
 
 def gen_stream(root: Path, scale: str) -> None:
@@ -395,6 +404,7 @@ ALL = (
     COMM,
     TOP_PATHS,
     SMALL_PIPELINES,
+    SMALL_PIPELINES_EACH,
     STREAM,
 )
 
