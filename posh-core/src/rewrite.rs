@@ -22,8 +22,12 @@
 //! and the body, with [`ITEM_VAR`] where the body uses the loop variable:
 //!
 //! ```text
-//! __posh_words=(); for f in WORDS; do __posh_words+=("$f"); done; CALL ␟L f "${__posh_words[@]}" ␟B ␟C ... ␟B ␟C ...
+//! __posh_words=(); for f in WORDS; do __posh_words+=("$f" ["${f%.gz}"...]); done; CALL ␟L f K "${__posh_words[@]}" ␟B ␟C ... ␟B ␟C ...
 //! ```
+//!
+//! where K is how many values each word brings: its own, and one per expansion of the variable
+//! the body uses (`${f%.gz}`, expanded by bash in the collecting loop, as it would have been in
+//! the iteration).
 //!
 //! The runtime runs the iterations in order, each body pipeline with the item in place of the
 //! marker, stopping where bash would under `set -e`; iterations whose pipelines all land at one
@@ -72,8 +76,8 @@ pub const MARK_SPLIT: &str = "\u{1f}S";
 pub const MARK_LOOP: &str = "\u{1f}L";
 /// Starts each pipeline of a loop's body (its commands follow as a pipeline call's).
 pub const MARK_BODY: &str = "\u{1f}B";
-/// Where a loop's body used the loop variable, in the words bash expanded: each iteration's word
-/// goes in its place.
+/// Where a loop's body used the loop variable, in the words bash expanded, around the index of
+/// the iteration's value that goes in its place (`␟I0␟I`: the word itself).
 pub const MARK_ITEM: &str = "\u{1f}I";
 /// The variable the prologue sets to [`MARK_ITEM`]; a loop's call names it in the body's words
 /// where they named the loop variable.
@@ -437,20 +441,26 @@ const CHANGING: [&str; 13] = [
     "_",
 ];
 
-/// Where the word `raw` (as written) uses `variable` (`$f`, `${f}`, each inside double quotes),
-/// as byte ranges; an error saying why when the word has an expansion a loop's call could not
-/// expand once for every iteration: an unquoted expansion or glob (split and globbed again each
-/// time, against files the loop may have made), a command or arithmetic substitution, a
-/// parameter expansion with an operator, or a variable that changes as the loop runs.
-pub fn variable_uses(raw: &str, variable: &str) -> Result<Vec<std::ops::Range<usize>>, String> {
+/// A use of a loop's variable in a word of its body: `$f`, `${f}`, or an expansion of it alone
+/// (`${f%.gz}`, `${f##*/}`, `${#f}`), inside double quotes.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct VariableUse {
+    pub range: std::ops::Range<usize>,
+    /// The expansion as written when it is more than the variable's value (`${f%.gz}`).
+    pub derived: Option<String>,
+}
+
+/// Where the word `raw` (as written) uses `variable` (see [`VariableUse`]); an error saying why
+/// when the word has an expansion a loop's call could not expand once for every iteration: an
+/// unquoted expansion or glob (split and globbed again each time, against files the loop may
+/// have made), a command or arithmetic substitution, an operator that assigns or exits, an
+/// operator on another variable, or a variable that changes as the loop runs.
+pub fn variable_uses(raw: &str, variable: &str) -> Result<Vec<VariableUse>, String> {
     let bytes = raw.as_bytes();
     let refuse = |what: &str| Err(format!("`{raw}` {what}, which bash would expand again at every iteration"));
-    let name_len = |from: usize| {
-        let mut end = from;
-        while end < bytes.len() && (bytes[end].is_ascii_alphanumeric() || bytes[end] == b'_') {
-            end += 1;
-        }
-        if end > from && bytes[from].is_ascii_digit() { from + 1 } else { end }
+    let name_len = |text: &str| {
+        let end = text.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
+        if end > 0 && text.as_bytes()[0].is_ascii_digit() { 1 } else { end }
     };
     let mut uses = Vec::new();
     let mut quoted = false;
@@ -480,19 +490,27 @@ pub fn variable_uses(raw: &str, variable: &str) -> Result<Vec<std::ops::Range<us
                 _ => i += 1,
             },
             (b'$', true) => {
-                let (name, end) = match bytes.get(i + 1) {
+                let (name, operator, end) = match bytes.get(i + 1) {
                     Some(b'{') => match raw[i + 2..].find('}') {
-                        Some(close) => (&raw[i + 2..i + 2 + close], i + 3 + close),
+                        Some(close) => {
+                            let inside = &raw[i + 2..i + 2 + close];
+                            // `${#f}`: the length of f.
+                            let (name, operator) = match inside.strip_prefix('#') {
+                                Some(rest) if !rest.is_empty() && name_len(rest) == rest.len() => (rest, "#"),
+                                _ => inside.split_at(name_len(inside).max(usize::from(!inside.is_empty()))),
+                            };
+                            (name, operator, i + 3 + close)
+                        }
                         None => return refuse("holds an unclosed `${`"),
                     },
                     Some(b'(') => return refuse("runs a command or arithmetic substitution"),
                     Some(b'?' | b'!') => return refuse("reads `$?` or `$!`"),
-                    Some(c) if c.is_ascii_digit() || b"@*#$-".contains(c) => (&raw[i + 1..i + 2], i + 2),
+                    Some(c) if c.is_ascii_digit() || b"@*#$-".contains(c) => (&raw[i + 1..i + 2], "", i + 2),
                     Some(_) => {
-                        let end = name_len(i + 1);
-                        (&raw[i + 1..end], end)
+                        let end = i + 1 + name_len(&raw[i + 1..]);
+                        (&raw[i + 1..end], "", end)
                     }
-                    None => ("", i + 1),
+                    None => ("", "", i + 1),
                 };
                 let plain = !name.is_empty()
                     && (name.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
@@ -500,11 +518,15 @@ pub fn variable_uses(raw: &str, variable: &str) -> Result<Vec<std::ops::Range<us
                 if name.is_empty() && end == i + 1 {
                     // A lone `$`.
                 } else if !plain {
-                    return refuse("holds a parameter expansion with an operator");
-                } else if name == variable {
-                    uses.push(i..end);
+                    return refuse("holds a parameter expansion bash would evaluate differently");
                 } else if CHANGING.contains(&name) {
                     return refuse(&format!("reads `{name}` (it changes as the loop runs)"));
+                } else if name == variable && operator.is_empty() {
+                    uses.push(VariableUse { range: i..end, derived: None });
+                } else if name == variable && pure_operator(operator) {
+                    uses.push(VariableUse { range: i..end, derived: Some(raw[i..end].to_string()) });
+                } else if !operator.is_empty() {
+                    return refuse("holds a parameter expansion with an operator that assigns, exits or expands more");
                 }
                 i = end;
             }
@@ -514,22 +536,69 @@ pub fn variable_uses(raw: &str, variable: &str) -> Result<Vec<std::ops::Range<us
     Ok(uses)
 }
 
-/// `word` with each use of `variable` (see [`variable_uses`]) replaced by `replacement`, which
-/// stands inside double quotes.
-pub fn replace_variable(raw: &str, variable: &str, replacement: &str) -> Option<String> {
+/// An operator of `${f...}` whose value depends on f's alone and that changes nothing: pattern
+/// removal and replacement, case changes, substrings, defaults, length, transformations; not
+/// `=` (assigns) or `?` (exits), and nothing more to expand inside it.
+fn pure_operator(operator: &str) -> bool {
+    let assigns_or_exits = ["=", ":=", "?", ":?"].iter().any(|op| operator.starts_with(op));
+    let expands = operator.contains(['$', '`', '{']);
+    let known = ["#", "%", "/", "^", ",", ":", "-", "+", "@"].iter().any(|op| operator.starts_with(op));
+    known && !assigns_or_exits && !expands
+}
+
+/// `raw` with each use of `variable` (see [`variable_uses`]) replaced by what `replacement`
+/// gives it (text that stands inside double quotes); `None` when the word cannot be handed over
+/// in a loop, or `replacement` gives nothing.
+pub fn replace_variable(
+    raw: &str,
+    variable: &str,
+    mut replacement: impl FnMut(&VariableUse) -> Option<String>,
+) -> Option<String> {
     let uses = variable_uses(raw, variable).ok()?;
     let mut out = String::with_capacity(raw.len());
     let mut at = 0;
-    for range in uses {
-        out.push_str(&raw[at..range.start]);
-        out.push_str(replacement);
-        at = range.end;
+    for variable_use in uses {
+        out.push_str(&raw[at..variable_use.range.start]);
+        out.push_str(&replacement(&variable_use)?);
+        at = variable_use.range.end;
     }
     out.push_str(&raw[at..]);
     Some(out)
 }
 
-/// The call that replaces a loop handed over whole (see the module's documentation).
+/// The words of a loop's body (words, assignments, redirection targets) that may use its
+/// variable.
+fn body_words(pipeline: &mut Pipeline) -> impl Iterator<Item = &mut Word> {
+    pipeline.commands.iter_mut().flat_map(|command| {
+        let redirected = command.redirects.iter_mut().filter_map(|r| match &mut r.target {
+            RedirectTarget::File(word) => Some(word),
+            _ => None,
+        });
+        command.words.iter_mut().chain(command.assignments.iter_mut()).chain(redirected)
+    })
+}
+
+/// The expansions of the loop variable its body uses besides its value (`${f%.gz}`), each once,
+/// in the order the body uses them.
+pub fn derived_expansions(body: &[Pipeline], variable: &str) -> Vec<String> {
+    let mut derived = Vec::new();
+    for pipeline in body {
+        let mut pipeline = pipeline.clone();
+        for word in body_words(&mut pipeline) {
+            for found in variable_uses(&word.raw, variable).unwrap_or_default() {
+                if let Some(text) = found.derived.filter(|t| !derived.contains(t)) {
+                    derived.push(text);
+                }
+            }
+        }
+    }
+    derived
+}
+
+/// The call that replaces a loop handed over whole (see the module's documentation). Bash's
+/// collecting loop also expands, per word, each expansion of the variable the body uses
+/// (`${f%.gz}`): the call passes them after the word, and the body names value `k` of an
+/// iteration `␟Ik␟I`.
 fn loop_call(source: &str, handed: HandedLoop<'_>, lines: &crate::text::LineIndex) -> String {
     let HandedLoop { the_loop, body } = handed;
     let variable = &the_loop.variable;
@@ -541,26 +610,27 @@ fn loop_call(source: &str, handed: HandedLoop<'_>, lines: &crate::text::LineInde
             format!(" in {}", &source[span.range()])
         }
     };
+    let derived = derived_expansions(body, variable);
+    let collected: String = derived.iter().map(|text| format!(" \"{text}\"")).collect();
     let mut out = format!(
-        "{WORDS_ARRAY}=(); for {variable}{words}; do {WORDS_ARRAY}+=(\"${variable}\"); done; {}{} {variable} \"${{{WORDS_ARRAY}[@]}}\"",
+        "{WORDS_ARRAY}=(); for {variable}{words}; do {WORDS_ARRAY}+=(\"${variable}\"{collected}); done; {}{} {variable} {} \"${{{WORDS_ARRAY}[@]}}\"",
         call_prefix(),
-        mark(MARK_LOOP)
+        mark(MARK_LOOP),
+        1 + derived.len()
     );
-    let item = format!("${{{ITEM_VAR}}}");
+    let item = |k: usize| format!("${{{ITEM_VAR}}}{k}${{{ITEM_VAR}}}");
     for pipeline in body {
         let mut replaced = pipeline.clone();
-        for command in &mut replaced.commands {
-            let redirected = command.redirects.iter_mut().filter_map(|r| match &mut r.target {
-                RedirectTarget::File(word) => Some(word),
-                _ => None,
-            });
-            for word in command.words.iter_mut().chain(command.assignments.iter_mut()).chain(redirected) {
-                if let Some(raw) = replace_variable(&word.raw, variable, &item)
-                    && raw != word.raw
-                {
-                    word.raw = raw;
-                    word.literal = None;
-                }
+        for word in body_words(&mut replaced) {
+            let index = |found: &VariableUse| match &found.derived {
+                None => Some(item(0)),
+                Some(text) => derived.iter().position(|d| d == text).map(|k| item(k + 1)),
+            };
+            if let Some(raw) = replace_variable(&word.raw, variable, index)
+                && raw != word.raw
+            {
+                word.raw = raw;
+                word.literal = None;
             }
         }
         out.push_str(&mark(MARK_BODY));
@@ -650,7 +720,7 @@ mod tests {
     /// loop variable was; the lines stay where they were.
     #[test]
     fn loops_become_one_call_with_their_words_and_body() {
-        let source = "for f in logs/*.gz \"$extra\"; do\n  zcat \"$f\" | grep -c x >> \"$out/${f}.n\"\n  wc -l \"$f\"\ndone\necho $LINENO\nfor g; do sort \"$g\"; done\n";
+        let source = "for f in logs/*.gz \"$extra\"; do\n  zcat \"$f\" | grep -c x >> \"$out/${f%.gz}.n\"\n  wc -l \"$f\" \"${f##*/}\" \"${f%.gz}\"\ndone\necho $LINENO\nfor g; do sort \"$g\"; done\n";
         let script = crate::shell::parse(source);
         let loops: Vec<(ForLoop, Vec<Pipeline>)> = script
             .loops
@@ -687,7 +757,10 @@ mod tests {
                 "for f in a b; do cat $f; done",
                 "for f in a b; do cat \"$f\"/*.txt; done",
                 "for f in a b; do cat \"$(basename \"$f\")\"; done",
-                "for f in a b; do cat \"${f%.gz}\"; done",
+                "for f in a b; do cat \"${f:=x}\"; done",
+                "for f in a b; do cat \"${g%.gz}\"; done",
+                "for f in a b; do cat \"${f#$p}\"; done",
+                "for f in a b; do cat \"${f%.gz}\" \"${#f}\" \"${f/a/b}\" \"${f:1:2}\" \"${f@Q}\" \"${#}\"; done",
                 "for f in a b; do cat \"$f\" > \"out.$RANDOM\"; done",
                 "for f in a b; do cat \"$f\" || echo no; done",
                 "for f in a b; do cat \"$f\" & done",

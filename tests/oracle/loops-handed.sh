@@ -1,9 +1,10 @@
 # Top-level `for` loops handed to the runtime whole: bash expands the words (a list, a glob, a
-# substitution, none), the body's pipelines run in order for each word (as one request to the
-# proxy when every iteration lands there), statuses and `pipefail` as bash's, `set -e` stops at
-# the first failing pipeline, and the loop variable ends as bash leaves it.
+# substitution, none) and the expansions of the loop variable the body uses (`${f%.txt}`), the
+# body's pipelines run in order for each word (as one request to the proxy when every iteration
+# lands there), statuses and `pipefail` as bash's, `set -e` stops at the first failing pipeline,
+# and the loop variable ends as bash leaves it.
 # status: 2
-# handed: 32
+# handed: 36
 for f in data/words.txt data/numbers.txt "data/file with spaces.txt"; do
   wc -l "$f"
   grep -c a "$f" >> counts.txt
@@ -39,6 +40,10 @@ for name in words numbers; do
   wc -c "${out}/${name}.rev"
 done
 cat data/words.rev data/numbers.rev
+for f in data/words.txt data/numbers.txt; do
+  sort -r "$f" > "data/${f#data/}.rev"
+  wc -l "data/${f##*/}.rev" "${f%.txt}.txt" "${f/words/numbers}"
+done
 for f in data/words.txt data/numbers.txt; do
   cat $f | wc -c
 done

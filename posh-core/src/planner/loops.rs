@@ -200,6 +200,13 @@ fn iterations(ctx: &PlanContext<'_>, scope: &ScriptScope<'_>, the_loop: &ForLoop
         let why = format!("over {MOST_PIPELINES_PLANNED_AHEAD} pipelines: each is planned when its turn comes");
         return LoopRuns::EachIteration { why };
     }
+    let owned: Vec<Pipeline> = body.iter().map(|p| (*p).clone()).collect();
+    if let Some(text) = crate::rewrite::derived_expansions(&owned, &the_loop.variable).first() {
+        return LoopRuns::AtRunTime { why: format!("`{text}` is only known when the loop runs") };
+    }
+    if values.is_empty() {
+        return LoopRuns::EachIteration { why: "its words expand to none: nothing runs".into() };
+    }
     let ctx = &PlanContext { cwd, options: ctx.options.clone(), ..*ctx };
     let handed = ScriptScope::handed_over();
     let mut plans = Vec::new();
@@ -212,15 +219,19 @@ fn iterations(ctx: &PlanContext<'_>, scope: &ScriptScope<'_>, the_loop: &ForLoop
             let [one] = &parsed.pipelines[..] else {
                 return LoopRuns::EachIteration { why: format!("posh cannot read its body with `{value}`") };
             };
-            plans.push(plan_pipeline_in(ctx, one, &handed));
+            let plan = plan_pipeline_in(ctx, one, &handed);
+            // Another word only bash knows (`"$out/$f"`): said as written.
+            let unknown = plan.nodes.iter().find_map(|n| match &n.why {
+                super::Why::DependsOnShell(word) => {
+                    Some(word.replace(&quoted(value), &format!("${}", the_loop.variable)))
+                }
+                _ => None,
+            });
+            if let Some(word) = unknown {
+                return LoopRuns::AtRunTime { why: format!("`{word}` is only known when the script runs") };
+            }
+            plans.push(plan);
         }
-    }
-    let unknown = plans.iter().flat_map(|p| &p.nodes).find_map(|n| match &n.why {
-        super::Why::DependsOnShell(word) => Some(word.clone()),
-        _ => None,
-    });
-    if let Some(word) = unknown {
-        return LoopRuns::AtRunTime { why: format!("`{word}` is only known when the script runs") };
     }
     match one_proxy_for_all(&plans) {
         Ok(mount) => LoopRuns::OneJob { mount, iterations: values.len() },
@@ -228,11 +239,16 @@ fn iterations(ctx: &PlanContext<'_>, scope: &ScriptScope<'_>, the_loop: &ForLoop
     }
 }
 
+/// `value` where a double-quoted word used the loop variable: the quotes closed, the value
+/// single-quoted, the quotes opened again.
+fn quoted(value: &str) -> String {
+    format!("\"'{}'\"", value.replace('\'', "'\\''"))
+}
+
 /// The text of `pipeline` with `value` where it uses `variable`, as bash would run it in that
 /// iteration.
 fn with_value(source: &str, pipeline: &Pipeline, variable: &str, value: &str) -> Option<String> {
-    // Inside double quotes: close them, the value single-quoted, open them again.
-    let replacement = format!("\"'{}'\"", value.replace('\'', "'\\''"));
+    let replacement = quoted(value);
     let mut words: Vec<&crate::shell::Word> = Vec::new();
     for command in &pipeline.commands {
         words.extend(command.words.iter().chain(&command.assignments));
@@ -246,7 +262,9 @@ fn with_value(source: &str, pipeline: &Pipeline, variable: &str, value: &str) ->
     let mut at = pipeline.span.start;
     for word in words {
         text.push_str(source.get(at..word.span.start)?);
-        text.push_str(&crate::rewrite::replace_variable(&word.raw, variable, &replacement)?);
+        text.push_str(&crate::rewrite::replace_variable(&word.raw, variable, |u| {
+            u.derived.is_none().then(|| replacement.clone())
+        })?);
         at = word.span.end;
     }
     text.push_str(source.get(at..pipeline.span.end)?);

@@ -12,7 +12,7 @@
 //! run when its turn comes, as its own call would be.
 
 use std::collections::BTreeMap;
-use std::ffi::{OsStr, OsString};
+use std::ffi::OsString;
 use std::os::fd::AsFd as _;
 use std::os::unix::ffi::{OsStrExt as _, OsStringExt as _};
 use std::path::Path;
@@ -38,7 +38,10 @@ pub struct LoopCall {
     /// `$0`, for messages.
     pub name: String,
     pub variable: String,
-    /// The words bash expanded the loop's words into.
+    /// How many values each iteration has: its word, then each expansion of it the body uses
+    /// (`${f%.gz}`), as bash expanded them.
+    pub values: usize,
+    /// The iterations' values, `values` each.
     pub words: Vec<OsString>,
     pub errexit: bool,
     pub pipefail: bool,
@@ -53,8 +56,12 @@ pub fn decode_loop(args: &[OsString]) -> Result<Option<LoopCall>, String> {
         return Ok(None);
     }
     let variable = rest.get(1).ok_or("a loop without its variable")?.to_string_lossy().into_owned();
-    let mut parts = rest[2..].split(|arg| arg.as_bytes() == MARK_BODY.as_bytes());
+    let values: usize = rest.get(2).and_then(|k| k.to_str()?.parse().ok()).ok_or("a loop without its values' count")?;
+    let mut parts = rest[3..].split(|arg| arg.as_bytes() == MARK_BODY.as_bytes());
     let words = parts.next().unwrap_or_default().to_vec();
+    if values == 0 || words.len() % values != 0 {
+        return Err(format!("{} words for {values} values per iteration", words.len()));
+    }
     let body = parts
         .map(|part| {
             let args: Vec<OsString> =
@@ -69,6 +76,7 @@ pub fn decode_loop(args: &[OsString]) -> Result<Option<LoopCall>, String> {
     Ok(Some(LoopCall {
         name: name.to_string_lossy().into_owned(),
         variable,
+        values,
         words,
         errexit: options.contains(&&b"errexit"[..]),
         pipefail: options.contains(&&b"pipefail"[..]),
@@ -77,11 +85,15 @@ pub fn decode_loop(args: &[OsString]) -> Result<Option<LoopCall>, String> {
 }
 
 impl LoopCall {
-    /// The body's pipelines as bash would run them with `word` as the loop variable's value.
-    pub fn iteration(&self, word: &OsStr) -> Vec<PipelineCall> {
+    /// Each iteration's values (see [`LoopCall::values`]).
+    pub fn iterations(&self) -> std::slice::Chunks<'_, OsString> {
+        self.words.chunks(self.values)
+    }
+
+    /// The body's pipelines as bash would run them in the iteration of `values`.
+    pub fn iteration(&self, values: &[OsString]) -> Vec<PipelineCall> {
         let put = |text: &mut OsString| {
-            let bytes = text.as_bytes();
-            if let Some(replaced) = replace_all(bytes, MARK_ITEM.as_bytes(), word.as_bytes()) {
+            if let Some(replaced) = with_values(text.as_bytes(), values) {
                 *text = OsString::from_vec(replaced);
             }
         };
@@ -100,16 +112,30 @@ impl LoopCall {
     }
 }
 
-/// `text` with every `from` replaced by `to`; `None` when it holds none.
-fn replace_all(text: &[u8], from: &[u8], to: &[u8]) -> Option<Vec<u8>> {
+/// `text` with every `␟Ik␟I` replaced by `values[k]`; `None` when it holds none.
+fn with_values(text: &[u8], values: &[OsString]) -> Option<Vec<u8>> {
+    let mark = MARK_ITEM.as_bytes();
+    let find = |from: &[u8]| from.windows(mark.len()).position(|w| w == mark);
     let mut out = Vec::with_capacity(text.len());
     let mut rest = text;
     let mut found = false;
-    while let Some(at) = rest.windows(from.len()).position(|w| w == from) {
-        out.extend_from_slice(&rest[..at]);
-        out.extend_from_slice(to);
-        rest = &rest[at + from.len()..];
-        found = true;
+    while let Some(at) = find(rest) {
+        let after = &rest[at + mark.len()..];
+        let digits = after.iter().take_while(|b| b.is_ascii_digit()).count();
+        let index = std::str::from_utf8(&after[..digits]).ok().and_then(|d| d.parse::<usize>().ok());
+        match (index.and_then(|k| values.get(k)), after[digits..].starts_with(mark)) {
+            (Some(value), true) => {
+                out.extend_from_slice(&rest[..at]);
+                out.extend_from_slice(value.as_bytes());
+                rest = &after[digits + mark.len()..];
+                found = true;
+            }
+            // Not a mark the rewrite wrote: kept as it is.
+            _ => {
+                out.extend_from_slice(&rest[..at + mark.len()]);
+                rest = after;
+            }
+        }
     }
     out.extend_from_slice(rest);
     found.then_some(out)
@@ -117,8 +143,8 @@ fn replace_all(text: &[u8], from: &[u8], to: &[u8]) -> Option<Vec<u8>> {
 
 /// Runs the loop's iterations one pipeline after another with `run`, which returns each
 /// pipeline's status; returns the loop's.
-pub fn each_iteration(call: &LoopCall, words: &[OsString], run: impl FnMut(&PipelineCall) -> u8) -> u8 {
-    each_pipeline(call, words.iter().flat_map(|word| call.iteration(word)), 0, run)
+pub fn each_iteration(call: &LoopCall, run: impl FnMut(&PipelineCall) -> u8) -> u8 {
+    each_pipeline(call, call.iterations().flat_map(|values| call.iteration(values)), 0, run)
 }
 
 /// Runs `pipelines` (of the loop's iterations, in order) with `run`, as bash would run them
@@ -156,11 +182,11 @@ struct OneProxy {
 /// Plans every iteration as the runtime plans a call; `Some` when they all run at one proxy as
 /// one job each (the planner's [`one_proxy_for_all`], and nothing the runtime had to move).
 fn at_one_proxy(session: &Session, call: &LoopCall, cwd: &Path, env: &[(OsString, OsString)]) -> Option<OneProxy> {
-    if call.words.len() * call.body.len() > MOST_PIPELINES_PLANNED_AHEAD {
+    if call.words.len() / call.values * call.body.len() > MOST_PIPELINES_PLANNED_AHEAD {
         return None;
     }
     let planning = super::metadata::Planning::new(session);
-    let iterations: Vec<PipelineCall> = call.words.iter().flat_map(|word| call.iteration(word)).collect();
+    let iterations: Vec<PipelineCall> = call.iterations().flat_map(|values| call.iteration(values)).collect();
     planning.prefetch(iterations.iter().flat_map(|p| super::session::call_paths(p, cwd)));
     let mut plans: Vec<PipelinePlan> = Vec::with_capacity(iterations.len());
     let mut jobs = Vec::with_capacity(iterations.len());
@@ -210,7 +236,7 @@ pub fn run(
         status.unwrap_or(130)
     };
     let Some(OneProxy { mount, jobs, mut asked }) = at_one_proxy(session, call, cwd, env) else {
-        return each_iteration(call, &call.words, one_by_one);
+        return each_iteration(call, one_by_one);
     };
     let calls: Vec<PipelineCall> = jobs.iter().map(|job| job.call.clone()).collect();
     // `> log 2>&1`: each job sends its stderr along with its stdout.
@@ -387,44 +413,51 @@ mod tests {
     }
 
     #[test]
-    fn decodes_a_loop_and_puts_each_word_in_place() {
-        let item = MARK_ITEM;
+    fn decodes_a_loop_and_puts_each_value_in_place() {
+        let (word, derived) = (format!("{MARK_ITEM}0{MARK_ITEM}"), format!("{MARK_ITEM}1{MARK_ITEM}"));
         let call = decode_loop(&args(&[
             "s.sh",
             "errexit:pipefail",
             "",
             MARK_LOOP,
             "f",
+            "2",
             "a.log",
+            "a",
             "b c.log",
+            "b c",
             MARK_BODY,
             MARK_COMMAND,
             "2",
             MARK_REDIRECT,
             "1",
             ">>",
-            &format!("out/{item}.n"),
+            &format!("out/{derived}.n"),
             MARK_WORDS,
             "grep",
             "-c",
-            &format!("x{item}y{item}"),
+            &format!("x{word}y{word}"),
             MARK_BODY,
             MARK_COMMAND,
             "3",
             MARK_WORDS,
             "wc",
-            item,
+            &word,
+            &format!("{MARK_ITEM}7{MARK_ITEM}"),
         ]))
         .unwrap()
         .expect("a loop");
         assert!(call.errexit && call.pipefail);
-        assert_eq!((call.variable.as_str(), call.words.len(), call.body.len()), ("f", 2, 2));
-        let second = call.iteration(OsStr::new("b c.log"));
+        assert_eq!((call.variable.as_str(), call.iterations().count(), call.body.len()), ("f", 2, 2));
+        let second = call.iterations().nth(1).map(|values| call.iteration(values)).unwrap();
         assert_eq!(second[0].commands[0].argv, args(&["grep", "-c", "xb c.logyb c.log"]));
-        assert_eq!(second[0].commands[0].redirects[0].2, OsString::from("out/b c.log.n"));
-        assert_eq!(second[1].commands[0].argv, args(&["wc", "b c.log"]));
+        assert_eq!(second[0].commands[0].redirects[0].2, OsString::from("out/b c.n"));
+        let unknown = format!("{MARK_ITEM}7{MARK_ITEM}");
+        assert_eq!(second[1].commands[0].argv, args(&["wc", "b c.log", &unknown]), "no value 7: kept");
         assert_eq!(decode_loop(&args(&["s.sh", "", "", MARK_COMMAND, "1", MARK_WORDS, "wc"])), Ok(None));
-        assert!(decode_loop(&args(&["s.sh", "", "", MARK_LOOP, "f", "a"])).is_err(), "a loop without a body");
+        assert!(decode_loop(&args(&["s.sh", "", "", MARK_LOOP, "f", "1", "a"])).is_err(), "a loop without a body");
+        let odd = args(&["s.sh", "", "", MARK_LOOP, "f", "2", "a", MARK_BODY, MARK_COMMAND, "1", MARK_WORDS, "wc"]);
+        assert!(decode_loop(&odd).is_err(), "a word without its derived value");
     }
 
     /// Requests hold at most 256 jobs and half a request line, however long the words.
@@ -444,15 +477,19 @@ mod tests {
         let body = |errexit| LoopCall {
             name: "s".into(),
             variable: "f".into(),
+            values: 1,
             words: args(&["0", "3", "0"]),
             errexit,
             pipefail: false,
-            body: vec![decode(&args(&["s", "", "", MARK_COMMAND, "1", MARK_WORDS, MARK_ITEM])).unwrap()],
+            body: vec![
+                decode(&args(&["s", "", "", MARK_COMMAND, "1", MARK_WORDS, &format!("{MARK_ITEM}0{MARK_ITEM}")]))
+                    .unwrap(),
+            ],
         };
         for (errexit, ran, status) in [(false, vec!["0", "3", "0"], 0), (true, vec!["0", "3"], 3)] {
             let call = body(errexit);
             let mut seen = Vec::new();
-            let got = each_iteration(&call, &call.words, |p| {
+            let got = each_iteration(&call, |p| {
                 let word = p.commands[0].argv[0].to_string_lossy().into_owned();
                 let status = word.parse().unwrap();
                 seen.push(word);

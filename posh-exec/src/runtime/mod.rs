@@ -142,7 +142,7 @@ pub fn trampoline(args: &[OsString]) -> u8 {
     match std::env::var_os(handoff::SOCKET_VAR).filter(|s| !s.is_empty()) {
         Some(socket) => handoff::hand_over_from_this_process(&socket, args),
         None => match loops::decode_loop(args).and_then(|l| l.map(Ok).ok_or(()).or_else(|()| decode(args).map(Err))) {
-            Ok(Ok(loop_call)) => loops::each_iteration(&loop_call, &loop_call.words, run_here),
+            Ok(Ok(loop_call)) => loops::each_iteration(&loop_call, run_here),
             Ok(Err(call)) => run_here(&call),
             Err(e) => {
                 eprintln!("posh-exec: internal call: {e}");
