@@ -82,8 +82,12 @@ pub const MARK_ITEM: &str = "\u{1f}I";
 /// The variable the prologue sets to [`MARK_ITEM`]; a loop's call names it in the body's words
 /// where they named the loop variable.
 pub const ITEM_VAR: &str = "__posh_item";
-/// The array a handed loop collects its words in.
+/// The array a handed loop collects its words in (with the expansions of each the body uses).
 const WORDS_ARRAY: &str = "__posh_words";
+/// The array a handed loop whose body expands unquoted collects its words alone in, and the
+/// flag that says the call may stand for it (see `loop_call`).
+const LIST_ARRAY: &str = "__posh_list";
+const PLAIN_VAR: &str = "__posh_plain";
 
 /// The operator of the marker redirection that says the call's input is a here-document or
 /// here-string of its first command.
@@ -397,6 +401,14 @@ pub fn why_loop_stays(script_text: &str, the_loop: &ForLoop, body: &[&Pipeline])
     if let Some(line) = traps.find(|line| !on_exit_only(line)) {
         return Some(format!("the script sets a trap (`{}`), which bash runs between iterations", line.trim()));
     }
+    // Under `set -u` bash would stop at the body's line for an unset variable; the call expands
+    // the body on the loop's first line.
+    let nounset = script_text.lines().any(|line| {
+        let mut words = line.split_whitespace();
+        line.contains("nounset")
+            || (words.next() == Some("set")
+                && words.any(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('u')))
+    });
     for pipeline in body {
         if pipeline.negated || pipeline.background || pipeline.context != [Context::Loop] {
             return Some("a pipeline of its body is negated, in the background or nested".into());
@@ -415,8 +427,12 @@ pub fn why_loop_stays(script_text: &str, the_loop: &ForLoop, body: &[&Pipeline])
                 _ => None,
             });
             for word in command.words.iter().chain(&command.assignments).chain(redirected) {
-                if let Err(why) = variable_uses(&word.raw, &the_loop.variable) {
-                    return Some(why);
+                match variable_uses(&word.raw, &the_loop.variable) {
+                    Err(why) => return Some(why),
+                    Ok(uses) if nounset && uses.iter().any(|u| u.other.is_some()) => {
+                        return Some(format!("`{}` expands another variable under `set -u`", word.raw));
+                    }
+                    Ok(_) => {}
                 }
             }
         }
@@ -446,6 +462,13 @@ const CHANGING: [&str; 13] = [
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct VariableUse {
     pub range: std::ops::Range<usize>,
+    /// Inside double quotes. Unquoted (`cat $f`), bash splits and globs the value: the call
+    /// stands for that only for values without a blank or glob character, which the rewritten
+    /// script checks before it makes the call (see [`loop_call`]).
+    pub quoted: bool,
+    /// Another variable (`$IN/$f`, `"$out"`; `range` is its use). Unquoted, its value must
+    /// hold no glob character, which bash would match again at each iteration.
+    pub other: Option<String>,
     /// The expansion as written when it is more than the variable's value (`${f%.gz}`).
     pub derived: Option<String>,
 }
@@ -484,7 +507,29 @@ pub fn variable_uses(raw: &str, variable: &str) -> Result<Vec<VariableUse>, Stri
                     }
                     i = end + 1;
                 }
-                Some(c) if c.is_ascii_alphanumeric() || b"_{(@*#?$!-".contains(c) => {
+                // `$f`, `${f}`, `$IN`, `$1`: plain, unquoted.
+                Some(c) if c.is_ascii_alphanumeric() || *c == b'_' || *c == b'{' => {
+                    let (name, end) = match c {
+                        b'{' => match raw[i + 2..].find('}') {
+                            Some(close) => (&raw[i + 2..i + 2 + close], i + 3 + close),
+                            None => return refuse("holds an unclosed `${`"),
+                        },
+                        _ => {
+                            let end = i + 1 + name_len(&raw[i + 1..]);
+                            (&raw[i + 1..end], end)
+                        }
+                    };
+                    if name.is_empty() || name_len(name) != name.len() {
+                        return refuse("holds an unquoted expansion with an operator");
+                    }
+                    if CHANGING.contains(&name) {
+                        return refuse(&format!("reads `{name}` (it changes as the loop runs)"));
+                    }
+                    let other = (name != variable).then(|| name.to_string());
+                    uses.push(VariableUse { range: i..end, quoted: false, other, derived: None });
+                    i = end;
+                }
+                Some(c) if b"(@*#?$!-".contains(c) => {
                     return refuse("holds an unquoted expansion");
                 }
                 _ => i += 1,
@@ -522,11 +567,19 @@ pub fn variable_uses(raw: &str, variable: &str) -> Result<Vec<VariableUse>, Stri
                 } else if CHANGING.contains(&name) {
                     return refuse(&format!("reads `{name}` (it changes as the loop runs)"));
                 } else if name == variable && operator.is_empty() {
-                    uses.push(VariableUse { range: i..end, derived: None });
+                    uses.push(VariableUse { range: i..end, quoted: true, other: None, derived: None });
                 } else if name == variable && pure_operator(operator) {
-                    uses.push(VariableUse { range: i..end, derived: Some(raw[i..end].to_string()) });
+                    let derived = Some(raw[i..end].to_string());
+                    uses.push(VariableUse { range: i..end, quoted: true, other: None, derived });
                 } else if !operator.is_empty() {
                     return refuse("holds a parameter expansion with an operator that assigns, exits or expands more");
+                } else if name != variable {
+                    uses.push(VariableUse {
+                        range: i..end,
+                        quoted: true,
+                        other: Some(name.to_string()),
+                        derived: None,
+                    });
                 }
                 i = end;
             }
@@ -557,7 +610,7 @@ pub fn replace_variable(
     let uses = variable_uses(raw, variable).ok()?;
     let mut out = String::with_capacity(raw.len());
     let mut at = 0;
-    for variable_use in uses {
+    for variable_use in uses.into_iter().filter(|u| u.other.is_none()) {
         out.push_str(&raw[at..variable_use.range.start]);
         out.push_str(&replacement(&variable_use)?);
         at = variable_use.range.end;
@@ -568,7 +621,7 @@ pub fn replace_variable(
 
 /// The words of a loop's body (words, assignments, redirection targets) that may use its
 /// variable.
-fn body_words(pipeline: &mut Pipeline) -> impl Iterator<Item = &mut Word> {
+pub(crate) fn body_words(pipeline: &mut Pipeline) -> impl Iterator<Item = &mut Word> {
     pipeline.commands.iter_mut().flat_map(|command| {
         let redirected = command.redirects.iter_mut().filter_map(|r| match &mut r.target {
             RedirectTarget::File(word) => Some(word),
@@ -595,10 +648,36 @@ pub fn derived_expansions(body: &[Pipeline], variable: &str) -> Vec<String> {
     derived
 }
 
+/// What a loop's body expands unquoted: whether it uses the loop variable so, and the other
+/// variables it does (each once).
+fn unquoted_uses(body: &[Pipeline], variable: &str) -> (bool, Vec<String>) {
+    let (mut itself, mut others) = (false, Vec::new());
+    for pipeline in body {
+        let mut pipeline = pipeline.clone();
+        for word in body_words(&mut pipeline) {
+            for found in variable_uses(&word.raw, variable).unwrap_or_default().into_iter().filter(|u| !u.quoted) {
+                match found.other {
+                    None => itself = true,
+                    Some(name) if !others.contains(&name) => others.push(name),
+                    Some(_) => {}
+                }
+            }
+        }
+    }
+    (itself, others)
+}
+
 /// The call that replaces a loop handed over whole (see the module's documentation). Bash's
 /// collecting loop also expands, per word, each expansion of the variable the body uses
 /// (`${f%.gz}`): the call passes them after the word, and the body names value `k` of an
 /// iteration `␟Ik␟I`.
+///
+/// A body that expands the loop variable unquoted (`cat $f`) means its value split and globbed;
+/// the call puts a word in whole, which is the same for a word without a blank (of `$IFS`) or
+/// glob character, and not empty. Another variable expanded unquoted (`$IN/$f`) is split alike
+/// by the call, but globbed once rather than at each iteration: the same when its value holds no
+/// glob character. The rewritten script checks both before the call; when they do not hold, bash
+/// runs the loop over the words it collected, each body pipeline a call of its own.
 fn loop_call(source: &str, handed: HandedLoop<'_>, lines: &crate::text::LineIndex) -> String {
     let HandedLoop { the_loop, body } = handed;
     let variable = &the_loop.variable;
@@ -611,20 +690,45 @@ fn loop_call(source: &str, handed: HandedLoop<'_>, lines: &crate::text::LineInde
         }
     };
     let derived = derived_expansions(body, variable);
+    let (unquoted, others) = unquoted_uses(body, variable);
+    let guarded = unquoted || !others.is_empty();
     let collected: String = derived.iter().map(|text| format!(" \"{text}\"")).collect();
-    let mut out = format!(
-        "{WORDS_ARRAY}=(); for {variable}{words}; do {WORDS_ARRAY}+=(\"${variable}\"{collected}); done; {}{} {variable} {} \"${{{WORDS_ARRAY}[@]}}\"",
+    let mut out = format!("{WORDS_ARRAY}=(); ");
+    if guarded {
+        out.push_str(&format!("{LIST_ARRAY}=(); {PLAIN_VAR}=1; "));
+    }
+    out.push_str(&format!("for {variable}{words}; do {WORDS_ARRAY}+=(\"${variable}\"{collected}); "));
+    if guarded {
+        out.push_str(&format!("{LIST_ARRAY}+=(\"${variable}\"); "));
+    }
+    if unquoted {
+        out.push_str(&format!("case ${variable} in ''|*[\"$IFS\"'*?[']*) {PLAIN_VAR}=0;; esac; "));
+    }
+    out.push_str("done; ");
+    if !others.is_empty() {
+        let values: String = others.iter().map(|name| format!("${{{name}-}}")).collect();
+        out.push_str(&format!("case \"{values}\" in *['*?[']*) {PLAIN_VAR}=0;; esac; "));
+        out.push_str(&format!("if (({PLAIN_VAR})); then "));
+    } else if guarded {
+        out.push_str(&format!("if (({PLAIN_VAR})); then "));
+    }
+    out.push_str(&format!(
+        "{}{} {variable} {} \"${{{WORDS_ARRAY}[@]}}\"",
         call_prefix(),
         mark(MARK_LOOP),
         1 + derived.len()
-    );
+    ));
     let item = |k: usize| format!("${{{ITEM_VAR}}}{k}${{{ITEM_VAR}}}");
     for pipeline in body {
         let mut replaced = pipeline.clone();
         for word in body_words(&mut replaced) {
-            let index = |found: &VariableUse| match &found.derived {
-                None => Some(item(0)),
-                Some(text) => derived.iter().position(|d| d == text).map(|k| item(k + 1)),
+            let index = |found: &VariableUse| {
+                let k = match &found.derived {
+                    None => 0,
+                    Some(text) => derived.iter().position(|d| d == text)? + 1,
+                };
+                // Unquoted, quoted: the value goes in whole (checked above).
+                Some(if found.quoted { item(k) } else { format!("\"{}\"", item(k)) })
             };
             if let Some(raw) = replace_variable(&word.raw, variable, index)
                 && raw != word.raw
@@ -636,6 +740,11 @@ fn loop_call(source: &str, handed: HandedLoop<'_>, lines: &crate::text::LineInde
         out.push_str(&mark(MARK_BODY));
         let stdin_text = pipeline_words(&mut out, source, &replaced, lines);
         debug_assert!(stdin_text.is_empty(), "refused by why_loop_stays");
+    }
+    if guarded {
+        // Bash's loop over the words it collected, each pipeline a call of its own.
+        let calls: Vec<String> = body.iter().map(|pipeline| runtime_call(source, pipeline, lines)).collect();
+        out.push_str(&format!("; else for {variable} in \"${{{LIST_ARRAY}[@]}}\"; do {}; done; fi", calls.join("; ")));
     }
     out
 }
@@ -720,7 +829,7 @@ mod tests {
     /// loop variable was; the lines stay where they were.
     #[test]
     fn loops_become_one_call_with_their_words_and_body() {
-        let source = "for f in logs/*.gz \"$extra\"; do\n  zcat \"$f\" | grep -c x >> \"$out/${f%.gz}.n\"\n  wc -l \"$f\" \"${f##*/}\" \"${f%.gz}\"\ndone\necho $LINENO\nfor g; do sort \"$g\"; done\n";
+        let source = "for f in logs/*.gz \"$extra\"; do\n  zcat \"$f\" | grep -c x >> \"$out/${f%.gz}.n\"\n  wc -l \"$f\" \"${f##*/}\" \"${f%.gz}\"\ndone\necho $LINENO\nfor g; do sort \"$g\"; done\nfor i in $(ls $IN); do\n  cat $IN/$i | sort > $1/${i}.out\ndone\n";
         let script = crate::shell::parse(source);
         let loops: Vec<(ForLoop, Vec<Pipeline>)> = script
             .loops
@@ -754,7 +863,11 @@ mod tests {
         };
         insta::assert_snapshot!(
             [
-                "for f in a b; do cat $f; done",
+                "for f in a b; do cat $f $IN/$f; done",
+                "for f in a b; do cat ${f%.gz}; done",
+                "for f in a b; do cat $@; done",
+                "set -eu\nfor f in a b; do cat \"$f\" \"$out\"; done",
+                "set -u\nfor f in a b; do cat \"$f\"; done",
                 "for f in a b; do cat \"$f\"/*.txt; done",
                 "for f in a b; do cat \"$(basename \"$f\")\"; done",
                 "for f in a b; do cat \"${f:=x}\"; done",

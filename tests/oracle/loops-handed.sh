@@ -2,9 +2,10 @@
 # substitution, none) and the expansions of the loop variable the body uses (`${f%.txt}`), the
 # body's pipelines run in order for each word (as one request to the proxy when every iteration
 # lands there), statuses and `pipefail` as bash's, `set -e` stops at the first failing pipeline,
-# and the loop variable ends as bash leaves it.
+# and the loop variable ends as bash leaves it. Unquoted, a word with a blank is split by bash,
+# which then runs the loop itself, each pipeline a call.
 # status: 2
-# handed: 36
+# handed: 41
 for f in data/words.txt data/numbers.txt "data/file with spaces.txt"; do
   wc -l "$f"
   grep -c a "$f" >> counts.txt
@@ -47,6 +48,15 @@ done
 for f in data/words.txt data/numbers.txt; do
   cat $f | wc -c
 done
+IN=data
+for f in words numbers; do
+  sort -r $IN/$f.txt | head -n 1 > $IN/$f.top
+done
+cat data/words.top data/numbers.top
+for f in words "file with spaces"; do
+  wc -l $IN/$f.txt
+done
+echo "split by bash: $?"
 set -e
 for f in data/words.txt data/missing.txt data/numbers.txt; do
   grep -c a "$f"

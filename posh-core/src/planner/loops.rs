@@ -207,6 +207,21 @@ fn iterations(ctx: &PlanContext<'_>, scope: &ScriptScope<'_>, the_loop: &ForLoop
     if values.is_empty() {
         return LoopRuns::EachIteration { why: "its words expand to none: nothing runs".into() };
     }
+    // An unquoted use stands for the word whole only without a blank or glob character (the
+    // rewritten script checks, and bash runs the loop otherwise).
+    let unquoted = body.iter().any(|p| {
+        let mut p = (*p).clone();
+        crate::rewrite::body_words(&mut p).any(|w| {
+            crate::rewrite::variable_uses(&w.raw, &the_loop.variable)
+                .is_ok_and(|uses| uses.iter().any(|u| !u.quoted && u.other.is_none()))
+        })
+    });
+    if let Some(value) =
+        values.iter().find(|v| unquoted && (v.is_empty() || v.contains([' ', '\t', '\n', '*', '?', '['])))
+    {
+        let why = format!("bash splits or globs `{value}`, used unquoted: bash runs the loop, each pipeline a call");
+        return LoopRuns::EachIteration { why };
+    }
     let ctx = &PlanContext { cwd, options: ctx.options.clone(), ..*ctx };
     let handed = ScriptScope::handed_over();
     let mut plans = Vec::new();
@@ -262,9 +277,12 @@ fn with_value(source: &str, pipeline: &Pipeline, variable: &str, value: &str) ->
     let mut at = pipeline.span.start;
     for word in words {
         text.push_str(source.get(at..word.span.start)?);
-        text.push_str(&crate::rewrite::replace_variable(&word.raw, variable, |u| {
-            u.derived.is_none().then(|| replacement.clone())
-        })?);
+        // Unquoted, the value single-quoted alone (checked to hold no blank or glob character).
+        let put = |u: &crate::rewrite::VariableUse| {
+            let value = if u.quoted { replacement.clone() } else { replacement[1..replacement.len() - 1].to_string() };
+            u.derived.is_none().then_some(value)
+        };
+        text.push_str(&crate::rewrite::replace_variable(&word.raw, variable, put)?);
         at = word.span.end;
     }
     text.push_str(source.get(at..pipeline.span.end)?);
