@@ -333,7 +333,8 @@ pub struct HandedLoop<'a> {
 }
 
 /// Replaces the pipelines `chosen` (of the script's, or parts of them: `Pipeline::part`; each
-/// must have passed [`why_not`]) and the loops `loops` (none holding a chosen pipeline) by
+/// must have passed [`why_not`]) and the loops `loops` (whose bodies hold no chosen pipeline;
+/// one in a substitution among a loop's words becomes a call there) by
 /// runtime calls, and sets [`RUNTIME_VAR`], [`STATS_VAR`], [`SOCKET_VAR`] and [`ITEM_VAR`] on
 /// the first line.
 pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prologue: Prologue<'_>) -> Rewritten {
@@ -346,9 +347,18 @@ pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prol
         }
         (span, call)
     };
+    // A pipeline in a substitution among a loop's words becomes a call there, in the loop's text.
+    let in_words = |pipeline: &Pipeline, handed: &HandedLoop<'_>| {
+        let words = handed.the_loop.span.start..handed.the_loop.body.start;
+        words.contains(&pipeline.span.start) && pipeline.span.end <= handed.the_loop.body.start
+    };
+    let outside = chosen.iter().filter(|p| !loops.iter().any(|l| in_words(p, l)));
     let mut spans: Vec<(Span, String)> =
-        chosen.iter().map(|pipeline| padded(pipeline.span, runtime_call(source, pipeline, &lines))).collect();
-    spans.extend(loops.iter().map(|handed| padded(handed.the_loop.span, loop_call(source, *handed, &lines))));
+        outside.map(|pipeline| padded(pipeline.span, runtime_call(source, pipeline, &lines))).collect();
+    spans.extend(loops.iter().map(|handed| {
+        let inner: Vec<&Pipeline> = chosen.iter().filter(|p| in_words(p, handed)).collect();
+        padded(handed.the_loop.span, loop_call(source, *handed, &inner, &lines))
+    }));
     spans.sort_by_key(|(span, _)| span.start);
     // `why_not` keeps with bash a pipeline whose text holds another (in a substitution), so
     // chosen spans never nest; were one to, the outer is kept whole rather than the text cut.
@@ -678,15 +688,24 @@ fn unquoted_uses(body: &[Pipeline], variable: &str) -> (bool, Vec<String>) {
 /// by the call, but globbed once rather than at each iteration: the same when its value holds no
 /// glob character. The rewritten script checks both before the call; when they do not hold, bash
 /// runs the loop over the words it collected, each body pipeline a call of its own.
-fn loop_call(source: &str, handed: HandedLoop<'_>, lines: &crate::text::LineIndex) -> String {
+fn loop_call(source: &str, handed: HandedLoop<'_>, inner: &[&Pipeline], lines: &crate::text::LineIndex) -> String {
     let HandedLoop { the_loop, body } = handed;
     let variable = &the_loop.variable;
     let words = match &the_loop.words {
         None => String::new(),
         Some(words) if words.is_empty() => " in".to_string(),
         Some(words) => {
+            // Its substitutions' pipelines chosen as calls of their own, written in place.
             let span = words[0].span.cover(words[words.len() - 1].span);
-            format!(" in {}", &source[span.range()])
+            let mut text = String::from(" in ");
+            let mut at = span.start;
+            for pipeline in inner.iter().filter(|p| span.start <= p.span.start && p.span.end <= span.end) {
+                text.push_str(&source[at..pipeline.span.start]);
+                text.push_str(&runtime_call(source, pipeline, lines));
+                at = pipeline.span.end;
+            }
+            text.push_str(&source[at..span.end]);
+            text
         }
     };
     let derived = derived_expansions(body, variable);
@@ -846,7 +865,12 @@ mod tests {
             assert_eq!(why_loop_stays(source, the_loop, &body), None);
         }
         let handed: Vec<HandedLoop<'_>> = loops.iter().map(|(the_loop, body)| HandedLoop { the_loop, body }).collect();
-        let rewritten = rewrite(source, &[], &handed, Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
+        // The pipeline of the substitution among the last loop's words, a call of its own there.
+        let in_words: Vec<Pipeline> =
+            script.pipelines.iter().filter(|p| p.context.contains(&Context::CommandSubstitution)).cloned().collect();
+        assert_eq!(in_words.len(), 1);
+        let rewritten =
+            rewrite(source, &in_words, &handed, Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
         insta::assert_snapshot!(rewritten.text.replace('\u{1f}', "␟"));
     }
 

@@ -58,11 +58,12 @@ pub fn rewrite(
         .filter(|l| planner::why_loop_stays_with_bash(&ctx, &script, &scope, l, &plan_of).is_none())
         .map(|l| (l, planner::body_of(&script, l).into_iter().map(|i| script.pipelines[i].clone()).collect()))
         .collect();
-    let in_a_loop = |p: &posh_core::shell::Pipeline| {
-        loops.iter().any(|(l, _)| l.span.start <= p.span.start && p.span.end <= l.span.end)
+    // (Those of a substitution among its words are chosen as any other.)
+    let in_a_body = |p: &posh_core::shell::Pipeline| {
+        loops.iter().any(|(l, _)| l.body.start <= p.span.start && p.span.end <= l.body.end)
     };
     for pipeline in &script.pipelines {
-        if in_a_loop(pipeline) {
+        if in_a_body(pipeline) {
             continue;
         }
         if scope.why_stays(library, pipeline).is_some() && !scope.may_go_in_part(library, pipeline) {

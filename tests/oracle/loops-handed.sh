@@ -5,7 +5,7 @@
 # and the loop variable ends as bash leaves it. Unquoted, a word with a blank is split by bash,
 # which then runs the loop itself, each pipeline a call.
 # status: 2
-# handed: 41
+# handed: 42
 for f in data/words.txt data/numbers.txt "data/file with spaces.txt"; do
   wc -l "$f"
   grep -c a "$f" >> counts.txt
