@@ -51,11 +51,11 @@ pub fn rewrite(
     let mut chosen = Vec::new();
     let mut mounts = Vec::new();
     // Loops the runtime gets whole: their body's pipelines go in their call.
-    let plan_of = |i: usize| planner::plan_pipeline_in(&ctx, &script.pipelines[i], &scope);
+    let touches_a_mount = |i: usize| planner::plan_pipeline_in(&ctx, &script.pipelines[i], &scope).may_touch_a_mount();
     let loops: Vec<(&posh_core::shell::ForLoop, Vec<posh_core::shell::Pipeline>)> = script
         .loops
         .iter()
-        .filter(|l| planner::why_loop_stays_with_bash(&ctx, &script, &scope, l, &plan_of).is_none())
+        .filter(|l| planner::why_loop_stays_with_bash(&ctx, &script, &scope, l, &touches_a_mount).is_none())
         .map(|l| (l, planner::body_of(&script, l).into_iter().map(|i| script.pipelines[i].clone()).collect()))
         .collect();
     // (Those of a substitution among its words are chosen as any other.)

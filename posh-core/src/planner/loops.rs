@@ -28,6 +28,8 @@ pub struct LoopPlan {
 pub enum LoopRuns {
     /// bash runs the loop, handing its body's pipelines to the runtime one iteration at a time.
     WithBash { why: String },
+    /// bash runs the loop as it is: its body touches no mount.
+    TouchesNoMount,
     /// The runtime runs it, every iteration at the proxy of `mount`, as one request.
     OneJob { mount: String, iterations: usize },
     /// The runtime runs it, each iteration's pipelines as calls of their own would run (the
@@ -45,6 +47,7 @@ impl LoopRuns {
             LoopRuns::WithBash { why } => {
                 format!("bash runs the loop ({why}); its pipelines go to the runtime one iteration at a time")
             }
+            LoopRuns::TouchesNoMount => "bash runs the loop as it is: its body touches no mount".to_string(),
             LoopRuns::OneJob { mount, iterations } => format!(
                 "the runtime runs the loop: its {iterations} iteration(s) go to the proxy of mount {mount} as one \
                  request, one round trip instead of one per pipeline"
@@ -62,7 +65,7 @@ impl LoopRuns {
 
     /// The runtime gets the whole loop.
     pub fn handed(&self) -> bool {
-        !matches!(self, LoopRuns::WithBash { .. })
+        !matches!(self, LoopRuns::WithBash { .. } | LoopRuns::TouchesNoMount)
     }
 }
 
@@ -131,8 +134,9 @@ pub fn plan_loops(
         .iter()
         .map(|the_loop| {
             let body = body_of(script, the_loop);
-            let runs = match why_with_bash(ctx, script, scope, the_loop, &|i| plans[i].clone()) {
-                Some(why) => LoopRuns::WithBash { why },
+            let runs = match why_with_bash(ctx, script, scope, the_loop, &|i| plans[i].may_touch_a_mount()) {
+                Some(Kept::Because(why)) => LoopRuns::WithBash { why },
+                Some(Kept::TouchesNoMount) => LoopRuns::TouchesNoMount,
                 None => {
                     let pipelines: Vec<&Pipeline> = body.iter().map(|&i| &script.pipelines[i]).collect();
                     iterations(ctx, scope, the_loop, &pipelines)
@@ -150,29 +154,37 @@ pub fn body_of(script: &Script, the_loop: &ForLoop) -> Vec<usize> {
     script.pipelines.iter().enumerate().filter(|(_, p)| inside(p)).map(|(i, _)| i).collect()
 }
 
-/// Why bash keeps `the_loop` rather than hand it to the runtime whole, if it does: what
-/// `rewrite` cannot hand over faithfully, a body pipeline that stays with bash, or a body that
-/// touches no mount. `plan_of` plans the script's pipeline of that index.
+/// Why bash keeps a loop.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kept {
+    /// What `rewrite` cannot hand over faithfully, or a body pipeline that stays with bash.
+    Because(String),
+    /// Nothing in its body touches a mount: bash runs it as it is.
+    TouchesNoMount,
+}
+
+/// Why bash keeps `the_loop` rather than hand it to the runtime whole, if it does.
+/// `touches_a_mount` says whether the script's pipeline of that index may touch a mount.
 pub fn why_with_bash(
     ctx: &PlanContext<'_>,
     script: &Script,
     scope: &ScriptScope<'_>,
     the_loop: &ForLoop,
-    plan_of: &dyn Fn(usize) -> PipelinePlan,
-) -> Option<String> {
+    touches_a_mount: &dyn Fn(usize) -> bool,
+) -> Option<Kept> {
     let body = body_of(script, the_loop);
     let pipelines: Vec<&Pipeline> = body.iter().map(|&i| &script.pipelines[i]).collect();
     if let Some(why) = scope.script_stays.clone() {
-        return Some(why);
+        return Some(Kept::Because(why));
     }
     if let Some(why) = crate::rewrite::why_loop_stays(scope.source, the_loop, &pipelines) {
-        return Some(why);
+        return Some(Kept::Because(why));
     }
     if let Some(why) = pipelines.iter().find_map(|p| scope.why_stays(ctx.library, p)) {
-        return Some(format!("bash keeps a pipeline of its body ({why})"));
+        return Some(Kept::Because(format!("bash keeps a pipeline of its body ({why})")));
     }
-    if !body.iter().any(|&i| plan_of(i).may_touch_a_mount()) {
-        return Some("its body touches no mount".into());
+    if !body.iter().any(|&i| touches_a_mount(i)) {
+        return Some(Kept::TouchesNoMount);
     }
     None
 }

@@ -3,9 +3,9 @@
 //! why the others stay with bash, a lens per reason.
 
 use posh_core::Span;
-use posh_core::planner::LoopRuns;
 use posh_core::planner::coverage::Coverage;
 use posh_core::planner::render::{format_bytes, posh_moves};
+use posh_core::planner::{LoopPlan, LoopRuns};
 
 use super::ScriptAnalysis;
 
@@ -31,12 +31,10 @@ pub fn code_lenses(analysis: &ScriptAnalysis) -> Vec<CodeLens> {
                 posh_moves(p.posh_bytes, p.between_proxies_bytes)
             ),
         });
-    let per_loop = analysis
-        .plan
-        .loops
-        .iter()
-        .filter(|_| coverage.hands_nothing.is_none())
-        .map(|l| CodeLens { span: l.span, title: loop_title(&l.runs) });
+    // Not above loops posh leaves alone: nothing in them touches a mount.
+    let shown = |l: &&LoopPlan| coverage.hands_nothing.is_none() && l.runs != LoopRuns::TouchesNoMount;
+    let per_loop =
+        analysis.plan.loops.iter().filter(shown).map(|l| CodeLens { span: l.span, title: loop_title(&l.runs) });
     summary.into_iter().chain(per_pipeline).chain(per_loop).collect()
 }
 
@@ -50,6 +48,7 @@ fn loop_title(runs: &LoopRuns) -> String {
         LoopRuns::EachIteration { why } => format!("loop: a round trip per pipeline ({why})"),
         LoopRuns::AtRunTime { .. } => "loop: one request to a proxy if every iteration lands there".to_string(),
         LoopRuns::WithBash { why } => format!("loop: bash runs it ({why})"),
+        LoopRuns::TouchesNoMount => "loop: bash runs it (it touches no mount)".to_string(),
     }
 }
 
