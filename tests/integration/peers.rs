@@ -201,10 +201,20 @@ fn plan_disagreements(plans: &Path) -> Vec<String> {
 /// proxy, and the bytes those read (as the kernel counted).
 fn reached(plans: &Path) -> String {
     let (mut pipelines, mut handed, mut commands, mut at_proxies, mut read_at_proxies) = (0, 0, 0, 0, 0);
+    // Why the other pipelines stay with bash, as --explain counts them.
+    let mut stay: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
+    let mut touch_no_mount = 0;
+    // Where the runtime's commands at the client are, and why.
+    let mut at_client: std::collections::BTreeMap<String, u64> = std::collections::BTreeMap::new();
     for run in std::fs::read_dir(plans).expect("the plans directory").filter_map(|e| e.ok()).map(|e| e.path()) {
         let explain = std::fs::read(run.join("explain.json")).unwrap_or_default();
         let explain: serde_json::Value = serde_json::from_slice(&explain).unwrap_or_default();
         pipelines += explain["pipelines"].as_array().map_or(0, Vec::len);
+        touch_no_mount += explain["coverage"]["touch_no_mount"].as_u64().unwrap_or(0);
+        for kept in explain["coverage"]["stay"].as_array().into_iter().flatten() {
+            let why = kept["why"].as_str().unwrap_or("?").to_string();
+            *stay.entry(why).or_default() += kept["pipelines"].as_u64().unwrap_or(0);
+        }
         let stats = std::fs::read_to_string(run.join("stats.jsonl")).unwrap_or_default();
         for record in stats.lines().filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok()) {
             handed += 1;
@@ -213,13 +223,23 @@ fn reached(plans: &Path) -> String {
                 if command["location"] != "client" {
                     at_proxies += 1;
                     read_at_proxies += command["read"].as_u64().unwrap_or(0);
+                } else {
+                    let why = command["why"].as_str().unwrap_or("the cheapest place");
+                    *at_client.entry(format!("{} ({why})", command["command"].as_str().unwrap_or("?"))).or_default() +=
+                        1;
                 }
             }
         }
     }
+    let mut stay: Vec<(u64, String)> = stay.into_iter().map(|(why, n)| (n, why)).collect();
+    stay.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.cmp(&b.1)));
+    let stay: Vec<String> = stay.iter().map(|(n, why)| format!("{n} {why}")).collect();
     format!(
         "{handed} of {pipelines} pipelines run by the runtime, {at_proxies} of their {commands} commands at a proxy, \
-         reading {read_at_proxies} bytes there"
+         reading {read_at_proxies} bytes there; {touch_no_mount} touch no mount; stay with bash: {}; commands of \
+         theirs at the client: {}",
+        stay.join("; "),
+        at_client.iter().map(|(what, n)| format!("{n} {what}")).collect::<Vec<_>>().join("; ")
     )
 }
 
