@@ -31,7 +31,9 @@
 //!
 //! The runtime runs the iterations in order, each body pipeline with the item in place of the
 //! marker, stopping where bash would under `set -e`; iterations whose pipelines all land at one
-//! proxy go there as one request instead of a round trip each.
+//! proxy go there as one request instead of a round trip each. A body that expands a variable
+//! unquoted is guarded: the call stands for the loop only for values bash would not split or
+//! glob, and bash runs the loop otherwise (see `loop_call`).
 
 use crate::shell::{Command, CommandKind, Context, ForLoop, Pipeline, RedirectOp, RedirectTarget, Word};
 use crate::text::Span;
@@ -71,8 +73,8 @@ pub const MARK_WORDS: &str = "\u{1f}W";
 /// redirection's word (split, globbed), into the words up to the next mark. One word is the
 /// target; none or several is bash's error.
 pub const MARK_SPLIT: &str = "\u{1f}S";
-/// A loop's call: the loop variable's name, then the words it takes, up to the first
-/// [`MARK_BODY`].
+/// A loop's call: the loop variable's name, how many values each iteration has (its word and
+/// the expansions of it the body uses), then the values, up to the first [`MARK_BODY`].
 pub const MARK_LOOP: &str = "\u{1f}L";
 /// Starts each pipeline of a loop's body (its commands follow as a pipeline call's).
 pub const MARK_BODY: &str = "\u{1f}B";
@@ -390,8 +392,8 @@ pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prol
 /// Why a top-level `for` loop cannot be handed to the runtime whole (its body's pipelines
 /// `body` may still be, one iteration at a time), given that each of them can be (`why_not`).
 /// The call expands the body's words once, before the first iteration: faithful only when no
-/// word expands differently from one iteration to the next but by the loop variable, and that
-/// only inside double quotes, where its value is neither split nor globbed.
+/// word expands differently from one iteration to the next but by the loop variable (whose
+/// unquoted uses the rewritten script checks before the call, see `loop_call`).
 pub fn why_loop_stays(script_text: &str, the_loop: &ForLoop, body: &[&Pipeline]) -> Option<String> {
     if !the_loop.body_is_plain {
         return Some("its body is not a plain list of pipelines".into());
@@ -474,7 +476,7 @@ pub struct VariableUse {
     pub range: std::ops::Range<usize>,
     /// Inside double quotes. Unquoted (`cat $f`), bash splits and globs the value: the call
     /// stands for that only for values without a blank or glob character, which the rewritten
-    /// script checks before it makes the call (see [`loop_call`]).
+    /// script checks before it makes the call (see `loop_call`).
     pub quoted: bool,
     /// Another variable (`$IN/$f`, `"$out"`; `range` is its use). Unquoted, its value must
     /// hold no glob character, which bash would match again at each iteration.
