@@ -546,14 +546,14 @@ async fn handle_sequence(
             Err(e) => return refuse(send, recv.get_mut(), e).await,
         };
         // A view is made per job; its commands are checked against it then.
-        if request.view.is_none() {
-            for command in &request.commands {
-                if let Err(e) = confine::check(library, export, &cwd, command, &[]) {
-                    return refuse(send, recv.get_mut(), e).await;
-                }
-            }
-        }
-        checked_jobs.push(cwd);
+        let checked = match &request.view {
+            None => match request.commands.iter().map(|c| confine::check(library, export, &cwd, c, &[])).collect() {
+                Ok(checked) => Some(checked),
+                Err(e) => return refuse(send, recv.get_mut(), e).await,
+            },
+            Some(_) => None,
+        };
+        checked_jobs.push((cwd, checked));
     }
     protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
     // The client's frames, read by one task for every job: "stdout closed" holds from then on, a
@@ -574,11 +574,12 @@ async fn handle_sequence(
             }
         }
     });
-    for (request, cwd) in sequence.sequence.iter().zip(checked_jobs) {
+    for (request, (cwd, checked)) in sequence.sequence.iter().zip(checked_jobs) {
         if client_state.borrow().gone || *shared.stopping.borrow() {
             break;
         }
-        let ended = match run_in_sequence(&mut send, shared, client, request, cwd, client_state.clone()).await {
+        let ended = match run_in_sequence(&mut send, shared, client, request, cwd, checked, client_state.clone()).await
+        {
             Ok(ended) => ended,
             Err(e) => {
                 tracing::info!("sequence ended early: {e:#}");
@@ -614,6 +615,7 @@ async fn run_in_sequence(
     client: &str,
     request: &Request,
     cwd: std::path::PathBuf,
+    checked: Option<Vec<confine::Checked>>,
     mut client_state: watch::Receiver<ClientSide>,
 ) -> Result<Ended> {
     let not_started = |why: String| Ended {
@@ -637,11 +639,15 @@ async fn run_in_sequence(
                 tmp.view(name, &shared.config.export).map_err(|e| format!("cannot make the job's view: {e}"))?
             }
         };
-        let checked = request
-            .commands
-            .iter()
-            .map(|c| confine::check(&shared.config.library, &shared.config.export, &cwd, c, &[]))
-            .collect::<Result<Vec<_>, _>>()?;
+        // Checked already, unless checked only now against its view.
+        let checked = match checked {
+            Some(checked) => checked,
+            None => request
+                .commands
+                .iter()
+                .map(|c| confine::check(&shared.config.library, &shared.config.export, &cwd, c, &[]))
+                .collect::<Result<Vec<_>, _>>()?,
+        };
         Ok::<_, String>((tmp, cwd, checked))
     })();
     let (tmp, cwd, checked) = match prepared {
