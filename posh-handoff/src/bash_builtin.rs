@@ -14,7 +14,12 @@
 //! the runtime's answer is cut short (EINTR) and goes on unless SIGINT (or a signal that ends
 //! the shell) came: then the builtin closes its stream, which ends the pipeline's remote jobs as
 //! a `posh-run` killed by the same Ctrl-C does, and returns 130; bash acts on the signal as it
-//! acts on a command killed by it (runs the trap, or ends).
+//! acts on a command killed by it (runs the trap, or ends). A subshell that runs only the
+//! builtin (an element of a pipeline bash runs) would exit with that status before it checks
+//! for signals, where the program the call stands for would have been killed by SIGINT; bash
+//! waiting for the pipeline tells "a child was killed by SIGINT" (end the script) from "a child
+//! caught it" (go on) by the last child it reaps. So in a subshell the builtin has bash's reaction
+//! to a signal that ends the shell (`termsig_handler`) at once.
 
 #![allow(unsafe_code)] // bash's ABI: the builtin's descriptor, its word list, its exported state
 
@@ -64,6 +69,10 @@ unsafe extern "C" {
     static pending_traps: [c_int; 65];
     /// A signal that ends the shell came (bash acts on it when the builtin returns).
     static terminating_signal: c_int;
+    /// `$$`: the script's shell, which a subshell does not change.
+    static dollar_dollar_pid: c_int;
+    /// Runs the EXIT trap and kills the shell with `signal` (bash's `CHECK_TERMSIG`).
+    fn termsig_handler(signal: c_int);
 }
 
 /// `help __posh_run`.
@@ -94,7 +103,9 @@ unsafe extern "C" fn run(list: *const WordList) -> c_int {
     // SAFETY: bash's own variables, read on bash's only thread.
     let env = unsafe { exported_environment() };
     // Nothing may unwind into bash.
-    std::panic::catch_unwind(|| hand_over(args, env)).unwrap_or(1)
+    let status = std::panic::catch_unwind(|| hand_over(args, env)).unwrap_or(1);
+    end_subshell_as_bash_would();
+    status
 }
 
 fn hand_over(args: Vec<OsString>, env: Vec<Vec<u8>>) -> c_int {
@@ -116,6 +127,21 @@ fn hand_over(args: Vec<OsString>, env: Vec<Vec<u8>>) -> c_int {
         }
     };
     super::hand_over(&socket, &caller, args, interrupted).status().into()
+}
+
+/// What a subshell that is about to exit does with a signal that ends the shell: bash's own
+/// reaction, which it has at its next check of signals, and a subshell that runs only the builtin
+/// exits first. Never returns when a signal came: `termsig_handler` runs the subshell's EXIT trap
+/// and kills the process with the signal.
+fn end_subshell_as_bash_would() {
+    // SAFETY: bash's own variables and function, on bash's only thread; no Rust frame with
+    // anything to drop is left between bash and this call.
+    unsafe {
+        let in_subshell = rustix::process::getpid().as_raw_nonzero().get() != dollar_dollar_pid;
+        if in_subshell && terminating_signal != 0 {
+            termsig_handler(terminating_signal);
+        }
+    }
 }
 
 /// Whether the signal that cut the wait short was SIGINT or one that ends the shell.

@@ -144,6 +144,9 @@ fn ctrl_c_leaves_the_script_where_bash_leaves_it() {
         format!("for i in 1 2; do {spin}; echo in the loop $?; done\necho after $?\n"),
         // Bash keeps the loop of the pipeline; the awk is a call of its own.
         format!("{spin} | while read -r l; do echo \"$l\"; done\necho after $?\n"),
+        // The call in a subshell of its own is the last child bash reaps: killed by SIGINT as the
+        // awk would be, or bash takes the Ctrl-C for caught and goes on.
+        format!("{spin} | true\necho after $?\n"),
         // The runtime gets the loop whole (its iterations as one request to the proxy); with a
         // trap, bash keeps it and goes on with the next iteration after the trap.
         format!("for f in data/spin3135 data/x; do {loop_spin}; done\necho after $?\n"),
