@@ -497,22 +497,38 @@ async fn a_flood_of_connections_and_silent_streams_is_refused_while_jobs_still_r
     println!("proxy peak memory: {}", proxy.peak_memory());
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn a_client_that_half_closes_its_stream_still_gets_the_output_and_statuses() {
-    use posh_exec::remote::protocol::{self, Ended, Header, TAG_EXIT, TAG_STDIN, TAG_STDOUT};
-    let setup = Setup::new();
-    let proxy = setup.proxy(&[]);
+/// A job of `argv` asked for over a connection of its own, as the protocol allows but
+/// posh-exec's client never does: `input` (or none) and then the end of the stream, with nothing
+/// saying "stdout closed". Returns once the proxy accepted it.
+async fn half_closed_job(
+    setup: &Setup,
+    proxy: &Proxy,
+    argv: &[&str],
+    input: &[u8],
+) -> (quinn::Connection, tokio::io::BufReader<quinn::RecvStream>) {
+    use posh_exec::remote::protocol::{self, Header, TAG_STDIN};
     let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
     let identity = setup.identity();
     let raw = posh_exec::remote::client::connect_peer(&endpoint, &proxy.addr, &identity, &proxy.fingerprint);
-    let (mut send, recv) = raw.await.unwrap().open_bi().await.unwrap();
-    // The request and the input, then the end of the stream: nothing says "stdout closed".
-    protocol::write_line(&mut send, &request(&["sort"])).await.unwrap();
-    protocol::write_frame(&mut send, TAG_STDIN, b"b\na\n").await.unwrap();
+    let connection = raw.await.unwrap();
+    let (mut send, recv) = connection.open_bi().await.unwrap();
+    protocol::write_line(&mut send, &request(argv)).await.unwrap();
+    if !input.is_empty() {
+        protocol::write_frame(&mut send, TAG_STDIN, input).await.unwrap();
+    }
     send.finish().unwrap();
     let mut recv = tokio::io::BufReader::new(recv);
     let (header, _): (Header, usize) = protocol::read_line(&mut recv).await.unwrap();
     assert!(header.ok, "{header:?}");
+    (connection, recv)
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_client_that_half_closes_its_stream_still_gets_the_output_and_statuses() {
+    use posh_exec::remote::protocol::{self, Ended, TAG_EXIT, TAG_STDOUT};
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let (_connection, mut recv) = half_closed_job(&setup, &proxy, &["sort"], b"b\na\n").await;
     let (mut out, mut ended) = (Vec::new(), None);
     while let Some((tag, bytes)) = protocol::read_frame(&mut recv).await.unwrap() {
         match tag {
@@ -524,6 +540,38 @@ async fn a_client_that_half_closes_its_stream_still_gets_the_output_and_statuses
     assert_eq!(String::from_utf8_lossy(&out), "a\nb\n", "sort read its input to the end and wrote");
     let statuses: Vec<i32> = ended.expect("the exit frame").commands.iter().map(|e| e.status()).collect();
     assert_eq!(statuses, [0], "not SIGPIPE");
+}
+
+/// A job whose input has ended (a half-closed stream) and whose command writes nothing is
+/// killed when its client drops it (STOP_SENDING) or goes (connection closed): nothing else
+/// would tell the proxy that no one waits for it (a Ctrl-C'd `awk 'BEGIN { while (1) ; }'`).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_silent_job_whose_client_drops_it_or_goes_is_killed() {
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let running =
+        |fifo: &str| Command::new("pgrep").args(["-f", &format!("cat {fifo}$")]).output().unwrap().status.success();
+    for (fifo, goes) in [("fifo-dropped", false), ("fifo-gone", true)] {
+        // `cat` of a FIFO no one opens for writing: running, silent, never ending by itself.
+        mkfifo(&setup.export().join(fifo));
+        let (connection, recv) = half_closed_job(&setup, &proxy, &["cat", fifo], b"").await;
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !running(fifo) {
+            assert!(std::time::Instant::now() < deadline, "the job's cat never ran");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        if goes {
+            connection.close(0u32.into(), b"gone");
+        } else {
+            drop(recv);
+        }
+        let deadline = std::time::Instant::now() + Duration::from_secs(5);
+        while running(fifo) {
+            assert!(std::time::Instant::now() < deadline, "the job of {fifo} still runs 5 s after its client left it");
+            tokio::time::sleep(Duration::from_millis(20)).await;
+        }
+        drop(connection);
+    }
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -771,15 +771,29 @@ async fn handle_job(
     protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
     let place = job::JobPlace { export: &shared.config.export, cwd: &cwd, dir: &tmp, journal: &shared.config.journal };
     let options = job::JobOptions { noclobber: request.noclobber, stderr_with_stdout: request.stderr_with_stdout };
-    // The job ends early at shutdown, or when a stream it reads breaks.
+    // The job ends early at shutdown, when a stream it reads breaks, or when the client drops it
+    // or goes: once the client's input has ended, nothing else tells a job whose commands write
+    // nothing (a spinning `awk`) that no one waits for it any more.
     let (abort, kill) = watch::channel(false);
     let abort = Arc::new(abort);
     let mut watchers = peer::start_feeds(feeds, abort.clone());
     let mut shutdown = shared.kill.clone();
+    let at_shutdown = abort.clone();
     watchers.spawn(async move {
         if shutdown.wait_for(|k| *k).await.is_ok() {
-            abort.send_replace(true);
+            at_shutdown.send_replace(true);
         }
+    });
+    // Before the job finishes its side, `stopped` ends only with the client's STOP_SENDING (its
+    // job dropped) or the connection lost.
+    let client_gone = send.stopped();
+    watchers.spawn(async move {
+        match client_gone.await {
+            Ok(Some(_)) => tracing::info!("the client dropped the job"),
+            Ok(None) => return,
+            Err(e) => tracing::info!("the client is gone: {e}"),
+        }
+        abort.send_replace(true);
     });
     let peers = job::PeerEnds { stdin, inputs, output: peer_output };
     let ended = job::run(&place, &checked, options, &mut recv, &mut send, peers, kill).await;
