@@ -271,12 +271,14 @@ struct Started {
     children: Vec<(StepEnd, std::process::Child)>,
     /// Fan-ins, each with its split command's index.
     merges: JoinSet<(usize, fan_in::MergeStatus)>,
+    /// `children`, killed if the pipeline is given up before they were waited for.
+    kill_on_drop: local::KillOnDrop,
 }
 
 impl Started {
     /// Waits for everything; returns every step's status, and every fan-in's.
     async fn wait(self) -> (Statuses, Vec<(usize, fan_in::MergeStatus)>) {
-        let Started { tasks, children, merges } = self;
+        let Started { tasks, children, merges, kill_on_drop } = self;
         let waits = tokio::task::spawn_blocking(move || {
             children
                 .into_iter()
@@ -288,6 +290,7 @@ impl Started {
         });
         let mut statuses: Statuses = joined(tasks).await.into_iter().flatten().collect();
         statuses.extend(waits.await.unwrap_or_default());
+        kill_on_drop.disarm();
         (statuses, joined(merges).await)
     }
 }
@@ -411,7 +414,10 @@ fn start_local(caller: &Caller, call: &PipelineCall, steps: &[Step], fds: [Optio
         let command = &call.commands[step.command];
         let step_stderr = stderr.as_ref().and_then(|fd| fd.try_clone().ok());
         match local::spawn(caller, call, command, &step.argv, [input.take(), stdout, step_stderr]) {
-            Ok(child) => started.children.push((StepEnd::local(step, 0), child)),
+            Ok(child) => {
+                started.kill_on_drop.add(&child);
+                started.children.push((StepEnd::local(step, 0), child));
+            }
             Err(status) => {
                 let end = StepEnd::local(step, status);
                 started.tasks.spawn(async move { vec![end] });

@@ -80,6 +80,8 @@ async fn run_merging(
         Ok(child) => child,
         Err(status) => return status,
     };
+    let mut kill_on_drop = local::KillOnDrop::default();
+    kill_on_drop.add(&child);
     if let Some((readers, writer)) = feed {
         // The pipe into its stdin is ours alone: written directly, without a relay thread.
         let sender = writer.and_then(|w| tokio::net::unix::pipe::Sender::from_owned_fd(w).ok());
@@ -89,7 +91,9 @@ async fn run_merging(
         };
         let _ = concatenate(readers, &mut out).await;
     }
-    tokio::task::spawn_blocking(move || child.wait().map_or(1, local::shell_status)).await.unwrap_or(1)
+    let status = tokio::task::spawn_blocking(move || child.wait().map_or(1, local::shell_status)).await.unwrap_or(1);
+    kill_on_drop.disarm();
+    status
 }
 
 fn boxed(

@@ -58,6 +58,36 @@ impl Caller {
     }
 }
 
+/// Local commands killed when what waits for them is dropped first: a pipeline given up because
+/// its caller went (Ctrl-C, or killed), as a proxy kills an abandoned job's commands. One started
+/// after the caller's Ctrl-C (a group falling back to the client) never got that signal, and
+/// would run on with no one to wait for it. A pidfd each, so a pid reused meanwhile is safe.
+#[derive(Debug, Default)]
+pub struct KillOnDrop(Vec<OwnedFd>);
+
+impl KillOnDrop {
+    pub fn add(&mut self, child: &Child) {
+        if let Ok(pidfd) =
+            rustix::process::pidfd_open(rustix::process::Pid::from_child(child), rustix::process::PidfdFlags::empty())
+        {
+            self.0.push(pidfd);
+        }
+    }
+
+    /// They were waited for: nothing to kill.
+    pub fn disarm(mut self) {
+        self.0.clear();
+    }
+}
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        for pidfd in &self.0 {
+            let _ = rustix::process::pidfd_send_signal(pidfd, rustix::process::Signal::KILL);
+        }
+    }
+}
+
 /// The status a shell reports for an ended process: its code, or 128 + the signal.
 pub fn shell_status(status: std::process::ExitStatus) -> i32 {
     status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0))

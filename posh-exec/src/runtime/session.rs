@@ -38,6 +38,9 @@ const RECONNECT_WAIT: Duration = Duration::from_secs(3);
 /// The pause after a failed attempt before the next; it doubles up to the maximum.
 const RETRY_PAUSE_FIRST: Duration = Duration::from_secs(1);
 const RETRY_PAUSE_MAX: Duration = Duration::from_secs(30);
+/// After bash ended, how long the run waits for the pipelines it still serves to notice their
+/// callers went (at once, after Ctrl-C); one whose caller outlived bash is then cut off.
+const GIVE_UP_WAIT: Duration = Duration::from_secs(2);
 
 /// A mount's proxy as the run knows it.
 #[derive(Debug, Default)]
@@ -240,8 +243,10 @@ impl Session {
     ) -> Option<T> {
         self.runtime.block_on(async {
             tokio::select! {
-                done = run => Some(done),
+                // A caller already gone starts nothing.
+                biased;
                 () = wait_until_closed(stream) => None,
+                done = run => Some(done),
             }
         })
     }
@@ -285,8 +290,10 @@ impl Session {
                 let gone = wait_until_closed(&stream);
                 let status = self.runtime.block_on(async {
                     tokio::select! {
-                        status = run => status,
+                        // A caller already gone starts nothing.
+                        biased;
                         () = gone => 130,
+                        status = run => status,
                     }
                 });
                 // What the pipeline may have written is asked about again.
@@ -553,6 +560,12 @@ pub fn run_script(
     if background && std::os::unix::process::ExitStatusExt::signal(&status).is_none() {
         runtime.block_on(await_background(&session));
     }
+    // Pipelines whose callers went with bash (Ctrl-C) are given up first: closing the connections
+    // under them would make a remote group fall back to the client and start its commands there.
+    runtime.block_on(async {
+        let mut in_flight = session.in_flight.subscribe();
+        let _ = tokio::time::timeout(GIVE_UP_WAIT, in_flight.wait_for(|n| *n == 0)).await;
+    });
     // The proxies learn at once that this client is done: a job still running for it (a
     // background pipeline bash left behind) ends instead of waiting out the idle timeout.
     runtime.block_on(session.close_connections());
