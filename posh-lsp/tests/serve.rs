@@ -87,3 +87,37 @@ async fn the_ratios_a_run_measures_reach_the_hover_at_once() {
     let shown = client.request("textDocument/hover", hover()).await;
     assert!(shown.to_string().contains("Output: 2.0% of its input, measured over 1 run"), "{shown}");
 }
+
+/// Malformed messages (cut-short JSON, a byte that is not UTF-8, a lone surrogate, a header
+/// without a length) are each answered with a JSON-RPC parse error, with the request's id where
+/// it can still be read, and the server goes on; when the client closes its input, the server
+/// exits.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_messages_are_answered_and_a_closed_input_ends_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let (mut child, mut client) = serve(dir.path(), &[], &[("XDG_CONFIG_HOME", dir.path().into())]);
+    client.request("initialize", json!({"processId": null, "rootUri": null, "capabilities": {}})).await;
+    client.notify("initialized", json!({})).await;
+    let frame = |body: &[u8]| [format!("Content-Length: {}\r\n\r\n", body.len()).as_bytes(), body].concat();
+    let malformed: [(&[u8], serde_json::Value); 4] = [
+        (br#"{"jsonrpc":"2.0","id":7,"method":"shutdown""#, serde_json::Value::Null),
+        (b"{\"jsonrpc\":\"2.0\",\"id\":8,\"method\":\"textDocument/hover\",\"params\":\"\xff\"}", json!(8)),
+        (br#"{"jsonrpc":"2.0","id":9,"method":"textDocument/hover","params":"\ud800"}"#, json!(9)),
+        (b"Content-Type: application/json\r\n\r\n", serde_json::Value::Null),
+    ];
+    for (bytes, id) in malformed {
+        let raw = if bytes.starts_with(b"Content-Type") { bytes.to_vec() } else { frame(bytes) };
+        client.send_raw(&raw).await;
+        let answer = client.receive().await;
+        assert_eq!(answer["id"], id, "{answer}");
+        assert_eq!(answer["error"]["code"], -32700, "{answer}");
+    }
+    client.send(json!({"jsonrpc": "2.0", "id": 10, "method": "shutdown"})).await;
+    assert_eq!(client.receive().await, json!({"jsonrpc": "2.0", "id": 10, "result": null}), "still serving");
+    client.close();
+    let status = tokio::time::timeout(Duration::from_secs(5), child.wait())
+        .await
+        .expect("posh-lsp exits when its input closes")
+        .unwrap();
+    assert!(status.success(), "{status}");
+}

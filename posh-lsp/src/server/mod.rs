@@ -9,6 +9,7 @@
 
 mod convert;
 mod documents;
+pub mod framing;
 mod handlers;
 
 use std::path::PathBuf;
@@ -28,6 +29,8 @@ use documents::Store;
 
 /// How long a script's analysis may spend on the file system before unknown sizes count as 0.
 const FS_BUDGET: Duration = Duration::from_millis(300);
+/// Between an edit and the diagnostics it causes, by default.
+const DEBOUNCE: Duration = Duration::from_millis(150);
 /// How long answers from the disk are kept (watched-file notifications clear them earlier).
 const FS_TTL: Duration = Duration::from_secs(10);
 
@@ -73,7 +76,7 @@ struct State {
 
 impl Backend {
     pub fn new(client: Client) -> Backend {
-        Backend::with_debounce(client, Duration::from_millis(150))
+        Backend::with_debounce(client, DEBOUNCE)
     }
 
     pub fn with_debounce(client: Client, debounce: Duration) -> Backend {
@@ -103,15 +106,35 @@ impl Backend {
 }
 
 /// Serves the protocol on standard input and output until the client sends `exit` or closes
-/// standard input.
+/// standard input. Messages pass through [`framing`] both ways.
 pub async fn serve_stdio() {
-    let (service, socket) = LspService::new(Backend::new);
+    serve(tokio::io::stdin(), tokio::io::stdout(), DEBOUNCE).await;
+}
+
+/// Serves the protocol on `input` and `output` (see [`serve_stdio`]), with diagnostics published
+/// `debounce` after an edit.
+pub async fn serve(
+    input: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    output: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+    debounce: Duration,
+) {
+    let (service, socket) = LspService::new(|client| Backend::with_debounce(client, debounce));
     let (service, exit) = Compat::new(service);
-    let server = Server::new(tokio::io::stdin(), tokio::io::stdout(), socket).serve(service);
-    tokio::select! {
-        () = server => {}
-        () = exit.notified() => {}
+    let (to_server, server_reads) = tokio::io::duplex(1 << 16);
+    let (server_writes, from_server) = tokio::io::duplex(1 << 16);
+    let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
+    let written = tokio::spawn(framing::merge_output(from_server, output, answered));
+    {
+        let client_input = framing::filter_input(input, to_server, answers);
+        let server = Server::new(server_reads, server_writes, socket).serve(service);
+        tokio::select! {
+            () = server => {}
+            () = exit.notified() => {}
+            () = client_input => {}
+        }
     }
+    // The server and the filter are dropped: what they wrote is flushed, then the output ends.
+    let _ = tokio::time::timeout(Duration::from_secs(1), written).await;
 }
 
 /// What tower-lsp needs around it to serve real clients: `shutdown` and `exit` with

@@ -6,10 +6,8 @@
 use std::path::Path;
 use std::time::Duration;
 
-use posh_lsp::server::{Backend, Compat};
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt, BufReader};
-use tower_lsp::{LspService, Server};
 
 pub struct Client {
     write: Box<dyn AsyncWrite + Unpin + Send>,
@@ -25,10 +23,8 @@ impl Client {
     /// A server in this process, on one end of an in-memory pipe.
     pub async fn start(root: &Path) -> Client {
         let (ours, theirs) = tokio::io::duplex(1 << 20);
-        let (service, socket) = LspService::new(|client| Backend::with_debounce(client, Duration::from_millis(20)));
         let (server_read, server_write) = tokio::io::split(theirs);
-        let (service, _exit) = Compat::new(service);
-        tokio::spawn(Server::new(server_read, server_write, socket).serve(service));
+        tokio::spawn(posh_lsp::server::serve(server_read, server_write, Duration::from_millis(20)));
         let (read, write) = tokio::io::split(ours);
         Client::over(read, write, root)
     }
@@ -46,6 +42,16 @@ impl Client {
             pending: Vec::new(),
             root: root.display().to_string(),
         }
+    }
+
+    /// Bytes as they are, framing included.
+    pub async fn send_raw(&mut self, bytes: &[u8]) {
+        self.write.write_all(bytes).await.unwrap();
+    }
+
+    /// Closes the server's input (dropped: a pipe's shutdown does not close it).
+    pub fn close(&mut self) {
+        self.write = Box::new(tokio::io::sink());
     }
 
     pub async fn send(&mut self, message: Value) {
