@@ -389,38 +389,56 @@ pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prol
     Rewritten { text, replaced: spans.into_iter().map(|(s, _)| s).collect() }
 }
 
+/// What of the whole script bears on every loop's hand-over, read once per script (a scan per
+/// loop made a keystroke in a script of hundreds of loops cost a second in posh-lsp).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct LoopScope {
+    /// A `trap` line other than for EXIT: bash runs a trap per failing (ERR) or simple (DEBUG)
+    /// command, and one on a signal between two iterations, going on with the next, where a
+    /// signal would end the whole call. EXIT traps run once either way.
+    trap: Option<String>,
+    /// `set -u` (or `nounset`) somewhere: bash would stop at the body's line for an unset
+    /// variable, where the call expands the body on the loop's first line.
+    nounset: bool,
+}
+
+impl LoopScope {
+    pub fn of(script_text: &str) -> LoopScope {
+        let word = |line: &str, w: &str| line.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|x| x == w);
+        let on_exit_only = |line: &str| {
+            let last = line.trim_end_matches([' ', '\t', ';']).rsplit([' ', '\t']).next().unwrap_or_default();
+            matches!(last, "EXIT" | "0")
+        };
+        let trap = script_text
+            .lines()
+            .find(|line| word(line, "trap") && !on_exit_only(line))
+            .map(|line| line.trim().to_string());
+        let nounset = script_text.lines().any(|line| {
+            let mut words = line.split_whitespace();
+            line.contains("nounset")
+                || (words.next() == Some("set")
+                    && words.any(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('u')))
+        });
+        LoopScope { trap, nounset }
+    }
+}
+
 /// Why a top-level `for` loop cannot be handed to the runtime whole (its body's pipelines
 /// `body` may still be, one iteration at a time), given that each of them can be (`why_not`).
 /// The call expands the body's words once, before the first iteration: faithful only when no
 /// word expands differently from one iteration to the next but by the loop variable (whose
 /// unquoted uses the rewritten script checks before the call, see `loop_call`).
-pub fn why_loop_stays(script_text: &str, the_loop: &ForLoop, body: &[&Pipeline]) -> Option<String> {
+pub fn why_loop_stays(script: &LoopScope, the_loop: &ForLoop, body: &[&Pipeline]) -> Option<String> {
     if !the_loop.body_is_plain {
         return Some("its body is not a plain list of pipelines".into());
     }
     if body.is_empty() {
         return Some("its body runs no pipeline posh sees".into());
     }
-    // bash runs a trap per failing (ERR) or simple (DEBUG) command, and one on a signal between
-    // two iterations, going on with the next: a signal would end the whole call. EXIT traps run
-    // once either way.
-    let word = |line: &str, w: &str| line.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|x| x == w);
-    let mut traps = script_text.lines().filter(|line| word(line, "trap"));
-    let on_exit_only = |line: &str| {
-        let last = line.trim_end_matches([' ', '\t', ';']).rsplit([' ', '\t']).next().unwrap_or_default();
-        matches!(last, "EXIT" | "0")
-    };
-    if let Some(line) = traps.find(|line| !on_exit_only(line)) {
-        return Some(format!("the script sets a trap (`{}`), which bash runs between iterations", line.trim()));
+    if let Some(line) = &script.trap {
+        return Some(format!("the script sets a trap (`{line}`), which bash runs between iterations"));
     }
-    // Under `set -u` bash would stop at the body's line for an unset variable; the call expands
-    // the body on the loop's first line.
-    let nounset = script_text.lines().any(|line| {
-        let mut words = line.split_whitespace();
-        line.contains("nounset")
-            || (words.next() == Some("set")
-                && words.any(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('u')))
-    });
+    let nounset = script.nounset;
     for pipeline in body {
         if pipeline.negated || pipeline.background || pipeline.context != [Context::Loop] {
             return Some("a pipeline of its body is negated, in the background or nested".into());
@@ -864,7 +882,7 @@ mod tests {
             .collect();
         for (the_loop, body) in &loops {
             let body: Vec<&Pipeline> = body.iter().collect();
-            assert_eq!(why_loop_stays(source, the_loop, &body), None);
+            assert_eq!(why_loop_stays(&LoopScope::of(source), the_loop, &body), None);
         }
         let handed: Vec<HandedLoop<'_>> = loops.iter().map(|(the_loop, body)| HandedLoop { the_loop, body }).collect();
         // The pipeline of the substitution among the last loop's words, a call of its own there.
@@ -885,7 +903,7 @@ mod tests {
             let the_loop = &script.loops[0];
             let body: Vec<&Pipeline> =
                 crate::planner::body_of(&script, the_loop).into_iter().map(|i| &script.pipelines[i]).collect();
-            why_loop_stays(source, the_loop, &body).unwrap_or_default()
+            why_loop_stays(&LoopScope::of(source), the_loop, &body).unwrap_or_default()
         };
         insta::assert_snapshot!(
             [

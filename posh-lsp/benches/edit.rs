@@ -12,32 +12,10 @@ use std::hint::black_box;
 use criterion::{BatchSize, Criterion, criterion_group, criterion_main};
 use posh_lsp::ide::{self, diagnostics, inlay_hints};
 
-/// About `lines` lines of script as people write them: pipelines over the mounts, loops,
-/// functions, conditionals, substitutions, comments.
-fn script(lines: usize) -> String {
-    let chunk = "\
-# Zählen, was die Strahlen taten 🎉
-count() {
-  grep -c 'rays traced' \"$1\" | sort -n
-}
-for log in /mnt/logs/ray*.log; do
-  count \"$log\" >> /proj/counts.txt
-done
-cat /mnt/logs/ray0.log /mnt/logs/ray1.log | grep -v DEBUG | cut -d ' ' -f 2 | sort | uniq -c > /proj/top.txt
-if [ -s /proj/counts.txt ]; then
-  csvstat /mnt/a/t.csv | head -n 3
-fi
-total=$(cat /mnt/a/big.txt | wc -l)
-echo \"$total\" && sort -u /proj/counts.txt | head
-";
-    let per_chunk = chunk.lines().count();
-    chunk.repeat(lines.div_ceil(per_chunk))
-}
-
 fn bench(c: &mut Criterion) {
     let fs = common::file_system();
     let world = common::world(&fs);
-    let before = script(5_000);
+    let before = common::script(5_000);
     // One character typed in the middle: `DEBUG` becomes `DEBUGx` in one pipeline.
     let middle = before.len() / 2;
     let at = middle + before[middle..].find("DEBUG").expect("a DEBUG past the middle") + "DEBUG".len();

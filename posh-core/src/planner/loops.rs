@@ -177,7 +177,7 @@ pub fn why_with_bash(
     if let Some(why) = scope.script_stays.clone() {
         return Some(Kept::Because(why));
     }
-    if let Some(why) = crate::rewrite::why_loop_stays(scope.source, the_loop, &pipelines) {
+    if let Some(why) = crate::rewrite::why_loop_stays(&scope.loops, the_loop, &pipelines) {
         return Some(Kept::Because(why));
     }
     if let Some(why) = pipelines.iter().find_map(|p| scope.why_stays(ctx.library, p)) {

@@ -242,6 +242,8 @@ pub struct ScriptScope<'a> {
     /// FIFOs the script makes (commands annotated `makes_fifos`, `mkfifo`, of literal names):
     /// where the command starts, and the path from the script's starting directory.
     fifos: Vec<(usize, PathBuf)>,
+    /// What of the whole script bears on every loop.
+    pub(crate) loops: crate::rewrite::LoopScope,
 }
 
 impl<'a> ScriptScope<'a> {
@@ -255,6 +257,7 @@ impl<'a> ScriptScope<'a> {
             fifos: made_fifos(library, script, &working_dirs),
             working_dirs,
             handed_over: false,
+            loops: crate::rewrite::LoopScope::of(source),
         }
     }
 
@@ -274,6 +277,7 @@ impl<'a> ScriptScope<'a> {
             working_dirs: Vec::new(),
             handed_over: true,
             fifos: Vec::new(),
+            loops: crate::rewrite::LoopScope::default(),
         }
     }
 

@@ -58,3 +58,43 @@ pub fn workspace() -> tempfile::TempDir {
     .unwrap();
     dir
 }
+
+/// About `lines` lines of script as people write them: pipelines over the mounts, loops,
+/// functions, conditionals, substitutions, comments.
+pub fn script(lines: usize) -> String {
+    let chunk = "\
+# Zählen, was die Strahlen taten 🎉
+count() {
+  grep -c 'rays traced' \"$1\" | sort -n
+}
+for log in /mnt/logs/ray*.log; do
+  count \"$log\" >> /proj/counts.txt
+done
+cat /mnt/logs/ray0.log /mnt/logs/ray1.log | grep -v DEBUG | cut -d ' ' -f 2 | sort | uniq -c > /proj/top.txt
+if [ -s /proj/counts.txt ]; then
+  csvstat /mnt/a/t.csv | head -n 3
+fi
+total=$(cat /mnt/a/big.txt | wc -l)
+echo \"$total\" && sort -u /proj/counts.txt | head
+";
+    let per_chunk = chunk.lines().count();
+    chunk.repeat(lines.div_ceil(per_chunk))
+}
+
+/// The workspace of [`file_system`] on disk under `dir` (sparse files of the same sizes), and
+/// [`script`] with its paths moved there: for the benchmark that drives the real server.
+pub fn workspace_on_disk(dir: &Path, lines: usize) -> String {
+    let at = |path: &str| dir.join(path.trim_start_matches('/'));
+    let config = CONFIG.replace("\"/mnt/", &format!("\"{}/mnt/", dir.display()));
+    for (path, text) in [("/proj/posh.toml", config.as_str()), ("/proj/annotations/tools.posh", TOOLS)] {
+        std::fs::create_dir_all(at(path).parent().unwrap()).unwrap();
+        std::fs::write(at(path), text).unwrap();
+    }
+    let files = (0..5).map(|i| (format!("/mnt/logs/ray{i}.log"), 500 * MB));
+    for (path, size) in files.chain([("/mnt/a/big.txt".to_string(), 900 * MB), ("/mnt/a/t.csv".to_string(), 50 * MB)]) {
+        std::fs::create_dir_all(at(&path).parent().unwrap()).unwrap();
+        std::fs::File::create(at(&path)).unwrap().set_len(size).unwrap();
+    }
+    let root = dir.display().to_string();
+    script(lines).replace("/mnt/", &format!("{root}/mnt/")).replace("/proj/", &format!("{root}/proj/"))
+}
