@@ -299,7 +299,7 @@ fn the_user_s_annotations_load_and_the_workspace_s_win() {
     let hints = ide::inlay_hints::inlay_hints(&world, script, &analysis, None);
     assert_eq!(
         ide::inlay_hints::render(script, &hints),
-        "‹@logs ¶›mytool /mnt/logs/ray1.log | sort‹⇄ 250 MB›\n‹@a ¶›wc2 /mnt/a/big.txt‹⇄ 450 MB›\n"
+        "‹on logs›mytool /mnt/logs/ray1.log | sort‹moves 250 MB›\n‹on a›wc2 /mnt/a/big.txt‹moves 450 MB›\n"
     );
     assert_eq!(
         ide::diagnostics::script_diagnostics(&world, &analysis)
@@ -326,7 +326,7 @@ fn splits_show_their_copies_as_posh_exec_will_run_them() {
     let script = "cat /mnt/logs/ray*.log | grep -v DEBUG | wc -l\n";
     let analysis = ide::analyze_script(&world, &fs, script);
     let hints = ide::inlay_hints::inlay_hints(&world, script, &analysis, None);
-    insta::assert_snapshot!(ide::inlay_hints::render(script, &hints), @"‹@logs x5 ¶›cat /mnt/logs/ray*.log | grep -v DEBUG | wc -l‹⇄ 320 B›");
+    insta::assert_snapshot!(ide::inlay_hints::render(script, &hints), @"‹on logs ×5›cat /mnt/logs/ray*.log | grep -v DEBUG | wc -l‹moves 320 B›");
     world.settings.update(&serde_json::json!({"placement": "greedy", "copiesPerMount": 1}));
     let analysis = ide::analyze_script(&world, &fs, script);
     assert_eq!(analysis.plan.strategy, posh_core::planner::Strategy::Greedy);

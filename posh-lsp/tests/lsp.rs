@@ -111,7 +111,7 @@ async fn edits_apply_in_order_and_a_broken_edit_keeps_the_hints() {
         .await;
     let all = json!({"textDocument": {"uri": uri}, "range": range(0, 0, 9, 0)});
     let hints = client.request("textDocument/inlayHint", all.clone()).await;
-    assert_eq!(hint_summary(&hints), vec!["1:0 @logs ¶", "1:28 ⇄ 250 MB", "1:29 @client ¶"]);
+    assert_eq!(hint_summary(&hints), vec!["1:0 on logs", "1:28 moves 250 MB", "1:29 on client"]);
     // Two edits in one notification, applied in order: a line inserted at the top, then two
     // spaces at the start of what is now line 2.
     client
@@ -127,7 +127,7 @@ async fn edits_apply_in_order_and_a_broken_edit_keeps_the_hints() {
     assert_eq!(diags[0]["range"], range(2, 2, 2, 45));
     assert_eq!(diags[0]["code"], "S003");
     let hints = client.request("textDocument/inlayHint", all.clone()).await;
-    assert_eq!(hint_summary(&hints), vec!["2:2 @logs ¶", "2:30 ⇄ 250 MB", "2:31 @client ¶"]);
+    assert_eq!(hint_summary(&hints), vec!["2:2 on logs", "2:30 moves 250 MB", "2:31 on client"]);
     // Typing `if ((` at the top leaves text no closer repairs: the last good hints stay, shifted.
     client
         .notify(
@@ -138,7 +138,7 @@ async fn edits_apply_in_order_and_a_broken_edit_keeps_the_hints() {
         )
         .await;
     let hints = client.request("textDocument/inlayHint", all.clone()).await;
-    assert_eq!(hint_summary(&hints), vec!["3:2 @logs ¶", "3:30 ⇄ 250 MB", "3:31 @client ¶"]);
+    assert_eq!(hint_summary(&hints), vec!["3:2 on logs", "3:30 moves 250 MB", "3:31 on client"]);
     // A stale version is ignored; closing clears the diagnostics.
     client
         .notify(
@@ -253,9 +253,9 @@ async fn watched_files_reload_and_refresh_only_when_supported() {
         let _ = client.diagnostics("file://ROOT/w.sh", 1).await;
         let all = json!({"textDocument": {"uri": uri}, "range": range(0, 0, 1, 0)});
         let hints = client.request("textDocument/inlayHint", all.clone()).await;
-        assert_eq!(hint_summary(&hints), vec!["0:0 @logs ¶", "0:28 ⇄ 1.0 KB"]);
-        // The project's annotation for csvstat links to its file.
-        assert_eq!(hints[0]["label"][1]["location"]["uri"], "file://ROOT/annotations/tools.posh");
+        assert_eq!(hint_summary(&hints), vec!["0:0 on logs", "0:28 moves 1.0 KB"]);
+        // The project's annotation for csvstat links to its file (from `on`).
+        assert_eq!(hints[0]["label"][0]["location"]["uri"], "file://ROOT/annotations/tools.posh");
         // Without the mount, nothing is remote any more.
         let config = dir.path().join("posh.toml");
         let saved = std::fs::read_to_string(&config).unwrap();

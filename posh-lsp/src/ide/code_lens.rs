@@ -1,5 +1,5 @@
-//! One lens per pipeline that moves data: what bash alone would move across the network, and
-//! what posh moves; one per top-level `for` loop: how its iterations run; and atop the script: how many of its pipelines go to the posh runtime, and
+//! One lens per pipeline where posh moves less than bash: what bash alone would move across the
+//! network, and what posh moves; one per top-level `for` loop: how its iterations run; and atop the script: how many of its pipelines go to the posh runtime, and
 //! why the others stay with bash, a lens per reason.
 
 use posh_core::Span;
@@ -22,15 +22,16 @@ pub fn code_lenses(analysis: &ScriptAnalysis) -> Vec<CodeLens> {
     } else {
         Vec::new()
     };
-    let per_pipeline =
-        analysis.plan.pipelines.iter().filter(|p| p.bash_bytes > 0 || p.posh_bytes > 0).map(|p| CodeLens {
-            span: p.span,
-            title: format!(
-                "bash moves {}, posh moves {}",
-                format_bytes(p.bash_bytes),
-                posh_moves(p.posh_bytes, p.between_proxies_bytes)
-            ),
-        });
+    // Only where posh saves on the client's links: one that moves as much as under bash gets none.
+    let saves = |p: &&posh_core::planner::PipelinePlan| p.posh_bytes < p.bash_bytes;
+    let per_pipeline = analysis.plan.pipelines.iter().filter(saves).map(|p| CodeLens {
+        span: p.span,
+        title: format!(
+            "bash moves {}, posh moves {}",
+            format_bytes(p.bash_bytes),
+            posh_moves(p.posh_bytes, p.between_proxies_bytes)
+        ),
+    });
     // Not above loops posh leaves alone: nothing in them touches a mount.
     let shown = |l: &&LoopPlan| coverage.hands_nothing.is_none() && l.runs != LoopRuns::TouchesNoMount;
     let per_loop =

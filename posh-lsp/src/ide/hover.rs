@@ -88,8 +88,14 @@ pub fn script_hover(world: &World, analysis: &ScriptAnalysis, offset: usize) -> 
         posh_moves(plan.posh_bytes, plan.between_proxies_bytes)
     );
     md.push_str(&code_docs(&diagnostics::script_diagnostics(world, analysis), offset));
+    md.push_str(HINTS_LEGEND);
     Some(Hover { span: *span, markdown: md })
 }
+
+/// What the inlay hints say, for whoever meets them first in a hover.
+const HINTS_LEGEND: &str = "\n\n---\n\nHints: *on logs*: the machine that runs the command, and the ones after it \
+     until the next such hint; *moves 12 MB*: bytes predicted to cross the network on that pipe or \
+     output; *reads 5 MB remotely*, *writes 5 MB remotely*: file bytes a command moves across it.";
 
 /// The documentation of the diagnostic codes reported at `offset` (each code's doc comment is
 /// its documentation everywhere: here, in `posh-lsp explain`, in the docs).

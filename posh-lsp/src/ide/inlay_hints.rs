@@ -1,6 +1,8 @@
-//! Inlay hints for scripts: where the machine changes along a pipeline (`@logs`, `@client`,
-//! `@logs x5` for a split) and the predicted bytes on each pipe, file and output that crosses the
-//! network (`⇄ 12 MB`). Quiet where nothing moves: a script with nothing mounted gets no hint.
+//! Inlay hints for scripts, in words a newcomer reads without the docs: where the machine changes
+//! along a pipeline (`on logs`, `on client`, `on logs ×5` for a split) and the predicted bytes on
+//! each pipe and output that crosses the network (`moves 12 MB`), or of files a command reads or
+//! writes across it (`reads 5 MB remotely`). Only in pipelines posh places off the client: where
+//! everything runs at the client posh changes nothing, and the diagnostics say why.
 
 use std::collections::BTreeMap;
 
@@ -57,6 +59,10 @@ pub fn inlay_hints(world: &World, text: &str, analysis: &ScriptAnalysis, range: 
         let Some(pipeline) = analysis.script.pipelines.get(index) else {
             continue;
         };
+        let commands = plan.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Command { .. }));
+        if commands.clone().all(|n| n.location == Location::Client) {
+            continue;
+        }
         pipeline_hints(world, text, plan, &pipeline.commands.iter().map(|c| c.span).collect::<Vec<_>>(), &mut hints);
     }
     hints.sort_by_key(|h| h.offset);
@@ -105,20 +111,32 @@ fn pipeline_hints(world: &World, text: &str, plan: &PipelinePlan, command_spans:
             // Just after the `|` between the two commands.
             let offset = text[*end..span.start].rfind('|').map_or(span.start, |bar| end + bar + 1);
             let to = placement_label(nodes);
-            hints.push(bytes_hint(offset, "⇄", piped, &format!("the pipe from {from} to {to}")));
+            hints.push(bytes_hint(offset, "moves", piped, "", &format!("the pipe from {from} to {to}")));
         }
         let label = placement_label(nodes);
-        let before = previous.as_ref().map_or("@client", |(_, l)| l.as_str());
+        let before = previous.as_ref().map_or("on client", |(_, l)| l.as_str());
         if label != before {
             hints.push(placement_hint(world, span.start, nodes));
         }
         let read = take(&|e| ids.contains(&e.to) && is_file(e.from));
         let written = take(&|e| ids.contains(&e.from) && is_file(e.to));
         if read > 0 {
-            hints.push(bytes_hint(span.end, "⇐", read, "files this command reads from another machine"));
+            hints.push(bytes_hint(
+                span.end,
+                "reads",
+                read,
+                " remotely",
+                "files this command reads from another machine",
+            ));
         }
         if written > 0 {
-            hints.push(bytes_hint(span.end, "⇒", written, "files this command writes on another machine"));
+            hints.push(bytes_hint(
+                span.end,
+                "writes",
+                written,
+                " remotely",
+                "files this command writes on another machine",
+            ));
         }
         previous = Some((span.end, label));
     }
@@ -126,7 +144,7 @@ fn pipeline_hints(world: &World, text: &str, plan: &PipelinePlan, command_spans:
     // command to the script's output or a file.
     let rest = take(&|_| true);
     if rest > 0 {
-        let from = previous.map_or_else(|| "@client".to_string(), |(_, l)| l);
+        let from = previous.map_or_else(|| "on client".to_string(), |(_, l)| l);
         let merge = plan
             .nodes
             .iter()
@@ -134,18 +152,26 @@ fn pipeline_hints(world: &World, text: &str, plan: &PipelinePlan, command_spans:
         let what = match merge {
             Some(Node { kind: NodeKind::Merge { kind, .. }, location, .. }) => {
                 format!(
-                    "the last command's output, from {from} to its merge ({}) at {}, and on",
+                    "the last command's output, from {from} to its merge ({}) {}, and on",
                     kind.keyword(),
-                    location.label()
+                    place(location)
                 )
             }
             _ => format!("the pipeline's output, from {from} to where the script sends it"),
         };
-        hints.push(bytes_hint(plan.span.end, "⇄", rest, &what));
+        hints.push(bytes_hint(plan.span.end, "moves", rest, "", &what));
     }
 }
 
-/// `@logs`, `@logs x5`, `@a, @b x2`: where the copies of one command run.
+/// `on logs`, `on client`: a machine in the hints' words.
+fn place(location: &Location) -> String {
+    match location {
+        Location::Client => "on client".to_string(),
+        Location::Mount(name) => format!("on {name}"),
+    }
+}
+
+/// Where the copies of one command run, by machine, with how many copies on each.
 fn groups(nodes: &[&Node]) -> Vec<(Location, usize)> {
     let mut groups: Vec<(Location, usize)> = Vec::new();
     for node in nodes {
@@ -157,48 +183,60 @@ fn groups(nodes: &[&Node]) -> Vec<(Location, usize)> {
     groups
 }
 
+/// `on logs`, `on logs ×5`, `on a, b ×2`.
 fn placement_label(nodes: &[&Node]) -> String {
-    let parts: Vec<String> =
-        groups(nodes).into_iter().map(|(l, n)| if n > 1 { format!("{} x{n}", l.label()) } else { l.label() }).collect();
-    parts.join(", ")
+    let parts: Vec<String> = groups(nodes)
+        .into_iter()
+        .map(|(l, n)| {
+            let name = match &l {
+                Location::Client => "client".to_string(),
+                Location::Mount(name) => name.clone(),
+            };
+            if n > 1 { format!("{name} ×{n}") } else { name }
+        })
+        .collect();
+    format!("on {}", parts.join(", "))
 }
 
 fn placement_hint(world: &World, offset: usize, nodes: &[&Node]) -> InlayHint {
-    let mut parts = Vec::new();
+    let mut parts = vec![LabelPart::plain("on ")];
     for (i, (location, n)) in groups(nodes).into_iter().enumerate() {
         if i > 0 {
             parts.push(LabelPart::plain(", "));
         }
-        let (tooltip, target) = match &location {
-            Location::Client => (Some("the machine running the script".to_string()), None),
-            Location::Mount(name) => (world.describe_mount(name), world.mount_target(name)),
+        let (text, tooltip, target) = match &location {
+            Location::Client => ("client".to_string(), Some("the machine running the script".to_string()), None),
+            Location::Mount(name) => (name.clone(), world.describe_mount(name), world.mount_target(name)),
         };
-        parts.push(LabelPart { text: location.label(), tooltip, target });
+        parts.push(LabelPart { text, tooltip, target });
         if n > 1 {
-            parts.push(LabelPart::plain(format!(" x{n}")));
+            parts.push(LabelPart::plain(format!(" ×{n}")));
         }
     }
+    let mut tooltip = nodes[0].why.explain();
     let entry = match &nodes[0].kind {
         NodeKind::Command { argv, annotation: Some(_), .. } => world.library.match_argv(argv).ok().map(|i| i.entry),
         _ => None,
     };
+    // The annotation that placed it: in the tooltip, and where `on` leads (the machine's name
+    // leads to its mount).
     if let Some(entry) = entry {
         let header = posh_core::annotation::format::format_header(entry);
         let source = world.library.source_of(entry).unwrap_or("shipped library");
-        parts.push(LabelPart {
-            text: " ¶".to_string(),
-            tooltip: Some(format!("annotation: {header} ({source})")),
-            target: world.entry_target(entry),
-        });
+        let annotation = format!("annotation: {header} ({source})");
+        tooltip.push_str(&format!("\n{annotation}"));
+        parts[0].tooltip = Some(annotation);
+        parts[0].target = world.entry_target(entry);
     }
-    InlayHint { offset, kind: HintKind::Placement, parts, tooltip: nodes[0].why.explain() }
+    InlayHint { offset, kind: HintKind::Placement, parts, tooltip }
 }
 
-fn bytes_hint(offset: usize, arrow: &str, bytes: u64, what: &str) -> InlayHint {
+/// `moves 12 MB`, `reads 5 MB remotely`.
+fn bytes_hint(offset: usize, verb: &str, bytes: u64, how: &str, what: &str) -> InlayHint {
     InlayHint {
         offset,
         kind: HintKind::Bytes,
-        parts: vec![LabelPart::plain(format!("{arrow} {}", format_bytes(bytes)))],
+        parts: vec![LabelPart::plain(format!("{verb} {}{how}", format_bytes(bytes)))],
         tooltip: format!("{} predicted across the network: {what}", format_bytes(bytes)),
     }
 }
