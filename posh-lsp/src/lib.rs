@@ -5,5 +5,6 @@
 
 pub mod check;
 pub mod ide;
+pub mod memory;
 pub mod os_fs;
 pub mod server;

@@ -46,6 +46,7 @@ fn main() -> ExitCode {
     match cli.command {
         None | Some(Command::Serve { .. }) => {
             let _ = cli.stdio;
+            posh_lsp::memory::limit_arenas();
             match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
                 Ok(runtime) => {
                     runtime.block_on(posh_lsp::server::serve_stdio());

@@ -39,6 +39,7 @@ impl Backend {
         let mut state = self.state();
         state.store.return_plans(&snapshot.uri, (since, plans));
         state.store.store(snapshot, computed.clone());
+        crate::memory::after_analysis();
         computed
     }
 
@@ -291,6 +292,7 @@ impl LanguageServer for Backend {
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
         self.state().store.close(&params.text_document.uri);
+        crate::memory::give_back();
         self.client.publish_diagnostics(params.text_document.uri, Vec::new(), None).await;
     }
 
