@@ -32,17 +32,22 @@ impl Default for Settings {
 }
 
 impl Settings {
+    /// The options [`Settings::update`] reads: what editor packages offer as settings (a test
+    /// checks editors/vscode/package.json against it).
+    pub const OPTIONS: [&str; 3] = ["maxMovedBytes", "copiesPerMount", "placement"];
+
     /// Reads `{"maxMovedBytes": N, "copiesPerMount": N, "placement": "cost-based" | "greedy"}`,
     /// at the top level or under `posh`; anything else keeps the current value.
     pub fn update(&mut self, json: &serde_json::Value) {
         let posh = json.get("posh").unwrap_or(json);
-        if let Some(n) = posh.get("maxMovedBytes").and_then(|v| v.as_u64()) {
+        let [max_moved_bytes, copies_per_mount, placement] = Settings::OPTIONS;
+        if let Some(n) = posh.get(max_moved_bytes).and_then(|v| v.as_u64()) {
             self.max_moved_bytes = n;
         }
-        if let Some(n) = posh.get("copiesPerMount").and_then(|v| v.as_u64()).filter(|&n| n >= 1) {
+        if let Some(n) = posh.get(copies_per_mount).and_then(|v| v.as_u64()).filter(|&n| n >= 1) {
             self.plan.copies_per_mount = usize::try_from(n).unwrap_or(usize::MAX);
         }
-        match posh.get("placement").and_then(|v| v.as_str()) {
+        match posh.get(placement).and_then(|v| v.as_str()) {
             Some("greedy") => self.plan.strategy = Strategy::Greedy,
             Some("cost-based") => self.plan.strategy = Strategy::CostBased,
             _ => {}
