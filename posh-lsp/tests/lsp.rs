@@ -296,3 +296,43 @@ async fn the_threshold_comes_from_the_client() {
     assert_eq!(diagnostics[0]["code"], "S003");
     assert!(diagnostics[0]["message"].as_str().unwrap().ends_with("threshold 1.0 KB)"), "{diagnostics}");
 }
+
+/// Typing a quote, a `$(` or a `{` opens something that runs to the end of the file until it is
+/// closed: the hints of the other pipelines stay where they were meanwhile (no flicker).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_open_quote_or_block_keeps_the_other_hints() {
+    let dir = workspace();
+    let mut client = initialized(dir.path(), json!({})).await;
+    let uri = format!("file://{}/typing.sh", dir.path().display());
+    let text = "cat data/ray0.log | grep x | sort > a.txt\necho hi\ncat data/ray1.log | grep y | sort > b.txt\n";
+    client
+        .notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "shellscript", "version": 1, "text": text}}),
+        )
+        .await;
+    let all = json!({"textDocument": {"uri": uri}, "range": range(0, 0, 9, 0)});
+    let before = hint_summary(&client.request("textDocument/inlayHint", all.clone()).await);
+    assert_eq!(before.len(), 6, "{before:?}");
+    for (version, opened) in [(2, "\""), (3, "'"), (4, "$("), (5, "{ ")] {
+        // Typed after `echo ` on the middle line, then taken back.
+        client
+            .notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": uri, "version": version * 2}, "contentChanges": [
+                    {"range": range(1, 5, 1, 5), "text": opened},
+                ]}),
+            )
+            .await;
+        let typing = hint_summary(&client.request("textDocument/inlayHint", all.clone()).await);
+        assert_eq!(typing, before, "with `{opened}` open");
+        client
+            .notify(
+                "textDocument/didChange",
+                json!({"textDocument": {"uri": uri, "version": version * 2 + 1}, "contentChanges": [
+                    {"range": range(1, 5, 1, 5 + opened.len() as u32), "text": ""},
+                ]}),
+            )
+            .await;
+    }
+}

@@ -8,6 +8,8 @@ use tower_lsp::lsp_types::{TextDocumentContentChangeEvent, Url};
 use super::convert::apply_change;
 use std::time::{Duration, Instant};
 
+use posh_core::shell::Recovery;
+
 use crate::ide::{AnalysisCache, Language, ScriptAnalysis, Shift};
 
 #[derive(Debug)]
@@ -95,7 +97,8 @@ impl Store {
         if doc.version != snapshot.version {
             return;
         }
-        if analysis.is_good() {
+        let good = doc.good.as_ref().is_none_or(|(text, good)| !swallowed(text, good, &snapshot.text, &analysis));
+        if analysis.is_good() && good {
             doc.good = Some((snapshot.text.clone(), analysis.clone()));
         }
         doc.analysis = Some(analysis);
@@ -103,8 +106,8 @@ impl Store {
 
     /// What to show for this snapshot, given its own analysis.
     pub fn shown(&self, snapshot: &Snapshot, own: Arc<ScriptAnalysis>) -> Shown {
-        if !own.is_good()
-            && let Some((text, good)) = self.docs.get(&snapshot.uri).and_then(|d| d.good.clone())
+        if let Some((text, good)) = self.docs.get(&snapshot.uri).and_then(|d| d.good.clone())
+            && (!own.is_good() || swallowed(&text, &good, &snapshot.text, &own))
         {
             let shift = Shift::between(&text, &snapshot.text);
             return Shown { analysis: good, text, shift: Some(shift) };
@@ -144,4 +147,17 @@ impl Store {
             doc.plans = Some(plans);
         }
     }
+}
+
+/// Whether `now`'s analysis of `text` lost pipelines of the good analysis of `before` that the
+/// edit between them did not touch: a quote, `$(` or `{` just typed runs to the end of the file
+/// until it is closed, and the closer that makes the text parse swallows everything after it.
+/// Until the user closes it, the good analysis is shown (and kept) instead.
+fn swallowed(before: &str, good: &ScriptAnalysis, text: &str, now: &ScriptAnalysis) -> bool {
+    if now.recovery == Recovery::None {
+        return false;
+    }
+    let shift = Shift::between(before, text);
+    let starts: std::collections::HashSet<usize> = now.plan.pipelines.iter().map(|p| p.span.start).collect();
+    good.plan.pipelines.iter().filter_map(|p| shift.span(p.span)).any(|span| !starts.contains(&span.start))
 }
