@@ -184,6 +184,18 @@ codes! {
     /// where it lives (an annotated `grep`, `head`, ... first in the pipeline), or annotate the
     /// commands that pin it to the client.
     ScriptMovesMuch = "S003", "moves-much", Warning;
+    /// posh.toml cannot be used as posh's configuration: it is not TOML, or names a key posh
+    /// does not know, or gives a value of the wrong type or one that makes no sense, or mounts
+    /// one path twice. posh-exec refuses to run with it, and posh-lsp plans as if nothing were
+    /// mounted until it is fixed. The message names the key and what was expected
+    /// (docs/configuration.md lists them).
+    ConfigInvalid = "C001", "config-invalid", Error;
+    /// This posh.toml is not the one the editor plans with: posh-lsp uses the nearest posh.toml
+    /// above the workspace's root (or the user's), while posh-exec uses the nearest one above
+    /// the directory it runs in. Scripts run from this directory use this file, and their hints
+    /// in the editor show another plan. Open this directory as the workspace, or move the
+    /// mounts into the workspace's posh.toml.
+    ConfigNotUsed = "C002", "config-not-used", Warning;
 }
 
 #[cfg(test)]

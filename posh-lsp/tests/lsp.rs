@@ -336,3 +336,48 @@ async fn an_open_quote_or_block_keeps_the_other_hints() {
             .await;
     }
 }
+
+/// posh.toml speaks for itself: the one in use, when broken, gets `C001` where it goes wrong; a
+/// nested one, which the editor does not plan with, gets `C002`; fixed, they are cleared.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn broken_and_nested_configurations_get_diagnostics_in_the_file() {
+    let dir = workspace();
+    std::fs::create_dir(dir.path().join("sub")).unwrap();
+    std::fs::write(dir.path().join("sub/posh.toml"), "[[mount]]\npath = \"/srv\"\nproxy = \"10.0.0.9:4433\"\n")
+        .unwrap();
+    let mut client = initialized(dir.path(), json!({})).await;
+    let of = async |client: &mut Client, file: &str| loop {
+        let message = client.expect("textDocument/publishDiagnostics").await;
+        if message["params"]["uri"] == format!("file://ROOT/{file}") {
+            let diags = message["params"]["diagnostics"].as_array().unwrap().clone();
+            return diags
+                .iter()
+                .map(|d| {
+                    format!(
+                        "{}:{} {}",
+                        d["range"]["start"]["line"],
+                        d["code"].as_str().unwrap(),
+                        d["message"].as_str().unwrap()
+                    )
+                })
+                .collect::<Vec<_>>();
+        }
+    };
+    let nested = of(&mut client, "sub/posh.toml").await;
+    assert_eq!(nested.len(), 1, "{nested:?}");
+    assert!(nested[0].starts_with("0:C002 the editor plans with ROOT/posh.toml"), "{nested:?}");
+    let config = dir.path().join("posh.toml");
+    let saved = std::fs::read_to_string(&config).unwrap();
+    std::fs::write(&config, format!("{saved}rtt = 30\n")).unwrap();
+    client
+        .notify("workspace/didChangeWatchedFiles", json!({"changes": [{"uri": "file://ROOT/posh.toml", "type": 2}]}))
+        .await;
+    let broken = of(&mut client, "posh.toml").await;
+    assert_eq!(broken.len(), 1, "{broken:?}");
+    assert!(broken[0].starts_with("4:C001 `mount[1].rtt`"), "{broken:?}");
+    std::fs::write(&config, saved).unwrap();
+    client
+        .notify("workspace/didChangeWatchedFiles", json!({"changes": [{"uri": "file://ROOT/posh.toml", "type": 2}]}))
+        .await;
+    assert_eq!(of(&mut client, "posh.toml").await, Vec::<String>::new());
+}

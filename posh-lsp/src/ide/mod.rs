@@ -8,6 +8,7 @@ pub mod chunks;
 pub mod code_actions;
 pub mod code_lens;
 pub mod completion;
+pub mod config;
 pub mod diagnostics;
 pub mod formatting;
 pub mod hover;

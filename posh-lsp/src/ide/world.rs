@@ -67,6 +67,8 @@ pub struct World {
     pub config_text: Option<Arc<str>>,
     /// Why posh.toml could not be used (the default configuration is used instead).
     pub config_error: Option<String>,
+    /// The posh.toml the workspace plans with (or tried to), if one was found.
+    pub config_path: Option<PathBuf>,
     /// Relative paths in scripts resolve against this directory (the workspace root).
     pub root: PathBuf,
     pub settings: Settings,
@@ -98,6 +100,7 @@ impl World {
             config: Config::default(),
             config_text: None,
             config_error: None,
+            config_path: None,
             root: root.into(),
             settings: Settings::default(),
             ratios: Ratios::default(),
@@ -123,13 +126,17 @@ impl World {
             world.ratios = Ratios::parse(&text).unwrap_or_default();
         }
         match config::discover(fs, None, None, root, user_config_dir) {
-            Ok(Some((path, text))) => match Config::parse(&text, &path) {
-                Ok(config) => {
-                    world.config = config;
-                    world.config_text = Some(text.into());
+            Ok(Some((path, text))) => {
+                let parsed = Config::parse(&text, &path);
+                world.config_path = Some(path);
+                match parsed {
+                    Ok(config) => {
+                        world.config = config;
+                        world.config_text = Some(text.into());
+                    }
+                    Err(e) => world.config_error = Some(e.to_string()),
                 }
-                Err(e) => world.config_error = Some(e.to_string()),
-            },
+            }
             Ok(None) => {}
             Err(e) => world.config_error = Some(e.to_string()),
         }

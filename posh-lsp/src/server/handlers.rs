@@ -106,6 +106,28 @@ impl Backend {
         });
     }
 
+    /// Publishes the diagnostics of each posh.toml (the one in use and the nested ones), and
+    /// clears those of files that have none any more.
+    async fn publish_config_diagnostics(&self) {
+        let (world, root, fs) = (self.world(), self.state().root.clone(), self.fs.clone());
+        let Some(root) = root else { return };
+        let configs = tokio::task::spawn_blocking(move || config_files(&fs.budgeted(FS_BUDGET * 10), &world, &root))
+            .await
+            .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
+        let mut published = Vec::new();
+        for (path, text, diags) in configs {
+            let Ok(uri) = Url::from_file_path(&path) else { continue };
+            let lines = Lines::new(&text);
+            let diags = diags.iter().map(|d| self.diagnostic(&lines, d)).collect();
+            self.client.publish_diagnostics(uri.clone(), diags, None).await;
+            published.push(uri);
+        }
+        let before = std::mem::replace(&mut self.state().config_diagnostics, published.clone());
+        for uri in before.into_iter().filter(|uri| !published.contains(uri)) {
+            self.client.publish_diagnostics(uri, Vec::new(), None).await;
+        }
+    }
+
     /// Reloads posh.toml and the annotation files, then refreshes what depends on them.
     async fn reload_world(&self) {
         self.fs.clear();
@@ -145,6 +167,7 @@ impl Backend {
         if refresh {
             let _ = self.client.inlay_hint_refresh().await;
         }
+        self.publish_config_diagnostics().await;
     }
 }
 
@@ -232,6 +255,8 @@ impl LanguageServer for Backend {
     }
 
     async fn initialized(&self, _: InitializedParams) {
+        // What `initialize` published was not sent yet: the protocol has it wait till now.
+        self.publish_config_diagnostics().await;
         let (dynamic, relative, state_dir) = {
             let state = self.state();
             (state.dynamic_watch, state.relative_watch, state.user_state_dir.clone())
@@ -518,4 +543,25 @@ impl LanguageServer for Backend {
             .collect();
         Ok(Some(actions))
     }
+}
+
+/// The posh.toml files to report on, with their text and diagnostics: the one the workspace
+/// plans with, and the ones nested below its root.
+fn config_files(
+    fs: &dyn posh_core::fs::FileSystem,
+    world: &World,
+    root: &std::path::Path,
+) -> Vec<(PathBuf, String, Vec<Diagnostic>)> {
+    let mounts: Vec<PathBuf> = world.config.mounts.iter().map(|m| m.path.clone()).collect();
+    let nested = ide::config::nested_configs(fs, root, &mounts);
+    world
+        .config_path
+        .iter()
+        .chain(nested.iter().filter(|p| Some(*p) != world.config_path.as_ref()))
+        .filter_map(|path| {
+            let text = fs.read_to_string(path)?;
+            let diags = ide::config::config_diagnostics(path, &text, world.config_path.as_deref());
+            Some((path.clone(), text, diags))
+        })
+        .collect()
 }

@@ -72,6 +72,8 @@ struct State {
     dynamic_watch: bool,
     /// The client watches files outside the workspace for us (`RelativePattern`).
     relative_watch: bool,
+    /// The posh.toml files whose diagnostics were last published.
+    config_diagnostics: Vec<tower_lsp::lsp_types::Url>,
 }
 
 impl Backend {
@@ -93,6 +95,7 @@ impl Backend {
                 inlay_refresh: false,
                 dynamic_watch: false,
                 relative_watch: false,
+                config_diagnostics: Vec::new(),
             }),
             fs: Arc::new(CachedFs::new(FS_TTL)),
             debounce,
