@@ -6,6 +6,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 use posh_core::fs::{FileMeta, FileSystem};
@@ -58,10 +59,18 @@ impl CachedFs {
 
     /// A view for one analysis that stops touching the disk once `budget` has passed.
     pub fn budgeted(&self, budget: Duration) -> BudgetedFs<'_> {
-        BudgetedFs { fs: self, deadline: Instant::now() + budget }
+        BudgetedFs { fs: self, deadline: Instant::now() + budget, ran_out: AtomicBool::new(false) }
     }
 
-    fn lookup(&self, path: &Path, query: Query, deadline: Instant, load: impl FnOnce() -> Cached) -> Option<Cached> {
+    /// The cached answer, or a fresh one before `deadline`; `None` (and `ran_out` set) past it.
+    fn lookup(
+        &self,
+        path: &Path,
+        query: Query,
+        deadline: Instant,
+        ran_out: &AtomicBool,
+        load: impl FnOnce() -> Cached,
+    ) -> Option<Cached> {
         let key = (path.to_path_buf(), query);
         let now = Instant::now();
         {
@@ -73,6 +82,7 @@ impl CachedFs {
             }
         }
         if now > deadline {
+            ran_out.store(true, Ordering::Relaxed);
             return None;
         }
         let value = load();
@@ -86,12 +96,22 @@ impl CachedFs {
 pub struct BudgetedFs<'a> {
     fs: &'a CachedFs,
     deadline: Instant,
+    /// A question went unanswered because the budget had run out.
+    ran_out: AtomicBool,
+}
+
+impl BudgetedFs<'_> {
+    /// Whether an answer was missing because the budget ran out: what was planned with this view
+    /// counted some sizes as 0, and must not be kept.
+    pub fn ran_out(&self) -> bool {
+        self.ran_out.load(Ordering::Relaxed)
+    }
 }
 
 impl FileSystem for BudgetedFs<'_> {
     fn metadata(&self, path: &Path) -> Option<FileMeta> {
         let load = || Cached::Meta(std::fs::metadata(path).ok().map(|m| FileMeta::of(&m)));
-        match self.fs.lookup(path, Query::Meta, self.deadline, load) {
+        match self.fs.lookup(path, Query::Meta, self.deadline, &self.ran_out, load) {
             Some(Cached::Meta(meta)) => meta,
             _ => None,
         }
@@ -117,7 +137,7 @@ impl FileSystem for BudgetedFs<'_> {
             names.sort();
             Cached::Listing(names)
         };
-        match self.fs.lookup(path, Query::Listing, self.deadline, load) {
+        match self.fs.lookup(path, Query::Listing, self.deadline, &self.ran_out, load) {
             Some(Cached::Listing(names)) => names,
             _ => Vec::new(),
         }
@@ -125,6 +145,7 @@ impl FileSystem for BudgetedFs<'_> {
 
     fn read_to_string(&self, path: &Path) -> Option<String> {
         if Instant::now() > self.deadline {
+            self.ran_out.store(true, Ordering::Relaxed);
             return None;
         }
         std::fs::read_to_string(path).ok()
@@ -143,7 +164,7 @@ impl FileSystem for BudgetedFs<'_> {
                 };
                 Cached::EndsWithNewline(last_byte())
             };
-            match self.fs.lookup(path, Query::LastByte, self.deadline, load) {
+            match self.fs.lookup(path, Query::LastByte, self.deadline, &self.ran_out, load) {
                 Some(Cached::EndsWithNewline(ends)) => ends,
                 _ => None,
             }

@@ -10,6 +10,7 @@ use serde_json::json;
 
 #[path = "common/client.rs"]
 mod client;
+mod common;
 
 /// posh-lsp started in `dir` with `args` and `env`, and a client on its standard streams.
 fn serve(dir: &Path, args: &[&str], env: &[(&str, PathBuf)]) -> (tokio::process::Child, client::Client) {
@@ -120,4 +121,45 @@ async fn malformed_messages_are_answered_and_a_closed_input_ends_the_server() {
         .expect("posh-lsp exits when its input closes")
         .unwrap();
     assert!(status.success(), "{status}");
+}
+
+/// An analysis whose file-system budget ran out (here: a budget of 0) answers with what it has,
+/// is not kept, and is done again in the background; when that lands the client is asked to
+/// fetch the hints again, and gets them whole.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_analysis_short_of_time_is_done_again_and_the_client_asked_to_refresh() {
+    let dir = common::workspace();
+    let env = [("XDG_CONFIG_HOME", dir.path().into()), ("POSH_LSP_FS_BUDGET_MS", "0".into())];
+    let (_child, mut client) = serve(dir.path(), &[], &env);
+    let root = format!("file://{}", dir.path().display());
+    let capabilities =
+        json!({"workspace": {"inlayHint": {"refreshSupport": true}, "codeLens": {"refreshSupport": true}}});
+    client.request("initialize", json!({"processId": null, "rootUri": root, "capabilities": capabilities})).await;
+    client.notify("initialized", json!({})).await;
+    let uri = format!("{root}/late.sh");
+    let text = "cat data/ray0.log | grep x | sort > out.txt\n";
+    client
+        .notify(
+            "textDocument/didOpen",
+            json!({"textDocument": {"uri": uri, "languageId": "shellscript", "version": 1, "text": text}}),
+        )
+        .await;
+    let all = json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}}});
+    let labels = |hints: &serde_json::Value| -> Vec<String> {
+        hints
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|h| match &h["label"] {
+                serde_json::Value::String(s) => s.clone(),
+                parts => parts.as_array().unwrap().iter().map(|p| p["value"].as_str().unwrap()).collect(),
+            })
+            .collect()
+    };
+    let first = client.request("textDocument/inlayHint", all.clone()).await;
+    assert!(!labels(&first).contains(&"moves 250 MB".to_string()), "the sizes were not known yet: {first}");
+    client.expect("workspace/inlayHint/refresh").await;
+    client.expect("workspace/codeLens/refresh").await;
+    let again = client.request("textDocument/inlayHint", all).await;
+    assert!(labels(&again).contains(&"moves 250 MB".to_string()), "{again}");
 }

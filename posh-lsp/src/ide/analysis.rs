@@ -17,12 +17,15 @@ pub struct ScriptAnalysis {
     pub recovery: Recovery,
     /// One pipeline plan per pipeline of `script`, in the same order.
     pub plan: Plan,
+    /// Planned without some answers of the file system (its time budget ran out): some sizes
+    /// counted as 0. Shown only where nothing better is known, and never kept.
+    pub partial: bool,
 }
 
 impl ScriptAnalysis {
     /// Whether this analysis can stand for its text, rather than a previous one's.
     pub fn is_good(&self) -> bool {
-        self.recovery != Recovery::Prefix
+        self.recovery != Recovery::Prefix && !self.partial
     }
 }
 
@@ -97,7 +100,7 @@ pub fn analyze_script_cached(
     let hands_nothing = Plan::hands_nothing(ctx.config, &script.errors);
     let loops = planner::plan_loops(&ctx, &script, &scope, &pipelines);
     let plan = Plan { pipelines, loops, strategy: ctx.options.strategy, hands_nothing };
-    ScriptAnalysis { script, recovery, plan }
+    ScriptAnalysis { script, recovery, plan, partial: false }
 }
 
 /// What an analysis keeps for the next version of the same document: its chunks, parsed and

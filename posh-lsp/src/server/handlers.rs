@@ -10,7 +10,7 @@ use tower_lsp::{LanguageServer, async_trait};
 
 use super::convert::{Lines, location};
 use super::documents::{Shown, Snapshot};
-use super::{Backend, FS_BUDGET, FS_TTL};
+use super::{Backend, FS_LATE_BUDGET, FS_TTL, FS_WORLD_BUDGET, fs_budget};
 use crate::ide::semantic_tokens::TokenType;
 use crate::ide::{self, Language, ScriptAnalysis, UserDirs, World, inlay_hints::HintKind};
 
@@ -23,24 +23,76 @@ impl Backend {
         self.state().world.clone()
     }
 
-    /// The snapshot's analysis: cached, or computed off the async threads and cached.
+    /// The snapshot's analysis: cached, or computed off the async threads and cached. One that
+    /// ran out of its file-system budget is answered with but not cached (nor its plans), and is
+    /// done again in the background ([`Backend::analyze_late`]).
     async fn analysis(&self, snapshot: &Snapshot) -> Arc<ScriptAnalysis> {
         if let Some(done) = self.state().store.cached(snapshot) {
             return done;
         }
+        let (since, plans) = self.state().store.take_plans(&snapshot.uri, FS_TTL);
+        let (computed, plans) = self.analyze(snapshot, plans, fs_budget()).await;
+        let mut state = self.state();
+        if computed.partial {
+            state.store.return_plans(&snapshot.uri, (since, ide::AnalysisCache::default()));
+            if state.late.insert((snapshot.uri.clone(), snapshot.version)) {
+                drop(state);
+                self.analyze_late(snapshot.clone());
+            }
+        } else {
+            state.store.return_plans(&snapshot.uri, (since, plans));
+            state.store.store(snapshot, computed.clone());
+        }
+        crate::memory::after_analysis();
+        computed
+    }
+
+    async fn analyze(
+        &self,
+        snapshot: &Snapshot,
+        mut plans: ide::AnalysisCache,
+        budget: std::time::Duration,
+    ) -> (Arc<ScriptAnalysis>, ide::AnalysisCache) {
         let (world, fs, text) = (self.world(), self.fs.clone(), snapshot.text.clone());
-        let (since, mut plans) = self.state().store.take_plans(&snapshot.uri, FS_TTL);
-        let (computed, plans) = tokio::task::spawn_blocking(move || {
-            let analysis = ide::analyze_script_cached(&world, &fs.budgeted(FS_BUDGET), &text, &mut plans);
+        tokio::task::spawn_blocking(move || {
+            let fs = fs.budgeted(budget);
+            let mut analysis = ide::analyze_script_cached(&world, &fs, &text, &mut plans);
+            analysis.partial = fs.ran_out();
             (Arc::new(analysis), plans)
         })
         .await
-        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
-        let mut state = self.state();
-        state.store.return_plans(&snapshot.uri, (since, plans));
-        state.store.store(snapshot, computed.clone());
-        crate::memory::after_analysis();
-        computed
+        .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()))
+    }
+
+    /// The analysis of `snapshot` again, with the time the file system needs: when it lands (and
+    /// the document has not moved on), it is kept, its diagnostics published, and the client
+    /// asked to fetch hints and lenses again.
+    fn analyze_late(&self, snapshot: Snapshot) {
+        let this = self.clone();
+        tokio::spawn(async move {
+            let (late, _) = this.analyze(&snapshot, ide::AnalysisCache::default(), FS_LATE_BUDGET).await;
+            let (current, inlay_refresh, lens_refresh) = {
+                let mut state = this.state();
+                state.late.remove(&(snapshot.uri.clone(), snapshot.version));
+                // Still short of answers: the next edit tries again.
+                if late.partial {
+                    return;
+                }
+                state.store.store(&snapshot, late);
+                let current = state.store.snapshot(&snapshot.uri).is_some_and(|s| s.version == snapshot.version);
+                (current, state.inlay_refresh, state.lens_refresh)
+            };
+            if !current {
+                return;
+            }
+            this.publish(snapshot).await;
+            if inlay_refresh {
+                let _ = this.client.inlay_hint_refresh().await;
+            }
+            if lens_refresh {
+                let _ = this.client.code_lens_refresh().await;
+            }
+        });
     }
 
     async fn shown(&self, snapshot: &Snapshot) -> Shown {
@@ -111,7 +163,7 @@ impl Backend {
     async fn publish_config_diagnostics(&self) {
         let (world, root, fs) = (self.world(), self.state().root.clone(), self.fs.clone());
         let Some(root) = root else { return };
-        let configs = tokio::task::spawn_blocking(move || config_files(&fs.budgeted(FS_BUDGET * 10), &world, &root))
+        let configs = tokio::task::spawn_blocking(move || config_files(&fs.budgeted(FS_WORLD_BUDGET), &world, &root))
             .await
             .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
         let mut published = Vec::new();
@@ -148,7 +200,7 @@ impl Backend {
         let fs = self.fs.clone();
         let world = tokio::task::spawn_blocking(move || {
             let dirs = UserDirs { config: config_dir.as_deref(), state: state_dir.as_deref() };
-            World::load(&fs.budgeted(FS_BUDGET * 10), &root, dirs, &overrides, settings)
+            World::load(&fs.budgeted(FS_WORLD_BUDGET), &root, dirs, &overrides, settings)
         })
         .await
         .unwrap_or_else(|e| std::panic::resume_unwind(e.into_panic()));
@@ -210,6 +262,12 @@ impl LanguageServer for Backend {
                 .as_ref()
                 .and_then(|w| w.inlay_hint.as_ref())
                 .and_then(|i| i.refresh_support)
+                .unwrap_or(false);
+            state.lens_refresh = caps
+                .workspace
+                .as_ref()
+                .and_then(|w| w.code_lens.as_ref())
+                .and_then(|l| l.refresh_support)
                 .unwrap_or(false);
             let watch = caps.workspace.as_ref().and_then(|w| w.did_change_watched_files.as_ref());
             state.dynamic_watch = watch.and_then(|d| d.dynamic_registration).unwrap_or(false);

@@ -27,8 +27,20 @@ use crate::os_fs::CachedFs;
 pub use convert::Lines;
 use documents::Store;
 
-/// How long a script's analysis may spend on the file system before unknown sizes count as 0.
-const FS_BUDGET: Duration = Duration::from_millis(300);
+/// How long a script's analysis may spend on the file system before unknown sizes count as 0
+/// (`POSH_LSP_FS_BUDGET_MS` sets another). Such an analysis is answered with only when nothing
+/// better is known, never kept, and done again in the background with [`FS_LATE_BUDGET`].
+fn fs_budget() -> Duration {
+    static BUDGET: std::sync::OnceLock<Duration> = std::sync::OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        let ms = std::env::var("POSH_LSP_FS_BUDGET_MS").ok().and_then(|ms| ms.parse().ok());
+        Duration::from_millis(ms.unwrap_or(300))
+    })
+}
+/// The budget of an analysis done again in the background after [`fs_budget`] ran out.
+const FS_LATE_BUDGET: Duration = Duration::from_secs(20);
+/// The budget of loading posh.toml and the annotation files.
+const FS_WORLD_BUDGET: Duration = Duration::from_secs(3);
 /// Between an edit and the diagnostics it causes, by default.
 const DEBOUNCE: Duration = Duration::from_millis(150);
 /// How long answers from the disk are kept (watched-file notifications clear them earlier).
@@ -68,6 +80,10 @@ struct State {
     settings: Settings,
     /// The client accepts `workspace/inlayHint/refresh`.
     inlay_refresh: bool,
+    /// The client accepts `workspace/codeLens/refresh`.
+    lens_refresh: bool,
+    /// Documents (and versions) whose analysis is being done again in the background.
+    late: std::collections::HashSet<(tower_lsp::lsp_types::Url, i32)>,
     /// The client can register file watchers.
     dynamic_watch: bool,
     /// The client watches files outside the workspace for us (`RelativePattern`).
@@ -93,6 +109,8 @@ impl Backend {
                 user_state_dir: crate::os_fs::user_state_dir(),
                 settings: Settings::default(),
                 inlay_refresh: false,
+                lens_refresh: false,
+                late: Default::default(),
                 dynamic_watch: false,
                 relative_watch: false,
                 config_diagnostics: Vec::new(),
