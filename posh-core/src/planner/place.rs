@@ -75,6 +75,18 @@ pub(crate) fn allowed(built: &Built, n: NodeId, at: &Location) -> bool {
     }
 }
 
+/// The indices of each node's edges, in and out.
+fn incident_edges(plan: &crate::planner::PipelinePlan) -> Vec<Vec<usize>> {
+    let mut incident = vec![Vec::new(); plan.nodes.len()];
+    for (i, e) in plan.edges.iter().enumerate() {
+        incident[e.from].push(i);
+        if e.to != e.from {
+            incident[e.to].push(i);
+        }
+    }
+    incident
+}
+
 fn free_nodes(built: &Built) -> Vec<NodeId> {
     (0..built.plan.nodes.len()).filter(|&n| !built.pinned[n]).collect()
 }
@@ -124,9 +136,23 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
             to_client.push(from);
         }
     }
+    // Each node's edges, and each free node's free children with the bytes they send it: looked
+    // up per node and candidate, where a scan of every edge made a pipeline's placement grow
+    // with the square of its length.
+    let incident = incident_edges(plan);
+    let mut children: HashMap<NodeId, Vec<(NodeId, u64)>> = HashMap::new();
+    for (&(child, parent), &bytes) in &free_edges {
+        if successor.get(&child) == Some(&parent) {
+            children.entry(parent).or_default().push((child, bytes));
+        }
+    }
+    for list in children.values_mut() {
+        list.sort_unstable();
+    }
     let local = |n: NodeId, at: &Location| -> f64 {
-        plan.edges
+        incident[n]
             .iter()
+            .map(|&i| &plan.edges[i])
             .filter(|e| (e.from == n && !is_free(e.to)) || (e.to == n && !is_free(e.from)))
             .map(|e| {
                 let other = if e.from == n { e.to } else { e.from };
@@ -141,7 +167,7 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
     // edges, not at their bytes, so that a file that is empty or not written yet when the
     // script is explained is placed as when it runs.
     let tie_break = |n: NodeId, at: &Location| -> f64 {
-        let has_input = plan.edges.iter().any(|e| {
+        let has_input = incident[n].iter().map(|&i| &plan.edges[i]).any(|e| {
             e.to == n && matches!(plan.nodes[e.from].kind, NodeKind::ReadFile { .. } | NodeKind::Command { .. })
         });
         if has_input == (*at == Location::Client) { 1e-12 } else { 0.0 }
@@ -158,8 +184,7 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
             }
             let mut cost = local(n, at) + tie_break(n, at);
             let mut picks = Vec::new();
-            for (&(child, _), &bytes) in free_edges.iter().filter(|((c, p), _)| *p == n && successor.get(c) == Some(&n))
-            {
+            for &(child, bytes) in children.get(&n).into_iter().flatten() {
                 let child_costs = &best[&child];
                 let (pick, child_cost) = candidates
                     .iter()
@@ -222,9 +247,10 @@ fn greedy(built: &mut Built) {
     // Every path from a fixed node through free nodes to the next fixed node.
     let mut stack: Vec<Vec<(NodeId, u64)>> =
         (0..plan.nodes.len()).filter(|&n| is_fixed(n)).map(|n| vec![(n, 0)]).collect();
+    let incident = incident_edges(plan);
     while let Some(path) = stack.pop() {
         let (last, _) = *path.last().expect("paths are never empty");
-        for e in plan.edges.iter().filter(|e| e.from == last) {
+        for e in incident[last].iter().map(|&i| &plan.edges[i]).filter(|e| e.from == last) {
             let mut next = path.clone();
             next.push((e.to, e.bytes));
             if !is_fixed(e.to) {
