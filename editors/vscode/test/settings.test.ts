@@ -116,7 +116,9 @@ describe("package.json's settings", () => {
     }
     const source = fs.readFileSync(world, "utf8");
     const update = source.slice(source.indexOf("pub fn update"));
-    const read = [...update.matchAll(/posh\.get\("([A-Za-z]+)"\)/g)].map((m) => m[1]);
+    // The server's list of the options `update` reads (`Settings::OPTIONS`).
+    const options = /const OPTIONS: \[&str; \d+\] = \[([^\]]*)\]/.exec(source)?.[1] ?? "";
+    const read = [...options.matchAll(/"([A-Za-z]+)"/g)].map((m) => m[1]);
     assert.deepEqual([...new Set(read)].sort(), [...SERVER_SETTING_KEYS].sort());
     for (const placement of PLACEMENTS) {
       assert.ok(update.includes(`Some("${placement}")`), `the server does not read placement ${placement}`);
