@@ -137,8 +137,8 @@ fn end_subshell_as_bash_would() {
     // SAFETY: bash's own variables and function, on bash's only thread; no Rust frame with
     // anything to drop is left between bash and this call.
     unsafe {
-        let in_subshell = rustix::process::getpid().as_raw_nonzero().get() != dollar_dollar_pid;
-        if in_subshell && terminating_signal != 0 {
+        // The signal first: the pid is a system call, on every call's way back.
+        if terminating_signal != 0 && rustix::process::getpid().as_raw_nonzero().get() != dollar_dollar_pid {
             termsig_handler(terminating_signal);
         }
     }

@@ -32,12 +32,7 @@ async fn script_hints_hover_lenses_and_diagnostics() {
     let dir = workspace();
     let mut client = initialized(dir.path(), json!({})).await;
     let uri = format!("file://{}/count.sh", dir.path().display());
-    client
-        .notify(
-            "textDocument/didOpen",
-            json!({"textDocument": {"uri": uri, "languageId": "sh", "version": 1, "text": SCRIPT}}),
-        )
-        .await;
+    client.open(&uri, "sh", SCRIPT).await;
     let diagnostics = client.diagnostics("file://ROOT/count.sh", 1).await;
     assert_eq!(
         diagnostics,
@@ -103,12 +98,7 @@ async fn edits_apply_in_order_and_a_broken_edit_keeps_the_hints() {
     let uri = format!("file://{}/edit.sh", dir.path().display());
     // sort writes a file off the mount, so it runs at the client: hints on both machines.
     let text = "# é🎉\ncat data/ray0.log | grep x | sort > out.txt\n";
-    client
-        .notify(
-            "textDocument/didOpen",
-            json!({"textDocument": {"uri": uri, "languageId": "shellscript", "version": 1, "text": text}}),
-        )
-        .await;
+    client.open(&uri, "shellscript", text).await;
     let all = json!({"textDocument": {"uri": uri}, "range": range(0, 0, 9, 0)});
     let hints = client.request("textDocument/inlayHint", all.clone()).await;
     assert_eq!(hint_summary(&hints), vec!["1:0 on logs", "1:28 moves 250 MB", "1:29 on client"]);
@@ -165,12 +155,7 @@ async fn annotation_files_diagnostics_fixes_completion_format_symbols_tokens() {
     let dir = workspace();
     let mut client = initialized(dir.path(), json!({})).await;
     let uri = format!("file://{}/annotations/csv.posh", dir.path().display());
-    client
-        .notify(
-            "textDocument/didOpen",
-            json!({"textDocument": {"uri": uri, "languageId": "posh", "version": 1, "text": ANNOTATIONS}}),
-        )
-        .await;
+    client.open(&uri, "posh", ANNOTATIONS).await;
     let diagnostics = client.diagnostics("file://ROOT/annotations/csv.posh", 1).await;
     assert_eq!(
         diagnostics,
@@ -244,12 +229,7 @@ async fn watched_files_reload_and_refresh_only_when_supported() {
         assert_eq!(registration["params"]["registrations"][0]["method"], "workspace/didChangeWatchedFiles");
         let uri = format!("file://{}/w.sh", dir.path().display());
         let text = "csvstat data/ray0.log | head\n";
-        client
-            .notify(
-                "textDocument/didOpen",
-                json!({"textDocument": {"uri": uri, "languageId": "bash", "version": 1, "text": text}}),
-            )
-            .await;
+        client.open(&uri, "bash", text).await;
         let _ = client.diagnostics("file://ROOT/w.sh", 1).await;
         let all = json!({"textDocument": {"uri": uri}, "range": range(0, 0, 1, 0)});
         let hints = client.request("textDocument/inlayHint", all.clone()).await;
@@ -284,12 +264,7 @@ async fn the_threshold_comes_from_the_client() {
     client.request("initialize", init).await;
     client.notify("initialized", json!({})).await;
     let script = format!("{uri}/t.sh");
-    client
-        .notify(
-            "textDocument/didOpen",
-            json!({"textDocument": {"uri": script, "languageId": "sh", "version": 1, "text": "cat data/ray0.log | sort\n"}}),
-        )
-        .await;
+    client.open(&script, "sh", "cat data/ray0.log | sort\n").await;
     assert_eq!(client.diagnostics("file://ROOT/t.sh", 1).await, json!([]));
     client.notify("workspace/didChangeConfiguration", json!({"settings": {"posh": {"maxMovedBytes": 1000}}})).await;
     let diagnostics = client.diagnostics("file://ROOT/t.sh", 1).await;
@@ -305,12 +280,7 @@ async fn an_open_quote_or_block_keeps_the_other_hints() {
     let mut client = initialized(dir.path(), json!({})).await;
     let uri = format!("file://{}/typing.sh", dir.path().display());
     let text = "cat data/ray0.log | grep x | sort > a.txt\necho hi\ncat data/ray1.log | grep y | sort > b.txt\n";
-    client
-        .notify(
-            "textDocument/didOpen",
-            json!({"textDocument": {"uri": uri, "languageId": "shellscript", "version": 1, "text": text}}),
-        )
-        .await;
+    client.open(&uri, "shellscript", text).await;
     let all = json!({"textDocument": {"uri": uri}, "range": range(0, 0, 9, 0)});
     let before = hint_summary(&client.request("textDocument/inlayHint", all.clone()).await);
     assert_eq!(before.len(), 6, "{before:?}");

@@ -138,12 +138,7 @@ async fn an_analysis_short_of_time_is_done_again_and_the_client_asked_to_refresh
     client.notify("initialized", json!({})).await;
     let uri = format!("{root}/late.sh");
     let text = "cat data/ray0.log | grep x | sort > out.txt\n";
-    client
-        .notify(
-            "textDocument/didOpen",
-            json!({"textDocument": {"uri": uri, "languageId": "shellscript", "version": 1, "text": text}}),
-        )
-        .await;
+    client.open(&uri, "shellscript", text).await;
     let all = json!({"textDocument": {"uri": uri}, "range": {"start": {"line": 0, "character": 0}, "end": {"line": 1, "character": 0}}});
     let labels = |hints: &serde_json::Value| -> Vec<String> {
         hints

@@ -255,10 +255,6 @@ mod tests {
         }
     }
 
-    fn frame(body: &[u8]) -> Vec<u8> {
-        framed(body)
-    }
-
     fn answer_of(incoming: &Incoming) -> Value {
         let Incoming::Malformed { answer: Some(answer), .. } = incoming else { panic!("{incoming:?}") };
         let text = String::from_utf8(answer.clone()).unwrap();
@@ -268,31 +264,31 @@ mod tests {
     #[tokio::test]
     async fn well_formed_messages_pass_unchanged_and_malformed_ones_get_their_error() {
         let good = br#"{"jsonrpc":"2.0","id":1,"method":"shutdown"}"#;
-        let mut stream = frame(good);
-        stream.extend(frame(br#"{"jsonrpc":"2.0","id":2,"method":"shutdown""#));
-        stream.extend(frame(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"x\",\"params\":\"\xff\"}"));
-        stream.extend(frame(br#"{"jsonrpc":"2.0","id":4,"method":"x","params":"\ud800"}"#));
+        let mut stream = framed(good);
+        stream.extend(framed(br#"{"jsonrpc":"2.0","id":2,"method":"shutdown""#));
+        stream.extend(framed(b"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"x\",\"params\":\"\xff\"}"));
+        stream.extend(framed(br#"{"jsonrpc":"2.0","id":4,"method":"x","params":"\ud800"}"#));
         stream.extend(b"Content-Type: x\r\n\r\n");
-        stream.extend(frame(good));
+        stream.extend(framed(good));
         let all = read(&stream).await;
         assert_eq!(all.len(), 6, "{all:?}");
-        assert_eq!(all[0], Incoming::Message(frame(good)));
+        assert_eq!(all[0], Incoming::Message(framed(good)));
         assert_eq!(answer_of(&all[1])["id"], Value::Null, "cut short: no id to be read");
         assert_eq!(answer_of(&all[2])["id"], 3);
         assert_eq!(answer_of(&all[2])["error"]["code"], -32700);
         assert_eq!(answer_of(&all[3])["id"], 4);
         assert_eq!(answer_of(&all[4])["id"], Value::Null);
-        assert_eq!(all[5], Incoming::Message(frame(good)), "the stream goes on after each");
+        assert_eq!(all[5], Incoming::Message(framed(good)), "the stream goes on after each");
     }
 
     #[tokio::test]
     async fn a_body_over_the_limit_is_skipped_unread() {
         let mut stream = format!("Content-Length: {}\r\n\r\n", MAX_BODY + 1).into_bytes();
         stream.extend(std::iter::repeat_n(b' ', MAX_BODY + 1));
-        stream.extend(frame(b"{}"));
+        stream.extend(framed(b"{}"));
         let all = read(&stream).await;
         assert!(matches!(&all[0], Incoming::Malformed { why, .. } if why.contains("at most")), "{all:?}");
-        assert_eq!(all[1], Incoming::Message(frame(b"{}")));
+        assert_eq!(all[1], Incoming::Message(framed(b"{}")));
     }
 
     #[test]

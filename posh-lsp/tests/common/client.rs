@@ -104,6 +104,12 @@ impl Client {
         }
     }
 
+    /// `textDocument/didOpen` of `text` as version 1.
+    pub async fn open(&mut self, uri: &str, language_id: &str, text: &str) {
+        let document = json!({"uri": uri, "languageId": language_id, "version": 1, "text": text});
+        self.notify("textDocument/didOpen", json!({"textDocument": document})).await;
+    }
+
     pub async fn notify(&mut self, method: &str, params: Value) {
         self.send(json!({"jsonrpc": "2.0", "method": method, "params": params})).await;
     }
