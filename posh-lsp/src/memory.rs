@@ -23,14 +23,30 @@ pub fn give_back() {
     }
 }
 
-/// Called after each analysis: every [`TRIM_EVERY`]th gives memory back (a trim walks the heap,
-/// about a millisecond, too much for every keystroke).
-pub fn after_analysis() {
-    use std::sync::atomic::{AtomicUsize, Ordering};
-    static ANALYSES: AtomicUsize = AtomicUsize::new(0);
-    if ANALYSES.fetch_add(1, Ordering::Relaxed) % TRIM_EVERY == TRIM_EVERY - 1 {
-        give_back();
-    }
+/// Frees `value` on a thread of its own, and every [`TRIM_EVERY`]th time gives memory back
+/// there too: freeing a replaced analysis of a large script takes milliseconds, and a trim walks
+/// the heap, work a keystroke's answer should not wait for.
+pub fn free_later<T: Send + 'static>(value: T) {
+    use std::sync::mpsc::{Sender, channel};
+    use std::sync::{Mutex, OnceLock};
+    static FREER: OnceLock<Mutex<Sender<Box<dyn Send>>>> = OnceLock::new();
+    let freer = FREER.get_or_init(|| {
+        let (send, receive) = channel::<Box<dyn Send>>();
+        // Without a thread (spawning failed) the receiver is gone: each send fails and hands its
+        // value back, freed where it was sent.
+        let _ = std::thread::Builder::new().name("posh-lsp-free".into()).spawn(move || {
+            for (freed, value) in receive.into_iter().enumerate() {
+                drop(value);
+                if freed % TRIM_EVERY == TRIM_EVERY - 1 {
+                    give_back();
+                }
+            }
+        });
+        Mutex::new(send)
+    });
+    let sender = freer.lock().unwrap_or_else(|e| e.into_inner());
+    // A failed send hands the value back in its error, freed here.
+    let _ = sender.send(Box::new(value));
 }
 
 const TRIM_EVERY: usize = 50;

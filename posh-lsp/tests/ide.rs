@@ -205,7 +205,22 @@ fn cached_plans_equal_fresh_ones_after_edits() {
     for text in &edits {
         let cached = ide::analyze_script_cached(&world, &fs, text, &mut cache);
         let fresh = ide::analyze_script(&world, &fs, text);
-        assert_eq!(cached.plan, fresh.plan, "{text}");
+        assert_eq!(cached.plan.to_plan(), fresh.plan.to_plan(), "{text}");
+        // And both are the plan posh-exec makes of the whole text.
+        let ctx = posh_core::planner::PlanContext {
+            library: &world.library,
+            config: &world.config,
+            fs: &fs,
+            cwd: world.root.clone(),
+            options: world.settings.plan.clone(),
+            ratios: &world.ratios,
+        };
+        let whole = posh_core::planner::plan_script(&ctx, text, &posh_core::shell::parse_tolerant(text));
+        assert_eq!(cached.plan.to_plan(), whole, "{text}");
+        // Hover finds the last pipeline's commands where they are now.
+        let grep = text.rfind("| grep").unwrap() + 2;
+        let hover = ide::hover::script_hover(&world, &cached, grep + 1).unwrap();
+        assert_eq!((hover.span.start, &text[hover.span.range()][..4]), (grep, "grep"));
         reused.push(cache.reused());
     }
     // Of 30 pipelines (31 with the new ones), the chunks an edit did not touch were reused.

@@ -18,7 +18,7 @@ async fn initialized(root: &Path, capabilities: Value) -> Client {
     let uri = format!("file://{}", root.display());
     let result =
         client.request("initialize", json!({"processId": null, "rootUri": uri, "capabilities": capabilities})).await;
-    assert_eq!(result["capabilities"]["inlayHintProvider"], json!(true));
+    assert_eq!(result["capabilities"]["inlayHintProvider"], json!({"resolveProvider": true}));
     assert_eq!(result["capabilities"]["textDocumentSync"]["change"], json!(2));
     assert_eq!(result["serverInfo"]["name"], json!("posh-lsp"));
     client.notify("initialized", json!({})).await;
@@ -69,6 +69,46 @@ async fn script_hints_hover_lenses_and_diagnostics() {
     );
     // `shutdown` as eglot 1.9 sends it, with `"params": null`.
     assert_eq!(client.request("shutdown", Value::Null).await, Value::Null);
+}
+
+/// A client that resolves tooltips and links (VS Code's `resolveSupport`) gets hints without
+/// them, and each resolved is the hint a client without it gets; a hint of an older version is
+/// handed back as it was.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hints_leave_tooltips_and_links_to_resolve_when_the_client_resolves() {
+    let dir = workspace();
+    let uri = format!("file://{}/count.sh", dir.path().display());
+    let all = json!({"textDocument": {"uri": uri}, "range": range(0, 0, 4, 0)});
+    let mut plain = initialized(dir.path(), json!({})).await;
+    plain.open(&uri, "sh", SCRIPT).await;
+    let full = plain.request("textDocument/inlayHint", all.clone()).await;
+    let properties = ["tooltip", "textEdits", "label.tooltip", "label.location", "label.command"];
+    let capabilities = json!({"textDocument": {"inlayHint": {"resolveSupport": {"properties": properties}}}});
+    let mut client = initialized(dir.path(), capabilities).await;
+    client.open(&uri, "sh", SCRIPT).await;
+    let lean = client.request("textDocument/inlayHint", all.clone()).await;
+    let (full, lean) = (full.as_array().unwrap(), lean.as_array().unwrap());
+    assert_eq!(full.len(), lean.len());
+    assert!(full.len() >= 2, "{full:?}");
+    let text = |v: &Value| v.to_string();
+    for (full, lean) in full.iter().zip(lean) {
+        assert!(lean.get("tooltip").is_none() && !text(lean).contains("location"), "{lean}");
+        assert!(full.get("tooltip").is_some(), "{full}");
+        let resolved = client.request("inlayHint/resolve", lean.clone()).await;
+        let mut expected = full.clone();
+        expected["data"] = lean["data"].clone();
+        assert_eq!(resolved, expected);
+    }
+    // Whole-file answers are where it counts.
+    let (lean_bytes, full_bytes) = (text(&Value::from(lean.clone())).len(), text(&Value::from(full.clone())).len());
+    assert!(lean_bytes * 2 < full_bytes, "{lean_bytes} {full_bytes}");
+    client
+        .notify(
+            "textDocument/didChange",
+            json!({"textDocument": {"uri": uri, "version": 2}, "contentChanges": [{"range": range(0, 0, 0, 0), "text": "\n"}]}),
+        )
+        .await;
+    assert_eq!(client.request("inlayHint/resolve", lean[0].clone()).await, lean[0]);
 }
 
 fn range(line: u32, start: u32, end_line: u32, end: u32) -> Value {

@@ -2,8 +2,8 @@
 //! stay with bash, grouped so a user can act on it (annotate a command, quote a word). Shown by
 //! `posh-exec --explain` and posh-lsp, from the same plan the runtime runs.
 
-use super::LoopRuns;
-use super::model::{Plan, Why};
+use super::model::{PipelinePlan, Plan, Why};
+use super::{LoopPlan, LoopRuns};
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Coverage {
@@ -45,12 +45,22 @@ pub struct Kept {
 }
 
 pub fn coverage(plan: &Plan) -> Coverage {
-    let mut coverage = Coverage { pipelines: plan.pipelines.len(), loops: plan.loops.len(), ..Coverage::default() };
-    if let Some(why) = &plan.hands_nothing {
-        coverage.hands_nothing = Some(why.clone());
+    coverage_of(&plan.pipelines, &plan.loops, plan.hands_nothing.as_deref())
+}
+
+/// [`coverage`] of a plan's parts, its pipelines' plans owned or shared (as the editor keeps
+/// them).
+pub fn coverage_of<P: std::borrow::Borrow<PipelinePlan>>(
+    pipelines: &[P],
+    loops: &[LoopPlan],
+    hands_nothing: Option<&str>,
+) -> Coverage {
+    let mut coverage = Coverage { pipelines: pipelines.len(), loops: loops.len(), ..Coverage::default() };
+    if let Some(why) = hands_nothing {
+        coverage.hands_nothing = Some(why.to_string());
         return coverage;
     }
-    for pipeline in &plan.pipelines {
+    for pipeline in pipelines.iter().map(|p| p.borrow()) {
         match &pipeline.stays_with_bash {
             Some(why) => count(&mut coverage.stay, why),
             None if pipeline.may_touch_a_mount() => {
@@ -74,8 +84,8 @@ pub fn coverage(plan: &Plan) -> Coverage {
             None => coverage.touch_no_mount += 1,
         }
     }
-    coverage.loops_handed = plan.loops.iter().filter(|l| l.runs.handed()).count();
-    coverage.loops_one_job = plan.loops.iter().filter(|l| matches!(l.runs, LoopRuns::OneJob { .. })).count();
+    coverage.loops_handed = loops.iter().filter(|l| l.runs.handed()).count();
+    coverage.loops_one_job = loops.iter().filter(|l| matches!(l.runs, LoopRuns::OneJob { .. })).count();
     // Most frequent first; among equals, in the order the script meets them.
     coverage.stay.sort_by_key(|k| std::cmp::Reverse(k.pipelines));
     coverage.kept_in_part.sort_by_key(|k| std::cmp::Reverse(k.pipelines));

@@ -122,19 +122,20 @@ pub fn one_proxy_for_all<'p>(iterations: impl IntoIterator<Item = &'p PipelinePl
     at.ok_or_else(|| "it has no iteration".into())
 }
 
-/// The plans of the script's top-level `for` loops, given its pipelines' `plans`.
-pub fn plan_loops(
+/// The plans of the script's top-level `for` loops, given its pipelines' `plans` (owned or
+/// shared, as the editor keeps them).
+pub fn plan_loops<P: std::borrow::Borrow<PipelinePlan>>(
     ctx: &PlanContext<'_>,
     script: &Script,
     scope: &ScriptScope<'_>,
-    plans: &[PipelinePlan],
+    plans: &[P],
 ) -> Vec<LoopPlan> {
     script
         .loops
         .iter()
         .map(|the_loop| {
             let body = body_of(script, the_loop);
-            let runs = match why_with_bash(ctx, script, scope, the_loop, &|i| plans[i].may_touch_a_mount()) {
+            let runs = match why_with_bash(ctx, script, scope, the_loop, &|i| plans[i].borrow().may_touch_a_mount()) {
                 Some(Kept::Because(why)) => LoopRuns::WithBash { why },
                 Some(Kept::TouchesNoMount) => LoopRuns::TouchesNoMount,
                 None => {
@@ -150,8 +151,12 @@ pub fn plan_loops(
 /// The indices of `the_loop`'s body pipelines among the script's.
 pub fn body_of(script: &Script, the_loop: &ForLoop) -> Vec<usize> {
     let body = the_loop.body;
-    let inside = |p: &&Pipeline| body.start <= p.span.start && p.span.end <= body.end;
-    script.pipelines.iter().enumerate().filter(|(_, p)| inside(p)).map(|(i, _)| i).collect()
+    // Pipelines are in source order: those starting inside the body are one run of them, found
+    // by halving (a script's every loop is planned at each keystroke in an editor).
+    let first = script.pipelines.partition_point(|p| p.span.start < body.start);
+    let inside = |p: &Pipeline| body.start <= p.span.start && p.span.end <= body.end;
+    let run = script.pipelines[first..].iter().take_while(|p| p.span.start <= body.end);
+    run.enumerate().filter(|(_, p)| inside(p)).map(|(i, _)| first + i).collect()
 }
 
 /// Why bash keeps a loop.

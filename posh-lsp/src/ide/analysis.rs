@@ -1,9 +1,12 @@
 //! A script's analysis: its parse and its plan, for one version of its text. Every script
 //! feature reads one of these; the server computes it once per document version.
 
+use std::sync::Arc;
+
 use posh_core::Span;
 use posh_core::fs::FileSystem;
-use posh_core::planner::{self, NodeKind, PipelinePlan, Plan, PlanContext};
+use posh_core::planner::coverage::{Coverage, coverage_of};
+use posh_core::planner::{self, LoopPlan, NodeKind, PipelinePlan, Plan, PlanContext, Strategy};
 use posh_core::shell::{Recovery, Script};
 
 use super::World;
@@ -15,11 +18,70 @@ pub struct ScriptAnalysis {
     /// How the text parsed: `Recovery::Prefix` means the pipelines stop where typing broke the
     /// text, and a previous good analysis shows more.
     pub recovery: Recovery,
-    /// One pipeline plan per pipeline of `script`, in the same order.
-    pub plan: Plan,
+    pub plan: ScriptPlan,
     /// Planned without some answers of the file system (its time budget ran out): some sizes
     /// counted as 0. Shown only where nothing better is known, and never kept.
     pub partial: bool,
+}
+
+/// A script's plan as the editor keeps it: [`Plan`], but each pipeline's plan shared with the
+/// chunk it came from, so that a keystroke copies (and frees) no plan it did not make.
+#[derive(Debug)]
+pub struct ScriptPlan {
+    /// One per pipeline of the script, in the same order.
+    pub pipelines: Vec<PlacedPlan>,
+    pub loops: Vec<LoopPlan>,
+    pub strategy: Strategy,
+    /// See [`Plan::hands_nothing`].
+    pub hands_nothing: Option<String>,
+}
+
+impl ScriptPlan {
+    /// The plan as posh-core makes it, every span in the text (a copy: for comparisons).
+    pub fn to_plan(&self) -> Plan {
+        let pipelines = self.pipelines.iter().map(|placed| {
+            let mut plan = placed.plan.as_ref().clone();
+            move_plan(&mut plan, |offset| offset + placed.offset);
+            plan
+        });
+        Plan {
+            pipelines: pipelines.collect(),
+            loops: self.loops.clone(),
+            strategy: self.strategy,
+            hands_nothing: self.hands_nothing.clone(),
+        }
+    }
+
+    pub fn coverage(&self) -> Coverage {
+        let plans: Vec<&PipelinePlan> = self.pipelines.iter().map(PlacedPlan::plan).collect();
+        coverage_of(&plans, &self.loops, self.hands_nothing.as_deref())
+    }
+}
+
+/// A pipeline's plan, made for its chunk of the script: its spans count from `offset`, where the
+/// chunk starts in this version of the text. [`PlacedPlan::span`] and [`PlacedPlan::place`] give
+/// spans in the text.
+#[derive(Clone, Debug)]
+pub struct PlacedPlan {
+    offset: usize,
+    plan: Arc<PipelinePlan>,
+}
+
+impl PlacedPlan {
+    /// The plan; its spans are relative (see [`PlacedPlan::place`]).
+    pub fn plan(&self) -> &PipelinePlan {
+        &self.plan
+    }
+
+    /// The pipeline's span in the text.
+    pub fn span(&self) -> Span {
+        self.place(self.plan.span)
+    }
+
+    /// A span of the plan (a node's, a handed part's) in the text.
+    pub fn place(&self, span: Span) -> Span {
+        Span::new(span.start + self.offset, span.end + self.offset)
+    }
 }
 
 impl ScriptAnalysis {
@@ -53,12 +115,13 @@ pub fn analyze_script_cached(
     };
     let scope = planner::ScriptScope::new(text, &script, &world.library);
     cache.reused = 0;
-    let pipelines = if cache.chunks.layout.is_empty() {
+    let pipelines: Vec<PlacedPlan> = if cache.chunks.layout.is_empty() {
         // Parsed whole (the text does not parse): nothing to reuse.
-        script.pipelines.iter().map(|p| planner::plan_pipeline_in(&ctx, p, &scope)).collect()
+        let plan = |p| PlacedPlan { offset: 0, plan: Arc::new(planner::plan_pipeline_in(&ctx, p, &scope)) };
+        script.pipelines.iter().map(plan).collect()
     } else {
         // Chunk by chunk: a chunk of the same text, in a script with the same functions, has the
-        // same plans, moved.
+        // same plans, relative to where it starts.
         let mut pipelines = Vec::with_capacity(script.pipelines.len());
         let mut next = 0;
         for (start, key) in &cache.chunks.layout {
@@ -72,34 +135,28 @@ pub fn analyze_script_cached(
                 functions: scope.functions().to_vec(),
                 working_dirs: ours.iter().map(|p| scope.working_dir(p)).collect(),
             };
-            let relative = match &chunk.plans {
+            let plans = match &chunk.plans {
                 Some((made_with, plans)) if *made_with == with => {
                     cache.reused += count;
-                    plans.clone()
-                }
-                _ => {
-                    let plans: Vec<PipelinePlan> = ours
-                        .iter()
-                        .map(|p| {
-                            let mut plan = planner::plan_pipeline_in(&ctx, p, &scope);
-                            move_plan(&mut plan, |offset| offset - start);
-                            plan
-                        })
-                        .collect();
-                    chunk.plans = Some((with, plans.clone()));
                     plans
                 }
+                _ => {
+                    let plans = ours.iter().map(|p| {
+                        let mut plan = planner::plan_pipeline_in(&ctx, p, &scope);
+                        move_plan(&mut plan, |offset| offset - start);
+                        Arc::new(plan)
+                    });
+                    &chunk.plans.insert((with, plans.collect())).1
+                }
             };
-            pipelines.extend(relative.into_iter().map(|mut plan| {
-                move_plan(&mut plan, |offset| offset + start);
-                plan
-            }));
+            pipelines.extend(plans.iter().map(|plan| PlacedPlan { offset: *start, plan: plan.clone() }));
         }
         pipelines
     };
     let hands_nothing = Plan::hands_nothing(ctx.config, &script.errors);
-    let loops = planner::plan_loops(&ctx, &script, &scope, &pipelines);
-    let plan = Plan { pipelines, loops, strategy: ctx.options.strategy, hands_nothing };
+    let plans: Vec<&PipelinePlan> = pipelines.iter().map(PlacedPlan::plan).collect();
+    let loops = planner::plan_loops(&ctx, &script, &scope, &plans);
+    let plan = ScriptPlan { pipelines, loops, strategy: ctx.options.strategy, hands_nothing };
     ScriptAnalysis { script, recovery, plan, partial: false }
 }
 

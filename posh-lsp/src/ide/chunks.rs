@@ -47,8 +47,9 @@ pub(crate) struct Chunk {
     /// Parse errors of a chunk that parsed only with a closer appended.
     pub errors: Vec<ShellError>,
     pub recovery: Recovery,
-    /// The pipelines' plans, and what of the script around the chunk they were made with.
-    pub plans: Option<(PlannedWith, Vec<PipelinePlan>)>,
+    /// The pipelines' plans (spans relative to the chunk), shared with the analyses that use
+    /// them, and what of the script around the chunk they were made with.
+    pub plans: Option<(PlannedWith, Vec<std::sync::Arc<PipelinePlan>>)>,
 }
 
 impl ChunkCache {
@@ -191,7 +192,7 @@ fn fnv(text: &str) -> u64 {
 /// Scanning state across lines.
 #[derive(Debug, Default)]
 struct Scan {
-    quote: Option<char>,
+    quote: Option<u8>,
     /// `(` not yet closed (a `)` with none open, as in `case` patterns, is ignored).
     parens: usize,
     /// Open `if`, `case`, `do`, `{`.
@@ -237,42 +238,46 @@ fn top_level_cuts(source: &str) -> Vec<(usize, (&str, usize))> {
 }
 
 impl Scan {
-    /// Reads one line; false when it ends in a backslash continuation.
+    /// Reads one line; false when it ends in a backslash continuation. Bytes, not chars: every
+    /// byte that matters is ASCII, and a multi-byte character is part of a word (this runs over
+    /// the whole script at each keystroke).
     fn line(&mut self, line: &str) -> bool {
-        let chars: Vec<char> = line.chars().collect();
+        let bytes = line.as_bytes();
         let mut i = 0;
-        let mut word = String::new();
-        while i < chars.len() {
-            let c = chars[i];
+        let mut word_start = None;
+        while i < bytes.len() {
+            let c = bytes[i];
             match self.quote {
-                Some('\'') => {
-                    if c == '\'' {
+                Some(b'\'') => {
+                    if c == b'\'' {
                         self.quote = None;
                     }
                 }
                 Some(q) => {
-                    if c == '\\' {
+                    if c == b'\\' {
                         i += 1;
                     } else if c == q {
                         self.quote = None;
                     }
                 }
                 None => {
-                    if c.is_alphanumeric() || c == '_' || c == '{' || c == '}' {
-                        word.push(c);
+                    if c.is_ascii_alphanumeric() || matches!(c, b'_' | b'{' | b'}') || !c.is_ascii() {
+                        word_start.get_or_insert(i);
                         i += 1;
                         continue;
                     }
-                    self.word(&std::mem::take(&mut word));
+                    if let Some(start) = word_start.take() {
+                        self.word(&bytes[start..i]);
+                    }
                     match c {
-                        '\\' if i + 1 == chars.len() => return false,
-                        '\\' => i += 1,
-                        '#' if i == 0 || chars[i - 1].is_whitespace() => break,
-                        '\'' | '"' | '`' => self.quote = Some(c),
-                        '(' => self.parens += 1,
-                        ')' => self.parens = self.parens.saturating_sub(1),
-                        '<' if chars.get(i + 1) == Some(&'<') && chars.get(i + 2) != Some(&'<') => {
-                            i = self.here_document(&chars, i + 2);
+                        b'\\' if i + 1 == bytes.len() => return false,
+                        b'\\' => i += 1,
+                        b'#' if i == 0 || bytes[i - 1].is_ascii_whitespace() => break,
+                        b'\'' | b'"' | b'`' => self.quote = Some(c),
+                        b'(' => self.parens += 1,
+                        b')' => self.parens = self.parens.saturating_sub(1),
+                        b'<' if bytes.get(i + 1) == Some(&b'<') && bytes.get(i + 2) != Some(&b'<') => {
+                            i = self.here_document(line, i + 2);
                             continue;
                         }
                         _ => {}
@@ -281,36 +286,39 @@ impl Scan {
             }
             i += 1;
         }
-        self.word(&word);
+        if let Some(start) = word_start {
+            self.word(&bytes[start..]);
+        }
         true
     }
 
-    fn word(&mut self, word: &str) {
+    fn word(&mut self, word: &[u8]) {
         match word {
-            "if" | "case" | "do" | "{" => self.depth += 1,
-            "fi" | "esac" | "done" | "}" => self.depth = self.depth.saturating_sub(1),
+            b"if" | b"case" | b"do" | b"{" => self.depth += 1,
+            b"fi" | b"esac" | b"done" | b"}" => self.depth = self.depth.saturating_sub(1),
             _ => {}
         }
     }
 
     /// After `<<`: records the delimiter; returns where scanning goes on.
-    fn here_document(&mut self, chars: &[char], mut i: usize) -> usize {
-        let strip = chars.get(i) == Some(&'-');
+    fn here_document(&mut self, line: &str, mut i: usize) -> usize {
+        let bytes = line.as_bytes();
+        let strip = bytes.get(i) == Some(&b'-');
         if strip {
             i += 1;
         }
-        while chars.get(i).is_some_and(|c| *c == ' ' || *c == '\t') {
+        while bytes.get(i).is_some_and(|c| *c == b' ' || *c == b'\t') {
             i += 1;
         }
         let mut delimiter = String::new();
-        while let Some(&c) = chars.get(i) {
+        for c in line[i..].chars() {
             if c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '(' | ')') {
                 break;
             }
             if !matches!(c, '\'' | '"' | '\\') {
                 delimiter.push(c);
             }
-            i += 1;
+            i += c.len_utf8();
         }
         if !delimiter.is_empty() {
             self.announced.push((delimiter, strip));

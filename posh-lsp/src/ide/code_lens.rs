@@ -8,6 +8,7 @@ use posh_core::planner::render::{format_bytes, posh_moves};
 use posh_core::planner::{LoopPlan, LoopRuns};
 
 use super::ScriptAnalysis;
+use super::analysis::PlacedPlan;
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct CodeLens {
@@ -16,16 +17,17 @@ pub struct CodeLens {
 }
 
 pub fn code_lenses(analysis: &ScriptAnalysis) -> Vec<CodeLens> {
-    let coverage = posh_core::planner::coverage::coverage(&analysis.plan);
+    let coverage = analysis.plan.coverage();
     let summary = if !analysis.plan.pipelines.is_empty() && coverage.hands_nothing.is_none() {
         summary(&coverage)
     } else {
         Vec::new()
     };
     // Only where posh saves on the client's links: one that moves as much as under bash gets none.
-    let saves = |p: &&posh_core::planner::PipelinePlan| p.posh_bytes < p.bash_bytes;
-    let per_pipeline = analysis.plan.pipelines.iter().filter(saves).map(|p| CodeLens {
-        span: p.span,
+    let saves = |p: &&PlacedPlan| p.plan().posh_bytes < p.plan().bash_bytes;
+    let per_pipeline = analysis.plan.pipelines.iter().filter(saves).map(|placed| (placed.span(), placed.plan()));
+    let per_pipeline = per_pipeline.map(|(span, p)| CodeLens {
+        span,
         title: format!(
             "bash moves {}, posh moves {}",
             format_bytes(p.bash_bytes),

@@ -13,7 +13,8 @@ use super::{ScriptAnalysis, World};
 
 pub fn script_diagnostics(world: &World, analysis: &ScriptAnalysis) -> Vec<Diagnostic> {
     let mut out = Vec::new();
-    for (plan, pipeline) in analysis.plan.pipelines.iter().zip(&analysis.script.pipelines) {
+    for (placed, pipeline) in analysis.plan.pipelines.iter().zip(&analysis.script.pipelines) {
+        let plan = placed.plan();
         // A pipeline that moves nothing and names nothing on a mount has nothing to fix.
         if plan.bash_bytes == 0 && !names_mounted_path(world, pipeline) {
             continue;
@@ -45,7 +46,7 @@ pub fn script_diagnostics(world: &World, analysis: &ScriptAnalysis) -> Vec<Diagn
         if plan.posh_bytes > world.settings.max_moved_bytes {
             out.push(Diagnostic::new(
                 Code::ScriptMovesMuch,
-                plan.span,
+                placed.span(),
                 format!(
                     "this pipeline still moves {} across the network (bash would move {}; threshold {})",
                     format_bytes(plan.posh_bytes),

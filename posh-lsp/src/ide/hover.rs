@@ -22,19 +22,22 @@ pub struct Hover {
 pub fn script_hover(world: &World, analysis: &ScriptAnalysis, offset: usize) -> Option<Hover> {
     let covers = |span: &Span| span.start <= offset && offset <= span.end;
     // The innermost command under the cursor: `cat` rather than the `echo` around `$(cat a)`.
-    let (plan, command) = analysis
+    let (placed, command) = analysis
         .plan
         .pipelines
         .iter()
-        .filter(|plan| covers(&plan.span))
-        .flat_map(|plan| {
-            plan.nodes.iter().filter_map(move |n| match &n.kind {
-                NodeKind::Command { command, span, .. } if covers(span) => Some((plan, *command, span.len())),
+        .filter(|placed| covers(&placed.span()))
+        .flat_map(|placed| {
+            placed.plan().nodes.iter().filter_map(move |n| match &n.kind {
+                NodeKind::Command { command, span, .. } if covers(&placed.place(*span)) => {
+                    Some((placed, *command, span.len()))
+                }
                 _ => None,
             })
         })
         .min_by_key(|&(_, _, len)| len)
-        .map(|(plan, command, _)| (plan, command))?;
+        .map(|(placed, command, _)| (placed, command))?;
+    let plan = placed.plan();
     let copies: Vec<_> = plan.copies_of(command).collect();
     let first = copies.first()?;
     let NodeKind::Command { argv, text, span, annotation, output, .. } = &first.kind else {
@@ -89,7 +92,7 @@ pub fn script_hover(world: &World, analysis: &ScriptAnalysis, offset: usize) -> 
     );
     md.push_str(&code_docs(&diagnostics::script_diagnostics(world, analysis), offset));
     md.push_str(HINTS_LEGEND);
-    Some(Hover { span: *span, markdown: md })
+    Some(Hover { span: placed.place(*span), markdown: md })
 }
 
 /// What the inlay hints say, for whoever meets them first in a hover.

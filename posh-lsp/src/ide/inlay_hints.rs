@@ -4,11 +4,11 @@
 //! writes across it (`reads 5 MB remotely`). Only in pipelines posh places off the client: where
 //! everything runs at the client posh changes nothing, and the diagnostics say why.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, HashMap};
 
 use posh_core::Span;
 use posh_core::planner::render::format_bytes;
-use posh_core::planner::{Edge, Location, Node, NodeKind, PipelinePlan};
+use posh_core::planner::{Location, Node, NodeKind, PipelinePlan};
 
 use super::{ScriptAnalysis, Target, World};
 
@@ -52,10 +52,12 @@ impl InlayHint {
 /// The hints of the pipelines of `text` that overlap `range` (all of them for `None`), in text order.
 pub fn inlay_hints(world: &World, text: &str, analysis: &ScriptAnalysis, range: Option<Span>) -> Vec<InlayHint> {
     let mut hints = Vec::new();
-    for (index, plan) in analysis.plan.pipelines.iter().enumerate() {
-        if range.is_some_and(|r| plan.span.end < r.start || plan.span.start > r.end) {
+    for (index, placed) in analysis.plan.pipelines.iter().enumerate() {
+        let span = placed.span();
+        if range.is_some_and(|r| span.end < r.start || span.start > r.end) {
             continue;
         }
+        let plan = placed.plan();
         let Some(pipeline) = analysis.script.pipelines.get(index) else {
             continue;
         };
@@ -63,48 +65,36 @@ pub fn inlay_hints(world: &World, text: &str, analysis: &ScriptAnalysis, range: 
         if commands.clone().all(|n| n.location == Location::Client) {
             continue;
         }
-        pipeline_hints(world, text, plan, &pipeline.commands.iter().map(|c| c.span).collect::<Vec<_>>(), &mut hints);
+        let command_spans: Vec<Span> = pipeline.commands.iter().map(|c| c.span).collect();
+        pipeline_hints(world, text, plan, span, &command_spans, &mut hints);
     }
     hints.sort_by_key(|h| h.offset);
     hints
 }
 
-fn pipeline_hints(world: &World, text: &str, plan: &PipelinePlan, command_spans: &[Span], hints: &mut Vec<InlayHint>) {
+/// The hints of one pipeline: `plan` (its spans relative) made for the pipeline at `span` whose
+/// commands are at `command_spans` in `text`.
+fn pipeline_hints(
+    world: &World,
+    text: &str,
+    plan: &PipelinePlan,
+    span: Span,
+    command_spans: &[Span],
+    hints: &mut Vec<InlayHint>,
+) {
     let mut copies: BTreeMap<usize, Vec<&Node>> = BTreeMap::new();
     for node in &plan.nodes {
         if let NodeKind::Command { command, .. } = node.kind {
             copies.entry(command).or_default().push(node);
         }
     }
-    // Every crossing edge is shown by exactly one hint: each is taken once.
-    let mut shown = vec![false; plan.edges.len()];
-    let mut take = |filter: &dyn Fn(&Edge) -> bool| -> u64 {
-        let mut bytes = 0;
-        for (i, edge) in plan.edges.iter().enumerate() {
-            if edge.crosses && !shown[i] && filter(edge) {
-                shown[i] = true;
-                bytes += edge.bytes;
-            }
-        }
-        bytes
-    };
-    let is_file = |id: usize| matches!(plan.nodes[id].kind, NodeKind::ReadFile { .. } | NodeKind::WriteFile { .. });
+    let crossing = crossing_bytes(plan);
     let mut previous: Option<(usize, String)> = None;
     for (&index, nodes) in &copies {
         let Some(&span) = command_spans.get(index) else {
             continue;
         };
-        let ids: Vec<usize> = nodes.iter().map(|n| n.id).collect();
-        // The pipe into this command: from the previous command's copies, into their merge, or
-        // from it.
-        let piped = take(&|e| {
-            let from_previous = |id: usize| match plan.nodes[id].kind {
-                NodeKind::Command { command, .. } | NodeKind::Merge { command, .. } => command + 1 == index,
-                _ => false,
-            };
-            (ids.contains(&e.to) && from_previous(e.from))
-                || matches!(plan.nodes[e.to].kind, NodeKind::Merge { command, .. } if command + 1 == index)
-        });
+        let [piped, read, written] = crossing.by_command.get(&index).copied().unwrap_or_default();
         if let Some((end, from)) = &previous
             && piped > 0
         {
@@ -118,8 +108,6 @@ fn pipeline_hints(world: &World, text: &str, plan: &PipelinePlan, command_spans:
         if label != before {
             hints.push(placement_hint(world, span.start, nodes));
         }
-        let read = take(&|e| ids.contains(&e.to) && is_file(e.from));
-        let written = take(&|e| ids.contains(&e.from) && is_file(e.to));
         if read > 0 {
             hints.push(bytes_hint(
                 span.end,
@@ -142,7 +130,10 @@ fn pipeline_hints(world: &World, text: &str, plan: &PipelinePlan, command_spans:
     }
     // What is left leaves the last command: its copies to their merge, the merge or the last
     // command to the script's output or a file.
-    let rest = take(&|_| true);
+    // Commands without a span (none in a parsed script) showed nothing of theirs.
+    let shown: u64 =
+        copies.keys().filter(|i| *i < &command_spans.len()).filter_map(|i| crossing.by_command.get(i)).flatten().sum();
+    let rest = crossing.total - shown;
     if rest > 0 {
         let from = previous.map_or_else(|| "on client".to_string(), |(_, l)| l);
         let merge = plan
@@ -159,8 +150,49 @@ fn pipeline_hints(world: &World, text: &str, plan: &PipelinePlan, command_spans:
             }
             _ => format!("the pipeline's output, from {from} to where the script sends it"),
         };
-        hints.push(bytes_hint(plan.span.end, "moves", rest, "", &what));
+        hints.push(bytes_hint(span.end, "moves", rest, "", &what));
     }
+}
+
+/// The bytes of a pipeline's crossing edges, each counted once: by the command they enter
+/// through its pipe (from the previous command's copies, into their merge, or from it), else by
+/// the command whose copies read or write the file at its other end; what is left leaves the
+/// last command. Indexed once, so a pipeline's hints take time linear in its length.
+struct Crossing {
+    /// By command index: [piped in, files read, files written].
+    by_command: HashMap<usize, [u64; 3]>,
+    total: u64,
+}
+
+fn crossing_bytes(plan: &PipelinePlan) -> Crossing {
+    let command_of = |id: usize| match plan.nodes[id].kind {
+        NodeKind::Command { command, .. } => Some(command),
+        _ => None,
+    };
+    let is_file = |id: usize| matches!(plan.nodes[id].kind, NodeKind::ReadFile { .. } | NodeKind::WriteFile { .. });
+    let mut crossing = Crossing { by_command: HashMap::new(), total: 0 };
+    for edge in plan.edges.iter().filter(|e| e.crosses) {
+        crossing.total += edge.bytes;
+        let from_command = match plan.nodes[edge.from].kind {
+            NodeKind::Command { command, .. } | NodeKind::Merge { command, .. } => Some(command + 1),
+            _ => None,
+        };
+        let piped = match (&plan.nodes[edge.to].kind, command_of(edge.to)) {
+            (NodeKind::Merge { command, .. }, _) => Some(command + 1),
+            (_, Some(to)) if from_command == Some(to) => Some(to),
+            _ => None,
+        };
+        // At most one applies: a pipe comes from a command or merge, a file read or written
+        // from or to a file.
+        let slot = piped
+            .map(|c| (c, 0))
+            .or_else(|| command_of(edge.to).filter(|_| is_file(edge.from)).map(|c| (c, 1)))
+            .or_else(|| command_of(edge.from).filter(|_| is_file(edge.to)).map(|c| (c, 2)));
+        if let Some((command, slot)) = slot {
+            crossing.by_command.entry(command).or_default()[slot] += edge.bytes;
+        }
+    }
+    crossing
 }
 
 /// `on logs`, `on client`: a machine in the hints' words.

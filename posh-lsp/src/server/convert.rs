@@ -2,9 +2,13 @@
 //! code units as the protocol does. The only place in posh-lsp that knows UTF-16.
 
 use posh_core::{LineIndex, Span};
-use tower_lsp::lsp_types::{Location, Position, Range, TextDocumentContentChangeEvent, Url};
+use tower_lsp::lsp_types::{
+    InlayHint, InlayHintLabel, InlayHintLabelPart, InlayHintLabelPartTooltip, InlayHintTooltip, Location, Position,
+    Range, TextDocumentContentChangeEvent, Url,
+};
 
 use crate::ide::Target;
+use crate::ide::inlay_hints::{self, HintKind};
 
 #[derive(Debug)]
 pub struct Lines<'a> {
@@ -60,6 +64,71 @@ pub fn apply_change(text: &mut String, change: &TextDocumentContentChangeEvent) 
             text.replace_range(span.range(), &change.text);
         }
         None => *text = change.text.clone(),
+    }
+}
+
+/// What of a hint the client fetches through `inlayHint/resolve` when it shows it (the client
+/// says so in `resolveSupport`): left out of `textDocument/inlayHint`'s answers, where tooltips
+/// and links were most of a whole file's bytes.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+pub struct Deferred {
+    pub tooltip: bool,
+    pub part_tooltip: bool,
+    pub part_location: bool,
+}
+
+impl Deferred {
+    pub fn from_properties(properties: &[String]) -> Deferred {
+        let has = |name: &str| properties.iter().any(|p| p == name);
+        Deferred { tooltip: has("tooltip"), part_tooltip: has("label.tooltip"), part_location: has("label.location") }
+    }
+
+    pub fn any(&self) -> bool {
+        *self != Deferred::default()
+    }
+}
+
+/// A hint in the protocol's terms, without what `deferred` leaves to `inlayHint/resolve`.
+pub fn inlay_hint(hint: &inlay_hints::InlayHint, position: Position, deferred: Deferred) -> InlayHint {
+    let linked = hint.parts.iter().any(|p| p.target.is_some() || p.tooltip.is_some());
+    let label = if linked {
+        // Parts even when their links are deferred: resolving fills in parts, never turns a
+        // string into them.
+        InlayHintLabel::LabelParts(
+            hint.parts
+                .iter()
+                .map(|p| InlayHintLabelPart {
+                    value: p.text.clone(),
+                    tooltip: p
+                        .tooltip
+                        .clone()
+                        .filter(|_| !deferred.part_tooltip)
+                        .map(InlayHintLabelPartTooltip::String),
+                    location: p.target.as_ref().filter(|_| !deferred.part_location).and_then(location),
+                    command: None,
+                })
+                .collect(),
+        )
+    } else {
+        InlayHintLabel::String(hint.label())
+    };
+    InlayHint {
+        position,
+        label,
+        kind: None,
+        text_edits: None,
+        tooltip: (!deferred.tooltip).then(|| InlayHintTooltip::String(hint.tooltip.clone())),
+        padding_left: Some(hint.kind == HintKind::Bytes),
+        padding_right: Some(hint.kind == HintKind::Placement),
+        data: None,
+    }
+}
+
+/// The text of a hint's label, as the client holds it.
+pub fn label_text(label: &InlayHintLabel) -> String {
+    match label {
+        InlayHintLabel::String(text) => text.clone(),
+        InlayHintLabel::LabelParts(parts) => parts.iter().map(|p| p.value.as_str()).collect(),
     }
 }
 

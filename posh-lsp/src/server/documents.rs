@@ -11,9 +11,13 @@ use std::time::{Duration, Instant};
 use posh_core::shell::Recovery;
 
 use crate::ide::{AnalysisCache, Language, ScriptAnalysis, Shift};
+use crate::memory::free_later;
 
 #[derive(Debug)]
 pub struct Document {
+    /// Names the document in what the client hands back (`inlayHint/resolve`'s data), shorter
+    /// than its URI.
+    pub id: u64,
     pub version: i32,
     pub text: Arc<str>,
     pub language: Language,
@@ -25,12 +29,15 @@ pub struct Document {
     /// Plans of this document's pipelines, so an edit re-plans only what it touched; with the
     /// time it was started (file sizes go stale with it).
     pub plans: Option<(Instant, AnalysisCache)>,
+    /// Held while this document is analysed: one analysis at a time.
+    pub turn: Arc<tokio::sync::Mutex<()>>,
 }
 
 /// What a request works on: one version of one document.
 #[derive(Debug, Clone)]
 pub struct Snapshot {
     pub uri: Url,
+    pub id: u64,
     pub version: i32,
     pub text: Arc<str>,
     pub language: Language,
@@ -49,11 +56,22 @@ pub struct Shown {
 #[derive(Debug, Default)]
 pub struct Store {
     docs: HashMap<Url, Document>,
+    opened: u64,
 }
 
 impl Store {
     pub fn open(&mut self, uri: Url, version: i32, text: String, language: Language) {
-        let doc = Document { version, text: text.into(), language, analysis: None, good: None, plans: None };
+        self.opened += 1;
+        let doc = Document {
+            id: self.opened,
+            version,
+            text: text.into(),
+            language,
+            analysis: None,
+            good: None,
+            plans: None,
+            turn: Arc::default(),
+        };
         self.docs.insert(uri, doc);
     }
 
@@ -71,17 +89,33 @@ impl Store {
         }
         doc.text = text.into();
         doc.version = version;
-        doc.analysis = None;
+        free_later(doc.analysis.take());
         true
     }
 
-    pub fn close(&mut self, uri: &Url) {
-        self.docs.remove(uri);
+    /// Removes the document, handed back to be freed outside the lock.
+    pub fn close(&mut self, uri: &Url) -> Option<Document> {
+        self.docs.remove(uri)
     }
 
     pub fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
         let doc = self.docs.get(uri)?;
-        Some(Snapshot { uri: uri.clone(), version: doc.version, text: doc.text.clone(), language: doc.language })
+        Some(Snapshot {
+            uri: uri.clone(),
+            id: doc.id,
+            version: doc.version,
+            text: doc.text.clone(),
+            language: doc.language,
+        })
+    }
+
+    pub fn snapshot_by_id(&self, id: u64) -> Option<Snapshot> {
+        self.docs.iter().find(|(_, d)| d.id == id).and_then(|(uri, _)| self.snapshot(uri))
+    }
+
+    /// The lock a document's analyses take in turn.
+    pub fn turn(&self, uri: &Url) -> Option<Arc<tokio::sync::Mutex<()>>> {
+        self.docs.get(uri).map(|d| d.turn.clone())
     }
 
     pub fn cached(&self, snapshot: &Snapshot) -> Option<Arc<ScriptAnalysis>> {
@@ -99,9 +133,9 @@ impl Store {
         }
         let good = doc.good.as_ref().is_none_or(|(text, good)| !swallowed(text, good, &snapshot.text, &analysis));
         if analysis.is_good() && good {
-            doc.good = Some((snapshot.text.clone(), analysis.clone()));
+            free_later(doc.good.replace((snapshot.text.clone(), analysis.clone())));
         }
-        doc.analysis = Some(analysis);
+        free_later(doc.analysis.replace(analysis));
     }
 
     /// What to show for this snapshot, given its own analysis.
@@ -128,8 +162,7 @@ impl Store {
     /// fallback.
     pub fn forget_analyses(&mut self) {
         for doc in self.docs.values_mut() {
-            doc.analysis = None;
-            doc.plans = None;
+            free_later((doc.analysis.take(), doc.plans.take()));
         }
     }
 
@@ -138,13 +171,16 @@ impl Store {
     pub fn take_plans(&mut self, uri: &Url, max_age: Duration) -> (Instant, AnalysisCache) {
         match self.docs.get_mut(uri).and_then(|d| d.plans.take()) {
             Some((since, cache)) if since.elapsed() < max_age => (since, cache),
-            _ => (Instant::now(), AnalysisCache::default()),
+            stale => {
+                free_later(stale);
+                (Instant::now(), AnalysisCache::default())
+            }
         }
     }
 
     pub fn return_plans(&mut self, uri: &Url, plans: (Instant, AnalysisCache)) {
         if let Some(doc) = self.docs.get_mut(uri) {
-            doc.plans = Some(plans);
+            free_later(doc.plans.replace(plans));
         }
     }
 }
@@ -158,6 +194,6 @@ fn swallowed(before: &str, good: &ScriptAnalysis, text: &str, now: &ScriptAnalys
         return false;
     }
     let shift = Shift::between(before, text);
-    let starts: std::collections::HashSet<usize> = now.plan.pipelines.iter().map(|p| p.span.start).collect();
-    good.plan.pipelines.iter().filter_map(|p| shift.span(p.span)).any(|span| !starts.contains(&span.start))
+    let starts: std::collections::HashSet<usize> = now.plan.pipelines.iter().map(|p| p.span().start).collect();
+    good.plan.pipelines.iter().filter_map(|p| shift.span(p.span())).any(|span| !starts.contains(&span.start))
 }

@@ -3,16 +3,16 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use posh_core::{Diagnostic, Severity};
+use posh_core::{Diagnostic, Severity, Span};
 use tower_lsp::jsonrpc::Result;
 use tower_lsp::lsp_types::*;
 use tower_lsp::{LanguageServer, async_trait};
 
-use super::convert::{Lines, location};
+use super::convert::{self, Lines};
 use super::documents::{Shown, Snapshot};
 use super::{Backend, FS_LATE_BUDGET, FS_TTL, FS_WORLD_BUDGET, fs_budget};
 use crate::ide::semantic_tokens::TokenType;
-use crate::ide::{self, Language, ScriptAnalysis, UserDirs, World, inlay_hints::HintKind};
+use crate::ide::{self, Language, ScriptAnalysis, UserDirs, World};
 
 impl Backend {
     fn snapshot(&self, uri: &Url) -> Option<Snapshot> {
@@ -30,6 +30,17 @@ impl Backend {
         if let Some(done) = self.state().store.cached(snapshot) {
             return done;
         }
+        // One analysis of a document at a time: a request that comes while one runs (the
+        // diagnostics, hints and lenses of one version arrive together) waits for it and takes
+        // its result, instead of planning the script again without the plans it holds.
+        let turn = self.state().store.turn(&snapshot.uri);
+        let _turn = match &turn {
+            Some(turn) => Some(turn.lock().await),
+            None => None,
+        };
+        if let Some(done) = self.state().store.cached(snapshot) {
+            return done;
+        }
         let (since, plans) = self.state().store.take_plans(&snapshot.uri, FS_TTL);
         let (computed, plans) = self.analyze(snapshot, plans, fs_budget()).await;
         let mut state = self.state();
@@ -43,7 +54,6 @@ impl Backend {
             state.store.return_plans(&snapshot.uri, (since, plans));
             state.store.store(snapshot, computed.clone());
         }
-        crate::memory::after_analysis();
         computed
     }
 
@@ -93,6 +103,29 @@ impl Backend {
                 let _ = this.client.code_lens_refresh().await;
             }
         });
+    }
+
+    /// The hints of a script at `range` of its current text, with their offsets in it.
+    async fn script_hints(&self, snapshot: &Snapshot, range: Span) -> Vec<(usize, ide::inlay_hints::InlayHint)> {
+        let shown = self.shown(snapshot).await;
+        // The range is in the current text; hints of a shifted analysis are filtered after
+        // mapping.
+        let hints = ide::inlay_hints::inlay_hints(
+            &self.world(),
+            &shown.text,
+            &shown.analysis,
+            shown.shift.is_none().then_some(range),
+        );
+        hints
+            .into_iter()
+            .filter_map(|h| {
+                let offset = match shown.shift {
+                    Some(shift) => shift.offset(h.offset)?,
+                    None => h.offset,
+                };
+                (range.start <= offset && offset <= range.end).then_some((offset, h))
+            })
+            .collect()
     }
 
     async fn shown(&self, snapshot: &Snapshot) -> Shown {
@@ -263,6 +296,8 @@ impl LanguageServer for Backend {
                 .and_then(|w| w.inlay_hint.as_ref())
                 .and_then(|i| i.refresh_support)
                 .unwrap_or(false);
+            let resolvable = caps.text_document.as_ref().and_then(|t| t.inlay_hint.as_ref()?.resolve_support.as_ref());
+            state.deferred = resolvable.map(|r| convert::Deferred::from_properties(&r.properties)).unwrap_or_default();
             state.lens_refresh = caps
                 .workspace
                 .as_ref()
@@ -288,7 +323,10 @@ impl LanguageServer for Backend {
                     ..Default::default()
                 })),
                 hover_provider: Some(HoverProviderCapability::Simple(true)),
-                inlay_hint_provider: Some(OneOf::Left(true)),
+                inlay_hint_provider: Some(OneOf::Right(InlayHintServerCapabilities::Options(InlayHintOptions {
+                    resolve_provider: Some(true),
+                    ..Default::default()
+                }))),
                 code_lens_provider: Some(CodeLensOptions { resolve_provider: Some(false) }),
                 completion_provider: Some(CompletionOptions {
                     trigger_characters: Some(vec![":".into(), "[".into(), ",".into(), "-".into()]),
@@ -374,7 +412,9 @@ impl LanguageServer for Backend {
     }
 
     async fn did_close(&self, params: DidCloseTextDocumentParams) {
-        self.state().store.close(&params.text_document.uri);
+        // Freed out of the lock, then memory given back: no answer waits for a close.
+        let closed = self.state().store.close(&params.text_document.uri);
+        drop(closed);
         crate::memory::give_back();
         self.client.publish_diagnostics(params.text_document.uri, Vec::new(), None).await;
     }
@@ -392,52 +432,39 @@ impl LanguageServer for Backend {
         let Some(snapshot) = self.snapshot(&params.text_document.uri).filter(|s| s.language == Language::Script) else {
             return Ok(None);
         };
-        let shown = self.shown(&snapshot).await;
         let lines = Lines::new(&snapshot.text);
-        // The range is asked in the current text; a shifted analysis is filtered after mapping.
         let range = lines.span(params.range);
-        let world = self.world();
-        let hints =
-            ide::inlay_hints::inlay_hints(&world, &shown.text, &shown.analysis, shown.shift.is_none().then_some(range));
-        let hints = hints
-            .into_iter()
-            .filter_map(|h| {
-                let offset = match shown.shift {
-                    Some(shift) => shift.offset(h.offset)?,
-                    None => h.offset,
-                };
-                (range.start <= offset && offset <= range.end).then_some((offset, h))
-            })
-            .map(|(offset, h)| {
-                let linked = h.parts.iter().any(|p| p.target.is_some() || p.tooltip.is_some());
-                let label = if linked {
-                    InlayHintLabel::LabelParts(
-                        h.parts
-                            .iter()
-                            .map(|p| InlayHintLabelPart {
-                                value: p.text.clone(),
-                                tooltip: p.tooltip.clone().map(InlayHintLabelPartTooltip::String),
-                                location: p.target.as_ref().and_then(location),
-                                command: None,
-                            })
-                            .collect(),
-                    )
-                } else {
-                    InlayHintLabel::String(h.label())
-                };
-                InlayHint {
-                    position: lines.position(offset),
-                    label,
-                    kind: None,
-                    text_edits: None,
-                    tooltip: Some(InlayHintTooltip::String(h.tooltip.clone())),
-                    padding_left: Some(h.kind == HintKind::Bytes),
-                    padding_right: Some(h.kind == HintKind::Placement),
-                    data: None,
-                }
-            })
-            .collect();
-        Ok(Some(hints))
+        let deferred = self.state().deferred;
+        let hints = self.script_hints(&snapshot, range).await;
+        let hints = hints.iter().map(|(offset, h)| {
+            let mut hint = convert::inlay_hint(h, lines.position(*offset), deferred);
+            if deferred.any() {
+                hint.data = Some(serde_json::json!([snapshot.id, snapshot.version, offset]));
+            }
+            hint
+        });
+        Ok(Some(hints.collect()))
+    }
+
+    async fn inlay_hint_resolve(&self, hint: InlayHint) -> Result<InlayHint> {
+        let Some((id, version, offset)) =
+            hint.data.clone().and_then(|d| serde_json::from_value::<(u64, i32, usize)>(d).ok())
+        else {
+            return Ok(hint);
+        };
+        // A hint of an older version is left as it is: the client asks for new hints anyway.
+        let snapshot = self.state().store.snapshot_by_id(id);
+        let Some(snapshot) = snapshot.filter(|s| s.version == version) else {
+            return Ok(hint);
+        };
+        let label = convert::label_text(&hint.label);
+        let hints = self.script_hints(&snapshot, posh_core::Span::new(offset, offset)).await;
+        Ok(match hints.into_iter().find(|(at, h)| *at == offset && h.label() == label) {
+            Some((_, found)) => {
+                InlayHint { data: hint.data, ..convert::inlay_hint(&found, hint.position, Default::default()) }
+            }
+            None => hint,
+        })
     }
 
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {

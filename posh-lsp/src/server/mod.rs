@@ -82,6 +82,8 @@ struct State {
     inlay_refresh: bool,
     /// The client accepts `workspace/codeLens/refresh`.
     lens_refresh: bool,
+    /// What of inlay hints the client resolves when it shows them.
+    deferred: convert::Deferred,
     /// Documents (and versions) whose analysis is being done again in the background.
     late: std::collections::HashSet<(tower_lsp::lsp_types::Url, i32)>,
     /// The client can register file watchers.
@@ -110,6 +112,7 @@ impl Backend {
                 settings: Settings::default(),
                 inlay_refresh: false,
                 lens_refresh: false,
+                deferred: Default::default(),
                 late: Default::default(),
                 dynamic_watch: false,
                 relative_watch: false,
