@@ -3,6 +3,7 @@ pub mod measure;
 pub mod merge;
 pub mod read_buffer;
 pub mod remote;
+pub mod setup;
 
 /// The shared object bash loads the hand-over builtin from (`posh_handoff::bash_builtin`):
 /// beside posh-exec, in `../lib/posh/` (an installed package), or in `deps/` (cargo builds it

@@ -185,6 +185,37 @@ pub enum Pin<'a> {
     Exactly(&'a str),
 }
 
+/// A proxy presented another certificate than the one pinned for it; the connection was refused
+/// before anything was sent.
+#[derive(Debug, thiserror::Error)]
+pub struct PinMismatch {
+    pub addr: String,
+    /// The fingerprint it presented.
+    pub got: String,
+    /// The pinned one.
+    pub expected: String,
+    /// The known-proxies file that records `expected` (`None`: the pin was given, see
+    /// [`Pin::Exactly`]).
+    pub known_proxies: Option<PathBuf>,
+}
+
+impl std::fmt::Display for PinMismatch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let PinMismatch { addr, got, expected, known_proxies } = self;
+        match known_proxies {
+            None => {
+                write!(f, "proxy {addr} presented certificate fingerprint {got}, not {expected}; refusing to connect")
+            }
+            Some(file) => write!(
+                f,
+                "proxy {addr} presented certificate fingerprint {got}, but {} records {expected} for it; \
+                 refusing to connect (if the proxy's key was replaced on purpose, remove its line from that file)",
+                file.display()
+            ),
+        }
+    }
+}
+
 /// Connects to the proxy at `addr` (`host:port`), pinning its certificate in `known`.
 pub async fn connect(addr: &str, identity: &Identity, known: &KnownProxies) -> Result<Connection> {
     connect_pinned(addr, identity, Pin::Known(known)).await
@@ -215,14 +246,16 @@ pub async fn connect_pinned(addr: &str, identity: &Identity, pin: Pin<'_>) -> Re
             if let (Some(expected), Some(got)) = (&expected, &got)
                 && expected != got
             {
-                let Pin::Known(known) = pin else {
-                    bail!("proxy {addr} presented certificate fingerprint {got}, not {expected}; refusing to connect");
-                };
-                bail!(
-                    "proxy {addr} presented certificate fingerprint {got}, but {} records {expected} for it; \
-                     refusing to connect (if the proxy's key was replaced on purpose, remove its line from that file)",
-                    known.path().display()
-                );
+                return Err(PinMismatch {
+                    addr: addr.to_string(),
+                    got: got.clone(),
+                    expected: expected.clone(),
+                    known_proxies: match pin {
+                        Pin::Known(known) => Some(known.path().to_path_buf()),
+                        Pin::Exactly(_) => None,
+                    },
+                }
+                .into());
             }
             return Err(anyhow!(e).context(format!("cannot connect to proxy {addr}")));
         }

@@ -25,6 +25,15 @@ pub const SERVER_NAME: &str = "posh-proxy";
 /// caller was interrupted), which must not run on.
 pub const CANCELLED: quinn::VarInt = quinn::VarInt::from_u32(1);
 
+// The application error codes a proxy closes a connection with, its reason in words beside.
+
+/// The client presented no certificate.
+pub const CLOSE_NO_CERTIFICATE: u32 = 1;
+/// The client's fingerprint is not in the proxy's authorized-clients file.
+pub const CLOSE_NOT_AUTHORIZED: u32 = 2;
+/// The client holds `--max-connections-per-client` connections already.
+pub const CLOSE_TOO_MANY_CONNECTIONS: u32 = 3;
+
 /// How far a remote command's output may run ahead of its reader in one stream. quinn's
 /// default (1.25 MB) caps a stream near 500 Mbit/s at a 20 ms round trip whatever the link; this
 /// is twice the bandwidth-delay product of 600 Mbit/s at 20 ms. Not more: what a command wrote

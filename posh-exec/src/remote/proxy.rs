@@ -275,7 +275,7 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
         .and_then(|identity| identity.downcast::<Vec<CertificateDer<'static>>>().ok())
         .and_then(|certs| certs.first().map(|c| fingerprint(c)));
     let Some(client) = client else {
-        conn.close(1u32.into(), b"a client certificate is required");
+        conn.close(protocol::CLOSE_NO_CERTIFICATE.into(), b"a client certificate is required");
         anyhow::bail!("{remote} presented no certificate");
     };
     let authorized = match &shared.config.authorization {
@@ -292,7 +292,7 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
         tracing::warn!("refused {remote}: client {client} is not authorized");
         let reason =
             format!("client {client} is not authorized by this proxy (add it to the proxy's authorized-clients file)");
-        conn.close(2u32.into(), reason.as_bytes());
+        conn.close(protocol::CLOSE_NOT_AUTHORIZED.into(), reason.as_bytes());
         return Ok(());
     }
     // Another proxy fetching outputs connects once per fetch, and only for what a client's jobs
@@ -306,7 +306,7 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
     let Some(connection_share) = shared.client_connections.take(&client, max_connections) else {
         tracing::warn!("refused {remote}: client {client} already has {max_connections} connections");
         let reason = format!("client {client} already has {max_connections} connections to this proxy");
-        conn.close(3u32.into(), reason.as_bytes());
+        conn.close(protocol::CLOSE_TOO_MANY_CONNECTIONS.into(), reason.as_bytes());
         return Ok(());
     };
     tracing::info!("client {client} connected from {remote}");

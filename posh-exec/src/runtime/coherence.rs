@@ -225,7 +225,12 @@ struct MountTypes {
 impl MountTypes {
     fn read() -> MountTypes {
         let text = std::fs::read("/proc/self/mountinfo").unwrap_or_default();
-        MountTypes { by_device: text.split(|&b| b == b'\n').filter_map(parse_mountinfo_line).collect() }
+        MountTypes::of_table(&text)
+    }
+
+    fn of_table(text: &[u8]) -> MountTypes {
+        let (entries, _) = posh_exec::setup::mountinfo::parse(text);
+        MountTypes { by_device: entries.into_iter().map(|entry| (entry.device, entry.fs_type)).collect() }
     }
 
     /// The kind of the filesystem `path` is (or would be created) on. Unknown (no directory, no
@@ -243,27 +248,17 @@ impl MountTypes {
     }
 }
 
-/// `36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw` → ((98, 0), "ext3").
-fn parse_mountinfo_line(line: &[u8]) -> Option<((u32, u32), String)> {
-    let line = std::str::from_utf8(line).ok()?;
-    let mut fields = line.split(' ');
-    let device = fields.nth(2)?;
-    let (major, minor) = device.split_once(':')?;
-    let fs_type = line.split_once(" - ")?.1.split(' ').next()?;
-    Some(((major.parse().ok()?, minor.parse().ok()?), fs_type.to_string()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn mountinfo_lines_give_device_and_type() {
-        let sshfs = b"112 30 0:52 / /mnt/netrig rw,nosuid,nodev,relatime shared:61 - fuse.sshfs root@10.77.2.2:/d rw";
-        assert_eq!(parse_mountinfo_line(sshfs), Some(((0, 52), "fuse.sshfs".to_string())));
-        let root = b"36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue";
-        assert_eq!(parse_mountinfo_line(root), Some(((98, 0), "ext3".to_string())));
-        assert_eq!(parse_mountinfo_line(b""), None);
+        let table = b"112 30 0:52 / /mnt/netrig rw,nosuid,nodev,relatime shared:61 - fuse.sshfs root@10.77.2.2:/d rw\n\
+                      36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue\n\
+                      \n";
+        let types = MountTypes::of_table(table);
+        assert_eq!(types.by_device, [((0, 52), "fuse.sshfs".to_string()), ((98, 0), "ext3".to_string())]);
     }
 
     #[test]

@@ -427,7 +427,7 @@ async fn wait_until_closed(stream: &UnixStream) {
 /// Starts an in-process proxy on loopback for `mount`, serving only this client the commands of
 /// the client's own library (`--annotations` included), and connects to it, its certificate
 /// pinned.
-async fn start_embedded(
+pub(crate) async fn start_embedded(
     mount: &posh_core::config::Mount,
     client: &Identity,
     library: &Library,

@@ -107,7 +107,7 @@ fn what_a_proxy_writes_on_an_sshfs_mount_reads_at_the_client_as_under_bash() {
 const LIMIT: Duration = Duration::from_secs(90);
 
 /// `command` with the client's identity and configuration under `home`, in the C locale.
-fn client_env(mut command: Command, home: &Path) -> Command {
+pub(super) fn client_env(mut command: Command, home: &Path) -> Command {
     command
         .env("LC_ALL", "C")
         .env_remove("POSH_CONFIG")
@@ -116,7 +116,7 @@ fn client_env(mut command: Command, home: &Path) -> Command {
     command
 }
 
-fn text(bytes: &[u8]) -> String {
+pub(super) fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
@@ -142,7 +142,7 @@ fn cannot_run(reason: &str) {
 }
 
 /// Runs `command` to its end, killed after `limit`; its output.
-fn bounded(command: &mut Command, limit: Duration) -> Output {
+pub(super) fn bounded(command: &mut Command, limit: Duration) -> Output {
     try_bounded(command, limit).unwrap_or_else(|e| panic!("{e}"))
 }
 
@@ -180,17 +180,24 @@ fn try_bounded(command: &mut Command, limit: Duration) -> Result<Output, String>
 
 /// One rig of our own (its own namespace prefix, addresses, directories), brought down when
 /// dropped, whatever happened.
-struct Rig {
+pub(super) struct Rig {
     script: PathBuf,
     env: Vec<(&'static str, String)>,
     prefix: String,
     net: String,
-    data: PathBuf,
-    mnt: PathBuf,
+    pub(super) data: PathBuf,
+    pub(super) mnt: PathBuf,
 }
 
 impl Rig {
     fn up(dir: &Path) -> Result<Rig, String> {
+        // The datacenter profile; without Go (for the delay element) an undelayed link.
+        let link: &[&str] = if on_path("go") { &["--rtt", "0.5", "--rate", "5000"] } else { &["--rtt", "0"] };
+        Rig::up_with(dir, link)
+    }
+
+    /// A rig whose link is `link` (`netrig.sh up`'s options), its state in `dir/rig-state`.
+    pub(super) fn up_with(dir: &Path, link: &[&str]) -> Result<Rig, String> {
         let script = std::env::var_os("POSH_NETRIG")
             .map(PathBuf::from)
             .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../../shared/rig/netrig.sh"));
@@ -215,8 +222,11 @@ impl Rig {
                 missing.join(", ")
             ));
         }
+        // Rigs of one test process (tests run in parallel) are told apart by a count.
+        static RIGS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+        let n = RIGS.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
         let id = std::process::id();
-        let (prefix, net) = (format!("pc{}", id % 100_000), format!("10.{}", 150 + id % 100));
+        let (prefix, net) = (format!("pc{}{}", id % 100_000, n % 10), format!("10.{}", 150 + (id + n) % 100));
         let (data, mnt) = (dir.join("data"), dir.join("mnt"));
         let env = vec![
             ("NETRIG_PREFIX", prefix.clone()),
@@ -227,8 +237,6 @@ impl Rig {
         ];
         // From here on, dropping the rig brings down whatever part of it came up.
         let rig = Rig { script, env, prefix, net, data, mnt };
-        // The datacenter profile; without Go (for the delay element) an undelayed link.
-        let link: &[&str] = if on_path("go") { &["--rtt", "0.5", "--rate", "5000"] } else { &["--rtt", "0"] };
         // Once more after a failure: on a loaded machine sshd in its namespace may not answer
         // sshfs within the rig's 10 s.
         let mut failures = Vec::new();
@@ -250,11 +258,11 @@ impl Rig {
         command
     }
 
-    fn namespace(&self, host: &str) -> String {
+    pub(super) fn namespace(&self, host: &str) -> String {
         format!("{}-{host}", self.prefix)
     }
 
-    fn storage_ip(&self) -> String {
+    pub(super) fn storage_ip(&self) -> String {
         format!("{}.2.2", self.net)
     }
 }
@@ -269,6 +277,6 @@ impl Drop for Rig {
     }
 }
 
-fn on_path(program: &str) -> bool {
+pub(super) fn on_path(program: &str) -> bool {
     std::env::var_os("PATH").is_some_and(|path| std::env::split_paths(&path).any(|dir| dir.join(program).is_file()))
 }

@@ -14,5 +14,6 @@ mod fixture;
 mod interrupts;
 mod names_from_input;
 mod outputs;
+mod setup_on_sshfs;
 mod shared_descriptors;
 mod small_faults;
