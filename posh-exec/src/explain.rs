@@ -1,5 +1,6 @@
 //! `posh-exec --explain`: the plan of a script, without running it.
 
+use std::io::{IsTerminal as _, Write as _};
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
@@ -10,11 +11,15 @@ use posh_core::planner::{self, PlanContext, PlanOptions, render};
 
 use crate::os_fs::OsFileSystem;
 
+mod graphviz;
+
 #[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
 pub enum Format {
     Text,
     Json,
     Dot,
+    Svg,
+    Png,
 }
 
 /// Prints the plan; returns the exit status (2 when the script has a syntax error, as bash).
@@ -31,6 +36,23 @@ pub fn run(
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd, options, ratios };
     let plan = planner::plan_script(&ctx, source, &script);
+    // Made whole before anything is printed: a drawing that fails prints nothing.
+    let out = match format {
+        Format::Text => render::render_text(name, source, &plan).into_bytes(),
+        Format::Json => {
+            (serde_json::to_string_pretty(&render::ExplainDocument::new(name, source, &plan))? + "\n").into_bytes()
+        }
+        Format::Dot => render::render_dot(name, source, &plan).into_bytes(),
+        Format::Svg => graphviz::draw(&render::render_dot(name, source, &plan), graphviz::Picture::Svg)?,
+        Format::Png => {
+            // As curl does: binary output would garble the terminal.
+            anyhow::ensure!(
+                !std::io::stdout().is_terminal(),
+                "not writing a PNG to the terminal: redirect it to a file (> plan.png)"
+            );
+            graphviz::draw(&render::render_dot(name, source, &plan), graphviz::Picture::Png)?
+        }
+    };
     let lines = posh_core::LineIndex::new(source);
     for error in &script.errors {
         let (line, col) = lines.line_col(source, error.span.start);
@@ -38,12 +60,8 @@ pub fn run(
         let prefix = if message.starts_with("syntax error") { "" } else { "syntax error: " };
         eprintln!("{name}:{line}:{col}: {prefix}{message}");
     }
-    let out = match format {
-        Format::Text => render::render_text(name, source, &plan),
-        Format::Json => serde_json::to_string_pretty(&render::ExplainDocument::new(name, source, &plan))? + "\n",
-        Format::Dot => render::render_dot(name, source, &plan),
-    };
-    print!("{out}");
+    let mut stdout = std::io::stdout().lock();
+    stdout.write_all(&out).and_then(|()| stdout.flush()).context("cannot write the plan")?;
     Ok(if script.errors.is_empty() { 0 } else { 2 })
 }
 

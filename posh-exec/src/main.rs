@@ -18,14 +18,16 @@ mod offload;
 mod os_fs;
 mod ratios;
 mod runtime;
+mod setup_cli;
 
 #[derive(Parser, Debug)]
-#[command(name = "posh-exec", version, about = "Run a bash script, placing pipelines next to their data")]
+#[command(name = "posh-exec", version = posh_cli::VERSION, about = "Run a bash script, placing pipelines next to their data")]
 struct Cli {
     /// Print the plan (placement and predicted bytes per pipeline) instead of running.
     #[arg(long)]
     explain: bool,
-    /// The form of `--explain`: text, json (see docs/explain.md) or dot (Graphviz).
+    /// The form of `--explain`: text, json (see docs/explain.md), dot (Graphviz's input) or
+    /// svg and png (drawn by Graphviz's `dot`, which must be installed).
     #[arg(long, value_enum, default_value = "text", requires = "explain")]
     format: explain::Format,
     /// Placement: cost-based (default) or greedy (the paper's algorithm).
@@ -38,6 +40,18 @@ struct Cli {
     /// file, and exit.
     #[arg(long, exclusive = true)]
     print_identity: bool,
+    /// Print a posh.toml for the networked filesystems mounted here (NFS, sshfs, SMB/CIFS, from
+    /// /proc/self/mountinfo), with link estimates measured on the spot, and exit.
+    #[arg(long, conflicts_with_all = ["explain", "print_rewritten", "stats", "check", "command", "args"])]
+    suggest_config: bool,
+    /// With --suggest-config: read this mount table instead (another process's
+    /// /proc/PID/mountinfo, say).
+    #[arg(long, value_name = "FILE", requires = "suggest_config")]
+    mountinfo: Option<PathBuf>,
+    /// Check each mount of the configuration: its proxy answers, is the one pinned, sees the
+    /// client's files; measure its link. Exit status 0 when all are good, 1 when one is not.
+    #[arg(long, conflicts_with_all = ["explain", "print_rewritten", "stats", "command", "args"])]
+    check: bool,
     /// Print the script as bash will run it (pipelines handed to the posh runtime rewritten into
     /// runtime calls) instead of running it.
     #[arg(long, conflicts_with = "explain")]
@@ -74,7 +88,11 @@ fn main() -> ExitCode {
     if raw.get(1).is_some_and(|a| a == "__run") {
         return ExitCode::from(runtime::trampoline(&raw[2..]));
     }
-    let cli = Cli::parse();
+    // `__probe` is a measurement of `--suggest-config` or `--check` in a child of its own.
+    if raw.get(1).is_some_and(|a| a == "__probe") {
+        return ExitCode::from(setup_cli::probe_child(&raw[2..]));
+    }
+    let cli = posh_cli::parse::<Cli>();
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
@@ -131,7 +149,13 @@ fn run(cli: Cli) -> Result<u8> {
         eprintln!("posh-exec: identity in {} (add the line above to a proxy's authorized-clients file)", dir.display());
         return Ok(0);
     }
+    if cli.suggest_config {
+        return setup_cli::suggest_config(cli.mountinfo.as_deref());
+    }
     let config = explain::load_config(cli.config.as_deref())?;
+    if cli.check {
+        return setup_cli::check(config, &cli.annotations);
+    }
     // Nothing mounted and nothing to check: bash runs the script as it is, at no extra cost.
     let needs_library = cli.explain || cli.print_rewritten || !config.mounts.is_empty() || !cli.annotations.is_empty();
     let (library, annotation_errors) =

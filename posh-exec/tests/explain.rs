@@ -401,8 +401,8 @@ fn json_columns_count_characters_and_spans_count_bytes() {
 #[test]
 fn dot_renders_with_graphviz() {
     let fixture = Fixture::new();
-    let dot = fixture.explain(&["--format", "dot", "script.sh"]);
-    assert!(dot.starts_with("digraph posh {\n") && dot.ends_with("}\n"), "{dot}");
+    let dot_form = fixture.explain(&["--format", "dot", "script.sh"]);
+    assert!(dot_form.starts_with("digraph posh {\n") && dot_form.ends_with("}\n"), "{dot_form}");
     for expected in [
         "  subgraph cluster_p0 {\n    label=\"script.sh:3  bash 1.4 GB / posh 700 MB\";",
         "      label=\"proxy @A\";",
@@ -412,31 +412,114 @@ fn dot_renders_with_graphviz() {
         "    p0n6 -> p0n7 [label=\"300 MB\", color=red, fontcolor=red, penwidth=2];",
         "  subgraph cluster_p3 {",
     ] {
-        assert!(dot.contains(expected), "missing {expected:?} in\n{dot}");
+        assert!(dot_form.contains(expected), "missing {expected:?} in\n{dot_form}");
     }
-    assert!(!dot.contains("cluster_p4"));
+    assert!(!dot_form.contains("cluster_p4"));
 
-    let have_dot = Command::new("dot").arg("-V").output().is_ok_and(|o| o.status.success());
-    if !have_dot {
-        assert!(std::env::var_os("CI").is_none(), "graphviz `dot` is not on PATH, and CI is set: install graphviz");
-        eprintln!("note: graphviz `dot` is not on PATH; the SVG rendering was not checked");
+    if !have_graphviz("dot_renders_with_graphviz") {
         return;
     }
+    let svg = String::from_utf8(dot("svg", &dot_form)).expect("UTF-8");
+    assert!(svg.contains("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
+    assert!(svg.contains("proxy @A") && svg.contains("400 MB"), "{svg}");
+}
+
+/// Whether Graphviz's `dot` is on PATH; without it (never in CI, which installs graphviz) the
+/// caller skips, saying so.
+fn have_graphviz(test: &str) -> bool {
+    let have = Command::new("dot").arg("-V").output().is_ok_and(|o| o.status.success());
+    if !have {
+        assert!(std::env::var_os("CI").is_none(), "graphviz `dot` is not on PATH, and CI is set: install graphviz");
+        eprintln!("note: {test} skipped: graphviz `dot` is not on PATH");
+    }
+    have
+}
+
+/// `dot -TFORMAT` of `graph`, as a user would run it by hand.
+fn dot(format: &str, graph: &str) -> Vec<u8> {
+    use std::io::Write as _;
     let mut child = Command::new("dot")
-        .arg("-Tsvg")
+        .arg(format!("-T{format}"))
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
         .spawn()
         .expect("dot starts");
-    use std::io::Write as _;
-    child.stdin.take().expect("stdin").write_all(dot.as_bytes()).expect("feed dot");
+    child.stdin.take().expect("stdin").write_all(graph.as_bytes()).expect("feed dot");
     let out = child.wait_with_output().expect("dot runs");
-    let svg = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "dot failed: {}", String::from_utf8_lossy(&out.stderr));
     assert_eq!(String::from_utf8_lossy(&out.stderr), "", "dot warned");
-    assert!(svg.contains("<svg") && svg.trim_end().ends_with("</svg>"), "{svg}");
+    out.stdout
+}
+
+#[test]
+fn svg_and_png_are_the_dot_form_drawn_by_graphviz() {
+    if !have_graphviz("svg_and_png_are_the_dot_form_drawn_by_graphviz") {
+        return;
+    }
+    let fixture = Fixture::new();
+    let graph = fixture.explain_raw(&["--format", "dot", "script.sh"]);
+    let svg = fixture.explain_raw(&["--format", "svg", "script.sh"]);
+    assert!(svg.starts_with("<?xml") && svg.trim_end().ends_with("</svg>"), "{svg}");
     assert!(svg.contains("proxy @A") && svg.contains("400 MB"), "{svg}");
+    assert_eq!(svg.as_bytes(), dot("svg", &graph), "--format svg is not `dot -Tsvg` of --format dot");
+
+    let out = common::isolated(env!("CARGO_BIN_EXE_posh-exec"), &fixture.root)
+        .args(["--explain", "--format", "png", "script.sh"])
+        .output()
+        .expect("posh-exec runs");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    assert_eq!(String::from_utf8_lossy(&out.stderr), "");
+    assert_eq!(out.stdout, dot("png", &graph), "--format png is not `dot -Tpng` of --format dot");
+    assert!(out.stdout.starts_with(b"\x89PNG\r\n\x1a\n"), "not a PNG");
+    // The picture's size, in its header: the plan's clusters are more than a few pixels.
+    let width = u32::from_be_bytes(out.stdout[16..20].try_into().unwrap());
+    let height = u32::from_be_bytes(out.stdout[20..24].try_into().unwrap());
+    assert!(width > 200 && height > 200, "{width}x{height}");
+
+    // A script with a syntax error: the pipelines before it drawn, the error said, status 2.
+    fixture.write("broken.sh", "cat A/x.log | grep foo\nif then\n");
+    let broken = fixture.run(&["--explain", "--format", "svg", "broken.sh"]);
+    assert_eq!(broken.status, Some(2), "{broken:?}");
+    assert!(broken.stdout.contains("<svg") && broken.stderr.starts_with("broken.sh:2:"), "{broken:?}");
+}
+
+#[test]
+fn without_graphviz_svg_and_png_name_the_package_and_print_nothing() {
+    let fixture = Fixture::new();
+    // A PATH where no `dot` is.
+    let empty = tempfile::tempdir().unwrap();
+    for format in ["svg", "png"] {
+        let out = common::isolated(env!("CARGO_BIN_EXE_posh-exec"), &fixture.root)
+            .env("PATH", empty.path())
+            .args(["--explain", "--format", format, "script.sh"])
+            .output()
+            .expect("posh-exec runs");
+        assert_eq!(out.status.code(), Some(2), "{out:?}");
+        assert_eq!(out.stdout, b"", "{format}: partial output");
+        assert_eq!(
+            String::from_utf8_lossy(&out.stderr),
+            format!(
+                "posh-exec: --format {format} draws the plan with Graphviz's `dot`, which is not installed \
+                 (apt-get install graphviz)\n"
+            )
+        );
+    }
+}
+
+/// A PNG is not written to a terminal (`script` gives the run one).
+#[test]
+fn png_is_not_written_to_a_terminal() {
+    let fixture = Fixture::new();
+    let posh_exec = env!("CARGO_BIN_EXE_posh-exec");
+    let command = format!("'{posh_exec}' --explain --format png script.sh; echo \"status $?\"");
+    let out = common::isolated("script", &fixture.root)
+        .args(["-qec", &command, "/dev/null"])
+        .output()
+        .expect("script (util-linux) runs");
+    let said = String::from_utf8_lossy(&out.stdout);
+    assert!(said.contains("not writing a PNG to the terminal: redirect it to a file (> plan.png)"), "{said}");
+    assert!(said.contains("status 2") && !said.contains("PNG\r\n\x1a"), "{said}");
 }
 
 /// Cost-based placement runs comm at the proxy of its larger file, the smaller one streamed to

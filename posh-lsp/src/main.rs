@@ -9,7 +9,7 @@ use clap::{Parser, Subcommand};
 use posh_lsp::check;
 
 #[derive(Parser, Debug)]
-#[command(name = "posh-lsp", version, about = "posh's language server and linter")]
+#[command(name = "posh-lsp", version = posh_cli::VERSION, about = "posh's language server and linter")]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
@@ -42,7 +42,7 @@ enum Command {
 }
 
 fn main() -> ExitCode {
-    let cli = Cli::parse();
+    let cli = posh_cli::parse::<Cli>();
     match cli.command {
         None | Some(Command::Serve { .. }) => {
             let _ = cli.stdio;

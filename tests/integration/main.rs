@@ -3,6 +3,7 @@
 mod agreement;
 mod annotations;
 mod bench;
+mod cli;
 mod deploy;
 mod netns;
 mod oracle;

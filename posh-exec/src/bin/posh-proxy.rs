@@ -15,7 +15,11 @@ use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
 use posh_exec::remote::sandbox;
 
 #[derive(Debug, Parser)]
-#[command(name = "posh-proxy", about = "Serve posh clients: run annotated commands under an export root")]
+#[command(
+    name = "posh-proxy",
+    version = posh_cli::VERSION,
+    about = "Serve posh clients: run annotated commands under an export root"
+)]
 struct Args {
     /// The directory whose files clients may use; every path must resolve under it.
     #[arg(long, value_name = "DIR")]
@@ -156,7 +160,7 @@ fn main() -> ExitCode {
     if std::env::args_os().nth(1).is_some_and(|a| a == sandbox::CHECK_ARG) {
         return ExitCode::from(sandbox::check_enforced());
     }
-    let args = Args::parse();
+    let args = posh_cli::parse::<Args>();
     if let Err(e) = sandbox::forbid_inspection() {
         eprintln!("posh-proxy: cannot keep jobs from reading the proxy's environment: {e}");
         return ExitCode::from(1);
