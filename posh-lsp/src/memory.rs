@@ -27,9 +27,9 @@ pub fn give_back() {
 /// there too: freeing a replaced analysis of a large script takes milliseconds, and a trim walks
 /// the heap, work a keystroke's answer should not wait for.
 pub fn free_later<T: Send + 'static>(value: T) {
+    use std::sync::OnceLock;
     use std::sync::mpsc::{Sender, channel};
-    use std::sync::{Mutex, OnceLock};
-    static FREER: OnceLock<Mutex<Sender<Box<dyn Send>>>> = OnceLock::new();
+    static FREER: OnceLock<Sender<Box<dyn Send>>> = OnceLock::new();
     let freer = FREER.get_or_init(|| {
         let (send, receive) = channel::<Box<dyn Send>>();
         // Without a thread (spawning failed) the receiver is gone: each send fails and hands its
@@ -42,11 +42,10 @@ pub fn free_later<T: Send + 'static>(value: T) {
                 }
             }
         });
-        Mutex::new(send)
+        send
     });
-    let sender = freer.lock().unwrap_or_else(|e| e.into_inner());
     // A failed send hands the value back in its error, freed here.
-    let _ = sender.send(Box::new(value));
+    let _ = freer.send(Box::new(value));
 }
 
 const TRIM_EVERY: usize = 50;

@@ -131,16 +131,16 @@ pub fn analyze_script_cached(
             let count = chunk.pipelines.len();
             let ours = &script.pipelines[next..next + count];
             next += count;
-            let with = PlannedWith {
-                functions: scope.functions().to_vec(),
-                working_dirs: ours.iter().map(|p| scope.working_dir(p)).collect(),
-            };
+            let working_dirs: Vec<_> = ours.iter().map(|p| scope.working_dir(p)).collect();
             let plans = match &chunk.plans {
-                Some((made_with, plans)) if *made_with == with => {
+                Some((made_with, plans))
+                    if made_with.functions == scope.functions() && made_with.working_dirs == working_dirs =>
+                {
                     cache.reused += count;
                     plans
                 }
                 _ => {
+                    let with = PlannedWith { functions: scope.functions().to_vec(), working_dirs };
                     let plans = ours.iter().map(|p| {
                         let mut plan = planner::plan_pipeline_in(&ctx, p, &scope);
                         move_plan(&mut plan, |offset| offset - start);
