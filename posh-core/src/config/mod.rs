@@ -51,7 +51,13 @@ pub struct Mount {
     pub export: PathBuf,
     /// The link between the client and this proxy, defaults applied.
     pub link: Link,
+    /// Only for [`ProxyAddress::Ssh`]: the program ssh runs on the host (`proxy_program`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub proxy_program: Option<String>,
 }
+
+/// The program ssh runs on the host when the mount names none.
+pub const DEFAULT_PROXY_PROGRAM: &str = "posh-proxy";
 
 /// Where a mount's proxy runs.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -60,6 +66,10 @@ pub enum ProxyAddress {
     Embedded,
     /// `host` is a name or an IP address, IPv6 without its brackets.
     Remote { host: String, port: u16 },
+    /// A proxy posh-exec starts for the run through the user's own `ssh`
+    /// (`proxy = "ssh://[user@]host[:port]"`); `host` may be a `Host` alias of the ssh
+    /// configuration, IPv6 without its brackets; no port: ssh's own choice.
+    Ssh { user: Option<String>, host: String, port: Option<u16> },
 }
 
 /// Link estimates for the planner.
@@ -88,10 +98,17 @@ impl fmt::Display for Link {
 }
 
 impl ProxyAddress {
-    /// Parses `embedded`, `host:port`, `10.0.0.5:4433` or `[::1]:4433`.
+    /// Parses `embedded`, `host:port`, `10.0.0.5:4433`, `[::1]:4433` or
+    /// `ssh://[user@]host[:port]`.
     pub fn parse(text: &str) -> Result<ProxyAddress, String> {
         if text == "embedded" {
             return Ok(ProxyAddress::Embedded);
+        }
+        if let Some(rest) = text.strip_prefix("ssh://") {
+            return parse_ssh(rest);
+        }
+        if text.contains("://") {
+            return Err(format!("unknown scheme in \"{text}\"; the one scheme is ssh://[user@]host[:port]"));
         }
         if text.eq_ignore_ascii_case("embedded") {
             return Err(format!("unknown proxy \"{text}\"; did you mean \"embedded\"?"));
@@ -132,6 +149,66 @@ impl ProxyAddress {
     }
 }
 
+/// A user or host name as ssh takes it on its command line: never taken for an option (no
+/// leading `-`), nor for anything but one name.
+fn ssh_name(name: &str) -> bool {
+    !name.is_empty()
+        && !name.starts_with('-')
+        && name.chars().all(|c| c.is_ascii_alphanumeric() || matches!(c, '.' | '-' | '_'))
+}
+
+/// `[user@]host[:port]` after `ssh://`.
+fn parse_ssh(rest: &str) -> Result<ProxyAddress, String> {
+    let expected = "expected \"ssh://[user@]host[:port]\"";
+    if let Some((_, path)) = rest.split_once('/') {
+        return Err(format!(
+            "\"ssh://{rest}\" names a path (/{path}); set the host's directory with `export` and write \
+             \"ssh://[user@]host[:port]\""
+        ));
+    }
+    let (user, host_port) = match rest.split_once('@') {
+        Some((user, host_port)) => {
+            if !ssh_name(user) {
+                return Err(format!("`{user}` is not a user name; {expected}"));
+            }
+            (Some(user.to_string()), host_port)
+        }
+        None => (None, rest),
+    };
+    let (host, port) = if let Some(bracketed) = host_port.strip_prefix('[') {
+        let (address, after) = bracketed
+            .split_once(']')
+            .ok_or_else(|| format!("missing `]` after the IPv6 address in \"ssh://{rest}\""))?;
+        if address.parse::<std::net::Ipv6Addr>().is_err() {
+            return Err(format!("`{address}` is not an IPv6 address"));
+        }
+        let port = match after {
+            "" => None,
+            _ => Some(after.strip_prefix(':').ok_or_else(|| format!("`{after}` after `]`; {expected}"))?),
+        };
+        (address, port)
+    } else {
+        match host_port.split_once(':') {
+            Some((host, port)) => (host, Some(port)),
+            None => (host_port, None),
+        }
+    };
+    if host.is_empty() {
+        return Err(format!("missing host; {expected}"));
+    }
+    if !host.contains(':') && !ssh_name(host) {
+        return Err(format!("`{host}` is not a host name or IP address"));
+    }
+    let port = match port.map(str::parse::<u16>) {
+        None => None,
+        Some(Ok(port)) if port > 0 => Some(port),
+        Some(_) => {
+            return Err(format!("`{}` is not a port; expected a number from 1 to 65535", port.unwrap_or_default()));
+        }
+    };
+    Ok(ProxyAddress::Ssh { user, host: host.to_string(), port })
+}
+
 impl std::str::FromStr for ProxyAddress {
     type Err = String;
 
@@ -140,7 +217,7 @@ impl std::str::FromStr for ProxyAddress {
     }
 }
 
-/// `embedded`, `host:port` or `[v6]:port`: the spelling [`ProxyAddress::parse`] reads.
+/// `embedded`, `host:port`, `[v6]:port` or `ssh://[user@]host[:port]`: the spelling [`ProxyAddress::parse`] reads.
 impl fmt::Display for ProxyAddress {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
@@ -149,6 +226,21 @@ impl fmt::Display for ProxyAddress {
                 write!(f, "[{host}]:{port}")
             }
             ProxyAddress::Remote { host, port } => write!(f, "{host}:{port}"),
+            ProxyAddress::Ssh { user, host, port } => {
+                f.write_str("ssh://")?;
+                if let Some(user) = user {
+                    write!(f, "{user}@")?;
+                }
+                if host.contains(':') {
+                    write!(f, "[{host}]")?
+                } else {
+                    f.write_str(host)?
+                }
+                match port {
+                    Some(port) => write!(f, ":{port}"),
+                    None => Ok(()),
+                }
+            }
         }
     }
 }
@@ -282,7 +374,7 @@ impl ConfigError {
 }
 
 const TOP_KEYS: &[&str] = &["mount", "client"];
-const MOUNT_KEYS: &[&str] = &["path", "proxy", "name", "export", "bandwidth", "rtt"];
+const MOUNT_KEYS: &[&str] = &["path", "proxy", "name", "export", "bandwidth", "rtt", "proxy_program"];
 const CLIENT_KEYS: &[&str] = &["bandwidth", "rtt"];
 
 /// The name no mount may take: plans say `@client` for the client.
@@ -507,9 +599,31 @@ impl<'a> Parser<'a> {
         let mut export = None;
         let mut bandwidth = None;
         let mut rtt = None;
+        let mut proxy_program = None;
         for (key, key_span, value) in in_file_order(table) {
             let dotted = format!("{prefix}.{key}");
             match key {
+                "proxy_program" => {
+                    let text = self.string(&dotted, value)?;
+                    if text.is_empty() || text.starts_with('-') {
+                        return Err(self.invalid(
+                            &dotted,
+                            value,
+                            format!("expected the proxy's program on the host, such as \"posh-proxy\" or \"~/.cargo/bin/posh-proxy\", found \"{text}\""),
+                        ));
+                    }
+                    proxy_program = Some((text.to_string(), value, key_span));
+                }
+                // Known, so that it is not taken for a typo, and refused: a proxy that outlived its
+                // ssh channel would be a process and an open port that nothing ends.
+                "linger" => {
+                    return Err(self.invalid(
+                        &dotted,
+                        value,
+                        "not supported: a proxy started through ssh ends with its run; \
+                         a `ControlMaster` in your ssh configuration keeps the login warm instead",
+                    ));
+                }
                 "path" => path = Some((self.client_path(&dotted, value)?, value)),
                 "proxy" => {
                     let text = self.string(&dotted, value)?;
@@ -587,8 +701,21 @@ impl<'a> Parser<'a> {
             ));
         }
         let export = export.unwrap_or_else(|| path.clone());
+        let ssh = matches!(proxy, ProxyAddress::Ssh { .. });
+        let only_ssh = |key: &str, span: Span| {
+            self.error(
+                ConfigErrorKind::InvalidValue,
+                span,
+                Some(format!("{prefix}.{key}")),
+                "applies only to a proxy started through ssh (proxy = \"ssh://[user@]host[:port]\")",
+            )
+        };
+        if let Some((_, _, span)) = proxy_program.as_ref().filter(|_| !ssh) {
+            return Err(only_ssh("proxy_program", *span));
+        }
+        let proxy_program = proxy_program.map(|(text, _, _)| text);
         Ok(PartialMount {
-            mount: Mount { name, path, proxy, export, link: Link::default() },
+            mount: Mount { name, path, proxy, export, link: Link::default(), proxy_program },
             bandwidth,
             rtt,
             line: self.line_of(table_span),
