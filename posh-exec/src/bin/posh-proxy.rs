@@ -13,6 +13,7 @@ use posh_exec::remote::jobs_dir::JobsDir;
 use posh_exec::remote::journal::Journal;
 use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
 use posh_exec::remote::sandbox;
+use posh_exec::remote::ssh::{ClientGreeting, ProxyGreeting, VERSION, listen_address_from};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -24,9 +25,16 @@ struct Args {
     /// The directory whose files clients may use; every path must resolve under it.
     #[arg(long, value_name = "DIR")]
     export: PathBuf,
-    /// The UDP address to listen on (QUIC), e.g. 0.0.0.0:4433.
-    #[arg(long, value_name = "ADDR")]
-    listen: SocketAddr,
+    /// The UDP address to listen on (QUIC), e.g. 0.0.0.0:4433 [with --over-ssh: the address
+    /// the ssh connection came in on, any port].
+    #[arg(long, value_name = "ADDR", required_unless_present = "over_ssh")]
+    listen: Option<SocketAddr>,
+    /// Started by posh-exec through ssh for one run: read the client's greeting (its version
+    /// and fingerprint) from standard input, answer with this proxy's on standard output (its
+    /// version, address and one-time host key's fingerprint), serve that client alone, and
+    /// shut down when standard input ends. See docs/running.md.
+    #[arg(long, conflicts_with_all = ["authorized_clients", "allow_any_client"])]
+    over_ssh: bool,
     /// Where the host key and certificate and the output journal live
     /// [default: $XDG_STATE_HOME/posh-proxy or ~/.local/state/posh-proxy].
     #[arg(long, value_name = "DIR")]
@@ -92,6 +100,38 @@ fn shutdown_signal() -> Result<impl std::future::Future<Output = ()>> {
     })
 }
 
+/// With `--over-ssh`: the client's greeting, read from standard input on a thread of its own
+/// (tokio's stdin would keep the runtime from shutting down while it waits); then the end of
+/// standard input, sent on `ended`.
+fn read_channel(ended: tokio::sync::oneshot::Sender<()>) -> tokio::sync::oneshot::Receiver<Result<ClientGreeting>> {
+    let (greeted, greeting) = tokio::sync::oneshot::channel();
+    std::thread::spawn(move || {
+        use std::io::{BufRead as _, Read as _};
+        let mut stdin = std::io::stdin().lock();
+        let mut line = String::new();
+        let read = (&mut stdin).take(64 * 1024).read_line(&mut line);
+        let parsed = match read {
+            Ok(0) => Err(anyhow::anyhow!("standard input ended before the client's greeting")),
+            Ok(_) => serde_json::from_str::<ClientGreeting>(line.trim_end())
+                .with_context(|| format!("not a client's greeting: {}", line.trim_end())),
+            Err(e) => Err(anyhow::anyhow!("cannot read the client's greeting: {e}")),
+        };
+        let _ = greeted.send(parsed);
+        let mut sink = [0u8; 4096];
+        while stdin.read(&mut sink).is_ok_and(|n| n > 0) {}
+        let _ = ended.send(());
+    });
+    greeting
+}
+
+/// Prints `greeting` as the one line of standard output.
+fn greet(greeting: &ProxyGreeting) -> Result<()> {
+    use std::io::Write as _;
+    let mut stdout = std::io::stdout().lock();
+    let line = serde_json::to_string(greeting)?;
+    writeln!(stdout, "{line}").and_then(|()| stdout.flush()).context("cannot answer on standard output")
+}
+
 async fn run(args: Args) -> Result<()> {
     let export =
         std::fs::canonicalize(&args.export).with_context(|| format!("export directory {}", args.export.display()))?;
@@ -100,11 +140,15 @@ async fn run(args: Args) -> Result<()> {
         Some(dir) => dir,
         None => default_state_dir()?,
     };
+    if args.over_ssh {
+        return run_over_ssh(args.listen, export, state_dir, args.grace_secs).await;
+    }
+    let listen = args.listen.context("--listen is required")?;
     let identity = Identity::load_or_create(&state_dir.join("host"), "posh-proxy")?;
     let authorization = if args.allow_any_client {
         tracing::warn!(
             "--allow-any-client: ANY client that can reach {} may run commands on {}",
-            args.listen,
+            listen,
             export.display()
         );
         eprintln!("posh-proxy: WARNING: --allow-any-client: every client is served, authorized or not");
@@ -123,17 +167,9 @@ async fn run(args: Args) -> Result<()> {
     // Before serving: what a proxy killed mid-job left behind is undone first.
     let journal = Journal::open(&state_dir.join("journal")).context("the output journal")?;
     let shutdown = shutdown_signal()?;
-    let endpoint = proxy::endpoint(&identity, args.listen)?;
+    let endpoint = proxy::endpoint(&identity, listen)?;
     let local = endpoint.local_addr()?;
-    let enforced = std::env::current_exe()
-        .and_then(|exe| std::process::Command::new(exe).arg(sandbox::CHECK_ARG).status())
-        .is_ok_and(|s| s.success());
-    if !enforced {
-        tracing::warn!(
-            "this kernel does not fully enforce Landlock: commands are confined by their annotations only, \
-             and a program they start (awk's system(), sed's w) can reach files outside the export"
-        );
-    }
+    warn_unless_enforced();
     eprintln!("posh-proxy: listening on {local}, fingerprint {}", identity.fingerprint());
     tracing::info!("listening on {local}, fingerprint {}, export {}", identity.fingerprint(), export.display());
     let jobs = JobsDir::open(&state_dir.join("jobs"))
@@ -155,12 +191,95 @@ async fn run(args: Args) -> Result<()> {
     proxy::serve(endpoint, config, shutdown).await
 }
 
+fn warn_unless_enforced() {
+    let enforced = std::env::current_exe()
+        .and_then(|exe| std::process::Command::new(exe).arg(sandbox::CHECK_ARG).status())
+        .is_ok_and(|s| s.success());
+    if !enforced {
+        tracing::warn!(
+            "this kernel does not fully enforce Landlock: commands are confined by their annotations only, \
+             and a program they start (awk's system(), sed's w) can reach files outside the export"
+        );
+    }
+}
+
+/// `--over-ssh`: one client, named by its greeting on standard input; a one-time host key; the
+/// address the ssh connection came in on; until standard input ends (or SIGTERM, SIGINT).
+async fn run_over_ssh(listen: Option<SocketAddr>, export: PathBuf, state_dir: PathBuf, grace_secs: u64) -> Result<()> {
+    let (ended_tx, ended) = tokio::sync::oneshot::channel();
+    let greeting = read_channel(ended_tx);
+    let client = tokio::time::timeout(Duration::from_secs(30), greeting)
+        .await
+        .context("no greeting from the client within 30 s")?
+        .context("standard input is gone")??;
+    let refuse = |error: String| {
+        let _ = greet(&ProxyGreeting {
+            posh_proxy: VERSION.to_string(),
+            listen: None,
+            fingerprint: None,
+            error: Some(error.clone()),
+        });
+        anyhow::anyhow!(error)
+    };
+    if client.posh_exec != VERSION {
+        return Err(refuse(format!(
+            "posh-exec {} cannot use posh-proxy {VERSION}: the versions must be the same",
+            client.posh_exec
+        )));
+    }
+    let listen = match listen {
+        Some(listen) => listen,
+        None => std::env::var("SSH_CONNECTION").ok().and_then(|text| listen_address_from(&text)).ok_or_else(|| {
+            refuse("$SSH_CONNECTION does not name the address to listen on; pass --listen".to_string())
+        })?,
+    };
+    let identity = Identity::ephemeral("posh-proxy").map_err(|e| refuse(format!("{e:#}")))?;
+    let journal = Journal::open(&state_dir.join("journal")).map_err(|e| refuse(format!("the output journal: {e}")))?;
+    let jobs = JobsDir::open(&state_dir.join("jobs"))
+        .map_err(|e| refuse(format!("cannot make the jobs' directory in {}: {e}", state_dir.display())))?;
+    let endpoint = proxy::endpoint(&identity, listen).map_err(|e| refuse(format!("{e:#}")))?;
+    let local = endpoint.local_addr()?;
+    warn_unless_enforced();
+    let signals = shutdown_signal()?;
+    greet(&ProxyGreeting {
+        posh_proxy: VERSION.to_string(),
+        listen: Some(local),
+        fingerprint: Some(identity.fingerprint().to_string()),
+        error: None,
+    })?;
+    tracing::info!("over ssh: listening on {local} for client {}, export {}", client.client, export.display());
+    let config = ProxyConfig {
+        jobs: std::sync::Arc::new(jobs),
+        export,
+        authorization: Authorization::Only(vec![client.client]),
+        // One client, one run: its pipelines are the only jobs.
+        max_jobs: 64,
+        max_jobs_per_client: 64,
+        slot_wait: Duration::from_secs(1),
+        max_connections_per_client: 64,
+        request_wait: Duration::from_secs(10),
+        grace: Duration::from_secs(grace_secs),
+        library: posh_core::library::Library::builtin(),
+        journal: std::sync::Arc::new(journal),
+        identity: std::sync::Arc::new(identity),
+    };
+    let shutdown = async move {
+        tokio::select! {
+            () = signals => {}
+            _ = ended => tracing::info!("the ssh channel ended"),
+        }
+    };
+    proxy::serve(endpoint, config, shutdown).await
+}
+
 fn main() -> ExitCode {
     // Whether this kernel enforces the sandbox (see remote::sandbox), asked by the proxy itself.
     if std::env::args_os().nth(1).is_some_and(|a| a == sandbox::CHECK_ARG) {
         return ExitCode::from(sandbox::check_enforced());
     }
     let args = posh_cli::parse::<Args>();
+    // Over ssh, what the proxy logs goes back to posh-exec, which shows it only with an error.
+    let default_filter = if args.over_ssh { "warn" } else { "info" };
     if let Err(e) = sandbox::forbid_inspection() {
         eprintln!("posh-proxy: cannot keep jobs from reading the proxy's environment: {e}");
         return ExitCode::from(1);
@@ -169,7 +288,7 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_default_env()
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_filter)),
         )
         .init();
     // One worker: jobs are processes of their own, the proxy only moves their bytes, and a second

@@ -18,6 +18,7 @@ pub mod protocol;
 pub mod proxy;
 pub mod sandbox;
 pub mod slots;
+pub mod ssh;
 
 pub use client::{Connection, Job, KnownProxies, Output, Pin, StartError, Traffic, connect, connect_pinned};
 pub use identity::{Identity, fingerprint};

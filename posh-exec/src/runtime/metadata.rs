@@ -94,7 +94,7 @@ impl Answers {
 fn on_remote_mount(config: &Config, path: &Path) -> Option<(usize, String)> {
     let path = normalize_path(path);
     let mount = config.mount_for(&path)?;
-    if !matches!(mount.proxy, ProxyAddress::Remote { .. }) {
+    if !matches!(mount.proxy, ProxyAddress::Remote { .. } | ProxyAddress::Ssh { .. }) {
         return None;
     }
     let index = config.mounts.iter().position(|m| m.name == mount.name)?;

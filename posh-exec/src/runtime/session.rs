@@ -16,6 +16,7 @@ use posh_exec::handoff;
 use posh_exec::remote::jobs_dir::JobsDir;
 use posh_exec::remote::journal::Journal;
 use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
+use posh_exec::remote::ssh::{self, SshProxy, SshTarget};
 use posh_exec::remote::{Connection, Identity, KnownProxies, Pin, connect, connect_pinned};
 use tokio::sync::OnceCell;
 
@@ -38,6 +39,9 @@ const RECONNECT_WAIT: Duration = Duration::from_secs(3);
 /// The pause after a failed attempt before the next; it doubles up to the maximum.
 const RETRY_PAUSE_FIRST: Duration = Duration::from_secs(1);
 const RETRY_PAUSE_MAX: Duration = Duration::from_secs(30);
+/// At the end of a run, how long a proxy started through ssh may take to end once its channel
+/// closed (its jobs for this client ended with the connection), before its ssh is killed.
+const SSH_PROXY_EXIT_WAIT: Duration = Duration::from_secs(3);
 /// After bash ended, how long the run waits for the pipelines it still serves to notice their
 /// callers went (at once, after Ctrl-C); one whose caller outlived bash is then cut off.
 const GIVE_UP_WAIT: Duration = Duration::from_secs(2);
@@ -47,13 +51,11 @@ const GIVE_UP_WAIT: Duration = Duration::from_secs(2);
 enum ProxyLink {
     #[default]
     Untried,
-    Connected(Arc<Connection>),
+    /// With the proxy's ssh process when the run started the proxy through ssh.
+    Connected(Arc<Connection>, Option<SshProxy>),
     /// The last attempt failed (the outage was warned about when it began); the next is not
     /// made before `retry_at`.
-    Unreachable {
-        retry_at: Instant,
-        pause: Duration,
-    },
+    Unreachable { retry_at: Instant, pause: Duration },
 }
 
 #[derive(Debug)]
@@ -149,26 +151,40 @@ impl Session {
         let identity = self.identity().await?;
         let mut link = self.connections[index].lock().await;
         let first = match &*link {
-            ProxyLink::Connected(connection) if connection.close_reason().is_none() => return Some(connection.clone()),
+            ProxyLink::Connected(connection, _) if connection.close_reason().is_none() => {
+                return Some(connection.clone());
+            }
+            // A proxy that could not be started through ssh is not started again in this run:
+            // each try would log in again, and ask again for what a terminal user typed.
+            ProxyLink::Unreachable { .. } if matches!(self.config.mounts[index].proxy, ProxyAddress::Ssh { .. }) => {
+                return None;
+            }
             ProxyLink::Unreachable { retry_at, .. } if Instant::now() < *retry_at => return None,
             ProxyLink::Untried => true,
-            ProxyLink::Connected(_) | ProxyLink::Unreachable { .. } => false,
+            ProxyLink::Connected(..) | ProxyLink::Unreachable { .. } => false,
         };
         let mount = &self.config.mounts[index];
+        let ssh = matches!(mount.proxy, ProxyAddress::Ssh { .. });
         let attempt = async {
             match &mount.proxy {
                 ProxyAddress::Remote { .. } => {
                     let known = KnownProxies::new(&self.state.known_proxies);
-                    connect(&mount.proxy.to_string(), identity, &known).await
+                    connect(&mount.proxy.to_string(), identity, &known).await.map(|c| (c, None))
                 }
                 ProxyAddress::Embedded => match self.embedded_jobs().await {
-                    Some(jobs) => start_embedded(mount, identity, &self.library, jobs, self.journal()).await,
+                    Some(jobs) => {
+                        start_embedded(mount, identity, &self.library, jobs, self.journal()).await.map(|c| (c, None))
+                    }
                     None => Err(anyhow::anyhow!("no directory for the embedded proxy's jobs")),
                 },
+                ProxyAddress::Ssh { user, host, port } => {
+                    start_over_ssh(mount, user.as_deref(), host, *port, identity).await.map(|(c, p)| (c, Some(p)))
+                }
             }
         };
-        // The first attempt waits as long as QUIC does; later ones hold a pipeline back briefly.
-        let connected = if first {
+        // The first attempt waits as long as QUIC does, and a start through ssh as long as its
+        // login may take; later ones hold a pipeline back briefly.
+        let connected = if first || ssh {
             attempt.await
         } else {
             tokio::time::timeout(RECONNECT_WAIT, attempt).await.unwrap_or_else(|_| {
@@ -176,19 +192,28 @@ impl Session {
             })
         };
         match connected {
-            Ok(connection) => {
+            Ok((connection, started)) => {
                 let connection = Arc::new(connection);
-                *link = ProxyLink::Connected(connection.clone());
+                let old = std::mem::replace(&mut *link, ProxyLink::Connected(connection.clone(), started));
+                // A proxy started earlier and lost is ended for good.
+                if let ProxyLink::Connected(_, Some(lost)) = old {
+                    lost.shutdown(Duration::ZERO).await;
+                }
                 Some(connection)
             }
             Err(e) => {
                 let pause = match &*link {
                     ProxyLink::Unreachable { pause, .. } => (*pause * 2).min(RETRY_PAUSE_MAX),
+                    // An ssh error names the mount and the command itself.
+                    ProxyLink::Untried if ssh => {
+                        eprintln!("posh-exec: {e:#}; its commands run at the client");
+                        RETRY_PAUSE_FIRST
+                    }
                     ProxyLink::Untried => {
                         eprintln!("posh-exec: mount {}: {e:#}; its commands run at the client", mount.name);
                         RETRY_PAUSE_FIRST
                     }
-                    ProxyLink::Connected(lost) => {
+                    ProxyLink::Connected(lost, _) => {
                         let why = lost.close_reason().map(|r| r.to_string()).unwrap_or_default();
                         eprintln!(
                             "posh-exec: mount {}: lost the connection to proxy {} ({why}) and cannot reconnect: {e:#}; \
@@ -199,7 +224,11 @@ impl Session {
                         RETRY_PAUSE_FIRST
                     }
                 };
-                *link = ProxyLink::Unreachable { retry_at: Instant::now() + pause, pause };
+                let old =
+                    std::mem::replace(&mut *link, ProxyLink::Unreachable { retry_at: Instant::now() + pause, pause });
+                if let ProxyLink::Connected(_, Some(lost)) = old {
+                    lost.shutdown(Duration::ZERO).await;
+                }
                 None
             }
         }
@@ -208,12 +237,22 @@ impl Session {
     /// Closes every connection to a proxy, telling it so. All at once: each close waits for its
     /// endpoint to go idle, up to a QUIC draining period (hundreds of milliseconds), and one after
     /// the other those waits added up to most of a run across five proxies.
+    ///
+    /// Proxies the run started through ssh are then told to end (their channel closed) and
+    /// given a moment to do so before their ssh processes are killed: none outlives the run.
     async fn close_connections(&self) {
         let mut closing = tokio::task::JoinSet::new();
         for link in &self.connections {
-            if let ProxyLink::Connected(connection) = &*link.lock().await {
+            let mut link = link.lock().await;
+            if let ProxyLink::Connected(connection, started) = &mut *link {
                 let connection = connection.clone();
-                closing.spawn(async move { connection.close().await });
+                let started = started.take();
+                closing.spawn(async move {
+                    connection.close().await;
+                    if let Some(started) = started {
+                        started.shutdown(SSH_PROXY_EXIT_WAIT).await;
+                    }
+                });
             }
         }
         closing.join_all().await;
@@ -462,6 +501,35 @@ pub(crate) async fn start_embedded(
     connect_pinned(&addr.to_string(), client, Pin::Exactly(host.fingerprint())).await
 }
 
+/// Starts mount's proxy on `host` through ssh (see `remote::ssh`) and connects to it, pinned to
+/// the fingerprint it gave over the channel.
+async fn start_over_ssh(
+    mount: &posh_core::config::Mount,
+    user: Option<&str>,
+    host: &str,
+    port: Option<u16>,
+    client: &Identity,
+) -> Result<(Connection, SshProxy)> {
+    let ssh_words = SshTarget::ssh_command(std::env::var(ssh::SSH_COMMAND_VAR).ok().as_deref())?;
+    let program = mount.proxy_program.as_deref().unwrap_or(posh_core::config::DEFAULT_PROXY_PROGRAM);
+    let target =
+        ssh::target(&mount.name, user, host, port, program, &mount.export, ssh_words, SshTarget::has_terminal());
+    let started = SshProxy::start(&target, client.fingerprint()).await?;
+    let listen = started.listen.to_string();
+    match connect_pinned(&listen, client, Pin::Exactly(&started.fingerprint)).await {
+        Ok(connection) => Ok((connection, started)),
+        Err(e) => {
+            let (command, said) = (started.command().to_string(), started.stderr());
+            started.shutdown(Duration::ZERO).await;
+            Err(e.context(format!(
+                "mount {}: the proxy `{command}` started listens on {listen} (UDP), which this client cannot reach \
+                 (a firewall, NAT, or a jump host between them){said}",
+                mount.name
+            )))
+        }
+    }
+}
+
 /// The socket a run's runtime listens on, in a private temporary directory (made before the
 /// script is rewritten: the rewritten text names it).
 #[derive(Debug)]
@@ -542,7 +610,7 @@ pub fn run_script(
     // The proxies the plans use are connected while bash starts and the first pipeline is
     // planned: a handshake is a round trip or two that the first remote job no longer waits for.
     for &index in connect_first.iter() {
-        if matches!(session.config.mounts[index].proxy, ProxyAddress::Remote { .. }) {
+        if matches!(session.config.mounts[index].proxy, ProxyAddress::Remote { .. } | ProxyAddress::Ssh { .. }) {
             let session = session.clone();
             runtime.spawn(async move { session.connection(index).await });
         }

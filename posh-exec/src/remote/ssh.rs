@@ -1,0 +1,494 @@
+//! Proxies started through the user's own `ssh` (`proxy = "ssh://[user@]host[:port]"`).
+//!
+//! posh-exec runs `ssh -T [-o BatchMode=yes] [-p PORT] -- [USER@]HOST PROGRAM --over-ssh --export
+//! DIR`, so the user's ssh configuration, agent, `known_hosts` and jump hosts decide how the host
+//! is reached and whether it is who it claims to be. Over that ssh channel the two sides greet
+//! each other with one JSON line each: the client first sends its version and the fingerprint of
+//! its persistent identity ([`ClientGreeting`]); the proxy, which made a one-time host key,
+//! answers with its version, the UDP address it bound (the address the ssh connection came in
+//! on, from `$SSH_CONNECTION`) and that key's fingerprint ([`ProxyGreeting`]). The QUIC
+//! connection is then pinned to that fingerprint, and the proxy serves that client alone.
+//!
+//! The proxy lives as long as the channel: it shuts down when its standard input (the channel)
+//! ends, which happens when posh-exec closes it at the end of the run, when ssh dies, and when
+//! posh-exec dies (its end of ssh's standard input closes). See docs/running.md.
+
+use std::io::IsTerminal as _;
+use std::net::{IpAddr, SocketAddr};
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use serde::{Deserialize, Serialize};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::process::{Child, ChildStdin, Command};
+
+/// This build's version: a proxy started through ssh must be exactly this one.
+pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+
+/// The environment variable holding the ssh command to use instead of `ssh` (split as a shell
+/// would split it, without expanding anything), as git's `GIT_SSH_COMMAND`.
+pub const SSH_COMMAND_VAR: &str = "POSH_SSH_COMMAND";
+
+/// How to install posh-proxy on a host, for the messages that find it missing or of another
+/// version.
+pub const INSTALL_HINT: &str = "install it on the host with `cargo install --locked --path posh-exec` from a checkout \
+     of this posh version (or copy this build's posh-proxy there, to a directory on the PATH of non-interactive ssh \
+     sessions), or set the mount's `proxy_program` in posh.toml to its path on the host";
+
+/// The client's line, the first on the proxy's standard input.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ClientGreeting {
+    /// The client's version ([`VERSION`]).
+    pub posh_exec: String,
+    /// The fingerprint of the client's identity: the one client the proxy serves.
+    pub client: String,
+}
+
+/// The proxy's line, the first on its standard output.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProxyGreeting {
+    /// The proxy's version ([`VERSION`]).
+    pub posh_proxy: String,
+    /// Where it listens (UDP); absent with `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub listen: Option<SocketAddr>,
+    /// Its one-time host key's fingerprint; absent with `error`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub fingerprint: Option<String>,
+    /// Why it will not serve (another client version, say).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+/// The address a proxy started by sshd listens on: the one the ssh connection came in on
+/// (`$SSH_CONNECTION` is `CLIENT_IP CLIENT_PORT SERVER_IP SERVER_PORT`), any port. Only that
+/// interface, so the port is no more exposed than sshd's own.
+pub fn listen_address_from(ssh_connection: &str) -> Option<SocketAddr> {
+    let server: IpAddr = ssh_connection.split_whitespace().nth(2)?.parse().ok()?;
+    Some(SocketAddr::new(server, 0))
+}
+
+/// What to start: one mount's proxy through ssh.
+#[derive(Clone, Debug)]
+pub struct SshTarget {
+    /// The mount's name, for messages.
+    pub mount: String,
+    pub user: Option<String>,
+    pub host: String,
+    pub port: Option<u16>,
+    /// The program ssh runs on the host (`posh-proxy`), handed to the remote shell as written.
+    pub program: String,
+    /// The directory the proxy exports, as the host sees it.
+    pub export: PathBuf,
+    /// The ssh command (`ssh`, or `$POSH_SSH_COMMAND` split into words).
+    pub ssh: Vec<String>,
+    /// Whether ssh may ask the user (a passphrase, a host key): only with a terminal; otherwise
+    /// `BatchMode` makes it fail instead of waiting for an answer that cannot come.
+    pub interactive: bool,
+    /// How long the host may take to log in and answer.
+    pub timeout: Duration,
+}
+
+impl SshTarget {
+    /// The ssh command from `$POSH_SSH_COMMAND` (`None`: unset or empty) or `ssh`.
+    pub fn ssh_command(from_env: Option<&str>) -> Result<Vec<String>, SshError> {
+        match from_env.filter(|text| !text.trim().is_empty()) {
+            None => Ok(vec!["ssh".to_string()]),
+            Some(text) => shell_words::split(text)
+                .map_err(|e| SshError::BadSshCommand { text: text.to_string(), reason: e.to_string() }),
+        }
+    }
+
+    /// Whether this process has a terminal ssh could ask the user on.
+    pub fn has_terminal() -> bool {
+        std::io::stdin().is_terminal() || std::fs::File::open("/dev/tty").is_ok()
+    }
+
+    /// The whole command line: ssh's words, then the command for the host's shell.
+    pub fn argv(&self) -> Vec<String> {
+        let mut argv = self.ssh.clone();
+        argv.push("-T".to_string());
+        if !self.interactive {
+            argv.extend(["-o".to_string(), "BatchMode=yes".to_string()]);
+        }
+        if let Some(port) = self.port {
+            argv.extend(["-p".to_string(), port.to_string()]);
+        }
+        argv.push("--".to_string());
+        argv.push(match &self.user {
+            Some(user) => format!("{user}@{}", self.host),
+            None => self.host.clone(),
+        });
+        argv.push(self.remote_command());
+        argv
+    }
+
+    /// What the host's shell runs: the program as the user wrote it (so `~/.cargo/bin/posh-proxy`
+    /// works), the export quoted.
+    fn remote_command(&self) -> String {
+        let export = self.export.to_string_lossy();
+        format!("{} --over-ssh --export {}", self.program, shell_words::quote(&export))
+    }
+
+    /// The command line as a user would type it, for messages.
+    pub fn display(&self) -> String {
+        shell_words::join(self.argv())
+    }
+}
+
+/// Why a proxy could not be started through ssh. Each names the mount and the ssh command.
+#[derive(Debug, thiserror::Error)]
+pub enum SshError {
+    #[error("${} is not a command line ({reason}): {text}", SSH_COMMAND_VAR)]
+    BadSshCommand { text: String, reason: String },
+    #[error("mount {mount}: cannot run `{command}`: {source}")]
+    Spawn { mount: String, command: String, source: std::io::Error },
+    #[error(
+        "mount {mount}: posh-proxy is not installed on {host}: `{command}` exited with status 127{stderr}; {}",
+        INSTALL_HINT
+    )]
+    Missing { mount: String, host: String, command: String, stderr: String },
+    #[error("mount {mount}: ssh could not log in to {host}: `{command}` exited with status 255{stderr}")]
+    Login { mount: String, host: String, command: String, stderr: String },
+    #[error("mount {mount}: the proxy on {host} ended before it answered: `{command}` exited with {status}{stderr}")]
+    Ended { mount: String, host: String, command: String, status: String, stderr: String },
+    #[error("mount {mount}: {host} gave no answer within {}s: `{command}`{stderr}", .timeout.as_secs_f64())]
+    Timeout { mount: String, host: String, command: String, timeout: Duration, stderr: String },
+    #[error(
+        "mount {mount}: the posh-proxy on {host} is version {theirs}, this posh-exec is {}; {} (`{command}`)",
+        VERSION,
+        INSTALL_HINT
+    )]
+    Version { mount: String, host: String, command: String, theirs: String },
+    #[error(
+        "mount {mount}: the proxy on {host} did not answer as posh-proxy --over-ssh does (`{command}`): {answer}{stderr}"
+    )]
+    Garbled { mount: String, host: String, command: String, answer: String, stderr: String },
+    #[error("mount {mount}: the proxy on {host} refused to serve: {reason} (`{command}`)")]
+    Refused { mount: String, host: String, command: String, reason: String },
+    #[error("mount {mount}: cannot talk to `{command}`: {source}")]
+    Channel { mount: String, command: String, source: std::io::Error },
+}
+
+/// The last bytes ssh wrote to its standard error (the host's messages and ssh's own), kept for
+/// error messages; read as they come so that a talkative proxy never blocks on a full pipe.
+#[derive(Clone, Debug, Default)]
+struct StderrTail(Arc<Mutex<Vec<u8>>>);
+
+const STDERR_KEPT: usize = 4096;
+/// The lines of it an error message shows: the last ones say why (`Host key verification
+/// failed.` ends a long warning).
+const SUMMARY_LINES: usize = 4;
+
+impl StderrTail {
+    fn push(&self, bytes: &[u8]) {
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        kept.extend_from_slice(bytes);
+        let excess = kept.len().saturating_sub(STDERR_KEPT);
+        kept.drain(..excess);
+    }
+
+    /// `: LINE; LINE` (the last lines ssh and the host wrote, as one line), or nothing.
+    fn summary(&self) -> String {
+        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        let text = String::from_utf8_lossy(&kept);
+        let mut lines: Vec<&str> = text.lines().map(str::trim).filter(|l| !l.is_empty()).collect();
+        lines.drain(..lines.len().saturating_sub(SUMMARY_LINES));
+        if lines.is_empty() { String::new() } else { format!(": {}", lines.join("; ")) }
+    }
+}
+
+/// A proxy running on a host for this run, through its ssh process. Dropped, the ssh process is
+/// killed (and with its channel gone, the proxy ends); [`SshProxy::shutdown`] lets it end first.
+#[derive(Debug)]
+pub struct SshProxy {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    /// Where the proxy listens, and the fingerprint its certificate must have.
+    pub listen: SocketAddr,
+    pub fingerprint: String,
+    command: String,
+    stderr: StderrTail,
+}
+
+impl SshProxy {
+    /// Starts the proxy and waits for its greeting (at most `target.timeout`), sending
+    /// `client_fingerprint` as the one client it may serve. On every error the ssh process is
+    /// killed and reaped before this returns.
+    pub async fn start(target: &SshTarget, client_fingerprint: &str) -> Result<SshProxy, SshError> {
+        let argv = target.argv();
+        let command = target.display();
+        let mut ssh = Command::new(&argv[0]);
+        // Without a terminal ssh asks nothing, and a group of its own keeps the script's
+        // Ctrl-C (sent to the foreground group) from cutting the channel. With one, it stays in
+        // the foreground group, where it may read a passphrase from the terminal.
+        if !target.interactive {
+            ssh.process_group(0);
+        }
+        let mut child = ssh
+            .args(&argv[1..])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .kill_on_drop(true)
+            .spawn()
+            .map_err(|source| SshError::Spawn { mount: target.mount.clone(), command: command.clone(), source })?;
+        let stderr = StderrTail::default();
+        if let Some(mut pipe) = child.stderr.take() {
+            let tail = stderr.clone();
+            tokio::spawn(async move {
+                let mut buf = [0u8; 4096];
+                while let Ok(n) = pipe.read(&mut buf).await {
+                    if n == 0 {
+                        break;
+                    }
+                    tail.push(&buf[..n]);
+                    tracing::debug!("ssh: {}", String::from_utf8_lossy(&buf[..n]).trim_end());
+                }
+            });
+        }
+        let mut stdin = child.stdin.take();
+        let stdout = child.stdout.take();
+        let greeting = ClientGreeting { posh_exec: VERSION.to_string(), client: client_fingerprint.to_string() };
+        let exchange = async {
+            let channel = |source| SshError::Channel { mount: target.mount.clone(), command: command.clone(), source };
+            let mut line = serde_json::to_string(&greeting).expect("a greeting serializes");
+            line.push('\n');
+            if let Some(stdin) = stdin.as_mut() {
+                // A host that refused the login closed the pipe: its status says why, not this.
+                let _ = stdin.write_all(line.as_bytes()).await;
+                let _ = stdin.flush().await;
+            }
+            let mut answer = String::new();
+            if let Some(stdout) = stdout {
+                BufReader::new(stdout).take(64 * 1024).read_line(&mut answer).await.map_err(channel)?;
+            }
+            Ok(answer)
+        };
+        let answer = tokio::time::timeout(target.timeout, exchange).await;
+        let fail = |child: Child, error: SshError| async move {
+            reap(child).await;
+            Err::<SshProxy, _>(error)
+        };
+        let host = target.host.clone();
+        let mount = target.mount.clone();
+        let answer = match answer {
+            Err(_) => {
+                return fail(
+                    child,
+                    SshError::Timeout { mount, host, command, timeout: target.timeout, stderr: stderr.summary() },
+                )
+                .await;
+            }
+            Ok(Err(e)) => return fail(child, e).await,
+            Ok(Ok(answer)) => answer,
+        };
+        if answer.is_empty() {
+            // The channel ended without a word: ssh's status tells why.
+            let status = tokio::time::timeout(Duration::from_secs(5), child.wait()).await;
+            // Let the last of ssh's messages be read.
+            tokio::time::sleep(Duration::from_millis(50)).await;
+            let stderr = stderr.summary();
+            let error = match status {
+                Ok(Ok(status)) if status.code() == Some(127) => SshError::Missing { mount, host, command, stderr },
+                Ok(Ok(status)) if status.code() == Some(255) => SshError::Login { mount, host, command, stderr },
+                Ok(Ok(status)) => SshError::Ended { mount, host, command, status: status.to_string(), stderr },
+                _ => SshError::Ended { mount, host, command, status: "no status".to_string(), stderr },
+            };
+            return fail(child, error).await;
+        }
+        let parsed: Result<ProxyGreeting, _> = serde_json::from_str(answer.trim_end());
+        let greeting = match parsed {
+            Ok(greeting) => greeting,
+            Err(_) => {
+                let answer = answer.trim_end().chars().take(200).collect();
+                return fail(child, SshError::Garbled { mount, host, command, answer, stderr: stderr.summary() }).await;
+            }
+        };
+        if greeting.posh_proxy != VERSION {
+            return fail(child, SshError::Version { mount, host, command, theirs: greeting.posh_proxy }).await;
+        }
+        let (Some(listen), Some(fingerprint)) = (greeting.listen, greeting.fingerprint) else {
+            let reason = greeting.error.unwrap_or_else(|| "no address or fingerprint".to_string());
+            return fail(child, SshError::Refused { mount, host, command, reason }).await;
+        };
+        Ok(SshProxy { child, stdin, listen, fingerprint, command, stderr })
+    }
+
+    /// The ssh command, for messages.
+    pub fn command(&self) -> &str {
+        &self.command
+    }
+
+    /// What ssh and the proxy said on standard error lately (`: LINE; LINE`, or nothing).
+    pub fn stderr(&self) -> String {
+        self.stderr.summary()
+    }
+
+    /// Ends the channel, so that the proxy shuts down, and waits up to `wait` for ssh to exit;
+    /// kills it then. Either way it is reaped.
+    pub async fn shutdown(mut self, wait: Duration) {
+        drop(self.stdin.take());
+        if tokio::time::timeout(wait, self.child.wait()).await.is_err() {
+            reap(self.child).await;
+        }
+    }
+}
+
+/// Kills `child` (if it still runs) and waits for it.
+async fn reap(mut child: Child) {
+    let _ = child.start_kill();
+    let _ = child.wait().await;
+}
+
+/// The target for a mount whose proxy is `ssh://`, with the ssh command from the environment.
+#[allow(clippy::too_many_arguments)]
+pub fn target(
+    mount: &str,
+    user: Option<&str>,
+    host: &str,
+    port: Option<u16>,
+    program: &str,
+    export: &Path,
+    ssh: Vec<String>,
+    interactive: bool,
+) -> SshTarget {
+    SshTarget {
+        mount: mount.to_string(),
+        user: user.map(str::to_string),
+        host: host.to_string(),
+        port,
+        program: program.to_string(),
+        export: export.to_path_buf(),
+        ssh,
+        interactive,
+        // A user may have a passphrase to type; a batch run fails fast.
+        timeout: if interactive { Duration::from_secs(120) } else { Duration::from_secs(20) },
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> SshTarget {
+        target(
+            "logs",
+            Some("me"),
+            "storage",
+            Some(2222),
+            "posh-proxy",
+            Path::new("/srv/my logs"),
+            vec!["ssh".into()],
+            false,
+        )
+    }
+
+    #[test]
+    fn the_command_line_quotes_the_export_and_keeps_the_host_from_options() {
+        assert_eq!(
+            sample().argv(),
+            [
+                "ssh",
+                "-T",
+                "-o",
+                "BatchMode=yes",
+                "-p",
+                "2222",
+                "--",
+                "me@storage",
+                "posh-proxy --over-ssh --export '/srv/my logs'"
+            ]
+        );
+        let interactive = SshTarget { interactive: true, port: None, user: None, ..sample() };
+        assert_eq!(interactive.argv()[1..], ["-T", "--", "storage", "posh-proxy --over-ssh --export '/srv/my logs'"]);
+    }
+
+    #[test]
+    fn the_ssh_command_comes_from_the_environment_split_as_a_shell_would() {
+        assert_eq!(SshTarget::ssh_command(None).unwrap(), ["ssh"]);
+        assert_eq!(SshTarget::ssh_command(Some("  ")).unwrap(), ["ssh"]);
+        assert_eq!(
+            SshTarget::ssh_command(Some("ssh -F '/tmp/my config' -i k")).unwrap(),
+            ["ssh", "-F", "/tmp/my config", "-i", "k"]
+        );
+        assert!(matches!(SshTarget::ssh_command(Some("ssh 'open")), Err(SshError::BadSshCommand { .. })));
+    }
+
+    #[test]
+    fn the_listen_address_is_the_one_the_ssh_connection_came_in_on() {
+        assert_eq!(listen_address_from("10.0.0.1 51234 10.0.0.2 22"), Some("10.0.0.2:0".parse().unwrap()));
+        assert_eq!(listen_address_from("fd00::1 51234 fd00::2 22"), Some("[fd00::2]:0".parse().unwrap()));
+        assert_eq!(listen_address_from("garbage"), None);
+    }
+
+    #[test]
+    fn greetings_read_back_as_written() {
+        let proxy = ProxyGreeting {
+            posh_proxy: VERSION.into(),
+            listen: Some("10.0.0.2:4433".parse().unwrap()),
+            fingerprint: Some("SHA256:x".into()),
+            error: None,
+        };
+        let line = serde_json::to_string(&proxy).unwrap();
+        assert_eq!(line, format!(r#"{{"posh_proxy":"{VERSION}","listen":"10.0.0.2:4433","fingerprint":"SHA256:x"}}"#));
+        assert_eq!(serde_json::from_str::<ProxyGreeting>(&line).unwrap(), proxy);
+    }
+
+    /// A fake `ssh` (bash running the remote command itself): each way the channel can fail
+    /// gives its error, and no process is left.
+    #[tokio::test]
+    async fn each_way_a_start_fails_names_the_mount_and_leaves_no_process() {
+        let fake = |script: &str| SshTarget {
+            ssh: vec!["bash".into(), "-c".into(), script.into(), "fake-ssh".into()],
+            timeout: Duration::from_millis(800),
+            ..sample()
+        };
+        let missing = SshProxy::start(&fake("echo 'bash: posh-proxy: command not found' >&2; exit 127"), "SHA256:c")
+            .await
+            .unwrap_err();
+        assert!(matches!(missing, SshError::Missing { .. }), "{missing}");
+        let text = missing.to_string();
+        assert!(text.starts_with("mount logs: posh-proxy is not installed on storage"), "{text}");
+        assert!(text.contains("command not found") && text.contains("cargo install --locked"), "{text}");
+        let login = SshProxy::start(&fake("echo 'Permission denied (publickey).' >&2; exit 255"), "SHA256:c")
+            .await
+            .unwrap_err();
+        assert!(login.to_string().contains("ssh could not log in to storage"), "{login}");
+        assert!(login.to_string().contains("Permission denied (publickey)."), "{login}");
+        let silent = SshProxy::start(&fake("read line; exec sleep 29.5"), "SHA256:c").await.unwrap_err();
+        assert!(matches!(silent, SshError::Timeout { .. }), "{silent}");
+        let other = SshProxy::start(&fake(r#"read; echo '{"posh_proxy":"0.0.1"}'; exec sleep 29.5"#), "SHA256:c")
+            .await
+            .unwrap_err();
+        assert!(other.to_string().contains("is version 0.0.1"), "{other}");
+        let garbled =
+            SshProxy::start(&fake("read; echo 'Welcome to the host!'; exec sleep 29.5"), "SHA256:c").await.unwrap_err();
+        assert!(garbled.to_string().contains("Welcome to the host!"), "{garbled}");
+        // The fakes that went on waiting were killed: none is left running.
+        let left: Vec<String> = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter_map(|entry| std::fs::read(entry.path().join("cmdline")).ok())
+            .filter(|cmdline| cmdline.as_slice() == b"sleep\x0029.5\x00")
+            .map(|cmdline| String::from_utf8_lossy(&cmdline).into_owned())
+            .collect();
+        assert!(left.is_empty(), "left running: {left:?}");
+    }
+
+    #[tokio::test]
+    async fn a_proxy_that_greets_is_started_and_shut_down_by_closing_its_input() {
+        let greeting = format!(r#"{{"posh_proxy":"{VERSION}","listen":"127.0.0.1:4433","fingerprint":"SHA256:p"}}"#);
+        let script = format!(
+            r#"read -r line; case $line in *'"client":"SHA256:c"'*) echo '{greeting}';; esac; cat > /dev/null; exit 0"#
+        );
+        let target = SshTarget { ssh: vec!["bash".into(), "-c".into(), script, "fake-ssh".into()], ..sample() };
+        let proxy = SshProxy::start(&target, "SHA256:c").await.unwrap();
+        assert_eq!((proxy.listen, proxy.fingerprint.as_str()), ("127.0.0.1:4433".parse().unwrap(), "SHA256:p"));
+        let started = std::time::Instant::now();
+        proxy.shutdown(Duration::from_secs(5)).await;
+        assert!(started.elapsed() < Duration::from_secs(2), "ended by its input, not killed");
+    }
+}
