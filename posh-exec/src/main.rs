@@ -11,6 +11,7 @@ use std::process::{Command, ExitCode};
 
 use anyhow::{Context as _, Result};
 use clap::Parser;
+use posh_core::config::{Config, ProxyAddress};
 use posh_core::planner::{PlanOptions, Strategy};
 
 mod explain;
@@ -64,6 +65,10 @@ struct Cli {
     /// The configuration file (else $POSH_CONFIG, the nearest posh.toml, ~/.config/posh/posh.toml).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
+    /// Serve mount NAME through ADDRESS instead of the `proxy` posh.toml gives it: `host:port`,
+    /// `ssh://[user@]host[:port]` or `embedded`. May be given once per mount.
+    #[arg(long = "proxy", value_name = "NAME=ADDRESS", value_parser = proxy_override)]
+    proxies: Vec<(String, ProxyAddress)>,
     /// Extra annotation files, checked and loaded after the shipped library.
     #[arg(long = "annotations", value_name = "FILE")]
     annotations: Vec<PathBuf>,
@@ -74,6 +79,31 @@ struct Cli {
     /// to it, `-h` and `--version` included.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "SCRIPT [ARGS]")]
     args: Vec<String>,
+}
+
+/// `NAME=ADDRESS` of `--proxy`.
+fn proxy_override(text: &str) -> Result<(String, ProxyAddress), String> {
+    let (name, address) =
+        text.split_once('=').ok_or_else(|| format!("expected NAME=ADDRESS (`logs=ssh://storage`), found `{text}`"))?;
+    Ok((name.to_string(), ProxyAddress::parse(address)?))
+}
+
+/// `config` with the mounts `--proxy` names served through the addresses it gives.
+fn override_proxies(mut config: Config, overrides: &[(String, ProxyAddress)]) -> Result<Config> {
+    for (name, address) in overrides {
+        let known = || config.mounts.iter().map(|m| m.name.as_str()).collect::<Vec<_>>().join(", ");
+        let Some(index) = config.mounts.iter().position(|m| &m.name == name) else {
+            let from = config.origin.as_ref().map_or("the configuration".to_string(), |p| p.display().to_string());
+            let mounts = if config.mounts.is_empty() { "none".to_string() } else { known() };
+            anyhow::bail!("--proxy {name}=...: {from} has no mount named `{name}` (its mounts: {mounts})");
+        };
+        let mount = &mut config.mounts[index];
+        if !matches!(address, ProxyAddress::Ssh { .. }) {
+            mount.proxy_program = None;
+        }
+        mount.proxy = address.clone();
+    }
+    Ok(config)
 }
 
 #[derive(Clone, Copy, Debug, clap::ValueEnum)]
@@ -152,7 +182,7 @@ fn run(cli: Cli) -> Result<u8> {
     if cli.suggest_config {
         return setup_cli::suggest_config(cli.mountinfo.as_deref());
     }
-    let config = explain::load_config(cli.config.as_deref())?;
+    let config = override_proxies(explain::load_config(cli.config.as_deref())?, &cli.proxies)?;
     if cli.check {
         return setup_cli::check(config, &cli.annotations);
     }
