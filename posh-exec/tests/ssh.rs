@@ -1,0 +1,290 @@
+//! `proxy = "ssh://..."` end to end: a real sshd in a network namespace (`ssh/sshd-fixture.sh`),
+//! reached with the system's `ssh` through an ssh configuration of the fixture's
+//! (`$POSH_SSH_COMMAND = "ssh -F ..."`, `StrictHostKeyChecking yes`), posh-proxy started there by
+//! posh-exec for the run. Each test compares posh-exec with bash on the same script; a proxy
+//! that cannot start leaves the work to the client with a message naming the mount and the ssh
+//! command. No test leaves an ssh or a posh-proxy behind.
+//!
+//! Needs root, iproute2 and openssh-server (`/usr/sbin/sshd`). Without them the tests print why
+//! they skip and pass, except under CI (`$CI` set), where they must run.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+/// The script: the host's files read and written at the proxy, results printed.
+const SCRIPT: &str = "\
+grep ERROR big.log | sort | uniq -c
+wc -l big.log
+sort -k2 big.log > sorted.txt
+cat sorted.txt | grep -c 'served in 7 ms'
+grep -v INFO big.log | head -3
+";
+
+/// Whether the tests can run here; prints the reason when they cannot, and fails under CI.
+fn can_run() -> bool {
+    let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+    let ip = Command::new("ip").arg("-V").output().is_ok_and(|o| o.status.success());
+    let sshd = Path::new("/usr/sbin/sshd").exists();
+    let why = match (root, ip, sshd) {
+        (true, true, true) => return true,
+        (false, _, _) => "not running as root",
+        (true, false, _) => "iproute2's `ip` is not installed",
+        (true, true, false) => "/usr/sbin/sshd is not installed (apt-get install openssh-server)",
+    };
+    assert!(std::env::var_os("CI").is_none(), "ssh tests must run under CI, but {why}");
+    eprintln!("ssh: SKIPPED: {why}");
+    false
+}
+
+/// A storage host with an sshd, its directory (`data/`, the host's path) seen by the client at
+/// `view/` (a bind mount: the client's mount point, as NFS or sshfs would show it), and a
+/// client home. Torn down when dropped, on panic too.
+struct Host {
+    dir: tempfile::TempDir,
+    namespace: String,
+}
+
+fn fixture() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/ssh/sshd-fixture.sh")
+}
+
+impl Host {
+    fn up() -> Host {
+        static NEXT: AtomicU32 = AtomicU32::new(0);
+        let n = (std::process::id() + NEXT.fetch_add(1, Ordering::Relaxed) * 7) % 240 + 1;
+        let dir = tempfile::tempdir().unwrap();
+        let out = Command::new(fixture()).arg("up").arg(dir.path()).arg(n.to_string()).output().unwrap();
+        assert!(out.status.success(), "the fixture did not come up: {}", String::from_utf8_lossy(&out.stderr));
+        let host = Host { dir, namespace: format!("posh-ssh-{n}") };
+        let big: String = (0..30_000).map(|i| format!("{i} INFO request served in {} ms\n", i % 97)).collect();
+        std::fs::write(host.data().join("big.log"), format!("{big}9 ERROR rare failure\n{big}3 ERROR other\n"))
+            .unwrap();
+        std::fs::write(host.home().join("s.sh"), SCRIPT).unwrap();
+        host
+    }
+
+    fn root(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// The host's path of the export.
+    fn data(&self) -> PathBuf {
+        self.root().join("data")
+    }
+
+    /// The client's path of the same directory.
+    fn view(&self) -> PathBuf {
+        self.root().join("view")
+    }
+
+    fn home(&self) -> PathBuf {
+        let home = self.root().join("home");
+        std::fs::create_dir_all(&home).unwrap();
+        home
+    }
+
+    /// posh.toml: the client's `view/` served by `ssh://storage`, exported as `data/` on the
+    /// host, the proxy program `program`.
+    fn configure(&self, program: &Path) {
+        self.configure_through("ssh://storage", program);
+    }
+
+    fn configure_through(&self, proxy: &str, program: &Path) {
+        let config = format!(
+            "[[mount]]\nname = \"data\"\npath = \"{}\"\nproxy = \"{proxy}\"\nexport = \"{}\"\nproxy_program = \"{}\"\n",
+            self.view().display(),
+            self.data().display(),
+            program.display()
+        );
+        std::fs::write(self.home().join("posh.toml"), config).unwrap();
+    }
+
+    /// `program` (posh-exec or bash) in `view/`, isolated from the caller's configuration, ssh
+    /// told to use the fixture's configuration `ssh_config` (one of `ssh_config*`).
+    fn command(&self, program: &str, ssh_config: &str) -> Command {
+        let mut command = Command::new(program);
+        command
+            .current_dir(self.view())
+            .env("LC_ALL", "C")
+            .env("POSH_CONFIG", self.home().join("posh.toml"))
+            .env("XDG_CONFIG_HOME", self.home().join("config"))
+            .env("XDG_STATE_HOME", self.home().join("state"))
+            .env("POSH_SSH_COMMAND", format!("ssh -F {}", self.root().join(ssh_config).display()))
+            .stdin(Stdio::null());
+        command
+    }
+
+    /// Runs the script under bash, then (the file it wrote removed) under posh-exec with
+    /// `--stats` and `args`, within `within`; stdout, status and the file must be bash's.
+    /// Returns posh's run, its stats and bash's stderr.
+    fn against_bash(
+        &self,
+        ssh_config: &str,
+        args: &[&str],
+        within: Duration,
+    ) -> (Output, Vec<serde_json::Value>, String) {
+        let script = self.home().join("s.sh");
+        let bash = self.command("bash", ssh_config).arg(&script).output().unwrap();
+        let sorted = std::fs::read(self.view().join("sorted.txt")).unwrap();
+        std::fs::remove_file(self.view().join("sorted.txt")).unwrap();
+        let stats_file = self.home().join("stats.json");
+        let started = Instant::now();
+        let posh = self
+            .command(env!("CARGO_BIN_EXE_posh-exec"), ssh_config)
+            .arg("--stats")
+            .arg(&stats_file)
+            .args(args)
+            .arg(&script)
+            .output()
+            .unwrap();
+        let took = started.elapsed();
+        assert!(took < within, "posh-exec took {took:?}: {}", text(&posh.stderr));
+        assert_eq!(text(&posh.stdout), text(&bash.stdout), "stderr: {}", text(&posh.stderr));
+        assert_eq!(posh.status.code(), bash.status.code());
+        assert!(std::fs::read(self.view().join("sorted.txt")).unwrap() == sorted, "sorted.txt differs from bash's");
+        let stats = std::fs::read_to_string(&stats_file).unwrap();
+        let stats = stats.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        (posh, stats, text(&bash.stderr))
+    }
+
+    /// Processes in the host's namespace besides sshd's listener (a session, a posh-proxy), and
+    /// ssh clients using this fixture's configurations: none may be left once a run ended.
+    fn leftovers(&self) -> Vec<String> {
+        let env = std::fs::read_to_string(self.root().join("env")).unwrap();
+        let sshd = env.lines().find_map(|l| l.strip_prefix("PID=")).unwrap().to_string();
+        let pids = Command::new("ip").args(["netns", "pids", &self.namespace]).output().unwrap();
+        let listed = text(&pids.stdout);
+        let in_host = listed.split_whitespace().filter(|pid| *pid != sshd).map(str::to_string);
+        let marker = self.root().join("ssh_config").display().to_string();
+        let clients = std::fs::read_dir("/proc")
+            .unwrap()
+            .flatten()
+            .filter(|e| e.file_name().to_str().is_some_and(|n| n.bytes().all(|b| b.is_ascii_digit())))
+            .filter_map(|e| std::fs::read(e.path().join("cmdline")).ok().map(|c| (e.file_name(), c)))
+            .filter(|(_, cmdline)| String::from_utf8_lossy(cmdline).contains(&marker))
+            .map(|(pid, _)| pid.to_string_lossy().into_owned());
+        let described = |pid: String| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            format!("{pid}: {}", String::from_utf8_lossy(&cmdline).replace('\0', " "))
+        };
+        in_host.chain(clients).map(described).collect()
+    }
+
+    /// Waits (up to 5 s) until nothing is left, else fails naming what is.
+    fn assert_nothing_left(&self) {
+        let deadline = Instant::now() + Duration::from_secs(5);
+        loop {
+            let left = self.leftovers();
+            if left.is_empty() {
+                return;
+            }
+            assert!(Instant::now() < deadline, "left behind after the run: {left:#?}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Host {
+    fn drop(&mut self) {
+        let _ = Command::new(fixture()).arg("down").arg(self.dir.path()).status();
+    }
+}
+
+fn text(bytes: &[u8]) -> String {
+    String::from_utf8_lossy(bytes).into_owned()
+}
+
+/// The built posh-proxy, on the host's side of the fixture (the namespace shares this file
+/// system), where `proxy_program` names it.
+fn install_proxy(host: &Host) -> PathBuf {
+    let installed = host.root().join("bin/posh-proxy");
+    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_posh-proxy"), &installed).unwrap();
+    installed
+}
+
+#[test]
+fn a_script_runs_at_the_host_through_ssh_with_bashs_output_and_nothing_is_left() {
+    if !can_run() {
+        return;
+    }
+    let host = Host::up();
+    let program = install_proxy(&host);
+    // The command line's proxy wins over posh.toml's.
+    host.configure_through("ssh://nowhere.invalid", &program);
+    let (posh, stats, bash_stderr) =
+        host.against_bash("ssh_config", &["--proxy", "data=ssh://storage"], Duration::from_secs(60));
+    assert_eq!(text(&posh.stderr), bash_stderr);
+    // Every command of the first pipelines ran at the host, and only results came back.
+    for record in &stats[..4] {
+        for command in record["commands"].as_array().unwrap() {
+            assert_eq!(command["location"], "data", "{record}");
+        }
+    }
+    let back = stats[0]["proxies"]["data"]["bytes_from_proxy"].as_u64().unwrap();
+    assert!(back < 400, "{back} bytes came back for `grep ERROR big.log | sort | uniq -c`");
+    // The proxy went with the run, and its ssh with it.
+    host.assert_nothing_left();
+}
+
+#[test]
+fn a_host_without_posh_proxy_says_how_to_install_it_and_the_client_does_the_work() {
+    if !can_run() {
+        return;
+    }
+    let host = Host::up();
+    let missing = host.root().join("bin/posh-proxy");
+    host.configure(&missing);
+    let (posh, stats, bash_stderr) = host.against_bash("ssh_config", &[], Duration::from_secs(30));
+    let stderr = text(&posh.stderr);
+    let expected = "posh-exec: mount data: posh-proxy is not installed on storage: `ssh -F ";
+    assert!(stderr.starts_with(expected), "{stderr}");
+    assert!(stderr.contains(&format!("{} --over-ssh --export", missing.display())), "{stderr}");
+    assert!(stderr.contains("exited with status 127: ") && stderr.contains("No such file or directory"), "{stderr}");
+    assert!(stderr.contains("cargo install --locked --path posh-exec"), "{stderr}");
+    assert!(stderr.contains("its commands run at the client"), "{stderr}");
+    // Said once, and otherwise what bash says.
+    assert_eq!(stderr.lines().skip(1).collect::<Vec<_>>().join("\n"), bash_stderr.trim_end(), "{stderr}");
+    for record in &stats {
+        for command in record["commands"].as_array().unwrap() {
+            assert_eq!(command["location"], "client", "{record}");
+        }
+    }
+    host.assert_nothing_left();
+}
+
+#[test]
+fn a_refused_login_fails_fast_naming_the_mount_and_the_ssh_command() {
+    if !can_run() {
+        return;
+    }
+    let host = Host::up();
+    let program = install_proxy(&host);
+    host.configure(&program);
+    let (posh, _, _) = host.against_bash("ssh_config_wrong_key", &[], Duration::from_secs(15));
+    let stderr = text(&posh.stderr);
+    assert!(stderr.starts_with("posh-exec: mount data: ssh could not log in to storage: `ssh -F "), "{stderr}");
+    assert!(stderr.contains("ssh_config_wrong_key -T ") && stderr.contains(" -- storage "), "{stderr}");
+    assert!(
+        stderr.contains("exited with status 255: root@10.79.") && stderr.contains("Permission denied (publickey)"),
+        "{stderr}"
+    );
+    host.assert_nothing_left();
+}
+
+#[test]
+fn a_changed_host_key_is_refused_by_ssh_and_nothing_runs_there() {
+    if !can_run() {
+        return;
+    }
+    let host = Host::up();
+    let program = install_proxy(&host);
+    host.configure(&program);
+    let (posh, stats, _) = host.against_bash("ssh_config_wrong_host", &[], Duration::from_secs(15));
+    let stderr = text(&posh.stderr);
+    assert!(stderr.starts_with("posh-exec: mount data: ssh could not log in to storage: `ssh -F "), "{stderr}");
+    assert!(stderr.contains("Host key verification failed."), "{stderr}");
+    assert!(stats.iter().all(|r| r["commands"][0]["location"] == "client"), "{stats:?}");
+    host.assert_nothing_left();
+}
