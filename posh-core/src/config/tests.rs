@@ -220,6 +220,53 @@ fn proxy_addresses() {
 }
 
 #[test]
+fn ssh_proxy_addresses() {
+    let ssh = |user: Option<&str>, host: &str, port| ProxyAddress::Ssh {
+        user: user.map(str::to_string),
+        host: host.to_string(),
+        port,
+    };
+    assert_eq!(ProxyAddress::parse("ssh://storage"), Ok(ssh(None, "storage", None)));
+    assert_eq!(ProxyAddress::parse("ssh://me@storage:2222"), Ok(ssh(Some("me"), "storage", Some(2222))));
+    assert_eq!(ProxyAddress::parse("ssh://root@[fd00::7]"), Ok(ssh(Some("root"), "fd00::7", None)));
+    assert_eq!(ProxyAddress::parse("ssh://[::1]:22"), Ok(ssh(None, "::1", Some(22))));
+    for text in ["ssh://storage", "ssh://me@storage:2222", "ssh://root@[fd00::7]", "ssh://[::1]:22"] {
+        assert_eq!(ProxyAddress::parse(text).unwrap().to_string(), text);
+    }
+    let error = |text: &str| ProxyAddress::parse(text).unwrap_err();
+    // Nothing that ssh would take for an option.
+    assert_eq!(error("ssh://-oProxyCommand=x"), "`-oProxyCommand=x` is not a host name or IP address");
+    assert_eq!(error("ssh://-l@host"), "`-l` is not a user name; expected \"ssh://[user@]host[:port]\"");
+    assert_eq!(error("ssh://host:0"), "`0` is not a port; expected a number from 1 to 65535");
+    assert_eq!(error("ssh://"), "missing host; expected \"ssh://[user@]host[:port]\"");
+    assert!(
+        error("ssh://host/srv/logs").contains("set the host's directory with `export`"),
+        "{}",
+        error("ssh://host/srv/logs")
+    );
+    assert!(error("http://host:80").starts_with("unknown scheme"));
+}
+
+#[test]
+fn ssh_mount_keys() {
+    let config = parse_ok(
+        "[[mount]]\npath = \"/mnt/logs\"\nproxy = \"ssh://me@storage\"\nexport = \"/srv/logs\"\n\
+         proxy_program = \"~/.cargo/bin/posh-proxy\"\n",
+    );
+    let mount = &config.mounts[0];
+    assert_eq!(mount.proxy_program.as_deref(), Some("~/.cargo/bin/posh-proxy"));
+    assert_eq!(mount.export, Path::new("/srv/logs"));
+    let defaults = parse_ok("[[mount]]\npath = \"/mnt/logs\"\nproxy = \"ssh://storage\"\n");
+    assert_eq!(defaults.mounts[0].proxy_program, None);
+    insta::assert_snapshot!(render_errors(&[
+        ("proxy_program without ssh", &format!("{MOUNT}proxy_program = \"posh-proxy\"\n")),
+        ("linger", "[[mount]]\npath = \"/m\"\nproxy = \"ssh://h\"\nlinger = \"30s\"\n"),
+        ("proxy_program an option", "[[mount]]\npath = \"/m\"\nproxy = \"ssh://h\"\nproxy_program = \"-x\"\n"),
+        ("ssh with a path", "[[mount]]\npath = \"/m\"\nproxy = \"ssh://h:/srv\"\n"),
+    ]));
+}
+
+#[test]
 fn bandwidth_units() {
     let cases: &[(&str, f64)] = &[
         ("600Mbit", 75e6),
