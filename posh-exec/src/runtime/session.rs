@@ -52,7 +52,7 @@ enum ProxyLink {
     #[default]
     Untried,
     /// With the proxy's ssh process when the run started the proxy through ssh.
-    Connected(Arc<Connection>, Option<SshProxy>),
+    Connected(Arc<Connection>, Option<Box<SshProxy>>),
     /// The last attempt failed (the outage was warned about when it began); the next is not
     /// made before `retry_at`.
     Unreachable { retry_at: Instant, pause: Duration },
@@ -177,9 +177,9 @@ impl Session {
                     }
                     None => Err(anyhow::anyhow!("no directory for the embedded proxy's jobs")),
                 },
-                ProxyAddress::Ssh { user, host, port } => {
-                    start_over_ssh(mount, user.as_deref(), host, *port, identity).await.map(|(c, p)| (c, Some(p)))
-                }
+                ProxyAddress::Ssh { user, host, port } => start_over_ssh(mount, user.as_deref(), host, *port, identity)
+                    .await
+                    .map(|(c, p)| (c, Some(Box::new(p)))),
             }
         };
         // The first attempt waits as long as QUIC does, and a start through ssh as long as its
@@ -197,7 +197,7 @@ impl Session {
                 let old = std::mem::replace(&mut *link, ProxyLink::Connected(connection.clone(), started));
                 // A proxy started earlier and lost is ended for good.
                 if let ProxyLink::Connected(_, Some(lost)) = old {
-                    lost.shutdown(Duration::ZERO).await;
+                    (*lost).shutdown(Duration::ZERO).await;
                 }
                 Some(connection)
             }
@@ -227,7 +227,7 @@ impl Session {
                 let old =
                     std::mem::replace(&mut *link, ProxyLink::Unreachable { retry_at: Instant::now() + pause, pause });
                 if let ProxyLink::Connected(_, Some(lost)) = old {
-                    lost.shutdown(Duration::ZERO).await;
+                    (*lost).shutdown(Duration::ZERO).await;
                 }
                 None
             }
@@ -250,7 +250,7 @@ impl Session {
                 closing.spawn(async move {
                     connection.close().await;
                     if let Some(started) = started {
-                        started.shutdown(SSH_PROXY_EXIT_WAIT).await;
+                        (*started).shutdown(SSH_PROXY_EXIT_WAIT).await;
                     }
                 });
             }
