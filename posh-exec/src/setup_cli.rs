@@ -11,10 +11,14 @@ use anyhow::{Context as _, Result, bail};
 use posh_core::config::{Config, ProxyAddress};
 use posh_exec::remote::jobs_dir::JobsDir;
 use posh_exec::remote::journal::Journal;
+use posh_exec::remote::ssh;
 use posh_exec::remote::{Identity, KnownProxies};
 use posh_exec::setup::check::{self, Failure, Report, Who};
 use posh_exec::setup::probe::Isolation;
 use posh_exec::setup::suggest;
+
+/// How long a proxy started through ssh for the check may take to end once its channel closed.
+const SSH_PROXY_GRACE: Duration = Duration::from_secs(2);
 
 /// Prints the posh.toml suggested for the mount table at `mountinfo` (the process's own by
 /// default).
@@ -58,9 +62,22 @@ pub fn check(config: Config, annotations: &[PathBuf]) -> Result<u8> {
     let reports: Vec<Report> = runtime.block_on(async {
         let mut reports = Vec::with_capacity(config.mounts.len());
         for mount in &config.mounts {
+            // A proxy started through ssh for the check, ended after it.
+            let mut over_ssh = None;
             let connected = match &mount.proxy {
                 ProxyAddress::Remote { .. } => {
                     check::connect_remote(&mount.proxy.to_string(), &identity, &known, &limits).await
+                }
+                ProxyAddress::Ssh { user, host, port } => {
+                    match ssh::target_for_mount(mount, user.as_deref(), host, *port) {
+                        Err(e) => Err(Failure::Ssh(e)),
+                        Ok(target) => check::connect_over_ssh(&target, &identity, &limits).await.map(
+                            |(connection, who, started)| {
+                                over_ssh = Some(started);
+                                (connection, who)
+                            },
+                        ),
+                    }
                 }
                 ProxyAddress::Embedded => {
                     let started = match embedded_jobs(&mut jobs, &state.identity_dir) {
@@ -93,6 +110,9 @@ pub fn check(config: Config, annotations: &[PathBuf]) -> Result<u8> {
                 }
                 Err(failure) => Report::unreached(mount, failure),
             };
+            if let Some(started) = over_ssh {
+                started.shutdown(SSH_PROXY_GRACE).await;
+            }
             reports.push(report);
         }
         reports

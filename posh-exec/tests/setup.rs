@@ -363,12 +363,12 @@ fn a_suggested_configuration_is_read_by_posh() {
     assert_eq!(
         mounts,
         [
-            ("logs", logs.clone(), "127.0.0.1:4433".to_string(), "/srv/logs".to_string()),
-            ("old-data", format!("{logs}/old data"), "localhost:4433".to_string(), "/srv/old data".to_string()),
+            ("logs", logs.clone(), "ssh://127.0.0.1".to_string(), "/srv/logs".to_string()),
+            ("old-data", format!("{logs}/old data"), "ssh://me@localhost".to_string(), "/srv/old data".to_string()),
             (
                 "share",
                 "/nonexistent/share".to_string(),
-                "no-such-host.invalid:4433".to_string(),
+                "ssh://no-such-host.invalid".to_string(),
                 "/nonexistent/share".to_string()
             ),
         ]
@@ -376,7 +376,6 @@ fn a_suggested_configuration_is_read_by_posh() {
     // Measured where it could be: the loopback server answers handshakes, the file is read.
     assert!(config.mounts[0].link.rtt < Duration::from_millis(50), "{suggested}");
     assert!(suggested.contains(&format!("# bandwidth: read 1 MiB of {logs}/big.log in ")), "{suggested}");
-    assert!(suggested.contains("# server, for ssh: me@localhost\n"), "{suggested}");
     assert!(suggested.contains("# rtt: not measured: "), "{suggested}");
     assert!(suggested.contains("# - mountinfo line 6: no ` - ` before the filesystem type\n"), "{suggested}");
     // posh-exec itself reads it.

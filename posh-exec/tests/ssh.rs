@@ -288,3 +288,45 @@ fn a_changed_host_key_is_refused_by_ssh_and_nothing_runs_there() {
     assert!(stats.iter().all(|r| r["commands"][0]["location"] == "client"), "{stats:?}");
     host.assert_nothing_left();
 }
+
+/// `posh-exec --check` of an ssh:// mount starts its proxy as a run does, compares a file at both
+/// ends, and ends the proxy; a host without posh-proxy fails the check with what to do.
+#[test]
+fn check_starts_the_proxy_through_ssh_and_ends_it() {
+    if !can_run() {
+        return;
+    }
+    let host = Host::up();
+    let program = install_proxy(&host);
+    host.configure(&program);
+    // The check compares a file of at most 1 MiB (big.log is larger).
+    std::fs::write(host.data().join("small.txt"), "a line of the host's\n").unwrap();
+    let check = |ssh_config: &str| {
+        let out = host.command(env!("CARGO_BIN_EXE_posh-exec"), ssh_config).arg("--check").output().unwrap();
+        (out.status.code(), text(&out.stdout), text(&out.stderr))
+    };
+    let (status, stdout, stderr) = check("ssh_config");
+    assert_eq!(status, Some(0), "{stdout}{stderr}");
+    let row = stdout.lines().nth(1).unwrap();
+    for cell in ["data", "ssh://storage", "over ssh", "same", " ok"] {
+        assert!(row.contains(cell), "{cell} is not in the row `{row}`:\n{stdout}");
+    }
+    assert!(stdout.contains("a one-time key the proxy gave over `ssh -F "), "{stdout}");
+    assert!(stdout.contains("export: `small.txt` reads the same at both ends"), "{stdout}");
+    host.assert_nothing_left();
+
+    host.configure(&host.root().join("bin/missing-posh-proxy"));
+    let (status, stdout, _) = check("ssh_config");
+    assert_eq!(status, Some(1), "{stdout}");
+    assert!(stdout.contains("data: FAILED: mount data: posh-proxy is not installed on storage"), "{stdout}");
+    assert!(
+        stdout.contains("to do: install posh-proxy ") && stdout.contains("`proxy_program` of mount `data`"),
+        "{stdout}"
+    );
+
+    host.configure(&program);
+    let (status, stdout, _) = check("ssh_config_wrong_key");
+    assert_eq!(status, Some(1), "{stdout}");
+    assert!(stdout.contains("to do: see that `ssh storage true` logs in without a question"), "{stdout}");
+    host.assert_nothing_left();
+}

@@ -343,7 +343,21 @@ async fn reap(mut child: Child) {
     let _ = child.wait().await;
 }
 
-/// The target for a mount whose proxy is `ssh://`, with the ssh command from the environment.
+/// The target for `mount`, whose proxy is `ssh://[user@]host[:port]`: its `proxy_program`
+/// (`posh-proxy` by default), the ssh command from `$POSH_SSH_COMMAND`, interactive when this
+/// process has a terminal. Runs and `--check` start proxies from this.
+pub fn target_for_mount(
+    mount: &posh_core::config::Mount,
+    user: Option<&str>,
+    host: &str,
+    port: Option<u16>,
+) -> Result<SshTarget, SshError> {
+    let ssh_words = SshTarget::ssh_command(std::env::var(SSH_COMMAND_VAR).ok().as_deref())?;
+    let program = mount.proxy_program.as_deref().unwrap_or(posh_core::config::DEFAULT_PROXY_PROGRAM);
+    Ok(target(&mount.name, user, host, port, program, &mount.export, ssh_words, SshTarget::has_terminal()))
+}
+
+/// The target for a mount whose proxy is `ssh://`, with the ssh command given.
 #[allow(clippy::too_many_arguments)]
 pub fn target(
     mount: &str,

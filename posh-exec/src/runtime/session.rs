@@ -16,7 +16,7 @@ use posh_exec::handoff;
 use posh_exec::remote::jobs_dir::JobsDir;
 use posh_exec::remote::journal::Journal;
 use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
-use posh_exec::remote::ssh::{self, SshProxy, SshTarget};
+use posh_exec::remote::ssh::{self, SshProxy};
 use posh_exec::remote::{Connection, Identity, KnownProxies, Pin, connect, connect_pinned};
 use tokio::sync::OnceCell;
 
@@ -510,10 +510,7 @@ async fn start_over_ssh(
     port: Option<u16>,
     client: &Identity,
 ) -> Result<(Connection, SshProxy)> {
-    let ssh_words = SshTarget::ssh_command(std::env::var(ssh::SSH_COMMAND_VAR).ok().as_deref())?;
-    let program = mount.proxy_program.as_deref().unwrap_or(posh_core::config::DEFAULT_PROXY_PROGRAM);
-    let target =
-        ssh::target(&mount.name, user, host, port, program, &mount.export, ssh_words, SshTarget::has_terminal());
+    let target = ssh::target_for_mount(mount, user, host, port)?;
     let started = SshProxy::start(&target, client.fingerprint()).await?;
     let listen = started.listen.to_string();
     match connect_pinned(&listen, client, Pin::Exactly(&started.fingerprint)).await {

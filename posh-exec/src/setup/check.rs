@@ -4,6 +4,8 @@
 //!
 //! [`connect_remote`] reaches a proxy the way a run does (its certificate pinned in the
 //! known-proxies file, recorded on first use), bounded in time, and tells a closed port at once;
+//! [`connect_over_ssh`] starts an `ssh://` mount's proxy through ssh as a run does, and ends it
+//! after the check;
 //! [`check_connected`] then asks it, over the protocol runs use: an empty question (the round
 //! trip), a listing (a sample file's size as the proxy sees it), a job `sha256sum` (its content)
 //! and a job `seq` (about 15 MB streamed back: the bandwidth). No message was added for the check:
@@ -17,13 +19,14 @@ use std::pin::Pin as StdPin;
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
-use posh_core::config::{Link, Mount, format_bandwidth, format_rtt};
+use posh_core::config::{Link, Mount, ProxyAddress, format_bandwidth, format_rtt};
 
 use super::probe::{self, Isolation};
 use super::{round_bandwidth, round_rtt};
 use crate::remote::client::{Connection, KnownProxies, Pin, PinMismatch, StartError, Traffic};
 use crate::remote::identity::Identity;
 use crate::remote::protocol::{self, Answer, JobCommand, Question, Request};
+use crate::remote::ssh::{SshError, SshProxy, SshTarget};
 
 /// How long each step may take, and how much it looks at.
 #[derive(Clone, Debug)]
@@ -70,6 +73,9 @@ pub enum Who {
     PinnedNow { fingerprint: String, file: PathBuf },
     /// The run's own in-process proxy, whose certificate the client made.
     Embedded { fingerprint: String },
+    /// A proxy started through ssh for the check: the one-time key it gave over the channel of
+    /// `command` (ssh checked the host against the user's known_hosts).
+    OverSsh { fingerprint: String, command: String },
     /// Another certificate than the one pinned.
     Mismatch { got: String, expected: String },
     /// Not reached.
@@ -143,6 +149,11 @@ pub enum Failure {
     Differs { sample: PathBuf, size_and_hash_at_client: String, size_and_hash_at_proxy: String },
     #[error("cannot start the embedded proxy: {why}")]
     Embedded { why: String },
+    /// Starting the proxy through ssh failed (the error names the mount and the ssh command).
+    #[error("{0}")]
+    Ssh(SshError),
+    #[error("the proxy started through ssh listens on {listen} (UDP), which this client cannot reach: {why}")]
+    Unreachable { listen: SocketAddr, why: String },
 }
 
 impl Failure {
@@ -150,18 +161,33 @@ impl Failure {
     /// fingerprint.
     pub fn advice(&self, mount: &Mount, config: &Path, client: &str) -> String {
         let config = config.display();
-        let port = match &mount.proxy {
-            posh_core::config::ProxyAddress::Remote { port, .. } => *port,
-            posh_core::config::ProxyAddress::Embedded => 0,
+        let over_ssh = match &mount.proxy {
+            ProxyAddress::Ssh { user, host, port } => Some(format!(
+                "ssh{} {}{host} true",
+                port.map(|p| format!(" -p {p}")).unwrap_or_default(),
+                user.as_deref().map(|u| format!("{u}@")).unwrap_or_default()
+            )),
+            ProxyAddress::Remote { .. } | ProxyAddress::Embedded => None,
         };
         match self {
             Failure::Resolve { .. } => format!("correct the host of `proxy` of mount `{}` in {config}", mount.name),
-            Failure::PortClosed { .. } | Failure::NoAnswer { .. } | Failure::Connect { .. } => format!(
-                "start posh-proxy on that host (`posh-proxy --export {} --listen 0.0.0.0:{port}`) and let UDP port \
-                 {port} through its firewall, or set `proxy` of mount `{}` in {config} to where it listens",
-                mount.export.display(),
-                mount.name
-            ),
+            Failure::PortClosed { .. } | Failure::NoAnswer { .. } | Failure::Connect { .. } if over_ssh.is_some() => {
+                "the proxy started through ssh stopped answering: see the host's load and its messages \
+                 (`posh-exec -v --check`), and run the check again"
+                    .to_string()
+            }
+            Failure::PortClosed { .. } | Failure::NoAnswer { .. } | Failure::Connect { .. } => {
+                let port = match &mount.proxy {
+                    ProxyAddress::Remote { port, .. } => *port,
+                    ProxyAddress::Embedded | ProxyAddress::Ssh { .. } => 0,
+                };
+                format!(
+                    "start posh-proxy on that host (`posh-proxy --export {} --listen 0.0.0.0:{port}`) and let UDP port \
+                     {port} through its firewall, or set `proxy` of mount `{}` in {config} to where it listens",
+                    mount.export.display(),
+                    mount.name
+                )
+            }
             Failure::Mismatch(mismatch) => match &mismatch.known_proxies {
                 Some(file) => format!(
                     "if that proxy's key was replaced on purpose (a new --state-dir, a reinstall), remove the line \
@@ -197,6 +223,52 @@ impl Failure {
             Failure::Embedded { .. } => format!(
                 "an embedded proxy serves {} from this machine: it must be a directory here",
                 mount.export.display()
+            ),
+            Failure::Ssh(error) => {
+                let login = over_ssh.as_deref().unwrap_or("ssh HOST true");
+                match error {
+                    SshError::BadSshCommand { .. } => format!(
+                        "correct ${}: a command line, split as a shell splits it (`ssh -F ~/.ssh/other`)",
+                        crate::remote::ssh::SSH_COMMAND_VAR
+                    ),
+                    SshError::Spawn { .. } => format!(
+                        "install an ssh client (OpenSSH's `ssh`) or set ${} to one",
+                        crate::remote::ssh::SSH_COMMAND_VAR
+                    ),
+                    SshError::Missing { .. } | SshError::Version { .. } => format!(
+                        "install posh-proxy {} on the host; if it is there but not on the PATH of a \
+                         non-interactive login (`~/.cargo/bin` often is not), set `proxy_program` of mount `{}` in \
+                         {config} to its path",
+                        crate::remote::ssh::VERSION,
+                        mount.name
+                    ),
+                    SshError::Login { .. } => format!(
+                        "see that `{login}` logs in without a question: a key in your ssh-agent, the host's key in \
+                         known_hosts (without a terminal posh-exec runs ssh with BatchMode=yes, which asks nothing)"
+                    ),
+                    SshError::Timeout { .. } => format!(
+                        "see that `{login}` answers; without a terminal ssh cannot ask for a passphrase: add the key \
+                         to your ssh-agent"
+                    ),
+                    SshError::Ended { .. } | SshError::Garbled { .. } => format!(
+                        "run the ssh command shown by hand to see what the host says (a login script that prints \
+                         to standard output garbles the greeting); `export` of mount `{}` in {config} must be a \
+                         directory on the host",
+                        mount.name
+                    ),
+                    SshError::Refused { .. } => format!(
+                        "the proxy said why it would not serve; see `export` of mount `{}` in {config}",
+                        mount.name
+                    ),
+                    SshError::Channel { .. } => "ssh's pipes failed: run the check again".to_string(),
+                }
+            }
+            Failure::Unreachable { listen, .. } => format!(
+                "the proxy listens on the address your ssh connection reached ({}), on a UDP port of its choice: \
+                 let UDP to that host through its firewall; a host reached only through a jump host or NAT \
+                 cannot serve posh this way: run posh-proxy there with a fixed --listen and set `proxy` to an \
+                 address this client reaches",
+                listen.ip()
             ),
         }
     }
@@ -269,6 +341,47 @@ pub async fn connect_remote(
     let file = known.path().to_path_buf();
     let who = if expected.is_some() { Who::Pinned { fingerprint, file } } else { Who::PinnedNow { fingerprint, file } };
     Ok((connection, who))
+}
+
+/// Starts the proxy of `target` through ssh, as a run does, and connects to it pinned to the
+/// fingerprint it gave over the channel, within `limits.connect` (the login has ssh's own time,
+/// `target.timeout`). The started proxy comes back with the connection: it lives until
+/// [`SshProxy::shutdown`], and is ended here when the connection fails.
+pub async fn connect_over_ssh(
+    target: &SshTarget,
+    identity: &Identity,
+    limits: &Limits,
+) -> Result<(Connection, Who, SshProxy), Failure> {
+    let started = SshProxy::start(target, identity.fingerprint()).await.map_err(Failure::Ssh)?;
+    let listen = started.listen;
+    let address = listen.to_string();
+    let connecting = tokio::time::timeout(
+        limits.connect,
+        crate::remote::connect_pinned(&address, identity, Pin::Exactly(&started.fingerprint)),
+    );
+    let connected = tokio::select! {
+        connected = connecting => match connected {
+            Err(_) => Err(Failure::Unreachable { listen, why: format!("no answer within {}", format_rtt(limits.connect)) }),
+            Ok(Err(e)) => Err(match e.downcast::<PinMismatch>() {
+                Ok(mismatch) => Failure::Mismatch(mismatch),
+                Err(e) => Failure::Unreachable { listen, why: format!("{e:#}") },
+            }),
+            Ok(Ok(connection)) => Ok(connection),
+        },
+        () = udp_port_closed(listen) => {
+            Err(Failure::Unreachable { listen, why: "its host answered that the port is closed".to_string() })
+        }
+    };
+    match connected {
+        Ok(connection) => {
+            let who = Who::OverSsh { fingerprint: started.fingerprint.clone(), command: started.command().to_string() };
+            Ok((connection, who, started))
+        }
+        Err(failure) => {
+            started.shutdown(Duration::ZERO).await;
+            Err(failure)
+        }
+    }
 }
 
 /// Completes once the host at `addr` answers that its UDP port is closed (an ICMP "port
@@ -562,6 +675,7 @@ pub fn render(reports: &[Report], config: &Path, client: &str) -> String {
                 Who::Pinned { .. } => "pinned",
                 Who::PinnedNow { .. } => "pinned now",
                 Who::Embedded { .. } => "embedded",
+                Who::OverSsh { .. } => "over ssh",
                 Who::Mismatch { .. } => "MISMATCH",
                 Who::Unknown => "-",
             };
@@ -641,6 +755,13 @@ fn details(report: &Report, config: &Path, client: &str) -> String {
         }
         Who::Embedded { fingerprint } => {
             let _ = writeln!(out, "  identity {fingerprint}, an embedded proxy started for the check");
+        }
+        Who::OverSsh { fingerprint, command } => {
+            let _ = writeln!(
+                out,
+                "  identity {fingerprint}, a one-time key the proxy gave over `{command}` (ssh checked the host \
+                 against your known_hosts)"
+            );
         }
         Who::Mismatch { got, expected } => {
             let _ = writeln!(out, "  identity {got}, but {expected} is pinned");
@@ -723,7 +844,7 @@ fn estimate_note(link: &Link, measures: &Measures) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use posh_core::config::{Config, ProxyAddress};
+    use posh_core::config::Config;
 
     fn mounts() -> Vec<Mount> {
         let text = "\

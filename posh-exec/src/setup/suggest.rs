@@ -17,10 +17,6 @@ use super::mountinfo::{self, Export, MalformedLine, NetworkKind, NetworkMount, U
 use super::probe::{self, Isolation, ReadRate};
 use super::{round_bandwidth, round_rtt};
 
-/// The UDP port a suggested proxy listens on: the one docs/proxy.md and the shipped systemd
-/// unit use.
-pub const PROXY_PORT: u16 = 4433;
-
 /// How long and how much each measurement may take.
 #[derive(Clone, Debug)]
 pub struct Limits {
@@ -238,12 +234,12 @@ pub fn render(
 const HEADER: &str = "\
 # one [[mount]] per networked filesystem mounted here (NFS, sshfs, SMB/CIFS).
 #
-# Before using it: start posh-proxy on each server, exporting the directory the mount shows
-# (`posh-proxy --export DIR --listen 0.0.0.0:4433`, docs/proxy.md), add this client's identity
-# (`posh-exec --print-identity`) to its authorized-clients file, then run `posh-exec --check`.
-# posh does not start proxies over ssh yet (`proxy = \"ssh://host\"` is not accepted): each
-# mount names its server's ssh destination in a comment, and `proxy` is where a posh-proxy on
-# that server would listen.
+# Each mount's proxy is started for each run through your own ssh (`proxy = \"ssh://...\"`: your
+# ssh configuration, agent and known_hosts decide how the server is reached), exporting the
+# server's directory the mount shows; posh-proxy must be installed there (docs/running.md). The
+# destination is the mount's server and login: change it when you reach that server by ssh
+# under another name, or set `proxy = \"host:4433\"` where a posh-proxy runs as a service
+# (docs/proxy.md). Then run `posh-exec --check`.
 #
 # rtt and bandwidth were measured just now, a few seconds at most per server:
 # - rtt: the shortest of 3 TCP handshakes with the server's port for the filesystem (NFS 2049,
@@ -268,7 +264,6 @@ fn mount_block(mount: &NetworkMount, measured: &Measured, names: &mut Vec<String
         comment(&mount.mount_point.display().to_string()),
         mount.line
     );
-    let _ = writeln!(out, "# server, for ssh: {}", comment(&mount.server.ssh_destination()));
     if let Some(first) = &mount.same_as {
         let _ = writeln!(
             out,
@@ -283,7 +278,7 @@ fn mount_block(mount: &NetworkMount, measured: &Measured, names: &mut Vec<String
     };
     keys.push(format!("name = {}", toml_string(&unique_name(&mount.mount_point, names))));
     keys.push(format!("path = {}", toml_string(path)));
-    let proxy = format!("{}:{PROXY_PORT}", mount.server.host_for_url());
+    let proxy = format!("ssh://{}", mount.server.ssh_destination());
     let proxy_ok = ProxyAddress::parse(&proxy);
     keys.push(format!("proxy = {}", toml_string(&proxy)));
     match &mount.export {
@@ -536,12 +531,12 @@ mod tests {
         assert_eq!(
             summary,
             [
-                ("logs", "/mnt/logs", "10.0.0.5:4433".to_string(), "/srv/logs"),
-                ("my-data-x", "/home/u/my \"data\"\\x", "h.example:4433".to_string(), "/home/u/my \"data\"\\x"),
+                ("logs", "/mnt/logs", "ssh://10.0.0.5".to_string(), "/srv/logs"),
+                ("my-data-x", "/home/u/my \"data\"\\x", "ssh://u@h.example".to_string(), "/home/u/my \"data\"\\x"),
                 // `client` is reserved.
-                ("client-2", "/mnt/client", "nas:4433".to_string(), "/mnt/client"),
-                ("mount", "/", "[fd00::5]:4433".to_string(), "/srv"),
-                ("logs-2", "/srv/mirror/logs", "10.0.0.5:4433".to_string(), "/srv/logs"),
+                ("client-2", "/mnt/client", "ssh://nas".to_string(), "/mnt/client"),
+                ("mount", "/", "ssh://[fd00::5]".to_string(), "/srv"),
+                ("logs-2", "/srv/mirror/logs", "ssh://10.0.0.5".to_string(), "/srv/logs"),
             ]
         );
         let logs = &config.mounts[0].link;
@@ -578,12 +573,5 @@ mod tests {
         let config = Config::parse(&text, Path::new("posh.toml")).unwrap();
         assert_eq!(config.mounts[0].export, Path::new("/srv/logs"));
         assert!(config.mounts[0].link.rtt < Duration::from_millis(100));
-    }
-
-    /// posh.toml does not take `ssh://` proxies yet, so the suggestion names the ssh server in a
-    /// comment. When it does (issue 16), the suggestion should say `proxy = "ssh://..."`.
-    #[test]
-    fn ssh_proxies_are_not_accepted_yet() {
-        assert!(ProxyAddress::parse("ssh://u@h.example").is_err());
     }
 }

@@ -59,8 +59,7 @@ fn suggest_and_check_an_sshfs_mount_then_survive_it_hanging() {
     let config = posh_core::config::Config::parse(&suggested, &home.join("posh.toml")).unwrap();
     let [mount] = &config.mounts[..] else { panic!("{suggested}") };
     assert_eq!((mount.path.as_path(), mount.export.as_path()), (rig.mnt.as_path(), rig.data.as_path()));
-    assert_eq!(mount.proxy.to_string(), format!("{}:4433", rig.storage_ip()));
-    assert!(suggested.contains("# server, for ssh: root@"), "{suggested}");
+    assert_eq!(mount.proxy.to_string(), format!("ssh://root@{}", rig.storage_ip()));
     assert!(suggested.contains(&format!("# rtt: the shortest of 3 TCP handshakes with {}:22\n", rig.storage_ip())));
     // No faster than the link; a read through sshfs is slower than it, never faster.
     let rtt = mount.link.rtt;
@@ -83,7 +82,7 @@ fn suggest_and_check_an_sshfs_mount_then_survive_it_hanging() {
         &["--authorized-clients", home.join("authorized").to_str().unwrap()],
     );
     let config = home.join("posh.toml");
-    std::fs::write(&config, suggested.replace(&format!("{}:4433", rig.storage_ip()), &proxy.addr)).unwrap();
+    std::fs::write(&config, suggested.replace(&format!("ssh://root@{}", rig.storage_ip()), &proxy.addr)).unwrap();
     let (out, took) = in_client(&["--check", "--config", config.to_str().unwrap()]);
     let checked = text(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{checked}{}{}", text(&out.stderr), proxy.log());
