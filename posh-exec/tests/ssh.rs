@@ -13,6 +13,9 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+/// posh-exec's version, which a copied posh-proxy is.
+const VERSION: &str = env!("CARGO_PKG_VERSION");
+
 /// The script: the host's files read and written at the proxy, results printed.
 const SCRIPT: &str = "\
 grep ERROR big.log | sort | uniq -c
@@ -92,11 +95,20 @@ impl Host {
     }
 
     fn configure_through(&self, proxy: &str, program: &Path) {
+        self.write_config(proxy, &format!("proxy_program = \"{}\"\n", program.display()));
+    }
+
+    /// posh.toml as a user writes it: no `proxy_program`, so posh-exec copies its own
+    /// posh-proxy to a host that has none.
+    fn configure_plainly(&self) {
+        self.write_config("ssh://storage", "");
+    }
+
+    fn write_config(&self, proxy: &str, more: &str) {
         let config = format!(
-            "[[mount]]\nname = \"data\"\npath = \"{}\"\nproxy = \"{proxy}\"\nexport = \"{}\"\nproxy_program = \"{}\"\n",
+            "[[mount]]\nname = \"data\"\npath = \"{}\"\nproxy = \"{proxy}\"\nexport = \"{}\"\n{more}",
             self.view().display(),
             self.data().display(),
-            program.display()
         );
         std::fs::write(self.home().join("posh.toml"), config).unwrap();
     }
@@ -328,5 +340,36 @@ fn check_starts_the_proxy_through_ssh_and_ends_it() {
     let (status, stdout, _) = check("ssh_config_wrong_key");
     assert_eq!(status, Some(1), "{stdout}");
     assert!(stdout.contains("to do: see that `ssh storage true` logs in without a question"), "{stdout}");
+    host.assert_nothing_left();
+}
+
+/// A host without posh-proxy gets this machine's (same system), which then runs the script
+/// there; a later run finds the copy and says nothing.
+#[test]
+fn a_host_without_posh_proxy_gets_a_copy_of_this_machines() {
+    if !can_run() {
+        return;
+    }
+    let host = Host::up();
+    host.configure_plainly();
+    let (posh, stats, bash_stderr) = host.against_bash("ssh_config", &[], Duration::from_secs(60));
+    let stderr = text(&posh.stderr);
+    let (said, rest) = stderr.split_once('\n').unwrap();
+    let expected = format!("posh-exec: mount data: storage has no posh-proxy {}: copying this machine's (", VERSION);
+    assert!(said.starts_with(&expected) && said.contains(" MB) to ~/.cache/posh/posh-proxy-"), "{stderr}");
+    assert_eq!(rest, bash_stderr, "{stderr}");
+    for record in &stats[..4] {
+        for command in record["commands"].as_array().unwrap() {
+            assert_eq!(command["location"], "data", "{record}");
+        }
+    }
+    let copies: Vec<_> = std::fs::read_dir(host.root().join("host-cache/posh")).unwrap().flatten().collect();
+    let [copy] = &copies[..] else { panic!("{copies:?}") };
+    let ours = std::fs::metadata(env!("CARGO_BIN_EXE_posh-proxy")).unwrap().len();
+    assert_eq!(copy.metadata().unwrap().len(), ours);
+    host.assert_nothing_left();
+
+    let (posh, _, bash_stderr) = host.against_bash("ssh_config", &[], Duration::from_secs(60));
+    assert_eq!(text(&posh.stderr), bash_stderr);
     host.assert_nothing_left();
 }

@@ -9,6 +9,11 @@
 //! on, from `$SSH_CONNECTION`) and that key's fingerprint ([`ProxyGreeting`]). The QUIC
 //! connection is then pinned to that fingerprint, and the proxy serves that client alone.
 //!
+//! A host without posh-proxy, or with another version of it, gets a copy of this machine's own
+//! when the mount names no `proxy_program` and the host's `uname -sm` is this machine's
+//! ([`LocalProxy`]): streamed over ssh into `~/.cache/posh/posh-proxy-ID` (ID names this build),
+//! which later starts run first.
+//!
 //! The proxy lives as long as the channel: it shuts down when its standard input (the channel)
 //! ends, which happens when posh-exec closes it at the end of the run, when ssh dies, and when
 //! posh-exec dies (its end of ssh's standard input closes). See docs/running.md.
@@ -89,6 +94,40 @@ pub struct SshTarget {
     pub interactive: bool,
     /// How long the host may take to log in and answer.
     pub timeout: Duration,
+    /// This machine's posh-proxy, copied to a host that has none of this version; `None` when
+    /// the mount names its `proxy_program` (the user chose what runs there).
+    pub copy: Option<LocalProxy>,
+}
+
+/// This machine's posh-proxy, to copy to a host.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct LocalProxy {
+    pub path: PathBuf,
+    pub size: u64,
+    /// Names this build among copies on a host: the version, the file's size and its time
+    /// (a rebuilt binary is another copy; hashing 150 MB of a debug build on every run is not).
+    pub id: String,
+    /// `uname -sm` here: a copy runs only on a host that says the same.
+    pub system: String,
+}
+
+impl LocalProxy {
+    /// posh-proxy beside this program (where `cargo install` and the Debian package put it),
+    /// and what `uname -sm` says here; `None` when either is missing.
+    pub fn beside_this_program() -> Option<LocalProxy> {
+        let path = std::env::current_exe().ok()?.with_file_name("posh-proxy");
+        let meta = std::fs::metadata(&path).ok().filter(std::fs::Metadata::is_file)?;
+        let modified = meta.modified().ok()?.duration_since(std::time::UNIX_EPOCH).ok()?;
+        let uname = std::process::Command::new("uname").arg("-sm").output().ok().filter(|o| o.status.success())?;
+        let system = String::from_utf8(uname.stdout).ok()?.trim().to_string();
+        let id = format!("{VERSION}-{:x}-{:x}", meta.len(), modified.as_secs());
+        Some(LocalProxy { path, size: meta.len(), id, system })
+    }
+
+    /// Where the copy lives on the host, for the host's shell (`$HOME` expanded there).
+    fn remote_path(&self) -> String {
+        format!("${{XDG_CACHE_HOME:-$HOME/.cache}}/posh/posh-proxy-{}", self.id)
+    }
 }
 
 impl SshTarget {
@@ -126,10 +165,50 @@ impl SshTarget {
     }
 
     /// What the host's shell runs: the program as the user wrote it (so `~/.cargo/bin/posh-proxy`
-    /// works), the export quoted.
+    /// works), the export quoted; with a copy allowed, the copy of this build when the host has
+    /// it, through `sh` (the login shell may be any: one line, in single quotes).
     fn remote_command(&self) -> String {
-        let export = self.export.to_string_lossy();
-        format!("{} --over-ssh --export {}", self.program, shell_words::quote(&export))
+        let export = shell_words::quote(&self.export.to_string_lossy()).into_owned();
+        match &self.copy {
+            None => format!("{} --over-ssh --export {export}", self.program),
+            Some(local) => {
+                let script = format!(
+                    "p=\"{}\"; [ -x \"$p\" ] || p={}; exec \"$p\" --over-ssh --export {export}",
+                    local.remote_path(),
+                    self.program
+                );
+                format!("sh -c {}", shell_words::quote(&script))
+            }
+        }
+    }
+
+    /// The command line that copies `local` to the host: the host's `sh` checks its system,
+    /// takes exactly the file's bytes from standard input into a temporary file and renames it
+    /// into place (a copy cut short is never run), and removes copies of other builds unused
+    /// for a week.
+    fn copy_argv(&self, local: &LocalProxy) -> Vec<String> {
+        let size = local.size;
+        let system = &local.system;
+        let script = [
+            format!(
+                "s=\"$(uname -sm)\"; [ \"$s\" = {} ] || {{ echo \"posh: this host is $s, not {system}\" >&2; exit 90; }}",
+                shell_words::quote(system)
+            ),
+            "d=\"${XDG_CACHE_HOME:-$HOME/.cache}/posh\"; mkdir -p \"$d\" && chmod 700 \"$d\" || exit 91".to_string(),
+            format!("f=\"$d/posh-proxy-{}\"; t=\"$d/.posh-proxy.$$\"; trap 'rm -f \"$t\"' EXIT", local.id),
+            format!("head -c {size} > \"$t\" || exit 91"),
+            format!(
+                "[ \"$(wc -c < \"$t\")\" -eq {size} ] || {{ echo \"posh: the copy was cut short\" >&2; exit 92; }}"
+            ),
+            "chmod 755 \"$t\" && mv -f \"$t\" \"$f\" || exit 91".to_string(),
+            "find \"$d\" -maxdepth 1 -name 'posh-proxy-*' ! -path \"$f\" -mtime +6 -exec rm -f {} + 2>/dev/null; exit 0"
+                .to_string(),
+        ]
+        .join("; ");
+        let mut argv = self.argv();
+        argv.pop();
+        argv.push(format!("sh -c {}", shell_words::quote(&script)));
+        argv
     }
 
     /// The command line as a user would type it, for messages.
@@ -170,6 +249,10 @@ pub enum SshError {
     Refused { mount: String, host: String, command: String, reason: String },
     #[error("mount {mount}: cannot talk to `{command}`: {source}")]
     Channel { mount: String, command: String, source: std::io::Error },
+    /// posh-proxy was missing or of another version (`first`), and this machine's could not be
+    /// copied there.
+    #[error("{first}; posh-exec could not copy this machine's posh-proxy there: {why}")]
+    NotCopied { first: Box<SshError>, why: String },
 }
 
 /// The last bytes ssh wrote to its standard error (the host's messages and ssh's own), kept for
@@ -183,6 +266,18 @@ const STDERR_KEPT: usize = 4096;
 const SUMMARY_LINES: usize = 4;
 
 impl StderrTail {
+    /// Keeps what `pipe` says until it ends.
+    async fn read_from(self, mut pipe: tokio::process::ChildStderr) {
+        let mut buf = [0u8; 4096];
+        while let Ok(n) = pipe.read(&mut buf).await {
+            if n == 0 {
+                break;
+            }
+            self.push(&buf[..n]);
+            tracing::debug!("ssh: {}", String::from_utf8_lossy(&buf[..n]).trim_end());
+        }
+    }
+
     fn push(&self, bytes: &[u8]) {
         let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
         kept.extend_from_slice(bytes);
@@ -215,40 +310,33 @@ pub struct SshProxy {
 
 impl SshProxy {
     /// Starts the proxy and waits for its greeting (at most `target.timeout`), sending
-    /// `client_fingerprint` as the one client it may serve. On every error the ssh process is
-    /// killed and reaped before this returns.
+    /// `client_fingerprint` as the one client it may serve. A host without posh-proxy, or with
+    /// another version, gets a copy of this machine's when `target.copy` allows (said on
+    /// standard error: it writes a file on the host), and the proxy is started again. On every
+    /// error the ssh processes are killed and reaped before this returns.
     pub async fn start(target: &SshTarget, client_fingerprint: &str) -> Result<SshProxy, SshError> {
-        let argv = target.argv();
+        let first = match SshProxy::start_once(target, client_fingerprint).await {
+            Err(first @ (SshError::Missing { .. } | SshError::Version { .. })) => first,
+            started => return started,
+        };
+        let Some(local) = &target.copy else { return Err(first) };
+        eprintln!(
+            "posh-exec: mount {}: {} has no posh-proxy {VERSION}: copying this machine's ({} MB) to {} there",
+            target.mount,
+            target.host,
+            local.size.div_ceil(1_000_000),
+            local.remote_path().replace("${XDG_CACHE_HOME:-$HOME/.cache}", "~/.cache")
+        );
+        if let Err(why) = copy_to_host(target, local).await {
+            return Err(SshError::NotCopied { first: Box::new(first), why });
+        }
+        SshProxy::start_once(target, client_fingerprint).await
+    }
+
+    async fn start_once(target: &SshTarget, client_fingerprint: &str) -> Result<SshProxy, SshError> {
         let command = target.display();
-        let mut ssh = Command::new(&argv[0]);
-        // Without a terminal ssh asks nothing, and a group of its own keeps the script's
-        // Ctrl-C (sent to the foreground group) from cutting the channel. With one, it stays in
-        // the foreground group, where it may read a passphrase from the terminal.
-        if !target.interactive {
-            ssh.process_group(0);
-        }
-        let mut child = ssh
-            .args(&argv[1..])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .kill_on_drop(true)
-            .spawn()
+        let (mut child, stderr, _) = spawn_ssh(&target.argv(), target.interactive, Stdio::piped())
             .map_err(|source| SshError::Spawn { mount: target.mount.clone(), command: command.clone(), source })?;
-        let stderr = StderrTail::default();
-        if let Some(mut pipe) = child.stderr.take() {
-            let tail = stderr.clone();
-            tokio::spawn(async move {
-                let mut buf = [0u8; 4096];
-                while let Ok(n) = pipe.read(&mut buf).await {
-                    if n == 0 {
-                        break;
-                    }
-                    tail.push(&buf[..n]);
-                    tracing::debug!("ssh: {}", String::from_utf8_lossy(&buf[..n]).trim_end());
-                }
-            });
-        }
         let mut stdin = child.stdin.take();
         let stdout = child.stdout.take();
         let greeting = ClientGreeting { posh_exec: VERSION.to_string(), client: client_fingerprint.to_string() };
@@ -337,6 +425,59 @@ impl SshProxy {
     }
 }
 
+/// Starts ssh as `argv` says, its standard input piped, its standard error kept (by the task
+/// returned) and its standard output as `stdout` says.
+fn spawn_ssh(
+    argv: &[String],
+    interactive: bool,
+    stdout: Stdio,
+) -> std::io::Result<(Child, StderrTail, Option<tokio::task::JoinHandle<()>>)> {
+    let mut ssh = Command::new(&argv[0]);
+    // Without a terminal ssh asks nothing, and a group of its own keeps the script's Ctrl-C
+    // (sent to the foreground group) from cutting the channel. With one, it stays in the
+    // foreground group, where it may read a passphrase from the terminal.
+    if !interactive {
+        ssh.process_group(0);
+    }
+    let mut child =
+        ssh.args(&argv[1..]).stdin(Stdio::piped()).stdout(stdout).stderr(Stdio::piped()).kill_on_drop(true).spawn()?;
+    let stderr = StderrTail::default();
+    let reading = child.stderr.take().map(|pipe| tokio::spawn(stderr.clone().read_from(pipe)));
+    Ok((child, stderr, reading))
+}
+
+/// Copies `local` to the host through ssh (see [`SshTarget::copy_argv`]), within the login's
+/// time and a second per megabyte; says why not otherwise.
+async fn copy_to_host(target: &SshTarget, local: &LocalProxy) -> Result<(), String> {
+    let argv = target.copy_argv(local);
+    let mut file = tokio::fs::File::open(&local.path).await.map_err(|e| format!("{}: {e}", local.path.display()))?;
+    let (mut child, stderr, reading) =
+        spawn_ssh(&argv, target.interactive, Stdio::null()).map_err(|e| format!("cannot run `{}`: {e}", argv[0]))?;
+    let mut stdin = child.stdin.take();
+    let copying = async {
+        if let Some(stdin) = stdin.as_mut() {
+            // A host that refused (another system) closed the pipe: its status says why.
+            let _ = tokio::io::copy(&mut file, stdin).await;
+        }
+        drop(stdin);
+        child.wait().await
+    };
+    let within = target.timeout + Duration::from_secs(local.size / 1_000_000);
+    let status = tokio::time::timeout(within, copying).await;
+    if let Some(reading) = reading {
+        let _ = tokio::time::timeout(Duration::from_secs(1), reading).await;
+    }
+    match status {
+        Ok(Ok(status)) if status.success() => Ok(()),
+        Ok(Ok(status)) => Err(format!("`{}` exited with {status}{}", shell_words::join(&argv), stderr.summary())),
+        Ok(Err(e)) => Err(format!("cannot wait for ssh: {e}")),
+        Err(_) => {
+            reap(child).await;
+            Err(format!("no end within {}s{}", within.as_secs(), stderr.summary()))
+        }
+    }
+}
+
 /// Kills `child` (if it still runs) and waits for it.
 async fn reap(mut child: Child) {
     let _ = child.start_kill();
@@ -344,8 +485,9 @@ async fn reap(mut child: Child) {
 }
 
 /// The target for `mount`, whose proxy is `ssh://[user@]host[:port]`: its `proxy_program`
-/// (`posh-proxy` by default), the ssh command from `$POSH_SSH_COMMAND`, interactive when this
-/// process has a terminal. Runs and `--check` start proxies from this.
+/// (`posh-proxy` by default, and then this machine's copied when the host has none), the ssh
+/// command from `$POSH_SSH_COMMAND`, interactive when this process has a terminal. Runs and
+/// `--check` start proxies from this.
 pub fn target_for_mount(
     mount: &posh_core::config::Mount,
     user: Option<&str>,
@@ -354,7 +496,12 @@ pub fn target_for_mount(
 ) -> Result<SshTarget, SshError> {
     let ssh_words = SshTarget::ssh_command(std::env::var(SSH_COMMAND_VAR).ok().as_deref())?;
     let program = mount.proxy_program.as_deref().unwrap_or(posh_core::config::DEFAULT_PROXY_PROGRAM);
-    Ok(target(&mount.name, user, host, port, program, &mount.export, ssh_words, SshTarget::has_terminal()))
+    let mut target =
+        target(&mount.name, user, host, port, program, &mount.export, ssh_words, SshTarget::has_terminal());
+    if mount.proxy_program.is_none() {
+        target.copy = LocalProxy::beside_this_program();
+    }
+    Ok(target)
 }
 
 /// The target for a mount whose proxy is `ssh://`, with the ssh command given.
@@ -380,6 +527,7 @@ pub fn target(
         interactive,
         // A user may have a passphrase to type; a batch run fails fast.
         timeout: if interactive { Duration::from_secs(120) } else { Duration::from_secs(20) },
+        copy: None,
     }
 }
 
@@ -490,6 +638,87 @@ mod tests {
             .map(|cmdline| String::from_utf8_lossy(&cmdline).into_owned())
             .collect();
         assert!(left.is_empty(), "left running: {left:?}");
+    }
+
+    /// A fake `ssh` that runs the remote command here with `sh`, the host's cache in `cache`.
+    fn local_ssh(cache: &Path) -> Vec<String> {
+        let script = format!(
+            "export XDG_CACHE_HOME={}; exec sh -c \"${{@: -1}}\"",
+            shell_words::quote(&cache.to_string_lossy())
+        );
+        vec!["bash".into(), "-c".into(), script, "fake-ssh".into()]
+    }
+
+    fn uname() -> String {
+        let out = std::process::Command::new("uname").arg("-sm").output().unwrap();
+        String::from_utf8(out.stdout).unwrap().trim().to_string()
+    }
+
+    fn local_file(dir: &Path, bytes: &[u8], id: &str) -> LocalProxy {
+        let path = dir.join(format!("local-{id}"));
+        std::fs::write(&path, bytes).unwrap();
+        LocalProxy { path, size: bytes.len() as u64, id: id.into(), system: uname() }
+    }
+
+    /// The copy is the file's exact bytes, executable, renamed into place; a host of another
+    /// system or a copy cut short leaves nothing there.
+    #[tokio::test]
+    async fn a_copy_lands_whole_or_not_at_all() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("host-cache");
+        let target = SshTarget { ssh: local_ssh(&cache), ..sample() };
+        let bytes: Vec<u8> = (0..300_000u32).map(|i| (i % 251) as u8).collect();
+        let local = local_file(dir.path(), &bytes, "t-1");
+        copy_to_host(&target, &local).await.unwrap();
+        let copied = cache.join("posh/posh-proxy-t-1");
+        assert!(std::fs::read(&copied).unwrap() == bytes);
+        use std::os::unix::fs::PermissionsExt as _;
+        assert_eq!(std::fs::metadata(&copied).unwrap().permissions().mode() & 0o777, 0o755);
+        assert_eq!(std::fs::metadata(cache.join("posh")).unwrap().permissions().mode() & 0o777, 0o700);
+
+        let other = LocalProxy { system: "Plan9 mips".into(), id: "t-2".into(), ..local.clone() };
+        let why = copy_to_host(&target, &other).await.unwrap_err();
+        assert!(why.contains(&format!("posh: this host is {}, not Plan9 mips", uname())), "{why}");
+        let short = LocalProxy { size: local.size + 10, id: "t-3".into(), ..local.clone() };
+        let why = copy_to_host(&target, &short).await.unwrap_err();
+        assert!(why.contains("posh: the copy was cut short") && why.contains("exit status: 92"), "{why}");
+        let mut left: Vec<String> = std::fs::read_dir(cache.join("posh"))
+            .unwrap()
+            .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+            .collect();
+        left.sort();
+        assert_eq!(left, ["posh-proxy-t-1"]);
+    }
+
+    /// A host without posh-proxy gets this machine's, which the second start runs; the next
+    /// start runs the copy at once.
+    #[tokio::test]
+    async fn a_missing_proxy_is_copied_and_started() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("host-cache");
+        let greeting = format!(r#"{{"posh_proxy":"{VERSION}","listen":"127.0.0.1:4433","fingerprint":"SHA256:p"}}"#);
+        // A stand-in for posh-proxy: it must be started with --over-ssh and the export.
+        let proxy = format!(
+            "#!/bin/sh\n[ \"$1 $2 $3\" = '--over-ssh --export /srv/my logs' ] || exit 3\nread -r line\necho '{greeting}'\nexec cat > /dev/null\n"
+        );
+        let local = local_file(dir.path(), proxy.as_bytes(), "t-9");
+        let target = SshTarget {
+            ssh: local_ssh(&cache),
+            program: "no-such-posh-proxy".into(),
+            copy: Some(local.clone()),
+            ..sample()
+        };
+        let started = SshProxy::start(&target, "SHA256:c").await.unwrap();
+        assert_eq!(started.fingerprint, "SHA256:p");
+        started.shutdown(Duration::from_secs(5)).await;
+        assert!(cache.join("posh/posh-proxy-t-9").exists());
+        // The copy is there: no second copy (its file is not read again).
+        std::fs::remove_file(&local.path).unwrap();
+        let again = SshProxy::start(&target, "SHA256:c").await.unwrap();
+        again.shutdown(Duration::from_secs(5)).await;
+        // Without a copy allowed, a missing program is the error it was.
+        let none = SshTarget { copy: None, ..target };
+        assert!(matches!(SshProxy::start(&none, "SHA256:c").await, Err(SshError::Missing { .. })));
     }
 
     #[tokio::test]

@@ -235,7 +235,7 @@ impl Failure {
                         "install an ssh client (OpenSSH's `ssh`) or set ${} to one",
                         crate::remote::ssh::SSH_COMMAND_VAR
                     ),
-                    SshError::Missing { .. } | SshError::Version { .. } => format!(
+                    SshError::Missing { .. } | SshError::Version { .. } | SshError::NotCopied { .. } => format!(
                         "install posh-proxy {} on the host; if it is there but not on the PATH of a \
                          non-interactive login (`~/.cargo/bin` often is not), set `proxy_program` of mount `{}` in \
                          {config} to its path",

@@ -14,6 +14,8 @@
 #   ssh_config_wrong_key     the same, logging in with wrong_key (not authorized)
 #   ssh_config_wrong_host    the same, with known_hosts_wrong (another host key for the address)
 #   data/               the host's directory, bind-mounted at view/ (the client's mount point)
+#   host-cache/         the sessions' $XDG_CACHE_HOME (where posh-exec copies posh-proxy), so
+#                       that nothing lands in the machine's own ~/.cache
 #   env                 NS=, IP=, PID= (sshd's), lines to source
 #
 # `down` kills every process in the namespace (sshd and whatever it started), deletes the
@@ -78,6 +80,7 @@ KbdInteractiveAuthentication no
 UsePAM no
 StrictModes no
 LogLevel VERBOSE
+SetEnv XDG_CACHE_HOME=$dir/host-cache
 EOF
   for variant in "" _wrong_key _wrong_host; do
     local key=client_key known=known_hosts
