@@ -81,6 +81,7 @@ UsePAM no
 StrictModes no
 LogLevel VERBOSE
 SetEnv XDG_CACHE_HOME=$dir/host-cache
+Subsystem sftp internal-sftp
 EOF
   for variant in "" _wrong_key _wrong_host; do
     local key=client_key known=known_hosts
