@@ -1011,35 +1011,15 @@ async fn a_reader_that_leaves_gives_the_command_sigpipe() {
     let big: String = (0..1_500_000).map(|i| format!("line {i}\n")).collect();
     std::fs::write(setup.export().join("big.txt"), big).unwrap();
     // A writer that takes one frame and then fails, like a pipe whose reader exited.
-    struct Closing(bool);
-    impl tokio::io::AsyncWrite for Closing {
-        fn poll_write(
-            mut self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-            buf: &[u8],
-        ) -> std::task::Poll<std::io::Result<usize>> {
-            if std::mem::replace(&mut self.0, true) {
-                return std::task::Poll::Ready(Err(std::io::ErrorKind::BrokenPipe.into()));
-            }
-            std::task::Poll::Ready(Ok(buf.len()))
-        }
-        fn poll_flush(
-            self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<std::io::Result<()>> {
-            std::task::Poll::Ready(Ok(()))
-        }
-        fn poll_shutdown(
-            self: std::pin::Pin<&mut Self>,
-            _: &mut std::task::Context<'_>,
-        ) -> std::task::Poll<std::io::Result<()>> {
-            std::task::Poll::Ready(Ok(()))
-        }
-    }
+    let mut wrote = false;
+    let mut closing = OnWrite(move |_: &[u8]| match std::mem::replace(&mut wrote, true) {
+        true => Err(std::io::ErrorKind::BrokenPipe.into()),
+        false => Ok(()),
+    });
     let job = Request::new(&["cat", "big.txt"]);
     let ended = tokio::time::timeout(
         Duration::from_secs(20),
-        conn.run_job(&job, None::<&[u8]>, &mut Closing(false), &mut Vec::new(), &Default::default()),
+        conn.run_job(&job, None::<&[u8]>, &mut closing, &mut Vec::new(), &Default::default()),
     )
     .await
     .unwrap()
@@ -1139,4 +1119,91 @@ async fn a_sequence_runs_its_jobs_in_order_and_stops_where_bash_would() {
     let err = conn.start_sequence(&sequence, &Traffic::default()).await.unwrap_err().to_string();
     assert!(err.contains("outside the export"), "{err}");
     assert!(!setup.export().join("sub/sorted.txt").exists(), "a job of a refused sequence ran");
+}
+
+/// An output that hands each write to a function, which may refuse it.
+struct OnWrite<F>(F);
+
+impl<F: FnMut(&[u8]) -> std::io::Result<()> + Unpin> tokio::io::AsyncWrite for OnWrite<F> {
+    fn poll_write(
+        mut self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+        buf: &[u8],
+    ) -> std::task::Poll<std::io::Result<usize>> {
+        std::task::Poll::Ready((self.0)(buf).map(|()| buf.len()))
+    }
+
+    fn poll_flush(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+
+    fn poll_shutdown(
+        self: std::pin::Pin<&mut Self>,
+        _: &mut std::task::Context<'_>,
+    ) -> std::task::Poll<std::io::Result<()>> {
+        std::task::Poll::Ready(Ok(()))
+    }
+}
+
+/// A job that asks (`progress`) is told what its commands read at the proxy: while it runs and
+/// in all before its exit, a file read once however many commands its bytes pass through, and
+/// not the input the client sends. A job that does not ask gets no report, so a client that does
+/// not know the frame never meets one; a proxy that does not know the field ignores it (the
+/// request is not `deny_unknown_fields`, see the protocol's tests).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_that_asks_is_told_what_its_commands_read() {
+    let setup = Setup::new();
+    let big: Vec<u8> = (0..100_000u32).flat_map(|i| format!("line {i:09}\n").into_bytes()).collect();
+    std::fs::write(setup.export().join("big.txt"), &big).unwrap();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    // What a command reads to start (the dynamic loader's headers, locale files): a few KB.
+    let start_up = 64 * 1024;
+    let with_progress = |mut job: Request| {
+        job.progress = true;
+        job
+    };
+
+    let mut pipeline = request(&["cat", "big.txt"]);
+    pipeline.commands.push(command(&["grep", "-c", "line"]));
+    for (job, input, least) in
+        [(with_progress(pipeline.clone()), &b""[..], big.len()), (with_progress(request(&["sort"])), &big[..], 0)]
+    {
+        let traffic = Traffic::default();
+        let ended = conn.run_job(&job, Some(input), &mut Vec::new(), &mut Vec::new(), &traffic).await.unwrap();
+        assert!(ended.commands.iter().all(|exit| exit.status() == 0), "{ended:?}");
+        let read = traffic.read().expect("reported") as usize;
+        assert!((least..least + start_up).contains(&read), "{:?}: read {read}", job.commands);
+    }
+    let traffic = Traffic::default();
+    let out = conn.run_job(&pipeline, None::<&[u8]>, &mut Vec::new(), &mut Vec::new(), &traffic).await.unwrap();
+    assert_eq!(out.commands.len(), 2);
+    assert_eq!(traffic.read(), None, "not asked, not told");
+
+    // While it runs: each line is written after more than one report's interval.
+    let slow = with_progress(request(&["awk", "{ print; fflush(); system(\"sleep 0.4\") }", "a.txt"]));
+    let traffic = Traffic::default();
+    let mut seen = Vec::new();
+    // Notes, at each write, what the job said was read at the proxy.
+    let mut noting = OnWrite(|_: &[u8]| {
+        seen.push(traffic.read());
+        Ok(())
+    });
+    conn.run_job(&slow, None::<&[u8]>, &mut noting, &mut Vec::new(), &traffic).await.unwrap();
+    assert_eq!(seen.len(), 3, "{seen:?}");
+    assert!(seen[2].is_some_and(|read| read >= 20), "reported while running: {seen:?}");
+
+    // A sequence's jobs each report, from zero.
+    use posh_exec::remote::protocol::{Sequence, VERSION};
+    let jobs = vec![with_progress(request(&["cat", "big.txt"])), with_progress(request(&["wc", "-l", "big.txt"]))];
+    let sequence = Sequence { version: VERSION, sequence: jobs, errexit: false, pipefail: false };
+    let traffic = Traffic::default();
+    let started = conn.start_sequence(&sequence, &traffic).await.unwrap();
+    let n = started.finish_sequence(2, &mut Vec::new(), &mut Vec::new(), &traffic, &mut |_| {}).await.unwrap();
+    assert_eq!(n, 2);
+    let read = traffic.read().expect("reported") as usize;
+    assert!((2 * big.len()..2 * big.len() + 2 * start_up).contains(&read), "read {read}");
 }

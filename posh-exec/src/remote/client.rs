@@ -4,6 +4,8 @@ use std::fs;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::AtomicU64;
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context, Result, anyhow, bail};
@@ -17,8 +19,8 @@ use crate::read_buffer::ReadBuffer;
 
 use super::identity::{Identity, fingerprint};
 use super::protocol::{
-    self, Answer, Ended, Exit, Header, Question, Request, TAG_EXIT, TAG_STDERR, TAG_STDIN, TAG_STDIN_END, TAG_STDOUT,
-    TAG_STDOUT_CLOSED,
+    self, Answer, Ended, Exit, Header, Question, Request, TAG_EXIT, TAG_PROGRESS, TAG_STDERR, TAG_STDIN, TAG_STDIN_END,
+    TAG_STDOUT, TAG_STDOUT_CLOSED,
 };
 
 /// The proxies this client has met: one `ADDRESS FINGERPRINT` line each, `#` comments.
@@ -147,32 +149,66 @@ pub struct Output {
     pub statuses: Vec<i32>,
 }
 
-/// Bytes that crossed to and from a proxy, framing included, counted as they pass.
+/// Bytes that crossed to and from a proxy, framing included, counted as they pass, and what
+/// its jobs said they read. A counter made [`Traffic::within`] another adds to it too: the
+/// run's totals that the progress line shows, beside each pipeline's for `--stats`.
 #[derive(Debug, Default)]
 pub struct Traffic {
-    sent: std::sync::atomic::AtomicU64,
-    received: std::sync::atomic::AtomicU64,
+    sent: AtomicU64,
+    received: AtomicU64,
     /// Questions about the export asked for a plan ([`Connection::ask`]).
-    questions: std::sync::atomic::AtomicU64,
+    questions: AtomicU64,
+    /// What the jobs' commands read at the proxy, from their progress reports.
+    read: AtomicU64,
+    /// A job reported what it read (a proxy that does not know the report never does).
+    read_reported: std::sync::atomic::AtomicBool,
+    parent: Option<Arc<Traffic>>,
 }
 
 impl Traffic {
+    /// A counter whose counts also go to `parent`.
+    pub fn within(parent: Arc<Traffic>) -> Traffic {
+        Traffic { parent: Some(parent), ..Traffic::default() }
+    }
+
+    fn each(&self, count: &dyn Fn(&Traffic)) {
+        count(self);
+        if let Some(parent) = &self.parent {
+            parent.each(count);
+        }
+    }
+
     fn add_sent(&self, n: usize) {
-        self.sent.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        self.each(&|t| {
+            t.sent.fetch_add(n as u64, Relaxed);
+        });
     }
 
     fn add_received(&self, n: usize) {
-        self.received.fetch_add(n as u64, std::sync::atomic::Ordering::Relaxed);
+        self.each(&|t| {
+            t.received.fetch_add(n as u64, Relaxed);
+        });
+    }
+
+    fn add_read(&self, n: u64) {
+        self.each(&|t| {
+            t.read.fetch_add(n, Relaxed);
+            t.read_reported.store(true, Relaxed);
+        });
     }
 
     /// (sent to the proxy, received from it).
     pub fn totals(&self) -> (u64, u64) {
-        use std::sync::atomic::Ordering::Relaxed;
         (self.sent.load(Relaxed), self.received.load(Relaxed))
     }
 
+    /// What the jobs said their commands read at the proxy; `None` before any said.
+    pub fn read(&self) -> Option<u64> {
+        self.read_reported.load(Relaxed).then(|| self.read.load(Relaxed))
+    }
+
     pub fn questions(&self) -> u64 {
-        self.questions.load(std::sync::atomic::Ordering::Relaxed)
+        self.questions.load(Relaxed)
     }
 }
 
@@ -394,7 +430,7 @@ impl Connection {
     /// added to `traffic`. A refusal (busy, a path that is not a directory beneath the export)
     /// is an error naming the proxy and its reason.
     pub async fn ask(&self, question: &Question, traffic: &Traffic) -> Result<Answer> {
-        traffic.questions.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        traffic.questions.fetch_add(1, Relaxed);
         let (mut send, mut recv) = match self.open(&protocol::Ask { ask: question.clone() }, traffic).await {
             Ok(opened) => opened,
             Err(Opened::Refused(reason)) => bail!("proxy {} did not answer {question:?}: {reason}", self.addr),
@@ -618,6 +654,8 @@ impl Job {
         let reader = async {
             let mut stdout_open = true;
             let mut exits = 0;
+            // What the job running said it read so far (a report is a total of that job's).
+            let mut read = 0;
             loop {
                 let frame = protocol::read_frame(&mut recv).await.map_err(|e| connection.lost(e))?;
                 let Some((tag, bytes)) = frame else {
@@ -645,12 +683,18 @@ impl Job {
                         let _ = stderr.write_all(&bytes).await;
                         let _ = stderr.flush().await;
                     }
+                    TAG_PROGRESS => {
+                        let progress: protocol::Progress = serde_json::from_slice(&bytes)?;
+                        traffic.add_read(progress.read.saturating_sub(read));
+                        read = read.max(progress.read);
+                    }
                     TAG_EXIT => {
                         if stdout_open {
                             let _ = stdout.flush().await;
                         }
                         on_exit(serde_json::from_slice(&bytes)?);
                         exits += 1;
+                        read = 0;
                         if exits == jobs {
                             // Nothing more is coming; the writer may stop.
                             let _ = closed_tx.send(true);

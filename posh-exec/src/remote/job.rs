@@ -6,6 +6,7 @@ use std::fs::{File, OpenOptions};
 use std::os::fd::OwnedFd;
 use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::Ordering::Relaxed;
 
 use anyhow::{Context, Result};
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
@@ -18,10 +19,11 @@ use super::journal::{self, Journal, Record};
 use super::peer::Expected;
 use super::process::{Ending, Process};
 use super::protocol::{
-    self, Ended, Exit, StartError, TAG_EXIT, TAG_STDERR, TAG_STDIN, TAG_STDIN_END, TAG_STDOUT, TAG_STDOUT_CLOSED,
-    os_message,
+    self, Ended, Exit, StartError, TAG_EXIT, TAG_PROGRESS, TAG_STDERR, TAG_STDIN, TAG_STDIN_END, TAG_STDOUT,
+    TAG_STDOUT_CLOSED, os_message,
 };
 use super::sandbox::Launch;
+use crate::measure::{IoCount, read_counts};
 
 /// SIGPIPE: a command ended by it did its job as far as anyone read (`cat big | head`).
 const SIGPIPE: i32 = 13;
@@ -494,6 +496,71 @@ pub struct JobOptions {
     pub noclobber: bool,
     /// Every command's stderr goes into the job's output stream (see `Request`).
     pub stderr_with_stdout: bool,
+    /// Progress frames are sent (see `Request::progress`).
+    pub progress: bool,
+}
+
+impl JobOptions {
+    /// The options `request` asks for.
+    pub fn of(request: &protocol::Request) -> JobOptions {
+        JobOptions {
+            noclobber: request.noclobber,
+            stderr_with_stdout: request.stderr_with_stdout,
+            progress: request.progress,
+        }
+    }
+}
+
+/// What a job's commands have read first-hand, for its progress reports (`Request::progress`):
+/// the kernel's `rchar` (bytes through read(2) and its kin, files and pipes alike) of each
+/// command whose standard input is not the output of the command before it (the first, and any
+/// redirected from a file), less what the proxy itself wrote into the first one's input from the
+/// client. So `cat big | grep x` counts `big` once, not again as grep's input. A running
+/// command is read live from `/proc/PID/io`, one that ended by its last figures.
+#[derive(Debug)]
+struct ReadMeter {
+    /// (command, pid, what it read when last looked at) of the counted commands still running.
+    running: Vec<(usize, u32, u64)>,
+    /// What the counted commands that ended read in all.
+    ended: u64,
+    /// The first command reads the pipe the proxy feeds with the client's input.
+    first_reads_client: bool,
+    /// The figure last reported: reports only grow.
+    reported: u64,
+}
+
+impl ReadMeter {
+    /// `counted[i]`: command `i`'s reads count; `children`: the commands that started.
+    fn new(counted: &[bool], children: &[(usize, Process)], first_reads_client: bool) -> ReadMeter {
+        let running = children.iter().filter(|(i, _)| counted[*i]).map(|(i, p)| (*i, p.id(), 0)).collect();
+        ReadMeter { running, ended: 0, first_reads_client, reported: 0 }
+    }
+
+    /// Command `command` ended (and was reaped) having read as `io` says.
+    fn ended(&mut self, command: usize, io: Option<IoCount>) {
+        if let Some(at) = self.running.iter().position(|(c, _, _)| *c == command) {
+            let (_, _, last_seen) = self.running.remove(at);
+            self.ended += io.map_or(last_seen, |io| io.read);
+        }
+    }
+
+    /// The report to send when the figure grew since the last one; `fed`: the bytes of the
+    /// client's input written into the first command's pipe so far.
+    fn report(&mut self, fed: u64) -> Option<Vec<u8>> {
+        for (_, pid, seen) in &mut self.running {
+            // Unreadable (a command that made itself undumpable): its last figure stands.
+            if let Some(io) = read_counts(*pid) {
+                *seen = io.read;
+            }
+        }
+        let total = self.ended + self.running.iter().map(|(_, _, seen)| seen).sum::<u64>();
+        let read = if self.first_reads_client { total.saturating_sub(fed) } else { total };
+        if read <= self.reported {
+            return None;
+        }
+        self.reported = read;
+        serde_json::to_vec(&protocol::Progress { read }).ok()
+    }
 }
 
 /// A job's ends that another proxy holds instead of the client (see `peer`).
@@ -526,8 +593,15 @@ where
     R: AsyncRead + Unpin,
     W: AsyncWrite + Unpin,
 {
-    let JobOptions { noclobber, stderr_with_stdout } = options;
+    let JobOptions { noclobber, stderr_with_stdout, progress } = options;
     let PeerEnds { stdin: peer_stdin, inputs: mut peer_inputs, output: peer_output } = peers;
+    // Whose reads the progress reports count (see `ReadMeter`): not those of another proxy's
+    // output, which that proxy's job read and reported.
+    let redirects_stdin = |c: &Checked| c.redirects.iter().any(|r| matches!(r, CheckedRedirect::Read { fd: 0, .. }));
+    let peer_fed = peer_stdin.is_some() || !peer_inputs.is_empty();
+    let counted: Vec<bool> =
+        commands.iter().enumerate().map(|(i, c)| redirects_stdin(c) || (i == 0 && !peer_fed)).collect();
+    let first_reads_client = !peer_fed && !redirects_stdin(&commands[0]);
     let output_is_pipe = peer_output.as_ref().is_some_and(|expected| expected.pipe);
     let (stdin_read, stdin_write) = match peer_stdin {
         Some(stdin) => (stdin, None),
@@ -633,16 +707,23 @@ where
     let mut stdout = Some(tokio::net::unix::pipe::Receiver::from_owned_fd(stdout_read.into())?);
     let mut stderr = Some(tokio::net::unix::pipe::Receiver::from_owned_fd(stderr_read.into())?);
     let (closed_tx, mut closed) = watch::channel(false);
+    let mut meter = progress.then(|| ReadMeter::new(&counted, &children, first_reads_client));
+    let mut ticks =
+        tokio::time::interval_at(tokio::time::Instant::now() + protocol::PROGRESS_EVERY, protocol::PROGRESS_EVERY);
+    ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+    let fed = std::sync::atomic::AtomicU64::new(0);
+    let fed_by_input = &fed;
     // Frames are read by one long-lived future: a frame read is not safe to cancel halfway.
     let input = async move {
         while let Some((tag, bytes)) = protocol::read_frame(recv).await? {
             match tag {
                 TAG_STDIN => {
                     // A command that stopped reading no longer wants its input.
-                    if let Some(pipe) = &mut stdin
-                        && pipe.write_all(&bytes).await.is_err()
-                    {
-                        stdin = None;
+                    if let Some(pipe) = &mut stdin {
+                        match pipe.write_all(&bytes).await {
+                            Ok(()) => _ = fed_by_input.fetch_add(bytes.len() as u64, Relaxed),
+                            Err(_) => stdin = None,
+                        }
                     }
                 }
                 TAG_STDIN_END => stdin = None,
@@ -672,6 +753,12 @@ where
                 // report an error, so that is the order they wrote in (exact only when the two
                 // are one pipe, see `JobOptions::stderr_with_stdout`).
                 biased;
+                // First, or a job that never stops writing would never report.
+                _ = ticks.tick(), if meter.is_some() => {
+                    if let Some(report) = meter.as_mut().and_then(|m| m.report(fed.load(Relaxed))) {
+                        protocol::write_frame(send, TAG_PROGRESS, &report).await?;
+                    }
+                }
                 // Only a "stdout closed" frame: an input that ended (its sender gone) is no
                 // reader that left.
                 _ = async {
@@ -741,7 +828,23 @@ where
         }
     }
     for (i, mut process) in children {
-        let Ending { code, signal, io } = process.wait().await?;
+        // Commands that write nothing back (`sort big > out`) are reported on while they run.
+        let Ending { code, signal, io } = loop {
+            tokio::select! {
+                ending = process.wait() => break ending?,
+                _ = ticks.tick(), if completed && meter.is_some() => {
+                    if let Some(report) = meter.as_mut().and_then(|m| m.report(fed.load(Relaxed)))
+                        && protocol::write_frame(send, TAG_PROGRESS, &report).await.is_err()
+                    {
+                        // The client is gone; the exit frame will not reach it either.
+                        meter = None;
+                    }
+                }
+            }
+        };
+        if let Some(meter) = &mut meter {
+            meter.ended(i, io);
+        }
         ends[i] = Some(Exit { code, signal, error: None, io });
     }
     let ends: Vec<Exit> = ends.into_iter().map(|e| e.unwrap_or_default()).collect();
@@ -759,6 +862,10 @@ where
     }
     if let Some(e) = lost {
         return Err(e);
+    }
+    // The last report, with every count final, comes before the exit frame, which ends a job.
+    if let Some(report) = meter.as_mut().and_then(|m| m.report(fed.load(Relaxed))) {
+        protocol::write_frame(send, TAG_PROGRESS, &report).await?;
     }
     // Killed at shutdown, the client still learns how its commands ended.
     let ended = Ended { commands: ends };

@@ -108,6 +108,11 @@ pub struct Request {
     /// How the outputs of `peer_stdin` reach the first command.
     #[serde(default, skip_serializing_if = "Joined::is_concat")]
     pub peer_stdin_joined: Joined,
+    /// The client shows progress: the proxy sends [`TAG_PROGRESS`] frames while the job runs
+    /// and one before its exit frame. Asked for, never sent unasked: a client that does not know
+    /// the frame refuses it, and a proxy that does not know the field ignores it.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub progress: bool,
 }
 
 /// How a job joins the outputs it fetches as its first command's input (`Request::peer_stdin`):
@@ -363,6 +368,8 @@ pub const TAG_STDOUT: u8 = 1;
 pub const TAG_STDERR: u8 = 2;
 /// The payload is [`Ended`] as JSON; nothing follows.
 pub const TAG_EXIT: u8 = 3;
+/// The payload is [`Progress`] as JSON; sent only for a request that asks (`Request::progress`).
+pub const TAG_PROGRESS: u8 = 7;
 /// Frame tags, client to proxy (after the request line).
 pub const TAG_STDIN: u8 = 4;
 /// The job's input is complete.
@@ -370,6 +377,19 @@ pub const TAG_STDIN_END: u8 = 5;
 /// Nobody reads the job's output any more: the proxy closes the last command's stdout (which
 /// then meets SIGPIPE, as under bash) and sends no more stdout frames; stderr still flows.
 pub const TAG_STDOUT_CLOSED: u8 = 6;
+
+/// How far a job has got (a [`TAG_PROGRESS`] frame): its figures so far, each only growing
+/// within one job.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Progress {
+    /// Bytes the job's commands have read first-hand: every command's reads (`rchar`) except
+    /// those of its input from the command before it, from the client or from another proxy.
+    pub read: u64,
+}
+
+/// How often a job that reports progress says how far it got (and not at all when it ends
+/// sooner, but for its last report).
+pub const PROGRESS_EVERY: std::time::Duration = std::time::Duration::from_millis(250);
 
 /// The bytes a frame adds to its payload: the tag and the length.
 pub const FRAME_HEADER: usize = 5;
@@ -452,5 +472,30 @@ mod sequence_tests {
         assert!(!sequence(true, false).stops_after(&ended(&[1, 0])));
         assert!(sequence(true, true).stops_after(&ended(&[1, 0])));
         assert!(!sequence(true, true).stops_after(&ended(&[0, 0])));
+    }
+}
+
+#[cfg(test)]
+mod compatibility_tests {
+    use super::*;
+
+    /// A request that does not ask for progress is the line it was before there were reports,
+    /// and a proxy that knows no such field still reads one that asks (unknown fields are
+    /// ignored): within version 4 the two sides need not be of one build.
+    #[test]
+    fn progress_is_asked_for_without_breaking_either_side() {
+        let plain = serde_json::to_string(&Request::new(&["cat", "a.txt"])).unwrap();
+        assert_eq!(
+            plain,
+            r#"{"version":4,"cwd":"","commands":[{"argv":["cat","a.txt"],"env":{},"files":[],"redirects":[]}],"noclobber":false}"#
+        );
+        let asking = Request { progress: true, ..Request::new(&["cat", "a.txt"]) };
+        let line = serde_json::to_string(&asking).unwrap();
+        assert_eq!(line, plain.replace(r#""noclobber":false"#, r#""noclobber":false,"progress":true"#));
+        assert_eq!(serde_json::from_str::<Request>(&line).unwrap(), asking);
+        let unknown = plain.replace(r#""noclobber":false"#, r#""noclobber":false,"asked_in_a_later_build":1"#);
+        assert_eq!(serde_json::from_str::<Request>(&unknown).unwrap(), Request::new(&["cat", "a.txt"]));
+        let report = serde_json::to_string(&Progress { read: 1234 }).unwrap();
+        assert_eq!(report, r#"{"read":1234}"#);
     }
 }

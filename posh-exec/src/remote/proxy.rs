@@ -659,7 +659,7 @@ async fn run_in_sequence(
         }
     };
     let place = job::JobPlace { export: &shared.config.export, cwd: &cwd, dir: &tmp, journal: &shared.config.journal };
-    let options = job::JobOptions { noclobber: request.noclobber, stderr_with_stdout: request.stderr_with_stdout };
+    let options = job::JobOptions::of(request);
     // The job's input: none, and the client's "stdout closed" when it comes.
     let (mut input, mut job_input) = tokio::io::duplex(64);
     let mut closed_state = client_state.clone();
@@ -770,7 +770,7 @@ async fn handle_job(
     };
     protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
     let place = job::JobPlace { export: &shared.config.export, cwd: &cwd, dir: &tmp, journal: &shared.config.journal };
-    let options = job::JobOptions { noclobber: request.noclobber, stderr_with_stdout: request.stderr_with_stdout };
+    let options = job::JobOptions::of(&request);
     // The job ends early at shutdown, when a stream it reads breaks, or when the client drops it
     // or goes: once the client's input has ended, nothing else tells a job whose commands write
     // nothing (a spinning `awk`) that no one waits for it any more.
