@@ -62,6 +62,11 @@ struct Cli {
     /// bytes that crossed to and from each proxy.
     #[arg(long, value_name = "FILE", conflicts_with = "explain")]
     stats: Option<PathBuf>,
+    /// A status line on stderr while remote work runs for more than a second: what each mount's
+    /// proxy read and what crossed the network. `auto`: when stderr is a terminal and TERM is set
+    /// and not `dumb`.
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "auto")]
+    progress: runtime::progress::When,
     /// The configuration file (else $POSH_CONFIG, the nearest posh.toml, ~/.config/posh/posh.toml).
     #[arg(long, value_name = "FILE")]
     config: Option<PathBuf>,
@@ -259,6 +264,8 @@ fn run(cli: Cli) -> Result<u8> {
             let mut bash = runtime::session::bash_beside_runtime();
             offload::hand_to_bash(&mut bash, &hand_over.text, socket.directory(), &name, rest)?;
             let state = client_state()?;
+            // Started before bash, so that every pipeline's jobs count in it.
+            let _line = runtime::progress::start(cli.progress, &config.mounts);
             return runtime::session::run_script(config, library, ratios, state, socket, bash, &hand_over);
         }
         (Some(commands), None) => bash.arg("-c").arg(commands).args(&cli.args),

@@ -20,6 +20,7 @@ use super::fan_in;
 use super::local::{self, Caller};
 use super::output::{async_writer, one_destination};
 use super::placement::{Step, StreamedInput, Unit};
+use super::progress;
 use super::session::Session;
 
 /// How a step ended, and where it ran in the end (a proxy may have left it to the client).
@@ -273,12 +274,14 @@ struct Started {
     merges: JoinSet<(usize, fan_in::MergeStatus)>,
     /// `children`, killed if the pipeline is given up before they were waited for.
     kill_on_drop: local::KillOnDrop,
+    /// Of `children`, those writing to the progress line's terminal themselves.
+    direct: Vec<progress::Working>,
 }
 
 impl Started {
     /// Waits for everything; returns every step's status, and every fan-in's.
     async fn wait(self) -> (Statuses, Vec<(usize, fan_in::MergeStatus)>) {
-        let Started { tasks, children, merges, kill_on_drop } = self;
+        let Started { tasks, children, merges, kill_on_drop, direct } = self;
         let waits = tokio::task::spawn_blocking(move || {
             children
                 .into_iter()
@@ -291,6 +294,7 @@ impl Started {
         let mut statuses: Statuses = joined(tasks).await.into_iter().flatten().collect();
         statuses.extend(waits.await.unwrap_or_default());
         kill_on_drop.disarm();
+        drop(direct);
         (statuses, joined(merges).await)
     }
 }
@@ -413,6 +417,9 @@ fn start_local(caller: &Caller, call: &PipelineCall, steps: &[Step], fds: [Optio
         let (stdout, next_input) = if k + 1 == steps.len() { (output.take().flatten(), None) } else { pipe() };
         let command = &call.commands[step.command];
         let step_stderr = stderr.as_ref().and_then(|fd| fd.try_clone().ok());
+        if !command.redirects.iter().any(|(fd, _, _)| *fd == 1) {
+            started.direct.extend(progress::writes_directly(stdout.as_ref()));
+        }
         match local::spawn(caller, call, command, &step.argv, [input.take(), stdout, step_stderr]) {
             Ok(child) => {
                 started.kill_on_drop.add(&child);
@@ -471,6 +478,8 @@ struct Running {
     job: posh_exec::remote::Job,
     sources: Vec<Source>,
     written: Written,
+    /// For the progress line, from the job's request on.
+    working: Option<progress::Working>,
 }
 
 impl Running {
@@ -519,8 +528,8 @@ impl RemoteGroup {
     ) -> RemoteGroup {
         let mount = steps[0].remote.as_ref().expect("a remote group").mount;
         let sources = steps.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| &r.streamed);
-        let source_traffic =
-            sources.map(|input| (input.mount, traffic.entry(input.mount).or_default().clone())).collect();
+        let mut traffic_of = |mount: usize| traffic.entry(mount).or_insert_with(|| progress::traffic(mount)).clone();
+        let source_traffic = sources.map(|input| (input.mount, traffic_of(input.mount))).collect();
         RemoteGroup {
             session: session.clone(),
             call: call.clone(),
@@ -530,7 +539,7 @@ impl RemoteGroup {
             stderr_with_stdout: false,
             stderr: None,
             caller: caller.duplicate(),
-            traffic: traffic.entry(mount).or_default().clone(),
+            traffic: traffic_of(mount),
             source_traffic,
         }
     }
@@ -589,6 +598,7 @@ impl RemoteGroup {
     ) -> Result<Running, NotTaken> {
         let remote = self.steps[0].remote.as_ref().expect("a remote group");
         let mount = &self.session.config.mounts[remote.mount];
+        let working = progress::remote_work();
         let mut request = Request {
             peer_output: links.output,
             peer_stdin: links.stdin,
@@ -622,7 +632,7 @@ impl RemoteGroup {
         let cwd = self.caller.cwd.as_deref();
         let written = Written::before_job(self.session.library(), &self.call, &self.steps, cwd).await;
         let (what, proxy_unavailable) = match connection.start(&request, &self.traffic).await {
-            Ok(job) => return Ok(Running { job, sources, written }),
+            Ok(job) => return Ok(Running { job, sources, written, working }),
             Err(e) if e.is_busy() => (format!("proxy {} is busy", connection.addr()), true),
             Err(e @ StartError::Refused { .. }) => (e.to_string(), false),
             Err(StartError::Lost(e)) => (format!("{e:#}"), true),
@@ -634,7 +644,7 @@ impl RemoteGroup {
 
     /// Streams the group's input and output until its job and the jobs streaming to it end.
     async fn finish(self, running: Running) -> Statuses {
-        let Running { job, sources, written } = running;
+        let Running { job, sources, written, working: _working } = running;
         let remote = self.steps[0].remote.as_ref().expect("a remote group");
         let line = self.call.commands[self.steps[0].command].line;
         let streams = finish_sources(&self.caller, &self.call.name, line, &self.source_traffic, sources);
@@ -679,6 +689,7 @@ pub(super) fn job_request(call: &PipelineCall, steps: &[Step], stderr_with_stdou
         commands: steps.iter().filter_map(|s| s.remote.as_ref().map(|r| r.job.clone())).collect(),
         noclobber: call.noclobber,
         stderr_with_stdout,
+        progress: progress::reporting(),
         ..Request::default()
     }
 }

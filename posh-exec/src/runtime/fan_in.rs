@@ -39,19 +39,24 @@ pub fn start(
     to: Destination<'_>,
 ) -> impl std::future::Future<Output = MergeStatus> + Send + 'static {
     let Destination { caller, call, command, output, stderr } = to;
+    // A merging command writes its output itself.
+    let direct = match fan_in.kind {
+        MergeKind::SortMerge | MergeKind::Rerun => super::progress::writes_directly(output.as_ref()),
+        _ => None,
+    };
     match fan_in.kind {
         MergeKind::SortMerge => {
             // `sort -m ... /dev/fd/3 /dev/fd/4 ...`: each copy's output is one sorted input.
             let mut argv = fan_in.argv.clone();
             argv.extend((3..3 + readers.len()).map(|fd| format!("/dev/fd/{fd}").into()));
             let started = local::start(caller, call, command, &argv, [None, output, stderr], readers);
-            boxed(run_merging(started, None))
+            boxed(run_merging(started, None, direct))
         }
         MergeKind::Rerun => {
             // The command again, over the copies' outputs concatenated.
             let (writer, reader) = pipe();
             let started = local::start(caller, call, command, &fan_in.argv, [reader, output, stderr], Vec::new());
-            boxed(run_merging(started, Some((readers, writer))))
+            boxed(run_merging(started, Some((readers, writer)), direct))
         }
         kind @ (MergeKind::Concat | MergeKind::Sum | MergeKind::UniqCount) => boxed(async move {
             let mut out = async_writer(output);
@@ -75,6 +80,7 @@ pub fn start(
 async fn run_merging(
     started: Result<std::process::Child, i32>,
     feed: Option<(Vec<OwnedFd>, Option<OwnedFd>)>,
+    _direct: Option<super::progress::Working>,
 ) -> MergeStatus {
     let mut child = match started {
         Ok(child) => child,

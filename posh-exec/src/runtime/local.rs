@@ -45,15 +45,18 @@ impl Caller {
 
     /// Writes `name: line N: what: message` to the caller's stderr, as bash does.
     pub fn bash_error(&self, name: &str, line: usize, what: &str, error: &dyn std::fmt::Display) {
-        if let Some(fd) = self.dup(2) {
-            let _ = writeln!(File::from(fd), "{name}: line {line}: {what}: {error}");
-        }
+        self.say(format_args!("{name}: line {line}: {what}: {error}"));
     }
 
     /// Writes a line of posh's own to the caller's stderr.
     pub fn warn(&self, message: &str) {
+        self.say(format_args!("posh-exec: {message}"));
+    }
+
+    fn say(&self, line: std::fmt::Arguments<'_>) {
         if let Some(fd) = self.dup(2) {
-            let _ = writeln!(File::from(fd), "posh-exec: {message}");
+            let _paused = super::progress::pause(fd.as_fd());
+            let _ = writeln!(File::from(fd), "{line}");
         }
     }
 }

@@ -331,7 +331,8 @@ impl Sequenced<'_> {
         for job in jobs {
             written.push(Written::before_job(self.session.library(), &job.call, &job.steps, cwd).await);
         }
-        let traffic = Arc::new(Traffic::default());
+        let traffic = super::progress::traffic(self.mount);
+        let working = super::progress::remote_work();
         let started = match connection.start_sequence(&sequence, &traffic).await {
             Ok(started) => started,
             Err(e) => {
@@ -355,6 +356,7 @@ impl Sequenced<'_> {
         for written in written {
             written.after_job().await;
         }
+        drop(working);
         let mut status = 0;
         let mounts = &self.session.config.mounts[..];
         let (mut traffic, mut asked) = (BTreeMap::from([(self.mount, traffic)]), self.asked);

@@ -12,6 +12,7 @@ pub mod loops;
 mod metadata;
 mod output;
 pub mod placement;
+pub mod progress;
 pub mod session;
 mod stats;
 

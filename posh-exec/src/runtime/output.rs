@@ -44,6 +44,8 @@ pub fn async_writer(fd: Option<OwnedFd>) -> Box<dyn tokio::io::AsyncWrite + Unpi
 /// Copies `reader` to `out` with read(2) and write(2) until end of file or until `out` fails,
 /// counting in `written` the bytes written.
 fn relay(reader: std::io::PipeReader, mut out: File, written: &tokio::sync::watch::Sender<u64>) {
+    // Where the progress line is drawn, it is erased for each write and drawn again after.
+    let under_line = super::progress::is_under(out.as_fd());
     // Larger than the pipe (64 KiB): a read then takes all that is waiting, so it ends where a
     // writer's write ended, and two relays into one file keep each other's lines whole.
     // Read into spare capacity: pages the reads never reach are never touched (most relays
@@ -57,6 +59,7 @@ fn relay(reader: std::io::PipeReader, mut out: File, written: &tokio::sync::watc
             Err(rustix::io::Errno::INTR) => continue,
             Err(_) => return,
         };
+        let _paused = under_line.then(super::progress::pause_line).flatten();
         if out.write_all(&buf[..n]).is_err() {
             return;
         }

@@ -21,7 +21,7 @@ use posh_exec::remote::{Connection, Identity, KnownProxies, Pin, connect, connec
 use tokio::sync::OnceCell;
 
 use super::local::Caller;
-use super::{decode, execute, metadata, placement};
+use super::{decode, execute, metadata, placement, progress};
 
 /// Where the client keeps what it knows: its identity and the proxies it pinned.
 #[derive(Debug, Clone)]
@@ -91,7 +91,9 @@ impl Session {
             .get_or_init(|| async {
                 let parent = self.state.identity_dir.parent().unwrap_or(&self.state.identity_dir);
                 JobsDir::open(&parent.join("embedded-jobs"))
-                    .map_err(|e| eprintln!("posh-exec: cannot make the embedded proxy's directory: {e}"))
+                    .map_err(|e| {
+                        progress::eprintln(format_args!("posh-exec: cannot make the embedded proxy's directory: {e}"))
+                    })
                     .ok()
                     .map(Arc::new)
             })
@@ -103,7 +105,7 @@ impl Session {
         self.identity
             .get_or_init(|| async {
                 Identity::load_or_create(&self.state.identity_dir, "posh-exec")
-                    .map_err(|e| eprintln!("posh-exec: {e:#}; every command runs at the client"))
+                    .map_err(|e| progress::eprintln(format_args!("posh-exec: {e:#}; every command runs at the client")))
                     .ok()
             })
             .await
@@ -136,7 +138,10 @@ impl Session {
         let open = || match Journal::open(&self.state.journal_dir) {
             Ok(journal) => Arc::new(journal),
             Err(e) => {
-                eprintln!("posh-exec: output journal in {}: {e}", self.state.journal_dir.display());
+                progress::eprintln(format_args!(
+                    "posh-exec: output journal in {}: {e}",
+                    self.state.journal_dir.display()
+                ));
                 Arc::new(Journal::none())
             }
         };
@@ -206,21 +211,24 @@ impl Session {
                     ProxyLink::Unreachable { pause, .. } => (*pause * 2).min(RETRY_PAUSE_MAX),
                     // An ssh error names the mount and the command itself.
                     ProxyLink::Untried if ssh => {
-                        eprintln!("posh-exec: {e:#}; its commands run at the client");
+                        progress::eprintln(format_args!("posh-exec: {e:#}; its commands run at the client"));
                         RETRY_PAUSE_FIRST
                     }
                     ProxyLink::Untried => {
-                        eprintln!("posh-exec: mount {}: {e:#}; its commands run at the client", mount.name);
+                        progress::eprintln(format_args!(
+                            "posh-exec: mount {}: {e:#}; its commands run at the client",
+                            mount.name
+                        ));
                         RETRY_PAUSE_FIRST
                     }
                     ProxyLink::Connected(lost, _) => {
                         let why = lost.close_reason().map(|r| r.to_string()).unwrap_or_default();
-                        eprintln!(
+                        progress::eprintln(format_args!(
                             "posh-exec: mount {}: lost the connection to proxy {} ({why}) and cannot reconnect: {e:#}; \
                              its commands run at the client until it answers again",
                             mount.name,
                             lost.addr()
-                        );
+                        ));
                         RETRY_PAUSE_FIRST
                     }
                 };
@@ -294,7 +302,7 @@ impl Session {
         let handoff::Handoff { fds, cwd, env, args } = match handoff::receive(&stream) {
             Ok(handoff) => handoff,
             Err(e) => {
-                eprintln!("posh-exec: a pipeline could not be handed over: {e}");
+                progress::eprintln(format_args!("posh-exec: a pipeline could not be handed over: {e}"));
                 return;
             }
         };
@@ -495,7 +503,7 @@ pub(crate) async fn start_embedded(
     };
     tokio::spawn(async move {
         if let Err(e) = proxy::serve(endpoint, config, std::future::pending()).await {
-            eprintln!("posh-exec: embedded proxy: {e:#}");
+            progress::eprintln(format_args!("posh-exec: embedded proxy: {e:#}"));
         }
     });
     connect_pinned(&addr.to_string(), client, Pin::Exactly(host.fingerprint())).await
@@ -597,6 +605,16 @@ pub fn run_script(
         use tokio::signal::unix::{SignalKind, signal};
         (signal(SignalKind::interrupt()), signal(SignalKind::quit()))
     });
+    if progress::reporting() {
+        let _guard = runtime.enter();
+        if let Ok(mut int) = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::interrupt()) {
+            runtime.spawn(async move {
+                while int.recv().await.is_some() {
+                    progress::interrupted();
+                }
+            });
+        }
+    }
     if background {
         // A background job bash leaves behind becomes posh-exec's child, so that it is seen.
         rustix::process::set_child_subreaper(Some(rustix::process::getpid()))
@@ -638,6 +656,8 @@ pub fn run_script(
     if let Some(Some(jobs)) = session.embedded_jobs.get() {
         jobs.remove();
     }
+    // Erased before posh-exec ends (`end_by_signal` runs no destructor).
+    progress::end();
     drop(dir);
     if let Some(signal) = std::os::unix::process::ExitStatusExt::signal(&status) {
         end_by_signal(signal);

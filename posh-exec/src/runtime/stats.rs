@@ -115,11 +115,11 @@ impl Record<'_> {
 
     /// Appends the record to `path`; a failure is reported on the caller's stderr.
     pub fn append(&self, path: &Path, caller: &Caller) {
-        let written = OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(path)
-            .and_then(|mut file| file.write_all(format!("{}\n", self.to_json()).as_bytes()));
+        let written = OpenOptions::new().append(true).create(true).open(path).and_then(|mut file| {
+            // `--stats /dev/stderr` on the progress line's terminal.
+            let _paused = super::progress::pause(std::os::fd::AsFd::as_fd(&file));
+            file.write_all(format!("{}\n", self.to_json()).as_bytes())
+        });
         if let Err(e) = written {
             caller.warn(&format!("{}: cannot write statistics: {e}", path.display()));
         }
