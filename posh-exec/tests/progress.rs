@@ -177,3 +177,63 @@ fn ctrl_c_erases_the_line() {
     let text = String::from_utf8_lossy(&transcript.rest);
     assert!(text.starts_with("unfinished ") && !text.contains("done"), "{text:?}");
 }
+
+/// A tmux server of its own for one test, killed when dropped.
+struct Tmux {
+    dir: std::path::PathBuf,
+    socket: String,
+}
+
+impl Tmux {
+    fn new(dir: &Path, name: &str) -> Tmux {
+        Tmux { dir: dir.to_path_buf(), socket: format!("posh-progress-{}-{name}", std::process::id()) }
+    }
+
+    fn run(&self, args: &[&str]) -> std::process::Output {
+        common::isolated("tmux", &self.dir)
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .expect("tmux runs")
+    }
+
+    /// Runs `command` after enough lines to fill the screen (so the line's room is made by
+    /// scrolling), until it says END; returns the screen then, and whether `midway` showed on
+    /// it before.
+    fn screen_after(&self, command: &str, midway: &str) -> (String, bool) {
+        let shell = format!("seq 1 30; {command}; echo END; sleep 60");
+        let started = self.run(&["new-session", "-d", "-x", "100", "-y", "12", &shell]);
+        assert!(started.status.success(), "{started:?}");
+        let deadline = Instant::now() + Duration::from_secs(30);
+        let mut seen = false;
+        loop {
+            let screen = String::from_utf8_lossy(&self.run(&["capture-pane", "-p"]).stdout).into_owned();
+            seen |= screen.contains(midway);
+            if screen.contains("END") {
+                return (screen, seen);
+            }
+            assert!(Instant::now() < deadline, "{command} did not end: {screen}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        self.run(&["kill-server"]);
+    }
+}
+
+/// On a terminal emulator (tmux), the line shows while the job runs, and the screen after the
+/// run is the one bash leaves: the unfinished line kept, every line in its place, nothing of the
+/// line left.
+#[test]
+fn the_screen_after_the_run_is_the_one_bash_leaves() {
+    let dir = site();
+    let (bash, _) = Tmux::new(dir.path(), "bash").screen_after("bash s.sh", "");
+    assert!(bash.contains("unfinished 50000\n100000\n"), "{bash}");
+    let posh = format!("'{}' s.sh", posh_exec());
+    let (screen, shown) = Tmux::new(dir.path(), "posh").screen_after(&posh, " data: read ");
+    assert!(shown, "the line showed while the job ran");
+    assert_eq!(screen, bash);
+}
