@@ -58,15 +58,20 @@ fn take_apart(raw: &[u8]) -> Transcript {
 /// A directory with `data/` on an embedded mount, and a script whose remote awk prints a line
 /// every 0.35 s for about 1.4 s after a line left unfinished.
 fn site() -> tempfile::TempDir {
+    site_pausing("0.35")
+}
+
+/// [`site`] with awk pausing `seconds` before each of its four lines.
+fn site_pausing(seconds: &str) -> tempfile::TempDir {
     let dir = tempfile::tempdir().expect("tempdir");
     std::fs::create_dir(dir.path().join("data")).expect("mkdir");
     let big: String = (0..200_000).map(|i| format!("line {i:09}\n")).collect();
     std::fs::write(dir.path().join("data/big"), big).expect("write");
     std::fs::write(dir.path().join("posh.toml"), "[[mount]]\npath = \"data\"\nproxy = \"embedded\"\n").expect("write");
     let script = "printf 'unfinished '\n\
-                  awk 'NR % 50000 == 0 { system(\"sleep 0.35\"); print NR }' data/big\n\
+                  awk 'NR % 50000 == 0 { system(\"sleep PAUSE\"); print NR }' data/big\n\
                   echo \"done $?\"\n";
-    std::fs::write(dir.path().join("s.sh"), script).expect("write");
+    std::fs::write(dir.path().join("s.sh"), script.replace("PAUSE", seconds)).expect("write");
     dir
 }
 
@@ -141,7 +146,8 @@ fn a_redirected_stderr_and_the_statistics_get_nothing_of_the_line() {
 /// Ctrl-C while the line shows: bash ends as it would, and the line is gone from the terminal.
 #[test]
 fn ctrl_c_erases_the_line() {
-    let dir = site();
+    // Long enough that Ctrl-C comes while the job runs, however loaded the machine.
+    let dir = site_pausing("1.5");
     let mut child = common::isolated("script", dir.path())
         .env("TERM", "xterm")
         .args(["-qec", &format!("'{}' s.sh", posh_exec()), "/dev/null"])
