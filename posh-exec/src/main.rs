@@ -168,6 +168,7 @@ fn client_state() -> Result<runtime::session::ClientState> {
         known_proxies: state.join("known_proxies"),
         journal_dir: state.join("journal"),
         ratios: ratios::file(&state),
+        lingering: state.join("lingering"),
     })
 }
 

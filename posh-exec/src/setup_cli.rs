@@ -71,12 +71,15 @@ pub fn check(config: Config, annotations: &[PathBuf]) -> Result<u8> {
                 ProxyAddress::Ssh { user, host, port } => {
                     match ssh::target_for_mount(mount, user.as_deref(), host, *port) {
                         Err(e) => Err(Failure::Ssh(e)),
-                        Ok(target) => check::connect_over_ssh(&target, &identity, &limits).await.map(
-                            |(connection, who, started)| {
-                                over_ssh = Some(started);
-                                (connection, who)
-                            },
-                        ),
+                        // The check leaves nothing behind: its proxy ends with it, linger or not.
+                        Ok(target) => {
+                            check::connect_over_ssh(&ssh::SshTarget { linger: None, ..target }, &identity, &limits)
+                                .await
+                                .map(|(connection, who, started)| {
+                                    over_ssh = Some(started);
+                                    (connection, who)
+                                })
+                        }
                     }
                 }
                 ProxyAddress::Embedded => {

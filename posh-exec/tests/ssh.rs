@@ -208,6 +208,16 @@ fn text(bytes: &[u8]) -> String {
     String::from_utf8_lossy(bytes).into_owned()
 }
 
+/// Every command of the script's first four pipelines (those reading the host's files) ran at
+/// the host, as `--stats` says.
+fn assert_ran_at_host(stats: &[serde_json::Value]) {
+    for record in &stats[..4] {
+        for command in record["commands"].as_array().unwrap() {
+            assert_eq!(command["location"], "data", "{record}");
+        }
+    }
+}
+
 /// The built posh-proxy, on the host's side of the fixture (the namespace shares this file
 /// system), where `proxy_program` names it.
 fn install_proxy(host: &Host) -> PathBuf {
@@ -229,11 +239,7 @@ fn a_script_runs_at_the_host_through_ssh_with_bashs_output_and_nothing_is_left()
         host.against_bash("ssh_config", &["--proxy", "data=ssh://storage"], Duration::from_secs(60));
     assert_eq!(text(&posh.stderr), bash_stderr);
     // Every command of the first pipelines ran at the host, and only results came back.
-    for record in &stats[..4] {
-        for command in record["commands"].as_array().unwrap() {
-            assert_eq!(command["location"], "data", "{record}");
-        }
-    }
+    assert_ran_at_host(&stats);
     let back = stats[0]["proxies"]["data"]["bytes_from_proxy"].as_u64().unwrap();
     assert!(back < 400, "{back} bytes came back for `grep ERROR big.log | sort | uniq -c`");
     // The proxy went with the run, and its ssh with it.
@@ -358,11 +364,7 @@ fn a_host_without_posh_proxy_gets_a_copy_of_this_machines() {
     let expected = format!("posh-exec: mount data: storage has no posh-proxy {}: copying this machine's (", VERSION);
     assert!(said.starts_with(&expected) && said.contains(" MB) to ~/.cache/posh/posh-proxy-"), "{stderr}");
     assert_eq!(rest, bash_stderr, "{stderr}");
-    for record in &stats[..4] {
-        for command in record["commands"].as_array().unwrap() {
-            assert_eq!(command["location"], "data", "{record}");
-        }
-    }
+    assert_ran_at_host(&stats);
     let copies: Vec<_> = std::fs::read_dir(host.root().join("host-cache/posh")).unwrap().flatten().collect();
     let [copy] = &copies[..] else { panic!("{copies:?}") };
     let ours = std::fs::metadata(env!("CARGO_BIN_EXE_posh-proxy")).unwrap().len();
@@ -372,4 +374,48 @@ fn a_host_without_posh_proxy_gets_a_copy_of_this_machines() {
     let (posh, _, bash_stderr) = host.against_bash("ssh_config", &[], Duration::from_secs(60));
     assert_eq!(text(&posh.stderr), bash_stderr);
     host.assert_nothing_left();
+}
+
+/// With `linger`, the proxy a run started stays up after it, idle, and the next run uses it
+/// without logging in again; idle for the linger, it ends by itself, and the run after that
+/// starts one through ssh again.
+#[test]
+fn a_lingering_proxy_serves_the_next_run_without_ssh_and_ends_when_idle() {
+    if !can_run() {
+        return;
+    }
+    let host = Host::up();
+    let program = install_proxy(&host);
+    host.write_config("ssh://storage", &format!("proxy_program = \"{}\"\nlinger = \"10s\"\n", program.display()));
+    let logins = || {
+        let log = std::fs::read_to_string(host.root().join("sshd.log")).unwrap_or_default();
+        log.lines().filter(|l| l.contains("Accepted publickey")).count()
+    };
+    let (posh, stats, bash_stderr) = host.against_bash("ssh_config", &[], Duration::from_secs(60));
+    assert_eq!(text(&posh.stderr), bash_stderr);
+    assert_ran_at_host(&stats);
+    assert_eq!(logins(), 1);
+    // The proxy lingers, alone: its ssh and the session are gone.
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while host.leftovers().len() != 1 || !host.leftovers()[0].contains("posh-proxy --over-ssh") {
+        assert!(Instant::now() < deadline, "not one lingering proxy: {:#?}", host.leftovers());
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let records = std::fs::read_dir(host.home().join("state/posh/lingering")).unwrap().count();
+    assert_eq!(records, 1);
+
+    let (posh, stats, bash_stderr) = host.against_bash("ssh_config", &[], Duration::from_secs(60));
+    assert_eq!(text(&posh.stderr), bash_stderr);
+    assert_ran_at_host(&stats);
+    assert_eq!(logins(), 1, "the second run logged in again");
+
+    // Idle for its linger, it ends.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !host.leftovers().is_empty() {
+        assert!(Instant::now() < deadline, "the lingering proxy did not end: {:#?}", host.leftovers());
+        std::thread::sleep(Duration::from_millis(200));
+    }
+    let (_, stats, _) = host.against_bash("ssh_config", &[], Duration::from_secs(60));
+    assert_ran_at_host(&stats);
+    assert_eq!(logins(), 2);
 }

@@ -24,7 +24,8 @@ use crate::text::{LineIndex, Span};
 
 pub use discover::{FILE_NAME, discover, load, xdg_base_dir};
 pub use units::{
-    DEFAULT_BANDWIDTH_BYTES_PER_SEC, DEFAULT_RTT, format_bandwidth, format_rtt, parse_bandwidth, parse_rtt,
+    DEFAULT_BANDWIDTH_BYTES_PER_SEC, DEFAULT_RTT, format_bandwidth, format_rtt, parse_bandwidth, parse_linger,
+    parse_rtt,
 };
 
 /// A loaded configuration. The default has no mounts: nothing is remote and posh behaves like
@@ -54,6 +55,10 @@ pub struct Mount {
     /// Only for [`ProxyAddress::Ssh`]: the program ssh runs on the host (`proxy_program`).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub proxy_program: Option<String>,
+    /// Only for [`ProxyAddress::Ssh`]: how long the proxy stays up, idle, after the run that
+    /// started it, for the next runs to use (`linger`); `None`: it ends with its run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub linger: Option<Duration>,
 }
 
 /// The program ssh runs on the host when the mount names none.
@@ -374,7 +379,7 @@ impl ConfigError {
 }
 
 const TOP_KEYS: &[&str] = &["mount", "client"];
-const MOUNT_KEYS: &[&str] = &["path", "proxy", "name", "export", "bandwidth", "rtt", "proxy_program"];
+const MOUNT_KEYS: &[&str] = &["path", "proxy", "name", "export", "bandwidth", "rtt", "proxy_program", "linger"];
 const CLIENT_KEYS: &[&str] = &["bandwidth", "rtt"];
 
 /// The name no mount may take: plans say `@client` for the client.
@@ -600,6 +605,7 @@ impl<'a> Parser<'a> {
         let mut bandwidth = None;
         let mut rtt = None;
         let mut proxy_program = None;
+        let mut linger = None;
         for (key, key_span, value) in in_file_order(table) {
             let dotted = format!("{prefix}.{key}");
             match key {
@@ -614,15 +620,10 @@ impl<'a> Parser<'a> {
                     }
                     proxy_program = Some((text.to_string(), value, key_span));
                 }
-                // Known, so that it is not taken for a typo, and refused: a proxy that outlived its
-                // ssh channel would be a process and an open port that nothing ends.
                 "linger" => {
-                    return Err(self.invalid(
-                        &dotted,
-                        value,
-                        "not supported: a proxy started through ssh ends with its run; \
-                         a `ControlMaster` in your ssh configuration keeps the login warm instead",
-                    ));
+                    let text = self.string(&dotted, value)?;
+                    let duration = parse_linger(text).map_err(|message| self.invalid(&dotted, value, message))?;
+                    linger = Some((duration, key_span));
                 }
                 "path" => path = Some((self.client_path(&dotted, value)?, value)),
                 "proxy" => {
@@ -713,9 +714,13 @@ impl<'a> Parser<'a> {
         if let Some((_, _, span)) = proxy_program.as_ref().filter(|_| !ssh) {
             return Err(only_ssh("proxy_program", *span));
         }
+        if let Some((_, span)) = linger.filter(|_| !ssh) {
+            return Err(only_ssh("linger", span));
+        }
         let proxy_program = proxy_program.map(|(text, _, _)| text);
+        let linger = linger.map(|(duration, _)| duration);
         Ok(PartialMount {
-            mount: Mount { name, path, proxy, export, link: Link::default(), proxy_program },
+            mount: Mount { name, path, proxy, export, link: Link::default(), proxy_program, linger },
             bandwidth,
             rtt,
             line: self.line_of(table_span),

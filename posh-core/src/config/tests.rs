@@ -257,10 +257,17 @@ fn ssh_mount_keys() {
     assert_eq!(mount.proxy_program.as_deref(), Some("~/.cargo/bin/posh-proxy"));
     assert_eq!(mount.export, Path::new("/srv/logs"));
     let defaults = parse_ok("[[mount]]\npath = \"/mnt/logs\"\nproxy = \"ssh://storage\"\n");
-    assert_eq!(defaults.mounts[0].proxy_program, None);
+    assert_eq!((&defaults.mounts[0].proxy_program, defaults.mounts[0].linger), (&None, None));
+    for (text, seconds) in [("90s", 90), ("10m", 600), ("1 h", 3600), ("24h", 86_400)] {
+        let config = parse_ok(&format!("[[mount]]\npath = \"/m\"\nproxy = \"ssh://h\"\nlinger = \"{text}\"\n"));
+        assert_eq!(config.mounts[0].linger, Some(std::time::Duration::from_secs(seconds)), "{text}");
+    }
     insta::assert_snapshot!(render_errors(&[
         ("proxy_program without ssh", &format!("{MOUNT}proxy_program = \"posh-proxy\"\n")),
-        ("linger", "[[mount]]\npath = \"/m\"\nproxy = \"ssh://h\"\nlinger = \"30s\"\n"),
+        ("linger without ssh", &format!("{MOUNT}linger = \"10m\"\n")),
+        ("linger without a unit", "[[mount]]\npath = \"/m\"\nproxy = \"ssh://h\"\nlinger = \"30\"\n"),
+        ("linger over a day", "[[mount]]\npath = \"/m\"\nproxy = \"ssh://h\"\nlinger = \"25h\"\n"),
+        ("linger in milliseconds", "[[mount]]\npath = \"/m\"\nproxy = \"ssh://h\"\nlinger = \"1.5s\"\n"),
         ("proxy_program an option", "[[mount]]\npath = \"/m\"\nproxy = \"ssh://h\"\nproxy_program = \"-x\"\n"),
         ("ssh with a path", "[[mount]]\npath = \"/m\"\nproxy = \"ssh://h:/srv\"\n"),
     ]));

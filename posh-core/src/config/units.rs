@@ -87,6 +87,25 @@ pub fn parse_rtt(text: &str) -> Result<Duration, String> {
         .map_err(|_| format!("round-trip time out of range: \"{text}\""))
 }
 
+/// Parses a mount's `linger`: a whole number and a unit, `s`, `m` or `h` (`90s`, `10m`, `1h`),
+/// from one second to a day.
+pub fn parse_linger(text: &str) -> Result<Duration, String> {
+    let (number, unit) =
+        split_number(text).ok_or_else(|| format!("expected a number and a unit, e.g. \"10m\", found \"{text}\""))?;
+    let seconds_per_unit = match unit {
+        "s" => 1.0,
+        "m" | "min" => 60.0,
+        "h" => 3600.0,
+        "" => return Err(format!("missing unit in \"{text}\"; write e.g. \"10m\" (units: s, m, h)")),
+        _ => return Err(format!("unknown unit `{unit}` for a linger; use s, m or h")),
+    };
+    let seconds = number * seconds_per_unit;
+    if !(1.0..=86_400.0).contains(&seconds) || seconds.fract() != 0.0 {
+        return Err(format!("a linger is whole seconds from 1 s to 24 h, found \"{text}\""));
+    }
+    Ok(Duration::from_secs(seconds as u64))
+}
+
 /// Splits `600 Mbit/s` into 600.0 and `Mbit/s`. `None` when there is no non-negative number.
 fn split_number(text: &str) -> Option<(f64, &str)> {
     let text = text.trim();

@@ -35,6 +35,10 @@ struct Args {
     /// shut down when standard input ends. See docs/running.md.
     #[arg(long, conflicts_with_all = ["authorized_clients", "allow_any_client"])]
     over_ssh: bool,
+    /// With --over-ssh: once standard input ends, stay up for the same client until no
+    /// connection has been open for SECONDS, then shut down (posh.toml's `linger`).
+    #[arg(long, value_name = "SECONDS", requires = "over_ssh", value_parser = clap::value_parser!(u64).range(1..=86_400))]
+    linger: Option<u64>,
     /// Where the host key and certificate and the output journal live
     /// [default: $XDG_STATE_HOME/posh-proxy or ~/.local/state/posh-proxy].
     #[arg(long, value_name = "DIR")]
@@ -141,7 +145,8 @@ async fn run(args: Args) -> Result<()> {
         None => default_state_dir()?,
     };
     if args.over_ssh {
-        return run_over_ssh(args.listen, export, state_dir, args.grace_secs).await;
+        let linger = args.linger.map(Duration::from_secs);
+        return run_over_ssh(args.listen, export, state_dir, args.grace_secs, linger).await;
     }
     let listen = args.listen.context("--listen is required")?;
     let identity = Identity::load_or_create(&state_dir.join("host"), "posh-proxy")?;
@@ -187,6 +192,7 @@ async fn run(args: Args) -> Result<()> {
         library: posh_core::library::Library::builtin(),
         journal: std::sync::Arc::new(journal),
         identity: std::sync::Arc::new(identity),
+        connected: None,
     };
     proxy::serve(endpoint, config, shutdown).await
 }
@@ -204,8 +210,15 @@ fn warn_unless_enforced() {
 }
 
 /// `--over-ssh`: one client, named by its greeting on standard input; a one-time host key; the
-/// address the ssh connection came in on; until standard input ends (or SIGTERM, SIGINT).
-async fn run_over_ssh(listen: Option<SocketAddr>, export: PathBuf, state_dir: PathBuf, grace_secs: u64) -> Result<()> {
+/// address the ssh connection came in on; until standard input ends (or SIGTERM, SIGINT), or
+/// with `linger`, until it ended and no connection was open for that long.
+async fn run_over_ssh(
+    listen: Option<SocketAddr>,
+    export: PathBuf,
+    state_dir: PathBuf,
+    grace_secs: u64,
+    linger: Option<Duration>,
+) -> Result<()> {
     let (ended_tx, ended) = tokio::sync::oneshot::channel();
     let greeting = read_channel(ended_tx);
     let client = tokio::time::timeout(Duration::from_secs(30), greeting)
@@ -234,6 +247,7 @@ async fn run_over_ssh(listen: Option<SocketAddr>, export: PathBuf, state_dir: Pa
         })?,
     };
     let identity = Identity::ephemeral("posh-proxy").map_err(|e| refuse(format!("{e:#}")))?;
+    let (connected, idle) = tokio::sync::watch::channel(0usize);
     let journal = Journal::open(&state_dir.join("journal")).map_err(|e| refuse(format!("the output journal: {e}")))?;
     let jobs = JobsDir::open(&state_dir.join("jobs"))
         .map_err(|e| refuse(format!("cannot make the jobs' directory in {}: {e}", state_dir.display())))?;
@@ -262,14 +276,47 @@ async fn run_over_ssh(listen: Option<SocketAddr>, export: PathBuf, state_dir: Pa
         library: posh_core::library::Library::builtin(),
         journal: std::sync::Arc::new(journal),
         identity: std::sync::Arc::new(identity),
+        connected: linger.map(|_| connected),
+    };
+    let after_channel = async move {
+        let _ = ended.await;
+        tracing::info!("the ssh channel ended");
+        if let Some(linger) = linger {
+            let _ = detach_from_session();
+            until_idle(idle, linger).await;
+            tracing::info!("no connection for {}s: lingered long enough", linger.as_secs());
+        }
     };
     let shutdown = async move {
         tokio::select! {
             () = signals => {}
-            _ = ended => tracing::info!("the ssh channel ended"),
+            () = after_channel => {}
         }
     };
     proxy::serve(endpoint, config, shutdown).await
+}
+
+/// A lingering proxy's standard output and error become /dev/null, so that sshd, seeing them
+/// closed, ends the session and the client's ssh exits; the proxy goes on, reached over QUIC.
+fn detach_from_session() -> std::io::Result<()> {
+    let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
+    rustix::stdio::dup2_stdout(&null)?;
+    rustix::stdio::dup2_stderr(&null)?;
+    Ok(())
+}
+
+/// Completes once no connection has been open for `linger` (`connected` counts them).
+async fn until_idle(mut connected: tokio::sync::watch::Receiver<usize>, linger: Duration) {
+    loop {
+        if connected.wait_for(|n| *n == 0).await.is_err() {
+            return;
+        }
+        // Idle from now on, unless a connection comes within the linger.
+        tokio::select! {
+            () = tokio::time::sleep(linger) => return,
+            changed = connected.changed() => if changed.is_err() { return },
+        }
+    }
 }
 
 fn main() -> ExitCode {

@@ -64,6 +64,9 @@ pub struct ProxyConfig {
     /// The host identity (the endpoint's), which the proxy also presents to another proxy it
     /// reads a stream from (see `peer`).
     pub identity: Arc<Identity>,
+    /// Kept at the number of connections open, for a proxy that ends once it has been idle a
+    /// while (`posh-proxy --over-ssh --linger`).
+    pub connected: Option<watch::Sender<usize>>,
 }
 
 /// Requires a client certificate and checks that the client holds its key; which certificates
@@ -310,6 +313,7 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
         return Ok(());
     };
     tracing::info!("client {client} connected from {remote}");
+    let _counted = shared.config.connected.as_ref().map(InFlight::new);
     let pending = Arc::new(Semaphore::new(PENDING_REQUESTS));
     let ended = loop {
         let (send, mut recv) = match conn.accept_bi().await {

@@ -14,7 +14,11 @@
 //! ([`LocalProxy`]): streamed over ssh into `~/.cache/posh/posh-proxy-ID` (ID names this build),
 //! which later starts run first.
 //!
-//! The proxy lives as long as the channel: it shuts down when its standard input (the channel)
+//! With a `linger`, the proxy stays up after the run for that long without a connection
+//! (`--linger`), and the run leaves a record of its address and fingerprint in the client's
+//! state ([`Lingering`]), so the next run connects to it without ssh ([`reach`]).
+//!
+//! Otherwise the proxy lives as long as the channel: it shuts down when its standard input (the channel)
 //! ends, which happens when posh-exec closes it at the end of the run, when ssh dies, and when
 //! posh-exec dies (its end of ssh's standard input closes). See docs/running.md.
 
@@ -97,6 +101,8 @@ pub struct SshTarget {
     /// This machine's posh-proxy, copied to a host that has none of this version; `None` when
     /// the mount names its `proxy_program` (the user chose what runs there).
     pub copy: Option<LocalProxy>,
+    /// How long the proxy stays up, idle, after its channel ends (`--linger`).
+    pub linger: Option<Duration>,
 }
 
 /// This machine's posh-proxy, to copy to a host.
@@ -168,7 +174,10 @@ impl SshTarget {
     /// works), the export quoted; with a copy allowed, the copy of this build when the host has
     /// it, through `sh` (the login shell may be any: one line, in single quotes).
     fn remote_command(&self) -> String {
-        let export = shell_words::quote(&self.export.to_string_lossy()).into_owned();
+        let mut export = shell_words::quote(&self.export.to_string_lossy()).into_owned();
+        if let Some(linger) = self.linger {
+            export.push_str(&format!(" --linger {}", linger.as_secs()));
+        }
         match &self.copy {
             None => format!("{} --over-ssh --export {export}", self.program),
             Some(local) => {
@@ -425,6 +434,165 @@ impl SshProxy {
     }
 }
 
+/// How long a run tries a lingering proxy before it starts one through ssh instead.
+const LINGERING_WAIT: Duration = Duration::from_secs(2);
+/// A record is not used this close to its proxy's end (it may end as the run connects).
+const LINGERING_MARGIN: Duration = Duration::from_secs(3);
+
+/// A lingering proxy as a run left it: where it listens, its fingerprint, and when it ends if
+/// no one connects (seconds since the epoch).
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+struct LingerRecord {
+    listen: SocketAddr,
+    fingerprint: String,
+    until: u64,
+}
+
+/// The record of a mount's lingering proxy, in the client's state directory: one file per
+/// ssh target (user, host, port, program, export, this build).
+#[derive(Debug)]
+pub struct Lingering {
+    file: PathBuf,
+    linger: Duration,
+    listen: SocketAddr,
+    fingerprint: String,
+}
+
+fn now_secs() -> u64 {
+    std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs())
+}
+
+impl Lingering {
+    /// Where `target`'s record is kept under `dir`: named by a hash of what makes the proxy
+    /// (FNV-1a, stable across builds and runs).
+    fn file(dir: &Path, target: &SshTarget) -> PathBuf {
+        let key = format!(
+            "{}\0{:?}\0{}\0{:?}\0{}\0{}\0{}\0{:?}",
+            VERSION,
+            target.user,
+            target.host,
+            target.port,
+            target.program,
+            target.export.display(),
+            target.ssh.join(" "),
+            target.copy.as_ref().map(|c| &c.id)
+        );
+        let hash = key.bytes().fold(0xcbf2_9ce4_8422_2325_u64, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100_0000_01b3));
+        dir.join(format!("{}-{hash:016x}.json", target.host.replace(|c: char| !c.is_ascii_alphanumeric(), "_")))
+    }
+
+    /// The record at `file` if its proxy should still be up.
+    fn load(file: &Path) -> Option<LingerRecord> {
+        let record: LingerRecord = serde_json::from_slice(&std::fs::read(file).ok()?).ok()?;
+        (record.until > now_secs() + LINGERING_MARGIN.as_secs()).then_some(record)
+    }
+
+    /// Writes the record: the proxy ends `linger` after now, the run's last connection gone.
+    /// Written whole (a temporary file renamed), readable by this user alone.
+    fn save(&self) -> std::io::Result<()> {
+        use std::io::Write as _;
+        use std::os::unix::fs::{DirBuilderExt as _, OpenOptionsExt as _};
+        let dir = self.file.parent().unwrap_or(Path::new("."));
+        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
+        let record = LingerRecord {
+            listen: self.listen,
+            fingerprint: self.fingerprint.clone(),
+            until: now_secs() + self.linger.as_secs(),
+        };
+        let temporary = self.file.with_extension(format!("{}.tmp", std::process::id()));
+        let mut out =
+            std::fs::OpenOptions::new().write(true).create(true).truncate(true).mode(0o600).open(&temporary)?;
+        out.write_all(&serde_json::to_vec(&record).map_err(std::io::Error::other)?)?;
+        std::fs::rename(&temporary, &self.file)
+    }
+
+    fn forget(&self) {
+        let _ = std::fs::remove_file(&self.file);
+    }
+}
+
+/// How a run holds a proxy it reached through an ssh:// mount: the ssh process of the one it
+/// started, and with a `linger`, the record to leave for the next run.
+#[derive(Debug)]
+pub struct SshLink {
+    started: Option<SshProxy>,
+    lingering: Option<Lingering>,
+}
+
+impl SshLink {
+    /// The run is over: the channel of a proxy it started is closed and ssh given up to `wait`
+    /// to exit (a lingering proxy lets it go at once); a lingering proxy is recorded, ending
+    /// its linger from now.
+    pub async fn end(self, wait: Duration) {
+        if let Some(started) = self.started {
+            started.shutdown(wait).await;
+        }
+        if let Some(lingering) = self.lingering
+            && let Err(e) = lingering.save()
+        {
+            tracing::warn!("cannot record the lingering proxy in {}: {e}", lingering.file.display());
+        }
+    }
+
+    /// Its connection was lost: the proxy is ended (if this run started it) and forgotten.
+    pub async fn lost(self) {
+        if let Some(started) = self.started {
+            started.shutdown(Duration::ZERO).await;
+        }
+        if let Some(lingering) = self.lingering {
+            lingering.forget();
+        }
+    }
+}
+
+/// Connects to `target`'s proxy as `client`: to the one an earlier run left lingering, when
+/// `target` lingers and `lingering_dir` has its record and it answers within
+/// [`LINGERING_WAIT`]; else to one started through ssh now, pinned to the fingerprint it gave
+/// over the channel.
+pub async fn reach(
+    target: &SshTarget,
+    client: &super::Identity,
+    lingering_dir: Option<&Path>,
+) -> anyhow::Result<(super::Connection, SshLink)> {
+    use super::{Pin, connect_pinned};
+    let lingering = |file: PathBuf, linger, listen, fingerprint| Lingering { file, linger, listen, fingerprint };
+    let record = target.linger.zip(lingering_dir).map(|(linger, dir)| (linger, Lingering::file(dir, target)));
+    if let Some((linger, file)) = &record
+        && let Some(found) = Lingering::load(file)
+    {
+        let address = found.listen.to_string();
+        let connecting = connect_pinned(&address, client, Pin::Exactly(&found.fingerprint));
+        match tokio::time::timeout(LINGERING_WAIT, connecting).await {
+            Ok(Ok(connection)) => {
+                tracing::info!("mount {}: the proxy left lingering at {} answered", target.mount, found.listen);
+                let kept = lingering(file.clone(), *linger, found.listen, found.fingerprint);
+                return Ok((connection, SshLink { started: None, lingering: Some(kept) }));
+            }
+            _ => {
+                tracing::info!("mount {}: the proxy left lingering at {} is gone", target.mount, found.listen);
+                let _ = std::fs::remove_file(file);
+            }
+        }
+    }
+    let started = SshProxy::start(target, client.fingerprint()).await?;
+    let listen = started.listen;
+    match connect_pinned(&listen.to_string(), client, Pin::Exactly(&started.fingerprint)).await {
+        Ok(connection) => {
+            let kept = record.map(|(linger, file)| lingering(file, linger, listen, started.fingerprint.clone()));
+            Ok((connection, SshLink { started: Some(started), lingering: kept }))
+        }
+        Err(e) => {
+            let (command, said) = (started.command().to_string(), started.stderr());
+            started.shutdown(Duration::ZERO).await;
+            Err(e.context(format!(
+                "mount {}: the proxy `{command}` started listens on {listen} (UDP), which this client cannot reach \
+                 (a firewall, NAT, or a jump host between them){said}",
+                target.mount
+            )))
+        }
+    }
+}
+
 /// Starts ssh as `argv` says, its standard input piped, its standard error kept (by the task
 /// returned) and its standard output as `stdout` says.
 fn spawn_ssh(
@@ -501,6 +669,7 @@ pub fn target_for_mount(
     if mount.proxy_program.is_none() {
         target.copy = LocalProxy::beside_this_program();
     }
+    target.linger = mount.linger;
     Ok(target)
 }
 
@@ -528,6 +697,7 @@ pub fn target(
         // A user may have a passphrase to type; a batch run fails fast.
         timeout: if interactive { Duration::from_secs(120) } else { Duration::from_secs(20) },
         copy: None,
+        linger: None,
     }
 }
 
@@ -566,6 +736,8 @@ mod tests {
         );
         let interactive = SshTarget { interactive: true, port: None, user: None, ..sample() };
         assert_eq!(interactive.argv()[1..], ["-T", "--", "storage", "posh-proxy --over-ssh --export '/srv/my logs'"]);
+        let lingering = SshTarget { linger: Some(Duration::from_secs(600)), ..sample() };
+        assert_eq!(lingering.argv().last().unwrap(), "posh-proxy --over-ssh --export '/srv/my logs' --linger 600");
     }
 
     #[test]

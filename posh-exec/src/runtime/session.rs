@@ -16,7 +16,7 @@ use posh_exec::handoff;
 use posh_exec::remote::jobs_dir::JobsDir;
 use posh_exec::remote::journal::Journal;
 use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
-use posh_exec::remote::ssh::{self, SshProxy};
+use posh_exec::remote::ssh::{self, SshLink};
 use posh_exec::remote::{Connection, Identity, KnownProxies, Pin, connect, connect_pinned};
 use tokio::sync::OnceCell;
 
@@ -32,6 +32,8 @@ pub struct ClientState {
     pub journal_dir: std::path::PathBuf,
     /// The measured ratios file (see `crate::ratios`).
     pub ratios: std::path::PathBuf,
+    /// Records of proxies left lingering by earlier runs (see `remote::ssh::Lingering`).
+    pub lingering: std::path::PathBuf,
 }
 
 /// How long a pipeline waits for a proxy that was lost, or not reached, to answer again.
@@ -51,8 +53,8 @@ const GIVE_UP_WAIT: Duration = Duration::from_secs(2);
 enum ProxyLink {
     #[default]
     Untried,
-    /// With the proxy's ssh process when the run started the proxy through ssh.
-    Connected(Arc<Connection>, Option<Box<SshProxy>>),
+    /// With how the run holds it when it is an ssh:// mount's (see `SshLink`).
+    Connected(Arc<Connection>, Option<Box<SshLink>>),
     /// The last attempt failed (the outage was warned about when it began); the next is not
     /// made before `retry_at`.
     Unreachable { retry_at: Instant, pause: Duration },
@@ -182,9 +184,11 @@ impl Session {
                     }
                     None => Err(anyhow::anyhow!("no directory for the embedded proxy's jobs")),
                 },
-                ProxyAddress::Ssh { user, host, port } => start_over_ssh(mount, user.as_deref(), host, *port, identity)
-                    .await
-                    .map(|(c, p)| (c, Some(Box::new(p)))),
+                ProxyAddress::Ssh { user, host, port } => {
+                    reach_over_ssh(mount, user.as_deref(), host, *port, identity, &self.state.lingering)
+                        .await
+                        .map(|(c, p)| (c, Some(Box::new(p))))
+                }
             }
         };
         // The first attempt waits as long as QUIC does, and a start through ssh as long as its
@@ -202,7 +206,7 @@ impl Session {
                 let old = std::mem::replace(&mut *link, ProxyLink::Connected(connection.clone(), started));
                 // A proxy started earlier and lost is ended for good.
                 if let ProxyLink::Connected(_, Some(lost)) = old {
-                    (*lost).shutdown(Duration::ZERO).await;
+                    (*lost).lost().await;
                 }
                 Some(connection)
             }
@@ -235,7 +239,7 @@ impl Session {
                 let old =
                     std::mem::replace(&mut *link, ProxyLink::Unreachable { retry_at: Instant::now() + pause, pause });
                 if let ProxyLink::Connected(_, Some(lost)) = old {
-                    (*lost).shutdown(Duration::ZERO).await;
+                    (*lost).lost().await;
                 }
                 None
             }
@@ -258,7 +262,7 @@ impl Session {
                 closing.spawn(async move {
                     connection.close().await;
                     if let Some(started) = started {
-                        (*started).shutdown(SSH_PROXY_EXIT_WAIT).await;
+                        (*started).end(SSH_PROXY_EXIT_WAIT).await;
                     }
                 });
             }
@@ -500,6 +504,7 @@ pub(crate) async fn start_embedded(
         library: library.clone(),
         journal,
         identity: host.clone(),
+        connected: None,
     };
     tokio::spawn(async move {
         if let Err(e) = proxy::serve(endpoint, config, std::future::pending()).await {
@@ -509,30 +514,18 @@ pub(crate) async fn start_embedded(
     connect_pinned(&addr.to_string(), client, Pin::Exactly(host.fingerprint())).await
 }
 
-/// Starts mount's proxy on `host` through ssh (see `remote::ssh`) and connects to it, pinned to
-/// the fingerprint it gave over the channel.
-async fn start_over_ssh(
+/// Reaches mount's proxy on `host` through ssh (see `remote::ssh::reach`): one left lingering
+/// by an earlier run, or one started now.
+async fn reach_over_ssh(
     mount: &posh_core::config::Mount,
     user: Option<&str>,
     host: &str,
     port: Option<u16>,
     client: &Identity,
-) -> Result<(Connection, SshProxy)> {
+    lingering_dir: &std::path::Path,
+) -> Result<(Connection, SshLink)> {
     let target = ssh::target_for_mount(mount, user, host, port)?;
-    let started = SshProxy::start(&target, client.fingerprint()).await?;
-    let listen = started.listen.to_string();
-    match connect_pinned(&listen, client, Pin::Exactly(&started.fingerprint)).await {
-        Ok(connection) => Ok((connection, started)),
-        Err(e) => {
-            let (command, said) = (started.command().to_string(), started.stderr());
-            started.shutdown(Duration::ZERO).await;
-            Err(e.context(format!(
-                "mount {}: the proxy `{command}` started listens on {listen} (UDP), which this client cannot reach \
-                 (a firewall, NAT, or a jump host between them){said}",
-                mount.name
-            )))
-        }
-    }
+    ssh::reach(&target, client, Some(lingering_dir)).await
 }
 
 /// The socket a run's runtime listens on, in a private temporary directory (made before the
