@@ -103,6 +103,14 @@ pub struct SshTarget {
     pub copy: Option<LocalProxy>,
     /// How long the proxy stays up, idle, after its channel ends (`--linger`).
     pub linger: Option<Duration>,
+    /// Writes a line of posh-exec's own to its stderr (the copy's notice): the runtime's erases
+    /// the progress line first.
+    pub say: fn(std::fmt::Arguments<'_>),
+}
+
+/// [`SshTarget::say`] where no progress line is drawn.
+fn say_on_stderr(line: std::fmt::Arguments<'_>) {
+    eprintln!("{line}");
 }
 
 /// This machine's posh-proxy, to copy to a host.
@@ -174,15 +182,15 @@ impl SshTarget {
     /// works), the export quoted; with a copy allowed, the copy of this build when the host has
     /// it, through `sh` (the login shell may be any: one line, in single quotes).
     fn remote_command(&self) -> String {
-        let mut export = shell_words::quote(&self.export.to_string_lossy()).into_owned();
+        let mut arguments = format!("--over-ssh --export {}", shell_words::quote(&self.export.to_string_lossy()));
         if let Some(linger) = self.linger {
-            export.push_str(&format!(" --linger {}", linger.as_secs()));
+            arguments.push_str(&format!(" --linger {}", linger.as_secs()));
         }
         match &self.copy {
-            None => format!("{} --over-ssh --export {export}", self.program),
+            None => format!("{} {arguments}", self.program),
             Some(local) => {
                 let script = format!(
-                    "p=\"{}\"; [ -x \"$p\" ] || p={}; exec \"$p\" --over-ssh --export {export}",
+                    "p=\"{}\"; [ -x \"$p\" ] || p={}; exec \"$p\" {arguments}",
                     local.remote_path(),
                     self.program
                 );
@@ -329,13 +337,13 @@ impl SshProxy {
             started => return started,
         };
         let Some(local) = &target.copy else { return Err(first) };
-        eprintln!(
+        (target.say)(format_args!(
             "posh-exec: mount {}: {} has no posh-proxy {VERSION}: copying this machine's ({} MB) to {} there",
             target.mount,
             target.host,
             local.size.div_ceil(1_000_000),
             local.remote_path().replace("${XDG_CACHE_HOME:-$HOME/.cache}", "~/.cache")
-        );
+        ));
         if let Err(why) = copy_to_host(target, local).await {
             return Err(SshError::NotCopied { first: Box::new(first), why });
         }
@@ -698,6 +706,7 @@ pub fn target(
         timeout: if interactive { Duration::from_secs(120) } else { Duration::from_secs(20) },
         copy: None,
         linger: None,
+        say: say_on_stderr,
     }
 }
 

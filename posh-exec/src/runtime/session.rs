@@ -524,7 +524,7 @@ async fn reach_over_ssh(
     client: &Identity,
     lingering_dir: &std::path::Path,
 ) -> Result<(Connection, SshLink)> {
-    let target = ssh::target_for_mount(mount, user, host, port)?;
+    let target = ssh::SshTarget { say: progress::eprintln, ..ssh::target_for_mount(mount, user, host, port)? };
     ssh::reach(&target, client, Some(lingering_dir)).await
 }
 
