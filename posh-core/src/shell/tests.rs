@@ -110,6 +110,19 @@ fn quoting_literal_glob() {
     ]));
 }
 
+/// Brace words nested deeper than brush's brace parser can take (its backtracking is exponential
+/// in the nesting: the fuzzed `plan` input that found this ran for minutes) are settled before
+/// brush is asked: no unquoted `}` is literal text, deeper than a few levels may expand.
+#[test]
+fn deeply_nested_braces() {
+    let deep = "{".repeat(40);
+    let closed = format!("{deep}a{}", "}".repeat(40));
+    insta::assert_snapshot!(check_all(&[
+        &format!("{deep}a {deep}a,b '{deep}a,b}}' \\{deep}a,b}} {closed}"),
+        "echo {{a,b},c} $'\\''{a,b} \"{a,b}\" '{a,b}' x}{a,b",
+    ]));
+}
+
 #[test]
 fn redirects() {
     insta::assert_snapshot!(check_all(&[

@@ -128,13 +128,77 @@ impl GlobScan {
     }
 }
 
+/// Deeper than this, a word is taken as one the shell may brace-expand without asking brush:
+/// brush's brace parser backtracks exponentially in the nesting of `{` (a fuzzed word with 63
+/// took minutes; 30 matched pairs, more than an hour), and a script being typed can hold such a
+/// word. Real brace expansions nest a level or two.
+const MAX_BRACE_DEPTH: usize = 6;
+
 fn has_braces(value: &str, options: &ParserOptions) -> bool {
+    match unquoted_braces(value) {
+        Braces::NoClosing => return false,
+        Braces::Deeper => return true,
+        Braces::Nested => {}
+    }
     let parsed = catch_unwind(AssertUnwindSafe(|| word::parse_brace_expansions(value, options)));
     match parsed {
         Ok(Ok(Some(pieces))) => pieces.iter().any(|p| matches!(p, word::BraceExpressionOrText::Expr(_))),
         Ok(Ok(None)) => false,
         // Unparsable: be safe, the shell may expand it.
         _ => true,
+    }
+}
+
+enum Braces {
+    /// No unquoted `}`: nothing to expand.
+    NoClosing,
+    /// Unquoted `{`s nest deeper than [`MAX_BRACE_DEPTH`] (an unclosed one counts as open to the end).
+    Deeper,
+    /// Anything else: brush decides.
+    Nested,
+}
+
+/// A look at a word's unquoted braces, skipping `\x`, `'...'`, `$'...'` and `"..."` as brush does.
+fn unquoted_braces(value: &str) -> Braces {
+    let (mut depth, mut deepest, mut closing) = (0usize, 0usize, false);
+    let mut previous = None;
+    let mut chars = value.chars();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                chars.next();
+            }
+            '\'' => skip_quoted(&mut chars, '\'', previous == Some('$')),
+            '"' => skip_quoted(&mut chars, '"', true),
+            '{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            '}' => {
+                closing = true;
+                depth = depth.saturating_sub(1);
+            }
+            _ => {}
+        }
+        previous = Some(c);
+    }
+    if !closing {
+        Braces::NoClosing
+    } else if deepest > MAX_BRACE_DEPTH {
+        Braces::Deeper
+    } else {
+        Braces::Nested
+    }
+}
+
+/// Skips to the unescaped `close` (backslashes escape only where `escapes`).
+fn skip_quoted(chars: &mut std::str::Chars<'_>, close: char, escapes: bool) {
+    while let Some(c) = chars.next() {
+        if c == '\\' && escapes {
+            chars.next();
+        } else if c == close {
+            break;
+        }
     }
 }
 
