@@ -22,13 +22,20 @@ use crate::text::Span;
 /// Parses a script. Never fails: on a syntax error the script has at least one error and the
 /// pipelines of the longest prefix of whole lines that parses.
 pub fn parse(source: &str) -> Script {
+    parse_with_ending(source).0
+}
+
+/// [`parse`], also saying whether appending to the text could help (`None`: it parsed).
+fn parse_with_ending(source: &str) -> (Script, Option<parse::Ending>) {
     let mut walker = parse::Walker::new(source);
+    let mut ending = None;
     if let Err(failure) = walker.parse_text(source.to_string(), None, &[], 0) {
         let error_at = failure.error.span.start;
+        ending = Some(failure.ending);
         walker.push_error(failure.error);
         recover_prefix(&mut walker, source, error_at);
     }
-    walker.finish()
+    (walker.finish(), ending)
 }
 
 /// Like [`parse`], but when the script does not parse (typically while it is being typed), also
@@ -52,11 +59,16 @@ pub enum Recovery {
 /// [`parse_tolerant`], also saying how it recovered (a language server keeps its previous result
 /// rather than show the pipelines of a prefix).
 pub fn parse_tolerant_with_recovery(source: &str) -> (Script, Recovery) {
-    let script = parse(source);
-    if script.errors.is_empty() {
-        return (script, Recovery::None);
-    }
-    for closer in ["\ndone", "\nfi", "'", "\"", ")", "\n}", "\nesac", "`", "\ndone\n}", "\nfi\n}"] {
+    const CLOSERS: [&str; 10] = ["\ndone", "\nfi", "'", "\"", ")", "\n}", "\nesac", "`", "\ndone\n}", "\nfi\n}"];
+    let (script, ending) = parse_with_ending(source);
+    // Each try parses the whole text again: only when the text ended inside something, and the
+    // closer its parser named first (a long script being typed is parsed on every keystroke).
+    let known = match ending {
+        None => return (script, Recovery::None),
+        Some(parse::Ending::Broken) => return (script, Recovery::Prefix),
+        Some(parse::Ending::Unfinished(known)) => known,
+    };
+    for closer in known.into_iter().chain(CLOSERS.into_iter().filter(|c| Some(*c) != known)) {
         let mut text = source.to_string();
         text.push_str(closer);
         let mut walker = parse::Walker::new(&text);

@@ -64,6 +64,17 @@ pub(super) struct Walker<'s> {
 /// Why a text did not parse.
 pub(super) struct Failure {
     pub error: ShellError,
+    pub ending: Ending,
+}
+
+/// Whether text appended to a failed text could make it parse.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Ending {
+    /// The error stands before the end: nothing appended helps.
+    Broken,
+    /// The text ended inside a construct (an `if`, a quote, a here-document); its closer, when
+    /// one known closer ends it.
+    Unfinished(Option<&'static str>),
 }
 
 impl<'s> Walker<'s> {
@@ -147,7 +158,7 @@ impl<'s> Walker<'s> {
     }
 
     fn failure_at_end(&self, f: &Frame, message: String) -> Failure {
-        Failure { error: ShellError { span: self.end_span(f), message } }
+        Failure { error: ShellError { span: self.end_span(f), message }, ending: Ending::Unfinished(None) }
     }
 
     fn tokenizer_failure(&self, f: &Frame, e: &TokenizerError) -> Failure {
@@ -155,18 +166,24 @@ impl<'s> Walker<'s> {
             let start = f.pos(p);
             self.span(start, start + len)
         };
-        let (span, message) = match e {
-            TokenizerError::UnterminatedSingleQuote(p) => (at(p, 1), "unterminated single quote".to_string()),
-            TokenizerError::UnterminatedAnsiCQuote(p) => (at(p, 2), "unterminated $'...' quote".to_string()),
-            TokenizerError::UnterminatedDoubleQuote(p) => (at(p, 1), "unterminated double quote".to_string()),
-            TokenizerError::UnterminatedBackquote(p) => (at(p, 1), "unterminated backquote".to_string()),
-            TokenizerError::UnterminatedExtendedGlob(p) => (at(p, 1), "unterminated extended glob pattern".to_string()),
-            TokenizerError::UnterminatedHereDocuments(tags, _) => {
-                (self.end_span(f), format!("here-document not terminated: missing `{tags}` line"))
+        let (span, message, closer) = match e {
+            TokenizerError::UnterminatedSingleQuote(p) => {
+                (at(p, 1), "unterminated single quote".to_string(), Some("'"))
             }
-            other => (self.end_span(f), other.to_string()),
+            TokenizerError::UnterminatedAnsiCQuote(p) => (at(p, 2), "unterminated $'...' quote".to_string(), Some("'")),
+            TokenizerError::UnterminatedDoubleQuote(p) => {
+                (at(p, 1), "unterminated double quote".to_string(), Some("\""))
+            }
+            TokenizerError::UnterminatedBackquote(p) => (at(p, 1), "unterminated backquote".to_string(), Some("`")),
+            TokenizerError::UnterminatedExtendedGlob(p) => {
+                (at(p, 1), "unterminated extended glob pattern".to_string(), Some(")"))
+            }
+            TokenizerError::UnterminatedHereDocuments(tags, _) => {
+                (self.end_span(f), format!("here-document not terminated: missing `{tags}` line"), None)
+            }
+            other => (self.end_span(f), other.to_string(), None),
         };
-        Failure { error: ShellError { span, message } }
+        Failure { error: ShellError { span, message }, ending: Ending::Unfinished(closer) }
     }
 
     fn parse_failure(&self, f: &Frame, e: &ParseError) -> Failure {
@@ -180,6 +197,11 @@ impl<'s> Walker<'s> {
                     at => at,
                 };
                 let token = at.map(|i| &f.tokens[i]);
+                // Only newlines after the token: the text may just stop early.
+                let ending = match at {
+                    Some(i) if f.tokens[i + 1..].iter().any(|t| t.to_str() != "\n") => Ending::Broken,
+                    _ => Ending::Unfinished(None),
+                };
                 let (span, message) = match token {
                     Some(t) => (
                         self.loc_span(f, t.location()),
@@ -190,20 +212,28 @@ impl<'s> Walker<'s> {
                         (self.span(start, start), "syntax error".to_string())
                     }
                 };
-                Failure { error: ShellError { span, message } }
+                Failure { error: ShellError { span, message }, ending }
             }
             ParseError::ParsingAtEndOfInput => {
-                let (span, message) = match unclosed_opener(f) {
+                let (span, message, closer) = match unclosed_opener(f) {
                     Some((token, closer)) => (
                         self.loc_span(f, token.location()),
                         format!(
                             "syntax error: unexpected end of input: `{}` is never closed (missing `{closer}`)",
                             token.to_str()
                         ),
+                        // Keywords close on a line of their own.
+                        Some(match closer {
+                            "fi" => "\nfi",
+                            "esac" => "\nesac",
+                            "done" => "\ndone",
+                            "}" => "\n}",
+                            other => other,
+                        }),
                     ),
-                    None => (self.end_span(f), "syntax error: unexpected end of input".to_string()),
+                    None => (self.end_span(f), "syntax error: unexpected end of input".to_string(), None),
                 };
-                Failure { error: ShellError { span, message } }
+                Failure { error: ShellError { span, message }, ending: Ending::Unfinished(closer) }
             }
             ParseError::Tokenizing { inner, .. } => self.tokenizer_failure(f, inner),
         }

@@ -353,4 +353,16 @@ fn tolerant_parsing_says_how_it_recovered() {
     assert_eq!(how, Recovery::Prefix);
     assert_eq!(script.pipelines.len(), 1);
     assert_eq!(script, parse_tolerant("cat a | sort\nif then fi )\n"));
+    // The closer the parser names is tried first; quotes and nesting too.
+    let closer = |source: &str| parse_tolerant_with_recovery(source).1;
+    assert_eq!(closer("f() {\n  sort a\n"), Recovery::Closer("\n}"));
+    assert_eq!(closer("case $x in\n  a) sort a ;;\n"), Recovery::Closer("\nesac"));
+    assert_eq!(closer("grep 'a b"), Recovery::Closer("'"));
+    assert_eq!(closer("echo $(sort a"), Recovery::Closer(")"));
+    assert_eq!(closer("f() {\n  for x in a; do\n    sort a\n"), Recovery::Closer("\ndone\n}"));
+    // An error before the end: no closer can help, so none is tried.
+    assert_eq!(closer("sort a )\nfor f in a; do\n"), Recovery::Prefix);
+    // The text parsed, though a substitution in it did not: its pipelines are whole.
+    let (script, how) = parse_tolerant_with_recovery("echo $(if) | sort\n");
+    assert_eq!((how, script.errors.len()), (Recovery::None, 1));
 }
