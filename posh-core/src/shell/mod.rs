@@ -38,9 +38,10 @@ fn parse_with_ending(source: &str) -> (Script, Option<parse::Ending>) {
     (walker.finish(), ending)
 }
 
-/// Like [`parse`], but when the script does not parse (typically while it is being typed), also
-/// tries it with a closer appended (`done`, `fi`, a quote, `)`, `}`, `esac`) and returns the
-/// pipelines of the first that parses, keeping the original errors.
+/// Like [`parse`], but when the script stops inside something (typically while it is being
+/// typed), also tries it with a closer appended (the one the parser named first, then `done`,
+/// `fi`, a quote, `)`, `}`, `esac`) and returns the pipelines of the first that parses, keeping
+/// the original errors.
 pub fn parse_tolerant(source: &str) -> Script {
     parse_tolerant_with_recovery(source).0
 }
