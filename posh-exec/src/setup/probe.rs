@@ -295,6 +295,9 @@ pub struct Found {
     pub largest: Option<FileSample>,
     /// Entries looked at.
     pub visited: usize,
+    /// The walk stopped at its deadline, not at its end or its number of entries.
+    #[serde(default)]
+    pub out_of_time: bool,
 }
 
 /// A sample lies in a directory with fewer entries than this, so that a proxy's listing of it
@@ -337,7 +340,8 @@ fn walk(root: &Path, max_entries: usize, sample_at_most: u64, deadline: Instant)
         let mut files = Vec::new();
         let mut count = 0;
         for entry in entries {
-            if found.visited >= max_entries || Instant::now() >= deadline {
+            found.out_of_time = Instant::now() >= deadline;
+            if found.visited >= max_entries || found.out_of_time {
                 break;
             }
             found.visited += 1;
@@ -365,7 +369,8 @@ fn walk(root: &Path, max_entries: usize, sample_at_most: u64, deadline: Instant)
             found.sample =
                 files.iter().find(|f| f.size > 0 && f.size <= sample_at_most && plain_name(&f.path)).cloned();
         }
-        if found.visited >= max_entries || Instant::now() >= deadline {
+        found.out_of_time = Instant::now() >= deadline;
+        if found.visited >= max_entries || found.out_of_time {
             break;
         }
     }
@@ -553,8 +558,12 @@ mod tests {
         }
         assert_eq!(Probe::from_args(&["find".into(), "/x".into()]), None);
         assert_eq!(serve(&["nothing".into()]), 2);
-        let found =
-            Answer::Found(Found { sample: Some(FileSample { path: odd.clone(), size: 3 }), largest: None, visited: 7 });
+        let found = Answer::Found(Found {
+            sample: Some(FileSample { path: odd.clone(), size: 3 }),
+            largest: None,
+            visited: 7,
+            out_of_time: false,
+        });
         let text = serde_json::to_string(&found).unwrap();
         assert_eq!(serde_json::from_str::<Answer>(&text).unwrap(), found);
     }

@@ -121,6 +121,13 @@ fn measure_bandwidth(mount: &NetworkMount, limits: &Limits, isolation: &Isolatio
         .map_err(|e| e.to_string())?;
     let enough = limits.min_rate_bytes * 2;
     let Some(largest) = found.largest.filter(|file| file.size >= enough) else {
+        if found.visited == 0 && found.out_of_time {
+            return Err(format!(
+                "listing {} gave no entry in the {} the search has (a busy machine or server)",
+                mount.mount_point.display(),
+                format_rtt(limits.search_within)
+            ));
+        }
         if found.visited == 0 {
             return Err(format!("{} lists nothing", mount.mount_point.display()));
         }
