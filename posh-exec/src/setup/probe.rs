@@ -499,8 +499,11 @@ mod tests {
         assert_eq!(found.largest, Some(FileSample { path: "big.bin".into(), size: 300_000 }));
         // Bounded by entries.
         let found = find_files(&Isolation::Thread, root, 3, 1000, Duration::from_secs(5)).unwrap();
-        assert_eq!(found.visited, 3);
+        assert_eq!((found.visited, found.out_of_time), (3, false));
         assert_eq!(found.sample, None);
+        // Bounded by time: a deadline already past stops the walk before its first entry.
+        let found = walk(root, 100, 1000, Instant::now()).unwrap();
+        assert_eq!((found.visited, found.out_of_time), (0, true));
         let error = find_files(&Isolation::Thread, &root.join("nothing"), 3, 1000, Duration::from_secs(5)).unwrap_err();
         assert!(error.to_string().ends_with("/nothing: No such file or directory"), "{error}");
     }
