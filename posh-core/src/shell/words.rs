@@ -47,11 +47,13 @@ pub(super) fn analyze(value: &str, role: WordRole, options: &ParserOptions) -> W
     };
     let mut literal = Some(String::new());
     let mut glob = GlobScan::default();
+    let mut braces = BraceScan::default();
     for piece in &pieces {
         match &piece.piece {
             WordPiece::Text(text) => {
                 if role == WordRole::Argument {
                     glob.scan(text);
+                    braces.scan(text);
                 }
                 if text.contains("<(") || text.contains(">(") {
                     literal = None;
@@ -81,7 +83,7 @@ pub(super) fn analyze(value: &str, role: WordRole, options: &ParserOptions) -> W
             | WordPiece::ArithmeticExpression(_) => literal = None,
         }
     }
-    if role == WordRole::Argument && literal.is_some() && value.contains('{') && has_braces(value, options) {
+    if role == WordRole::Argument && literal.is_some() && braces.may_expand(value, options) {
         literal = None;
     }
     if role == WordRole::Assignment
@@ -134,70 +136,46 @@ impl GlobScan {
 /// word. Real brace expansions nest a level or two.
 const MAX_BRACE_DEPTH: usize = 6;
 
-fn has_braces(value: &str, options: &ParserOptions) -> bool {
-    match unquoted_braces(value) {
-        Braces::NoClosing => return false,
-        Braces::Deeper => return true,
-        Braces::Nested => {}
-    }
-    let parsed = catch_unwind(AssertUnwindSafe(|| word::parse_brace_expansions(value, options)));
-    match parsed {
-        Ok(Ok(Some(pieces))) => pieces.iter().any(|p| matches!(p, word::BraceExpressionOrText::Expr(_))),
-        Ok(Ok(None)) => false,
-        // Unparsable: be safe, the shell may expand it.
-        _ => true,
-    }
+/// The braces of a word's unquoted text: without a `}` nothing expands.
+#[derive(Default)]
+struct BraceScan {
+    depth: usize,
+    /// How deeply `{`s nest (an unclosed one counts as open to the end).
+    deepest: usize,
+    closing: bool,
 }
 
-enum Braces {
-    /// No unquoted `}`: nothing to expand.
-    NoClosing,
-    /// Unquoted `{`s nest deeper than [`MAX_BRACE_DEPTH`] (an unclosed one counts as open to the end).
-    Deeper,
-    /// Anything else: brush decides.
-    Nested,
-}
-
-/// A look at a word's unquoted braces, skipping `\x`, `'...'`, `$'...'` and `"..."` as brush does.
-fn unquoted_braces(value: &str) -> Braces {
-    let (mut depth, mut deepest, mut closing) = (0usize, 0usize, false);
-    let mut previous = None;
-    let mut chars = value.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\\' => {
-                chars.next();
+impl BraceScan {
+    fn scan(&mut self, text: &str) {
+        for c in text.chars() {
+            match c {
+                '{' => {
+                    self.depth += 1;
+                    self.deepest = self.deepest.max(self.depth);
+                }
+                '}' => {
+                    self.closing = true;
+                    self.depth = self.depth.saturating_sub(1);
+                }
+                _ => {}
             }
-            '\'' => skip_quoted(&mut chars, '\'', previous == Some('$')),
-            '"' => skip_quoted(&mut chars, '"', true),
-            '{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            '}' => {
-                closing = true;
-                depth = depth.saturating_sub(1);
-            }
-            _ => {}
         }
-        previous = Some(c);
     }
-    if !closing {
-        Braces::NoClosing
-    } else if deepest > MAX_BRACE_DEPTH {
-        Braces::Deeper
-    } else {
-        Braces::Nested
-    }
-}
 
-/// Skips to the unescaped `close` (backslashes escape only where `escapes`).
-fn skip_quoted(chars: &mut std::str::Chars<'_>, close: char, escapes: bool) {
-    while let Some(c) = chars.next() {
-        if c == '\\' && escapes {
-            chars.next();
-        } else if c == close {
-            break;
+    /// Whether bash may brace-expand `value`, whose unquoted text was scanned.
+    fn may_expand(&self, value: &str, options: &ParserOptions) -> bool {
+        if !self.closing || self.deepest == 0 {
+            return false;
+        }
+        if self.deepest > MAX_BRACE_DEPTH {
+            return true;
+        }
+        let parsed = catch_unwind(AssertUnwindSafe(|| word::parse_brace_expansions(value, options)));
+        match parsed {
+            Ok(Ok(Some(pieces))) => pieces.iter().any(|p| matches!(p, word::BraceExpressionOrText::Expr(_))),
+            Ok(Ok(None)) => false,
+            // Unparsable: be safe, the shell may expand it.
+            _ => true,
         }
     }
 }

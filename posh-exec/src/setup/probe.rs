@@ -296,7 +296,6 @@ pub struct Found {
     /// Entries looked at.
     pub visited: usize,
     /// The walk stopped at its deadline, not at its end or its number of entries.
-    #[serde(default)]
     pub out_of_time: bool,
 }
 
