@@ -60,7 +60,32 @@ pub struct Prologue<'a> {
     /// The shared object holding [`BUILTIN_NAME`]: where bash loads it, calls use it instead of
     /// `runtime` (which stays for a bash that cannot load it).
     pub builtin: Option<&'a str>,
+    /// The text is a script file bash runs itself (`bash FILE ARGS`), with the builtin: see
+    /// [`ScriptFile`]. Without it, the text is evaluated from `bash -c`.
+    pub file: Option<ScriptFile<'a>>,
 }
+
+/// A rewritten script that bash runs as a file, so that it is bash's script in every way `bash
+/// SCRIPT` makes one (`FUNCNAME`'s `main`, `caller`, `$-`, the status of a fatal error, xtrace's
+/// depth, `BASH_SOURCE`), but for its name. Its first line loads the builtin and has it give the
+/// script its name back (`$0`, `BASH_SOURCE`, the name in bash's messages) and take the run's
+/// socket and statistics file, so that no variable of posh's stays in the script's view; the calls
+/// are then `__posh_run __call ␟C ...`, the builtin adding what the runtime needs. Where bash cannot
+/// load the builtin, the first line `exec`s bash on `fallback` instead: the text rewritten without
+/// `file`, evaluated from `bash -c` as before.
+#[derive(Debug, Clone, Copy)]
+pub struct ScriptFile<'a> {
+    /// The script's name as the user gave it (bash's `$0`).
+    pub name: &'a str,
+    /// The shared object holding [`BUILTIN_NAME`].
+    pub builtin: &'a str,
+    /// The file holding the same script rewritten for `bash -c`.
+    pub fallback: &'a str,
+}
+
+/// The variable the first line of a [`ScriptFile`] keeps bash's `$_` in, until the builtin's
+/// `__start` (whose last word it is, so bash sets `$_` back) removes it.
+const LAST_ARG_VAR: &str = "__posh_l";
 
 /// Marks in the runtime call. Unit separator plus a letter: no expanded word a script could
 /// plausibly produce.
@@ -90,6 +115,9 @@ const WORDS_ARRAY: &str = "__posh_words";
 /// flag that says the call may stand for it (see `loop_call`).
 const LIST_ARRAY: &str = "__posh_list";
 const PLAIN_VAR: &str = "__posh_plain";
+
+/// Ends a builtin's call of several commands, before bash's `$_` as it was (see `runtime_call`).
+pub const MARK_LAST_ARG: &str = "\u{1f}_";
 
 /// The operator of the marker redirection that says the call's input is a here-document or
 /// here-string of its first command.
@@ -139,6 +167,9 @@ pub fn why_command_stays(pipeline: &Pipeline, index: usize, functions: &[String]
 pub fn why_script_stays(text: &str) -> Option<String> {
     if text.contains('\0') {
         return Some("the script holds NUL bytes, which bash drops from what it evaluates".into());
+    }
+    if sets_option(text, 'v', "verbose") {
+        return Some("the script turns on `set -v`, which would print the rewritten lines".into());
     }
     let reads = ["PIPESTATUS", "BASH_SOURCE", "BASH_COMMAND", "BASH_EXECUTION_STRING", "$_", "${_}", "expand_aliases"]
         .iter()
@@ -255,16 +286,33 @@ fn assignment_word(assignment: &Word) -> String {
 
 /// The runtime call that replaces one pipeline (without the here-document/here-string, which the
 /// caller keeps from the source).
-fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineIndex) -> String {
-    let mut out = call_prefix();
+fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineIndex, calls: &Calls) -> String {
+    let mut out = calls.prefix.clone();
     let stdin_redirect = pipeline_words(&mut out, source, pipeline, lines);
+    // bash's `$_` is the last word of the last simple command the shell itself ran: never a
+    // pipeline's (its commands run in subshells), so the call's last word is `$_` as it was.
+    if calls.file && pipeline.commands.len() > 1 {
+        out.push_str(&mark(MARK_LAST_ARG));
+        out.push_str(" \"$_\"");
+    }
     out.push_str(&stdin_redirect);
     out
 }
 
-/// The runtime call up to its first mark.
-fn call_prefix() -> String {
-    format!("{SOCKET_VAR}=\"${SOCKET_VAR}\" \"${RUNTIME_VAR}\" __run \"$0\" \"$SHELLOPTS\" \"${STATS_VAR}\"")
+/// How the calls of one rewritten text begin, and whether they are the builtin's (`__call`).
+struct Calls {
+    prefix: String,
+    file: bool,
+}
+
+/// The runtime calls up to their first mark: the builtin of a [`ScriptFile`] adds the rest itself.
+fn calls(file: bool) -> Calls {
+    let prefix = if file {
+        format!("{BUILTIN_NAME} __call")
+    } else {
+        format!("{SOCKET_VAR}=\"${SOCKET_VAR}\" \"${RUNTIME_VAR}\" __run \"$0\" \"$SHELLOPTS\" \"${STATS_VAR}\"")
+    };
+    Calls { prefix, file }
 }
 
 /// A mark as a word of the call.
@@ -341,6 +389,7 @@ pub struct HandedLoop<'a> {
 /// the first line.
 pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prologue: Prologue<'_>) -> Rewritten {
     let lines = crate::text::LineIndex::new(source);
+    let calls = calls(prologue.file.is_some());
     // Keep every newline, so the lines after (and $LINENO) stay where they were.
     let padded = |span: Span, mut call: String| {
         let newlines = source[span.range()].matches('\n').count().saturating_sub(call.matches('\n').count());
@@ -356,29 +405,35 @@ pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prol
     };
     let outside = chosen.iter().filter(|p| !loops.iter().any(|l| in_words(p, l)));
     let mut spans: Vec<(Span, String)> =
-        outside.map(|pipeline| padded(pipeline.span, runtime_call(source, pipeline, &lines))).collect();
+        outside.map(|pipeline| padded(pipeline.span, runtime_call(source, pipeline, &lines, &calls))).collect();
     spans.extend(loops.iter().map(|handed| {
         let inner: Vec<&Pipeline> = chosen.iter().filter(|p| in_words(p, handed)).collect();
-        padded(handed.the_loop.span, loop_call(source, *handed, &inner, &lines))
+        padded(handed.the_loop.span, loop_call(source, *handed, &inner, &lines, &calls))
     }));
     spans.sort_by_key(|(span, _)| span.start);
     // `why_not` keeps with bash a pipeline whose text holds another (in a substitution), so
     // chosen spans never nest; were one to, the outer is kept whole rather than the text cut.
     debug_assert!(spans.windows(2).all(|w| w[0].0.end <= w[1].0.start), "nested pipelines chosen");
     spans.dedup_by(|later, earlier| later.0.start < earlier.0.end);
-    let mut text = format!(
-        "{RUNTIME_VAR}={}; {STATS_VAR}={}; {SOCKET_VAR}={}; {ITEM_VAR}=$'\\x1f{}'; ",
-        quote(prologue.runtime),
-        quote(prologue.stats.unwrap_or_default()),
-        quote(prologue.socket.unwrap_or_default()),
-        &MARK_ITEM[1..]
-    );
-    if let Some(builtin) = prologue.builtin {
-        text.push_str(&format!(
-            "builtin enable -f {} {BUILTIN_NAME} 2>/dev/null && {RUNTIME_VAR}={BUILTIN_NAME}; ",
-            quote(builtin)
-        ));
-    }
+    let mut text = match prologue.file {
+        Some(file) => file_prologue(file, &prologue),
+        None => {
+            let item = if loops.is_empty() { String::new() } else { item_assignment() };
+            let mut text = format!(
+                "{RUNTIME_VAR}={}; {STATS_VAR}={}; {SOCKET_VAR}={}; {item}",
+                quote(prologue.runtime),
+                quote(prologue.stats.unwrap_or_default()),
+                quote(prologue.socket.unwrap_or_default()),
+            );
+            if let Some(builtin) = prologue.builtin {
+                text.push_str(&format!(
+                    "builtin enable -f {} {BUILTIN_NAME} 2>/dev/null && {RUNTIME_VAR}={BUILTIN_NAME}; ",
+                    quote(builtin)
+                ));
+            }
+            text
+        }
+    };
     let mut at = 0;
     for (span, call) in &spans {
         text.push_str(&source[at..span.start]);
@@ -386,7 +441,36 @@ pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prol
         at = span.end;
     }
     text.push_str(&source[at..]);
+    // `eval "$(< FILE)"` drops the text's trailing newlines, which would leave a call's padding
+    // at the end of the script a literal `\` argument: a comment takes the continuation.
+    if prologue.file.is_none() && text.trim_end_matches('\n').ends_with(" \\") {
+        text.push('#');
+    }
     Rewritten { text, replaced: spans.into_iter().map(|(s, _)| s).collect() }
+}
+
+/// Sets [`ITEM_VAR`].
+fn item_assignment() -> String {
+    format!("{ITEM_VAR}=$'\\x1f{}'; ", &MARK_ITEM[1..])
+}
+
+/// The variables a loop's call uses in the script's view, which the builtin's calls remove.
+pub const LOOP_VARS: [&str; 4] = [ITEM_VAR, WORDS_ARRAY, LIST_ARRAY, PLAIN_VAR];
+
+/// The first line's start of a [`ScriptFile`]: keep `$_`, load the builtin (or run the fallback
+/// in its place), and have the builtin take the run's socket and statistics file and give the
+/// script its name; the last word of that call is `$_` as bash had it, which bash sets again
+/// after the call.
+fn file_prologue(file: ScriptFile<'_>, prologue: &Prologue<'_>) -> String {
+    let name = quote(file.name);
+    let fallback = quote(&format!("eval \"$(< {})\"", quote(file.fallback)));
+    format!(
+        "{LAST_ARG_VAR}=$_; builtin enable -f {} {BUILTIN_NAME} 2>/dev/null || exec bash -c {fallback} {name} \"$@\"; \
+         {BUILTIN_NAME} __start {name} {} {} \"${LAST_ARG_VAR}\"; ",
+        quote(file.builtin),
+        quote(prologue.socket.unwrap_or_default()),
+        quote(prologue.stats.unwrap_or_default()),
+    )
 }
 
 /// What of the whole script bears on every loop's hand-over, read once per script (a scan per
@@ -400,6 +484,8 @@ pub struct LoopScope {
     /// `set -u` (or `nounset`) somewhere: bash would stop at the body's line for an unset
     /// variable, where the call expands the body on the loop's first line.
     nounset: bool,
+    /// `set -x` (or `xtrace`) somewhere: bash would trace the loop that collects the words.
+    xtrace: bool,
 }
 
 impl LoopScope {
@@ -413,14 +499,22 @@ impl LoopScope {
             .lines()
             .find(|line| word(line, "trap") && !on_exit_only(line))
             .map(|line| line.trim().to_string());
-        let nounset = script_text.lines().any(|line| {
-            let mut words = line.split_whitespace();
-            line.contains("nounset")
-                || (words.next() == Some("set")
-                    && words.any(|w| w.starts_with('-') && !w.starts_with("--") && w.contains('u')))
-        });
-        LoopScope { trap, nounset }
+        let nounset = sets_option(script_text, 'u', "nounset");
+        let xtrace = sets_option(script_text, 'x', "xtrace");
+        LoopScope { trap, nounset, xtrace }
     }
+}
+
+/// Whether a line of `script_text` may turn on the shell option `letter` (`set -eux`) or `long`
+/// (`set -o long`, `shopt -so long`, `SHELLOPTS`): a scan of the text, which may also find it in
+/// a comment or a string, but never misses a `set` of it.
+fn sets_option(script_text: &str, letter: char, long: &str) -> bool {
+    script_text.lines().any(|line| {
+        let mut words = line.split_whitespace();
+        line.contains(long)
+            || (words.any(|w| w == "set" || w.ends_with(";set") || w.ends_with("&&set"))
+                && words.any(|w| w.starts_with('-') && !w.starts_with("--") && w.contains(letter)))
+    })
 }
 
 /// Why a top-level `for` loop cannot be handed to the runtime whole (its body's pipelines
@@ -437,6 +531,11 @@ pub fn why_loop_stays(script: &LoopScope, the_loop: &ForLoop, body: &[&Pipeline]
     }
     if let Some(line) = &script.trap {
         return Some(format!("the script sets a trap (`{line}`), which bash runs between iterations"));
+    }
+    if script.xtrace {
+        return Some(
+            "the script may trace (`set -x`), and bash would trace the loop the call collects its words in".into(),
+        );
     }
     let nounset = script.nounset;
     for pipeline in body {
@@ -708,7 +807,13 @@ fn unquoted_uses(body: &[Pipeline], variable: &str) -> (bool, Vec<String>) {
 /// by the call, but globbed once rather than at each iteration: the same when its value holds no
 /// glob character. The rewritten script checks both before the call; when they do not hold, bash
 /// runs the loop over the words it collected, each body pipeline a call of its own.
-fn loop_call(source: &str, handed: HandedLoop<'_>, inner: &[&Pipeline], lines: &crate::text::LineIndex) -> String {
+fn loop_call(
+    source: &str,
+    handed: HandedLoop<'_>,
+    inner: &[&Pipeline],
+    lines: &crate::text::LineIndex,
+    calls: &Calls,
+) -> String {
     let HandedLoop { the_loop, body } = handed;
     let variable = &the_loop.variable;
     let words = match &the_loop.words {
@@ -721,7 +826,7 @@ fn loop_call(source: &str, handed: HandedLoop<'_>, inner: &[&Pipeline], lines: &
             let mut at = span.start;
             for pipeline in inner.iter().filter(|p| span.start <= p.span.start && p.span.end <= span.end) {
                 text.push_str(&source[at..pipeline.span.start]);
-                text.push_str(&runtime_call(source, pipeline, lines));
+                text.push_str(&runtime_call(source, pipeline, lines, calls));
                 at = pipeline.span.end;
             }
             text.push_str(&source[at..span.end]);
@@ -732,7 +837,9 @@ fn loop_call(source: &str, handed: HandedLoop<'_>, inner: &[&Pipeline], lines: &
     let (unquoted, others) = unquoted_uses(body, variable);
     let guarded = unquoted || !others.is_empty();
     let collected: String = derived.iter().map(|text| format!(" \"{text}\"")).collect();
-    let mut out = format!("{WORDS_ARRAY}=(); ");
+    // The builtin's calls remove the loop's variables: each loop sets the marker again.
+    let mut out = if calls.file { item_assignment() } else { String::new() };
+    out.push_str(&format!("{WORDS_ARRAY}=(); "));
     if guarded {
         out.push_str(&format!("{LIST_ARRAY}=(); {PLAIN_VAR}=1; "));
     }
@@ -753,7 +860,7 @@ fn loop_call(source: &str, handed: HandedLoop<'_>, inner: &[&Pipeline], lines: &
     }
     out.push_str(&format!(
         "{}{} {variable} {} \"${{{WORDS_ARRAY}[@]}}\"",
-        call_prefix(),
+        calls.prefix,
         mark(MARK_LOOP),
         1 + derived.len()
     ));
@@ -782,7 +889,7 @@ fn loop_call(source: &str, handed: HandedLoop<'_>, inner: &[&Pipeline], lines: &
     }
     if guarded {
         // Bash's loop over the words it collected, each pipeline a call of its own.
-        let calls: Vec<String> = body.iter().map(|pipeline| runtime_call(source, pipeline, lines)).collect();
+        let calls: Vec<String> = body.iter().map(|pipeline| runtime_call(source, pipeline, lines, calls)).collect();
         out.push_str(&format!("; else for {variable} in \"${{{LIST_ARRAY}[@]}}\"; do {}; done; fi", calls.join("; ")));
     }
     out
@@ -892,6 +999,60 @@ mod tests {
         let rewritten =
             rewrite(source, &in_words, &handed, Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
         insta::assert_snapshot!(rewritten.text.replace('\u{1f}', "␟"));
+    }
+
+    /// A script bash runs as a file: its first line keeps `$_`, loads the builtin (or runs the
+    /// fallback), and has the builtin take the run's socket and give the script its name; calls
+    /// are the builtin's, a pipeline's ending with `$_` as it was; a loop's call sets the marker
+    /// itself (the builtin's calls remove the loop's variables); the lines stay where they were.
+    #[test]
+    fn script_files_load_the_builtin_and_call_it() {
+        let source = "grep -c x a\ncat a |\n  sort\nfor f in a b; do wc -l \"$f\"; done\n";
+        let script = crate::shell::parse(source);
+        let the_loop = &script.loops[0];
+        let body: Vec<Pipeline> =
+            crate::planner::body_of(&script, the_loop).into_iter().map(|i| script.pipelines[i].clone()).collect();
+        let handed = [HandedLoop { the_loop, body: &body }];
+        let file = ScriptFile {
+            name: "./my script.sh",
+            builtin: "/opt/lib/libposh_handoff.so",
+            fallback: "/run/d/fallback.sh",
+        };
+        let prologue = Prologue {
+            runtime: "/opt/posh-exec",
+            socket: Some("/run/d/socket"),
+            file: Some(file),
+            ..Prologue::default()
+        };
+        let rewritten = rewrite(source, &script.pipelines[..2], &handed, prologue);
+        assert_eq!(rewritten.text.lines().count(), source.lines().count());
+        insta::assert_snapshot!(rewritten.text.replace('\u{1f}', "␟"));
+    }
+
+    /// `eval "$(< FILE)"` drops trailing newlines: a call's padding at the end of the text is not
+    /// left a literal backslash.
+    #[test]
+    fn padding_at_the_end_survives_eval() {
+        let source = "cat a |\n  sort\n";
+        let script = crate::shell::parse(source);
+        let rewritten =
+            rewrite(source, &script.pipelines, &[], Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
+        assert!(rewritten.text.ends_with(" \\\n\n#"), "{}", rewritten.text);
+    }
+
+    /// `set -v` would print the rewritten lines: such a script stays whole. One that may trace
+    /// keeps its loops (bash would trace the loop collecting the words), not its pipelines.
+    #[test]
+    fn verbose_scripts_stay_and_tracing_ones_keep_their_loops() {
+        assert!(why_script_stays("set -ev\ncat a | sort\n").is_some());
+        assert!(why_script_stays("set -o verbose\ncat a | sort\n").is_some());
+        assert!(why_script_stays("set -e\ncat a | sort\n").is_none());
+        let source = "set -eux\nfor f in a b; do wc -l \"$f\"; done\n";
+        let script = crate::shell::parse(source);
+        let body: Vec<&Pipeline> =
+            crate::planner::body_of(&script, &script.loops[0]).into_iter().map(|i| &script.pipelines[i]).collect();
+        let why = why_loop_stays(&LoopScope::of(source), &script.loops[0], &body);
+        assert!(why.is_some_and(|w| w.contains("set -x")));
     }
 
     /// What keeps a loop with bash: a body word expanded differently from one iteration to the

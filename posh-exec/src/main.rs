@@ -247,10 +247,17 @@ fn run(cli: Cli) -> Result<u8> {
     let socket = (needs_library && !cli.print_rewritten).then(runtime::session::RuntimeSocket::bind).transpose()?;
     let socket_path = socket.as_ref().map(|s| s.path());
     let ratios = if needs_library { measured_ratios() } else { Default::default() };
+    // A script file runs as bash's own script file, with the fallback beside it in the run's
+    // directory (not for `-c`, which bash runs as text, nor for --print-rewritten, which has no run).
+    let fallback = socket.as_ref().map(|s| offload::script_paths(s.directory()).1);
+    let file = match (&cli.command, &fallback) {
+        (None, Some(fallback)) => Some(offload::ScriptFile { name: &name, fallback }),
+        _ => None,
+    };
     let rewritten = source
         .as_deref()
         .filter(|_| needs_library)
-        .and_then(|source| offload::rewrite(source, &library, &config, &ratios, stats.as_deref(), socket_path));
+        .and_then(|source| offload::rewrite(source, &library, &config, &ratios, stats.as_deref(), socket_path, file));
     if cli.print_rewritten {
         let text = rewritten.map(|r| r.text).or(source).unwrap_or_default();
         print!("{}", text.replace('\u{1f}', "␟"));
@@ -263,7 +270,7 @@ fn run(cli: Cli) -> Result<u8> {
             // posh-exec stays beside bash as the run's runtime.
             let socket = socket.context("a rewritten script comes with the runtime's socket")?;
             let mut bash = runtime::session::bash_beside_runtime();
-            offload::hand_to_bash(&mut bash, &hand_over.text, socket.directory(), &name, rest)?;
+            offload::hand_to_bash(&mut bash, &hand_over, socket.directory(), &name, rest)?;
             let state = client_state()?;
             // Started before bash, so that every pipeline's jobs count in it.
             let _line = runtime::progress::start(cli.progress, &config.mounts);

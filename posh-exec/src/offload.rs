@@ -19,6 +19,10 @@ use crate::os_fs::OsFileSystem;
 pub struct HandOver {
     /// The script bash runs, which hands them over.
     pub text: String,
+    /// With `text` a script file bash runs itself (`rewrite::ScriptFile`), the same script
+    /// rewritten for `bash -c`, which the file's first line runs where bash cannot load the
+    /// builtin; `None` when `text` is for `bash -c`.
+    pub fallback: Option<String>,
     /// The mounts whose proxies their plans place commands at, by index in the configuration:
     /// the runtime connects them while bash starts.
     pub mounts: Vec<usize>,
@@ -35,6 +39,7 @@ pub fn rewrite(
     ratios: &posh_core::planner::measured::Ratios,
     stats: Option<&str>,
     socket: Option<&str>,
+    file: Option<ScriptFile<'_>>,
 ) -> Option<HandOver> {
     if config.mounts.is_empty() {
         return None;
@@ -93,13 +98,39 @@ pub fn rewrite(
     // Or, where bash can load it, the same hand-over without a process.
     let builtin = posh_exec::bash_builtin();
     let builtin = builtin.as_ref().map(|path| path.to_string_lossy());
-    let prologue =
-        rewrite::Prologue { runtime: &runtime.to_string_lossy(), stats, socket, builtin: builtin.as_deref() };
+    let runtime = runtime.to_string_lossy();
+    let prologue = rewrite::Prologue { runtime: &runtime, stats, socket, builtin: builtin.as_deref(), file: None };
     let background =
         script.pipelines.iter().any(|p| p.background || p.context.contains(&posh_core::shell::Context::Background));
     let loops: Vec<rewrite::HandedLoop<'_>> =
         loops.iter().map(|(the_loop, body)| rewrite::HandedLoop { the_loop, body }).collect();
-    Some(HandOver { text: rewrite::rewrite(source, &chosen, &loops, prologue).text, mounts, background })
+    let for_bash_c = rewrite::rewrite(source, &chosen, &loops, prologue).text;
+    let (text, fallback) = match (file, builtin.as_deref()) {
+        (Some(file), Some(builtin)) => {
+            let fallback = file.fallback.to_string_lossy();
+            let file = rewrite::ScriptFile { name: file.name, builtin, fallback: &fallback };
+            let as_file = rewrite::Prologue { file: Some(file), ..prologue };
+            // Where bash cannot load the builtin, it cannot in the fallback either.
+            let fallback = rewrite::rewrite(source, &chosen, &loops, rewrite::Prologue { builtin: None, ..prologue });
+            (rewrite::rewrite(source, &chosen, &loops, as_file).text, Some(fallback.text))
+        }
+        _ => (for_bash_c, None),
+    };
+    Some(HandOver { text, fallback, mounts, background })
+}
+
+/// A script given by its file (not `-c`), to be run by bash as a file of its own when the
+/// builtin is there: its name, and where the run keeps the fallback for a bash that cannot load
+/// the builtin.
+#[derive(Debug, Clone, Copy)]
+pub struct ScriptFile<'a> {
+    pub name: &'a str,
+    pub fallback: &'a Path,
+}
+
+/// Where a run directory `dir` keeps the rewritten script, and its fallback (see [`HandOver`]).
+pub fn script_paths(dir: &Path) -> (PathBuf, PathBuf) {
+    (dir.join("script.sh"), dir.join("fallback.sh"))
 }
 
 /// The file system as the hand-over decision sees it: every file ends its last line. Whether
@@ -137,9 +168,20 @@ impl FileSystem for SeamsAssumed {
 /// keeps `$0`, `"$@"`, `$LINENO`, bash's messages (`NAME: line N: ...`), top-level `exit` and
 /// `return`, and the script's standard input as `bash -c TEXT` has them (docs/running.md
 /// compares the ways measured).
-pub fn hand_to_bash(bash: &mut Command, text: &str, dir: &Path, name: &str, args: &[String]) -> Result<()> {
-    let script = dir.join("script.sh");
-    std::fs::write(&script, text).with_context(|| format!("cannot write {}", script.display()))?;
+///
+/// A script rewritten as a file (`HandOver::fallback`) is run as `bash FILE ARGS` instead: its
+/// first line gives it its name back.
+pub fn hand_to_bash(bash: &mut Command, hand_over: &HandOver, dir: &Path, name: &str, args: &[String]) -> Result<()> {
+    let (script, fallback) = script_paths(dir);
+    let write = |path: &Path, text: &str| {
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+    };
+    write(&script, &hand_over.text)?;
+    if let Some(text) = &hand_over.fallback {
+        write(&fallback, text)?;
+        bash.arg(&script).args(args);
+        return Ok(());
+    }
     let path = script.to_str().context("the runtime's directory is not UTF-8")?;
     let quoted = format!("'{}'", path.replace('\'', "'\\''"));
     bash.arg("-c").arg(format!("eval \"$(< {quoted})\"")).arg(name).args(args);

@@ -95,6 +95,32 @@ fn pipelines_are_handed_over_by_the_builtin_or_posh_run_or_posh_exec_itself() {
     }
 }
 
+/// A bash that cannot load the builtin (here a broken `libposh_handoff.so` beside posh-exec) runs
+/// the script rewritten for `bash -c` instead, as the first line of the script file says, its
+/// pipelines handed over by `posh-run`: the same output, `$0` the script's name.
+#[test]
+fn a_bash_that_cannot_load_the_builtin_runs_the_fallback() {
+    let dir = mounted();
+    std::fs::write(dir.path().join("s.sh"), "sort data/x.txt | head -n 2\ntype -t __posh_run || echo \"process $0\"\n")
+        .expect("write");
+    let installed = Path::new(env!("CARGO_BIN_EXE_posh-exec"));
+    let broken = tempfile::tempdir().expect("tempdir");
+    std::fs::copy(installed, broken.path().join("posh-exec")).expect("copy");
+    std::fs::copy(installed.with_file_name("posh-run"), broken.path().join("posh-run")).expect("copy");
+    std::fs::write(broken.path().join("libposh_handoff.so"), "not a shared object").expect("write");
+    let exe = broken.path().join("posh-exec");
+    let out = common::isolated(exe.to_str().unwrap(), dir.path())
+        .args(["--stats", "stats.json", "s.sh"])
+        .output()
+        .expect("runs");
+    assert_eq!(
+        (out.status.code(), &String::from_utf8_lossy(&out.stdout)[..], &String::from_utf8_lossy(&out.stderr)[..]),
+        (Some(0), "a 1\nb 2\nprocess s.sh\n", "")
+    );
+    let stats = std::fs::read_to_string(dir.path().join("stats.json")).expect("stats");
+    assert!(stats.lines().next().is_some_and(|l| l.contains("\"location\":\"data\"")), "{stats}");
+}
+
 #[test]
 fn stats_record_every_pipeline_the_runtime_ran() {
     let dir = mounted();

@@ -29,6 +29,8 @@ use std::ptr::null;
 
 use super::{Caller, SOCKET_VAR};
 
+mod script;
+
 /// `WORD_DESC` of bash's `command.h`.
 #[repr(C)]
 struct WordDesc {
@@ -109,6 +111,11 @@ unsafe extern "C" fn run(list: *const WordList) -> c_int {
 }
 
 fn hand_over(args: Vec<OsString>, env: Vec<Vec<u8>>) -> c_int {
+    match args.first().and_then(|first| first.to_str()) {
+        Some("__start") => return script::start(&args[1..]),
+        Some("__call") => return script::call(&args[1..], env),
+        _ => {}
+    }
     let Some(args) = args.get(1..).filter(|_| args[0] == "__run") else {
         eprintln!("__posh_run: __run ARGS (written by posh-exec, not for use by hand)");
         return 2;
@@ -119,14 +126,12 @@ fn hand_over(args: Vec<OsString>, env: Vec<Vec<u8>>) -> c_int {
         eprintln!("__posh_run: no runtime to hand the pipeline to ({SOCKET_VAR} is not set)");
         return 1;
     };
-    let caller = match Caller::with_env(env) {
-        Ok(caller) => caller,
-        Err(e) => {
-            eprintln!("__posh_run: cannot read the working directory: {e}");
-            return 1;
-        }
-    };
-    super::hand_over(&socket, &caller, args, interrupted).status().into()
+    hand_over_to(&socket, args, env)
+}
+
+/// Hands the call's words `args` (from `__run`'s on) to the runtime at `socket`.
+fn hand_over_to(socket: &std::ffi::OsStr, args: &[OsString], env: Vec<Vec<u8>>) -> c_int {
+    super::hand_over(socket, &Caller::with_env(env), args, interrupted).status().into()
 }
 
 /// What a subshell that is about to exit does with a signal that ends the shell: bash's own

@@ -48,7 +48,7 @@ pub struct Caller<'a> {
 
 impl Caller<'static> {
     /// This process's own descriptors, working directory and environment (`posh-run`).
-    pub fn this_process() -> std::io::Result<Caller<'static>> {
+    pub fn this_process() -> Caller<'static> {
         let env = std::env::vars_os()
             .map(|(key, value)| {
                 let mut pair = key.into_vec();
@@ -62,12 +62,15 @@ impl Caller<'static> {
 
     /// This process's descriptors and working directory, with `env` (`NAME=value` pairs) for
     /// environment: the builtin's, whose environment is bash's variables, not `environ`.
-    pub fn with_env(env: Vec<Vec<u8>>) -> std::io::Result<Caller<'static>> {
-        let cwd = std::env::current_dir()?;
+    pub fn with_env(env: Vec<Vec<u8>>) -> Caller<'static> {
+        // A working directory that was removed has no path, but this process's link to it
+        // leads the runtime there for as long as the call lasts (bash runs commands there).
+        let cwd = std::env::current_dir()
+            .unwrap_or_else(|_| PathBuf::from(format!("/proc/{}/cwd", rustix::process::getpid().as_raw_nonzero())));
         let fds = [rustix::stdio::stdin(), rustix::stdio::stdout(), rustix::stdio::stderr()];
         // A closed descriptor cannot be sent; `fcntl` tells which are open.
         let fds = fds.map(|fd| rustix::io::fcntl_getfd(fd).is_ok().then_some(fd));
-        Ok(Caller { fds, cwd, env })
+        Caller { fds, cwd, env }
     }
 }
 
@@ -117,13 +120,7 @@ pub fn hand_over(socket: &OsStr, caller: &Caller<'_>, args: &[OsString], interru
 /// [`hand_over`] from a process of its own (`posh-run`), with its own descriptors, working
 /// directory and environment; a signal that interrupts it ends it.
 pub fn hand_over_from_this_process(socket: &OsStr, args: &[OsString]) -> u8 {
-    match Caller::this_process() {
-        Ok(caller) => hand_over(socket, &caller, args, || false).status(),
-        Err(e) => {
-            eprintln!("posh-exec: cannot read the working directory: {e}");
-            1
-        }
-    }
+    hand_over(socket, &Caller::this_process(), args, || false).status()
 }
 
 /// Reads the status byte; a read a signal interrupted goes on unless `interrupted` says so.
@@ -257,7 +254,7 @@ mod tests {
     fn a_handoff_carries_descriptors_and_words() {
         let (caller, runtime) = UnixStream::pair().unwrap();
         let args: Vec<OsString> = ["s.sh", "", "", "a b", "\u{e9}"].iter().map(OsString::from).collect();
-        send(&caller, &Caller::this_process().unwrap(), &args).unwrap();
+        send(&caller, &Caller::this_process(), &args).unwrap();
         let handoff = receive(&runtime).unwrap();
         assert_eq!(handoff.args, args);
         assert_eq!(handoff.cwd, std::env::current_dir().unwrap());
