@@ -113,7 +113,10 @@ pub(crate) fn disagreements(explain: &Value, stats: &str) -> Vec<String> {
             continue;
         };
         for ((program, why, planned_places), (_, places, runtime_why)) in planned.iter().zip(&ran) {
-            if why == "depends_on_shell" || planned_places == places {
+            let seen_only_by_the_run = runtime_why.as_deref().is_some_and(|w| {
+                RUN_ONLY_FACTS.iter().any(|fact| w.starts_with("run at the client: ") && w.ends_with(fact))
+            });
+            if why == "depends_on_shell" || planned_places == places || seen_only_by_the_run {
                 continue;
             }
             found.push(format!(
@@ -126,6 +129,10 @@ pub(crate) fn disagreements(explain: &Value, stats: &str) -> Vec<String> {
     }
     found
 }
+
+/// Departures for what only the run can see, which `--explain` could not have planned for
+/// (`--stats` says `run at the client: FACT`): the runtime's own words.
+const RUN_ONLY_FACTS: &[&str] = &["the working directory was removed"];
 
 /// Runs `posh-exec --explain --format json SCRIPT` as `command` would run the script (same
 /// program, working directory and the environment it sets; `command` clears the rest), or says

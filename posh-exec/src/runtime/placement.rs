@@ -6,6 +6,7 @@
 //! busy or lost proxy in `execute`), and `--stats` records why.
 
 use std::ffi::{OsStr, OsString};
+use std::os::unix::fs::MetadataExt as _;
 use std::path::Path;
 
 use posh_core::annotation::MergeKind;
@@ -107,6 +108,11 @@ pub fn place(
     env: &[(OsString, OsString)],
     fs: &dyn FileSystem,
 ) -> (Option<PipelinePlan>, Vec<Unit>) {
+    // A removed directory has no path the plan could place a command by (a proxy has none
+    // either); the commands run there at the client, as bash runs them.
+    if std::fs::metadata(cwd).is_ok_and(|m| m.nlink() == 0) {
+        return (None, departed(call, WORKING_DIR_REMOVED));
+    }
     if call.commands.iter().any(|c| c.ambiguous.is_some()) {
         return (None, departed(call, "a redirection's target expanded into none or several words (bash's error)"));
     }
@@ -254,6 +260,9 @@ fn coalesce(units: Vec<Unit>) -> Vec<Unit> {
 }
 
 /// Every command at the client, each with the reason `--stats` gives for leaving the plan.
+/// `--stats`'s reason for the commands of a call made in a directory that was removed.
+pub const WORKING_DIR_REMOVED: &str = "the working directory was removed";
+
 fn departed(call: &PipelineCall, reason: &str) -> Vec<Unit> {
     let mut units = all_local(call);
     for step in units.iter_mut().flat_map(|u| u.lanes.iter_mut().flatten()) {
