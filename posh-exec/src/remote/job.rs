@@ -274,6 +274,11 @@ fn open_output(
             file.set_len(0)?;
             return Ok(file);
         }
+    } else {
+        // A new file appears as the job starts, as bash creates it (a script may look for the
+        // output of a job it put in the background); it is removed if the job does not complete.
+        outputs.created(path, command)?;
+        return OpenOptions::new().write(true).create_new(true).open(path);
     }
     let (id, temp) = outputs.scratch(path, command)?;
     outputs.became(Record::Staged { id, temp: temp.clone(), target: path.to_path_buf() })?;
