@@ -557,7 +557,7 @@ impl RemoteGroup {
         match self.start(&connection, &source_connections, Links::default()).await {
             Ok(running) => self.finish(running).await,
             Err(not_taken) => {
-                self.caller.warn(&not_taken.running_at_the_client());
+                progress::notice(format_args!("posh-exec: {}", not_taken.running_at_the_client()));
                 let why = format!("run at the client: {} (mount {})", not_taken.what, not_taken.mount);
                 self.run_here(why).await
             }
@@ -776,8 +776,8 @@ impl RemoteChain {
                         let (from, to) = pairs[k - 1];
                         session.relay_pipes(from, to);
                         let mounts = &session.config.mounts;
-                        group.caller.warn(&format!(
-                            "{}; the pipe from mount {} to mount {} goes through the client instead",
+                        progress::notice(format_args!(
+                            "posh-exec: {}; the pipe from mount {} to mount {} goes through the client instead",
                             not_taken.what, mounts[from].name, mounts[to].name
                         ));
                     }
@@ -894,7 +894,10 @@ impl RemoteFanIn {
             Err(not_taken) => {
                 cancel_all(running).await;
                 if !not_taken.proxy_unavailable {
-                    merge.caller.warn(&format!("{}; the copies are joined at the client instead", not_taken.what));
+                    progress::notice(format_args!(
+                        "posh-exec: {}; the copies are joined at the client instead",
+                        not_taken.what
+                    ));
                 }
                 return Err(merge.stdout);
             }

@@ -335,6 +335,16 @@ pub fn eprintln(line: std::fmt::Arguments<'_>) {
     let _ = writeln!(stderr.lock(), "{line}");
 }
 
+/// A notice of posh's own about where work went (a proxy busy, refusing or out of reach, a pipe
+/// relayed): said only on the terminal the progress line is drawn on, where a person reads it.
+/// The script's stderr stays what bash would write there (a log, a pipe, a test compare it);
+/// `--stats` records every departure with its reason.
+pub fn notice(line: std::fmt::Arguments<'_>) {
+    if LINE.get().is_some() {
+        eprintln(line);
+    }
+}
+
 /// See [`pause`].
 #[derive(Debug)]
 pub struct Paused {
