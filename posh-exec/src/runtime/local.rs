@@ -2,12 +2,12 @@
 //! pipes, assignments in the environment, the caller's working directory, and bash's own
 //! messages (word for word) for what cannot start.
 
-use std::ffi::OsString;
+use std::ffi::{OsStr, OsString};
 use std::fs::{File, OpenOptions};
 use std::io::Write as _;
 use std::os::fd::{AsFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt as _;
-use std::os::unix::fs::OpenOptionsExt as _;
+use std::os::unix::fs::{OpenOptionsExt as _, PermissionsExt as _};
 use std::os::unix::process::ExitStatusExt as _;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -110,6 +110,19 @@ pub fn spawn(
     start(caller, call, command, argv, fds, Vec::new())
 }
 
+/// Where bash finds `program`: itself when it names a path, else the first executable file of
+/// that name in the directories of `path` (`None` when there is none: bash reports it).
+fn found_at(program: &OsStr, path: Option<&OsStr>) -> Option<OsString> {
+    if program.as_bytes().contains(&b'/') {
+        return Some(program.to_os_string());
+    }
+    let executable = |candidate: &std::path::Path| {
+        std::fs::metadata(candidate).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let dirs = std::env::split_paths(path?).map(|dir| if dir.as_os_str().is_empty() { ".".into() } else { dir });
+    dirs.map(|dir| dir.join(program)).find(|candidate| executable(candidate)).map(Into::into)
+}
+
 /// Starts `argv` for `command` on `fds` (0, 1, 2, redirections already applied) and `inherited`
 /// (as 3, 4, ... in order), with the caller's environment and working directory and the
 /// command's assignments; `Err` as for [`spawn`].
@@ -135,6 +148,15 @@ pub fn start(
     }
     for (var, value) in &command.assignments {
         process.env(var, value);
+    }
+    // bash puts the path it found the command at in its environment as `_`.
+    let path_var = command.assignments.iter().rev().find(|(var, _)| var == "PATH").map(|(_, value)| value.clone());
+    let path_var = path_var.or_else(|| match &caller.env {
+        Some(env) => env.iter().find(|(var, _)| var == "PATH").map(|(_, value)| value.clone()),
+        None => std::env::var_os("PATH"),
+    });
+    if let Some(found) = found_at(program, path_var.as_deref()) {
+        process.env("_", found);
     }
     // Only when there are any: the mapping is a pre-exec hook, which makes std fork and exec
     // instead of posix_spawn, and every local command goes through here.
