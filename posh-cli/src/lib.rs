@@ -1,7 +1,10 @@
 //! What posh's binaries (posh-exec, posh-proxy, posh-lsp) share at their command line: the
 //! version line with build information (`build.rs`), and two hidden flags that print a binary's
 //! shell completions and write its man pages, both generated from its clap definition
-//! (`packaging/build-deb.sh` uses them).
+//! (`packaging/build-deb.sh` uses them). Also what posh-exec and posh-lsp ask bash alike:
+//! `bash_syntax`, bash's verdict on a script's syntax.
+
+pub mod bash_syntax;
 
 use std::io::Write;
 use std::path::{Path, PathBuf};

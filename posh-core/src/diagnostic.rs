@@ -184,6 +184,11 @@ codes! {
     /// where it lives (an annotated `grep`, `head`, ... first in the pipeline), or annotate the
     /// commands that pin it to the client.
     ScriptMovesMuch = "S003", "moves-much", Warning;
+    /// posh's parser (brush-parser) does not read these statements, though bash does (`select`,
+    /// `for ((...))`, a `[[ ]]` over several lines, a comment inside `$(...)`, ...). bash runs
+    /// them as they are and nothing in them is offloaded; the rest of the script is planned as
+    /// usual. Rewrite the statement in a form posh reads to have its pipelines placed.
+    ScriptNotParsed = "S004", "not-parsed", Warning;
     /// posh.toml cannot be used as posh's configuration: it is not TOML, or names a key posh
     /// does not know, or gives a value of the wrong type or one that makes no sense, or mounts
     /// one path twice. posh-exec refuses to run with it, and posh-lsp plans as if nothing were

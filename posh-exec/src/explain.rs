@@ -22,7 +22,8 @@ pub enum Format {
     Png,
 }
 
-/// Prints the plan; returns the exit status (2 when the script has a syntax error, as bash).
+/// Prints the plan; returns the exit status (2 when the script has a syntax error, as bash; bash
+/// is asked as a run asks it, see `offload::rewrite`).
 pub fn run(
     name: &str,
     source: &str,
@@ -32,10 +33,13 @@ pub fn run(
     options: PlanOptions,
     format: Format,
 ) -> Result<u8> {
-    let script = posh_core::shell::parse(source);
+    // As the run parses and checks it: see `offload::rewrite`.
+    let bash = &mut crate::bash_syntax::check;
+    let script = posh_core::shell::parse_as_bash(source, bash);
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd, options, ratios };
-    let plan = planner::plan_script(&ctx, source, &script);
+    let mut plan = planner::plan_script(&ctx, source, &script);
+    let bash_rejects = script.bash_rejects.clone().or_else(|| plan.confirm_with_bash(source, &script, bash));
     // Made whole before anything is printed: a drawing that fails prints nothing.
     let out = match format {
         Format::Text => render::render_text(name, source, &plan).into_bytes(),
@@ -54,7 +58,12 @@ pub fn run(
         }
     };
     let lines = posh_core::LineIndex::new(source);
-    for error in &script.errors {
+    // In bash's words when bash rejects the script, as a run would say it.
+    let errors = if bash_rejects.is_some() { &[][..] } else { &script.errors[..] };
+    if let Some(message) = &bash_rejects {
+        eprintln!("{name}: {message}");
+    }
+    for error in errors {
         let (line, col) = lines.line_col(source, error.span.start);
         let message = &error.message;
         let prefix = if message.starts_with("syntax error") { "" } else { "syntax error: " };
@@ -62,7 +71,7 @@ pub fn run(
     }
     let mut stdout = std::io::stdout().lock();
     stdout.write_all(&out).and_then(|()| stdout.flush()).context("cannot write the plan")?;
-    Ok(if script.errors.is_empty() { 0 } else { 2 })
+    Ok(if script.errors.is_empty() && bash_rejects.is_none() { 0 } else { 2 })
 }
 
 /// The configuration: `--config`, `$POSH_CONFIG`, the nearest `posh.toml`, the user's.

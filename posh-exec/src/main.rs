@@ -14,6 +14,7 @@ use clap::Parser;
 use posh_core::config::{Config, ProxyAddress};
 use posh_core::planner::{PlanOptions, Strategy};
 
+mod bash_syntax;
 mod explain;
 mod offload;
 mod os_fs;

@@ -44,7 +44,7 @@ pub fn rewrite(
     if config.mounts.is_empty() {
         return None;
     }
-    let script = posh_core::shell::parse(source);
+    let script = posh_core::shell::parse_as_bash(source, &mut crate::bash_syntax::check);
     if !script.errors.is_empty() {
         return None;
     }
@@ -89,6 +89,10 @@ pub fn rewrite(
         }));
     }
     if chosen.is_empty() && loops.is_empty() {
+        return None;
+    }
+    // A script bash rejects is bash's to report, in its own words (`Plan::confirm_with_bash`).
+    if crate::bash_syntax::rejects(source, &script) {
         return None;
     }
     mounts.sort_unstable();

@@ -73,7 +73,8 @@ pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan
         loops: loops::plan_loops(ctx, script, &scope, &pipelines),
         pipelines,
         strategy: ctx.options.strategy,
-        hands_nothing: Plan::hands_nothing(ctx.config, &script.errors),
+        hands_nothing: Plan::hands_nothing(ctx.config, script),
+        left_to_bash: script.left_to_bash.clone(),
     }
 }
 
@@ -252,7 +253,7 @@ impl<'a> ScriptScope<'a> {
             script.pipelines.iter().map(|p| p.span.start).zip(working_dir::working_dirs(source, script)).collect();
         ScriptScope {
             source,
-            functions: function_names(script),
+            functions: function_names_around(source, script),
             script_stays: crate::rewrite::why_script_stays(source),
             fifos: made_fifos(library, script, &working_dirs),
             working_dirs,
@@ -369,6 +370,42 @@ fn made_fifos(library: &Library, script: &Script, working_dirs: &[(usize, Workin
         }
     }
     fifos
+}
+
+/// [`function_names`], and every name the statements posh could not parse may define as a
+/// function (`Script::left_to_bash`): a pipeline naming one stays with bash.
+fn function_names_around(source: &str, script: &Script) -> Vec<String> {
+    let mut names = function_names(script);
+    for left in &script.left_to_bash {
+        names.extend(functions_defined_in(&source[left.span.range()]));
+    }
+    names.sort();
+    names.dedup();
+    names
+}
+
+/// Names a text may define as functions (`name()`, `name ( )`, `function name`), found without
+/// parsing it: more names than it defines, never fewer.
+fn functions_defined_in(text: &str) -> Vec<String> {
+    let separator = |c: char| c.is_whitespace() || ";&|(){}<>`\"'$".contains(c);
+    let mut names = Vec::new();
+    let words: Vec<&str> = text.split(separator).filter(|w| !w.is_empty()).collect();
+    for pair in words.windows(2) {
+        if pair[0] == "function" {
+            names.push(pair[1].to_string());
+        }
+    }
+    for (at, _) in text.match_indices('(') {
+        if !text[at + 1..].trim_start_matches([' ', '\t']).starts_with(')') {
+            continue;
+        }
+        let before = text[..at].trim_end_matches([' ', '\t']);
+        let name = &before[before.rfind(separator).map_or(0, |i| i + 1)..];
+        if !name.is_empty() {
+            names.push(name.to_string());
+        }
+    }
+    names
 }
 
 /// Names of the functions a script defines (they run in bash, never remotely).

@@ -34,22 +34,69 @@ pub struct Plan {
     pub loops: Vec<super::LoopPlan>,
     pub strategy: Strategy,
     /// Why posh hands none of the script's pipelines to its runtime, when it does not (no mount
-    /// is configured, the script does not parse): bash runs the script as it is.
+    /// is configured, the script does not parse, bash rejects it): bash runs the script as it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub hands_nothing: Option<String>,
+    /// Statements posh could not parse, which bash accepts and runs as they are
+    /// (`Script::left_to_bash`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_to_bash: Vec<crate::shell::LeftToBash>,
 }
 
 impl Plan {
-    /// Why posh hands nothing over for a script with `errors` planned under `config`, if so.
-    pub fn hands_nothing(config: &crate::config::Config, errors: &[crate::shell::ShellError]) -> Option<String> {
+    /// Why posh hands nothing over for `script` planned under `config`, if so.
+    pub fn hands_nothing(config: &crate::config::Config, script: &crate::shell::Script) -> Option<String> {
         if config.mounts.is_empty() {
             Some("no mount is configured".into())
-        } else if !errors.is_empty() {
+        } else if let Some(message) = &script.bash_rejects {
+            Some(bash_rejects(message))
+        } else if !script.errors.is_empty() {
             Some("the script has a syntax error".into())
         } else {
             None
         }
     }
+
+    /// The rule for a script brush-parser reads and bash may not, applied to this plan (see
+    /// [`rejected_by_bash`]): a script bash rejects is handed nothing. Returns bash's message
+    /// when it rejects the script.
+    pub fn confirm_with_bash(
+        &mut self,
+        source: &str,
+        script: &crate::shell::Script,
+        bash: &mut dyn FnMut(&str) -> crate::shell::BashSyntax,
+    ) -> Option<String> {
+        let message = rejected_by_bash(&super::coverage::coverage(self), source, script, bash)?;
+        self.hands_nothing = Some(bash_rejects(&message));
+        Some(message)
+    }
+}
+
+/// The rule for a script brush-parser reads and bash may not: before anything of it is handed
+/// over (`coverage` says something goes), bash is asked (`bash -n` on `source`, through `bash`;
+/// not asked again when it was while parsing, `Script::left_to_bash`), and a script bash rejects
+/// is handed nothing, so that bash reports its own error, with its message and status. Returns
+/// bash's message when it rejects the script. posh-exec applies the same rule before it
+/// rewrites a script, `--explain` and posh-lsp through this.
+pub fn rejected_by_bash(
+    coverage: &super::coverage::Coverage,
+    source: &str,
+    script: &crate::shell::Script,
+    bash: &mut dyn FnMut(&str) -> crate::shell::BashSyntax,
+) -> Option<String> {
+    let hands_something = coverage.hands_nothing.is_none() && (coverage.handed > 0 || coverage.loops_handed > 0);
+    if !script.left_to_bash.is_empty() || !hands_something {
+        return None;
+    }
+    match bash(source) {
+        crate::shell::BashSyntax::Rejected(message) => Some(message),
+        crate::shell::BashSyntax::Accepted => None,
+    }
+}
+
+/// Why nothing is handed over of a script bash rejects.
+pub fn bash_rejects(message: &str) -> String {
+    format!("bash rejects the script ({message}), so nothing is offloaded")
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

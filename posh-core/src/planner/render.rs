@@ -235,6 +235,14 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
         let (line, _) = lines.line_col(source, the_loop.span.start);
         out.push_str(&format!("{path}:{line}: for {}: {}\n\n", the_loop.variable, the_loop.runs.describe()));
     }
+    for left in &plan.left_to_bash {
+        let (first, last) = lines_of(&lines, source, left.span);
+        let at = if first == last { format!("{first}") } else { format!("{first}-{last}") };
+        out.push_str(&format!(
+            "{path}:{at}: posh could not parse this ({}); bash runs it as it is, nothing in it is offloaded\n\n",
+            left.message
+        ));
+    }
     let strategy = match plan.strategy {
         Strategy::Greedy => "greedy (the paper's)",
         Strategy::CostBased => "cost-based",
@@ -247,6 +255,12 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
     ));
     out.push_str(&super::coverage::coverage(plan).describe());
     out
+}
+
+/// The 1-based first and last lines of a span that ends with its last line's newline.
+pub fn lines_of(lines: &LineIndex, source: &str, span: crate::text::Span) -> (usize, usize) {
+    let last = if span.end > span.start { span.end - 1 } else { span.start };
+    (lines.line_col(source, span.start).0, lines.line_col(source, last).0)
 }
 
 fn dot_escape(text: &str) -> String {
@@ -324,6 +338,18 @@ pub struct ExplainDocument<'a> {
     pub loops: Vec<ExplainLoop<'a>>,
     /// How many pipelines go to the runtime, and why the others stay with bash.
     pub coverage: super::coverage::Coverage,
+    /// Statements posh could not parse: bash runs them as they are.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_to_bash: Vec<ExplainLeftToBash>,
+}
+
+#[derive(Debug, serde::Serialize)]
+pub struct ExplainLeftToBash {
+    /// 1-based first and last lines.
+    pub line: usize,
+    pub last_line: usize,
+    /// What posh's parser said of it.
+    pub message: String,
 }
 
 #[derive(Debug, serde::Serialize)]
@@ -386,6 +412,14 @@ impl<'a> ExplainDocument<'a> {
                 })
                 .collect(),
             coverage: super::coverage::coverage(plan),
+            left_to_bash: plan
+                .left_to_bash
+                .iter()
+                .map(|left| {
+                    let (line, last_line) = lines_of(&lines, source, left.span);
+                    ExplainLeftToBash { line, last_line, message: left.message.clone() }
+                })
+                .collect(),
         }
     }
 }

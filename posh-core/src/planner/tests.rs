@@ -459,15 +459,9 @@ fn planning_asks_the_file_system_each_question_once_and_in_batches() {
     }
 
     let fs = Counting { fs: file_system(), asked: RefCell::default() };
-    let config = Config::parse(CONFIG, Path::new("posh.toml")).expect("the test config parses");
-    let ctx = PlanContext {
-        library: &Library::builtin(),
-        config: &config,
-        fs: &fs,
-        cwd: "/home/user".into(),
-        options: PlanOptions::default(),
-        ratios: &measured::NO_RATIOS,
-    };
+    let (config, library) =
+        (Config::parse(CONFIG, Path::new("posh.toml")).expect("the test config parses"), Library::builtin());
+    let ctx = home_context(&config, &fs, &library);
     // Split across a and b, and planned again unsplit: the output goes to a file on a, where
     // the whole pipeline could run with b's file streamed to it.
     let script = "cat /mnt/a/*.log /mnt/b/*.log | grep x > /mnt/a/out.txt\n";
@@ -570,4 +564,55 @@ fn loops_go_to_one_proxy_when_every_iteration_lands_there() {
     }
     out.push_str(&coverage::coverage(&plan).describe());
     insta::assert_snapshot!(out);
+}
+
+/// bash in these tests: accepts every text but one with a `[[` test broken before its operand.
+fn bash_of_tests(text: &str) -> crate::shell::BashSyntax {
+    if text.contains("[[ -f\n") {
+        crate::shell::BashSyntax::Rejected(
+            "line 2: unexpected token `newline', conditional binary operator expected".into(),
+        )
+    } else {
+        crate::shell::BashSyntax::Accepted
+    }
+}
+
+fn explain_as_a_run_does(script: &str) -> String {
+    let (config, library) =
+        (Config::parse(CONFIG, Path::new("posh.toml")).expect("the test config parses"), Library::builtin());
+    let fs = file_system();
+    let ctx = home_context(&config, &fs, &library);
+    let parsed = crate::shell::parse_as_bash(script, &mut bash_of_tests);
+    let mut plan = plan_script(&ctx, script, &parsed);
+    let rejected = parsed.bash_rejects.clone().or_else(|| plan.confirm_with_bash(script, &parsed, &mut bash_of_tests));
+    let json = serde_json::to_value(render::ExplainDocument::new("t.sh", script, &plan)).expect("JSON");
+    format!(
+        "{}\nbash rejects: {rejected:?}\nleft_to_bash: {}\n",
+        render_text("t.sh", script, &plan),
+        json.get("left_to_bash").map_or("none".into(), |v| v.to_string())
+    )
+}
+
+#[test]
+fn statements_posh_cannot_parse_stay_with_bash_and_the_rest_is_planned() {
+    insta::assert_snapshot!(explain_as_a_run_does(
+        "select f in /mnt/logs/*.log; do\n  wc -l \"$f\"\n  break\ndone\nfor ((i = 0; i < 2; i++)); do\n  cat /mnt/logs/ray0.log | wc -l\ndone\ngrep -c rays /mnt/logs/ray1.log\nwc() [[ -n $1 ]]\nwc -l /mnt/logs/ray2.log\n"
+    ));
+}
+
+#[test]
+fn a_script_bash_rejects_hands_nothing_over() {
+    insta::assert_snapshot!(explain_as_a_run_does("grep -c rays /mnt/logs/ray1.log\n[[ -f\n]]\n"));
+}
+
+/// Planning from `/home/user` with the default options and no measured ratios.
+fn home_context<'a>(config: &'a Config, fs: &'a dyn FileSystem, library: &'a Library) -> PlanContext<'a> {
+    PlanContext {
+        library,
+        config,
+        fs,
+        cwd: "/home/user".into(),
+        options: PlanOptions::default(),
+        ratios: &measured::NO_RATIOS,
+    }
 }

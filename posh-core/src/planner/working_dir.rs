@@ -42,6 +42,17 @@ pub(crate) fn working_dirs(source: &str, script: &Script) -> Vec<WorkingDir> {
             break;
         }
     }
+    // A change of directory may hide in statements posh could not parse: what follows them
+    // starts from a directory only bash knows.
+    if let Some(left) = script.left_to_bash.iter().find(|left| {
+        source[left.span.range()]
+            .split(|c: char| !(c.is_alphanumeric() || c == '_'))
+            .any(|word| CHANGES_DIRECTORY.contains(&word))
+    }) {
+        for (u, pipeline) in unknown.iter_mut().zip(pipelines) {
+            *u |= pipeline.span.start >= left.span.start;
+        }
+    }
     let mut steps: Vec<String> = Vec::new();
     unknown
         .into_iter()

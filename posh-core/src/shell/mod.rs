@@ -8,6 +8,7 @@
 //! `if`, a `[[ ]]` test) is listed only when it has redirections; its inner pipelines are always
 //! listed. Function definitions are not pipelines; their bodies' pipelines are.
 
+pub mod chunks;
 pub mod model;
 mod parse;
 mod words;
@@ -23,6 +24,40 @@ use crate::text::Span;
 /// pipelines of the longest prefix of whole lines that parses.
 pub fn parse(source: &str) -> Script {
     parse_with_ending(source).0
+}
+
+/// What bash says of a text's syntax, as `bash -n` does. posh-core runs nothing: its callers ask
+/// bash and hand the answer in.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum BashSyntax {
+    Accepted,
+    /// bash's message.
+    Rejected(String),
+}
+
+impl From<Result<(), String>> for BashSyntax {
+    /// From a check that fails with bash's message.
+    fn from(checked: Result<(), String>) -> BashSyntax {
+        checked.map_or_else(BashSyntax::Rejected, |()| BashSyntax::Accepted)
+    }
+}
+
+/// The script as posh plans it, where brush-parser and bash may disagree: when brush-parser does
+/// not parse the whole text, `bash` is asked whether bash does (as `bash -n` would answer). If
+/// it does not, the script says so ([`Script::bash_rejects`]) and keeps brush-parser's errors;
+/// if it does, the statements brush-parser reads are listed and the others left to bash
+/// ([`Script::left_to_bash`], see [`chunks::parse_around`]). A script brush-parser parses is not
+/// checked here: bash is asked about it only once something of it would be handed over
+/// (`planner::rejected_by_bash`), which is the rule posh-exec runs by.
+pub fn parse_as_bash(source: &str, bash: &mut dyn FnMut(&str) -> BashSyntax) -> Script {
+    let script = parse(source);
+    if script.errors.is_empty() {
+        return script;
+    }
+    match bash(source) {
+        BashSyntax::Rejected(message) => Script { bash_rejects: Some(message), ..script },
+        BashSyntax::Accepted => chunks::parse_around(source, bash),
+    }
 }
 
 /// [`parse`], also saying whether appending to the text could help (`None`: it parsed).
@@ -95,7 +130,7 @@ pub fn parse_tolerant_with_recovery(source: &str) -> (Script, Recovery) {
             }
             // A loop reaching into the closer is not the script's.
             let loops = fixed.loops.into_iter().filter(|l| l.span.end <= source.len()).collect();
-            let script = Script { pipelines: fixed.pipelines, loops, errors: script.errors };
+            let script = Script { pipelines: fixed.pipelines, loops, errors: script.errors, ..Script::default() };
             return (script, Recovery::Closer(closer));
         }
     }

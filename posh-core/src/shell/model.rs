@@ -3,7 +3,7 @@
 
 use crate::text::Span;
 
-#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
 pub struct Script {
     /// Every pipeline, in source order (by span start), including those nested in functions,
     /// loops, conditionals, subshells, command and process substitutions. A lone simple command
@@ -17,6 +17,24 @@ pub struct Script {
     /// Parse errors. When bash would reject the script, there is at least one, and `pipelines`
     /// holds what could be recovered (possibly nothing).
     pub errors: Vec<ShellError>,
+    /// Statements bash accepts but brush-parser does not read (`select`, `for ((;;))`, ...):
+    /// bash runs them as they are, and no pipeline is listed from them (`shell::parse_as_bash`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub left_to_bash: Vec<LeftToBash>,
+    /// What bash said of the script's syntax when it was asked and rejected it (`bash -n`'s
+    /// message): bash reports the error itself, so nothing of the script is handed over.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub bash_rejects: Option<String>,
+}
+
+/// Whole statements of a script that bash accepts and brush-parser does not read.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct LeftToBash {
+    /// From the first statement's line start to the end of the last one's line.
+    pub span: Span,
+    /// Where brush-parser stopped, and what it said.
+    pub error: Span,
+    pub message: String,
 }
 
 /// `for NAME in WORDS; do BODY; done` (or `for NAME; do`, over `"$@"`).

@@ -92,7 +92,7 @@ impl<'s> Walker<'s> {
         self.pipelines.sort_by_key(|p| p.span.start);
         self.errors.sort_by_key(|e| e.span.start);
         self.loops.sort_by_key(|l| l.span.start);
-        Script { pipelines: self.pipelines, loops: self.loops, errors: self.errors }
+        Script { pipelines: self.pipelines, loops: self.loops, errors: self.errors, ..Script::default() }
     }
 
     pub(super) fn push_error(&mut self, error: ShellError) {

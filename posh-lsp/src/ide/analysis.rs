@@ -7,7 +7,7 @@ use posh_core::Span;
 use posh_core::fs::FileSystem;
 use posh_core::planner::coverage::{Coverage, coverage_of};
 use posh_core::planner::{self, LoopPlan, NodeKind, PipelinePlan, Plan, PlanContext, Strategy};
-use posh_core::shell::{Recovery, Script};
+use posh_core::shell::{BashSyntax, LeftToBash, Recovery, Script};
 
 use super::World;
 use super::chunks::{self, ChunkCache, PlannedWith};
@@ -34,6 +34,8 @@ pub struct ScriptPlan {
     pub strategy: Strategy,
     /// See [`Plan::hands_nothing`].
     pub hands_nothing: Option<String>,
+    /// See [`Plan::left_to_bash`].
+    pub left_to_bash: Vec<LeftToBash>,
 }
 
 impl ScriptPlan {
@@ -49,6 +51,7 @@ impl ScriptPlan {
             loops: self.loops.clone(),
             strategy: self.strategy,
             hands_nothing: self.hands_nothing.clone(),
+            left_to_bash: self.left_to_bash.clone(),
         }
     }
 
@@ -104,7 +107,22 @@ pub fn analyze_script_cached(
     text: &str,
     cache: &mut AnalysisCache,
 ) -> ScriptAnalysis {
-    let (script, recovery) = chunks::parse(text, &mut cache.chunks);
+    let (mut script, mut recovery) = chunks::parse(text, &mut cache.chunks);
+    // bash is asked as posh-exec asks it (`shell::parse_as_bash`, `planner::rejected_by_bash`),
+    // so that the editor shows the plan a run makes.
+    let mut bash = |text: &str| BashSyntax::from(posh_cli::bash_syntax::check(text));
+    if !script.errors.is_empty() {
+        match bash(text) {
+            BashSyntax::Rejected(message) => script.bash_rejects = Some(message),
+            BashSyntax::Accepted => {
+                // Statements bash runs and brush-parser does not read: the rest is planned
+                // (whole, as a text that does not parse is).
+                script = posh_core::shell::chunks::parse_around(text, &mut bash);
+                recovery = Recovery::None;
+                cache.chunks.layout.clear();
+            }
+        }
+    }
     let ctx = PlanContext {
         library: &world.library,
         config: &world.config,
@@ -153,10 +171,15 @@ pub fn analyze_script_cached(
         }
         pipelines
     };
-    let hands_nothing = Plan::hands_nothing(ctx.config, &script.errors);
+    let hands_nothing = Plan::hands_nothing(ctx.config, &script);
     let plans: Vec<&PipelinePlan> = pipelines.iter().map(PlacedPlan::plan).collect();
     let loops = planner::plan_loops(&ctx, &script, &scope, &plans);
-    let plan = ScriptPlan { pipelines, loops, strategy: ctx.options.strategy, hands_nothing };
+    let left_to_bash = script.left_to_bash.clone();
+    let mut plan = ScriptPlan { pipelines, loops, strategy: ctx.options.strategy, hands_nothing, left_to_bash };
+    if let Some(message) = planner::rejected_by_bash(&plan.coverage(), text, &script, &mut bash) {
+        plan.hands_nothing = Some(planner::bash_rejects(&message));
+        script.bash_rejects = Some(message);
+    }
     ScriptAnalysis { script, recovery, plan, partial: false }
 }
 

@@ -1,8 +1,8 @@
 //! Incremental parsing. brush-parser has no incremental mode and a 5,000-line script takes about
 //! 100 ms to parse, too slow for every keystroke. So a script is cut, at line starts that a
-//! cheap scan finds at the top level (no open quote, bracket, compound command, here-document or
-//! continuation), into chunks chosen by their content (so an edit moves no boundary but its
-//! own), each parsed on its own and cached by its text.
+//! cheap scan finds at the top level (`shell::chunks::top_level_cuts`: no open quote, bracket,
+//! compound command, here-document or continuation), into chunks chosen by their content (so an
+//! edit moves no boundary but its own), each parsed on its own and cached by its text.
 //!
 //! A cut in the wrong place cannot go unnoticed: a statement split in two leaves at least one
 //! side that does not parse (an unclosed `do`, `if`, `{`, quote, `|`), and a chunk that does not
@@ -15,12 +15,11 @@ use std::collections::HashMap;
 
 use posh_core::Span;
 use posh_core::planner::PipelinePlan;
-use posh_core::shell::{self, ForLoop, Pipeline, Recovery, RedirectTarget, Script, ShellError};
+use posh_core::shell::chunks::{MAX_JOINS, move_loop, move_pipeline, top_level_cuts};
+use posh_core::shell::{self, ForLoop, Pipeline, Recovery, Script, ShellError};
 
 /// Fewer lines than this never make a chunk of their own.
 const MIN_LINES: usize = 8;
-/// A chunk failing to parse is joined with at most this many following chunks.
-const MAX_JOINS: usize = 3;
 
 /// Parsed chunks by their text, with offsets relative to the chunk's start.
 #[derive(Debug, Default, Clone)]
@@ -134,35 +133,7 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
         i = end_index;
     }
     cache.chunks = kept;
-    (Script { pipelines, loops, errors }, recovery)
-}
-
-/// Applies `by` to every offset in a loop.
-fn move_loop(the_loop: &mut ForLoop, by: impl Fn(usize) -> usize) {
-    let moved = |span: &mut Span| *span = Span::new(by(span.start), by(span.end));
-    moved(&mut the_loop.span);
-    moved(&mut the_loop.body);
-    for word in the_loop.words.iter_mut().flatten() {
-        moved(&mut word.span);
-    }
-}
-
-/// Applies `by` to every offset in a pipeline.
-pub(crate) fn move_pipeline(pipeline: &mut Pipeline, by: impl Fn(usize) -> usize) {
-    let moved = |span: &mut Span| *span = Span::new(by(span.start), by(span.end));
-    moved(&mut pipeline.span);
-    for command in &mut pipeline.commands {
-        moved(&mut command.span);
-        for word in command.words.iter_mut().chain(command.assignments.iter_mut()) {
-            moved(&mut word.span);
-        }
-        for redirect in &mut command.redirects {
-            moved(&mut redirect.span);
-            if let RedirectTarget::File(word) | RedirectTarget::Text(word) = &mut redirect.target {
-                moved(&mut word.span);
-            }
-        }
-    }
+    (Script { pipelines, loops, errors, ..Script::default() }, recovery)
 }
 
 /// `0`, the chosen cuts, and the text's length. A cut is chosen by the line before it (a blank
@@ -189,180 +160,9 @@ fn fnv(text: &str) -> u64 {
     text.bytes().fold(0xcbf29ce484222325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3))
 }
 
-/// Scanning state across lines.
-#[derive(Debug, Default)]
-struct Scan {
-    quote: Option<u8>,
-    /// `(` not yet closed (a `)` with none open, as in `case` patterns, is ignored).
-    parens: usize,
-    /// Open `if`, `case`, `do`, `{`.
-    depth: usize,
-    /// Here-documents announced on the current line: (delimiter, tabs stripped).
-    announced: Vec<(String, bool)>,
-    /// Here-document bodies being read, first first.
-    bodies: Vec<(String, bool)>,
-}
-
-/// Line starts at the top level, each with the line before it and the number of lines since
-/// the previous candidate.
-fn top_level_cuts(source: &str) -> Vec<(usize, (&str, usize))> {
-    let mut scan = Scan::default();
-    let mut out = Vec::new();
-    let mut offset = 0;
-    let mut lines = 0;
-    for line in source.split_inclusive('\n') {
-        offset += line.len();
-        lines += 1;
-        let content = line.trim_end_matches('\n');
-        if let Some((delimiter, strip)) = scan.bodies.first() {
-            let text = if *strip { content.trim_start_matches('\t') } else { content };
-            if text == delimiter {
-                scan.bodies.remove(0);
-            }
-            if !scan.bodies.is_empty() {
-                continue;
-            }
-        } else if !scan.line(content) {
-            continue;
-        }
-        scan.bodies.append(&mut scan.announced);
-        let open = scan.quote.is_some() || scan.parens > 0 || scan.depth > 0 || !scan.bodies.is_empty();
-        let trimmed = content.trim_end();
-        let joined = trimmed.ends_with('|') || trimmed.ends_with("&&");
-        if !open && !joined && line.ends_with('\n') && offset < source.len() {
-            out.push((offset, (content, lines)));
-            lines = 0;
-        }
-    }
-    out
-}
-
-impl Scan {
-    /// Reads one line; false when it ends in a backslash continuation. Bytes, not chars: every
-    /// byte that matters is ASCII, and a multi-byte character is part of a word (this runs over
-    /// the whole script at each keystroke).
-    fn line(&mut self, line: &str) -> bool {
-        let bytes = line.as_bytes();
-        let mut i = 0;
-        let mut word_start = None;
-        while i < bytes.len() {
-            let c = bytes[i];
-            match self.quote {
-                Some(b'\'') => {
-                    if c == b'\'' {
-                        self.quote = None;
-                    }
-                }
-                Some(q) => {
-                    if c == b'\\' {
-                        i += 1;
-                    } else if c == q {
-                        self.quote = None;
-                    }
-                }
-                None => {
-                    if c.is_ascii_alphanumeric() || matches!(c, b'_' | b'{' | b'}') || !c.is_ascii() {
-                        word_start.get_or_insert(i);
-                        i += 1;
-                        continue;
-                    }
-                    if let Some(start) = word_start.take() {
-                        self.word(&bytes[start..i]);
-                    }
-                    match c {
-                        b'\\' if i + 1 == bytes.len() => return false,
-                        b'\\' => i += 1,
-                        b'#' if i == 0 || bytes[i - 1].is_ascii_whitespace() => break,
-                        b'\'' | b'"' | b'`' => self.quote = Some(c),
-                        b'(' => self.parens += 1,
-                        b')' => self.parens = self.parens.saturating_sub(1),
-                        b'<' if bytes.get(i + 1) == Some(&b'<') && bytes.get(i + 2) != Some(&b'<') => {
-                            i = self.here_document(line, i + 2);
-                            continue;
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            i += 1;
-        }
-        if let Some(start) = word_start {
-            self.word(&bytes[start..]);
-        }
-        true
-    }
-
-    fn word(&mut self, word: &[u8]) {
-        match word {
-            b"if" | b"case" | b"do" | b"{" => self.depth += 1,
-            b"fi" | b"esac" | b"done" | b"}" => self.depth = self.depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-
-    /// After `<<`: records the delimiter; returns where scanning goes on.
-    fn here_document(&mut self, line: &str, mut i: usize) -> usize {
-        let bytes = line.as_bytes();
-        let strip = bytes.get(i) == Some(&b'-');
-        if strip {
-            i += 1;
-        }
-        while bytes.get(i).is_some_and(|c| *c == b' ' || *c == b'\t') {
-            i += 1;
-        }
-        let mut delimiter = String::new();
-        for c in line[i..].chars() {
-            if c.is_whitespace() || matches!(c, ';' | '|' | '&' | '<' | '>' | '(' | ')') {
-                break;
-            }
-            if !matches!(c, '\'' | '"' | '\\') {
-                delimiter.push(c);
-            }
-            i += c.len_utf8();
-        }
-        if !delimiter.is_empty() {
-            self.announced.push((delimiter, strip));
-        }
-        i
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn chunks(source: &str) -> Vec<&str> {
-        boundaries(source).windows(2).map(|w| &source[w[0]..w[1]]).collect()
-    }
-
-    #[test]
-    fn cuts_only_at_the_top_level() {
-        let mut source = String::new();
-        for i in 0..12 {
-            source.push_str(&format!("echo {i}\n"));
-        }
-        source.push_str(
-            "for f in a b; do\n  echo \"$f\n  still quoted\" | sort\n\n\ndone\ncat <<EOF | wc -l\n\n\nbody\nEOF\n",
-        );
-        source.push_str("a \\\n  b\nx=$(\n\n\n echo)\n");
-        for i in 0..12 {
-            source.push_str(&format!("echo {i}\n"));
-        }
-        let found: Vec<usize> = top_level_cuts(&source).iter().map(|(cut, _)| *cut).collect();
-        for (what, inside) in
-            [("  still", true), ("done", true), ("body", true), ("EOF\n", true), ("  b\n", true), (" echo)", true)]
-        {
-            let at = source.find(what).unwrap();
-            let line_start = source[..at].rfind('\n').map_or(0, |i| i + 1);
-            assert_eq!(!found.contains(&line_start), inside, "{what:?}");
-        }
-        // The line after the loop, after the here-document and after the substitution start
-        // top-level statements.
-        for what in ["cat <<EOF", "a \\", "x=$("] {
-            assert!(found.contains(&source.find(what).unwrap()), "{what:?}");
-        }
-        assert_eq!(chunks(&source).concat(), source);
-    }
 
     #[test]
     fn chunked_parse_equals_the_whole_parse() {

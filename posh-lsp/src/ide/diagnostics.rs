@@ -1,6 +1,7 @@
 //! Diagnostics. For scripts, only what a user can act on: a command that pins a pipeline moving
 //! data to the client for want of an annotation (`S001`) or of a fitting entry (`S002`), and a
-//! pipeline that still moves more than the threshold (`S003`). For annotation files, everything
+//! pipeline that still moves more than the threshold (`S003`), and statements posh could not
+//! parse, which bash runs as they are (`S004`). For annotation files, everything
 //! the parser and the validator report.
 
 use posh_core::fs::normalize_path;
@@ -55,6 +56,16 @@ pub fn script_diagnostics(world: &World, analysis: &ScriptAnalysis) -> Vec<Diagn
                 ),
             ));
         }
+    }
+    for left in &analysis.plan.left_to_bash {
+        out.push(Diagnostic::new(
+            Code::ScriptNotParsed,
+            left.error,
+            format!(
+                "posh could not parse this ({}): bash runs it as it is, and nothing in it is offloaded",
+                left.message
+            ),
+        ));
     }
     out.sort_by_key(|d| (d.span.start, d.code));
     out
