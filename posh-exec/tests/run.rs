@@ -262,3 +262,60 @@ fn kill_of_a_background_pipeline_ends_every_command() {
     assert_eq!(String::from_utf8_lossy(&left.expect("pgrep").stdout), "", "no command is left");
     drop(holder);
 }
+
+/// `posh-exec -c COMMANDS [NAME [ARGS...]]` takes its words as `bash -c` does: every word after
+/// the command string is `$0` and the arguments (`--` and option-like words included), one `--`
+/// before the command string ends the options, and without NAME `$0` is `bash`, which messages
+/// name. With nothing mounted posh-exec execs bash; with a mount the script is rewritten.
+#[test]
+fn dash_c_takes_its_words_as_bash_does() {
+    let mount = mounted();
+    let plain = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(plain.path().join("data")).expect("mkdir");
+    std::fs::write(plain.path().join("data/x.txt"), "b 2\na 1\nc 3\n").expect("write");
+    let show = "echo \"[$0] [$#] [$*]\"; nosuchcommand; sort data/x.txt > nodir/out; echo \"status $?\"";
+    let cases: &[&[&str]] = &[
+        &["-c", show, "--", "a"],
+        &["-c", "--", show, "x", "y"],
+        &["-c", show],
+        &["-c", "--", show],
+        &["-c", show, "--stats", "f", "-x", "--", "--version", "-c"],
+        &["-c", show, "name", "--"],
+        &["-c", "--", "--", "z"],
+    ];
+    for dir in [plain.path(), mount.path()] {
+        for args in cases {
+            let (bash, posh) = (common::isolated("bash", dir).args(*args).output(), posh_exec(args, dir));
+            let bash = bash.expect("bash runs");
+            let what = format!("{args:?} in {}", if dir == mount.path() { "a mount" } else { "no mount" });
+            assert_eq!(String::from_utf8_lossy(&posh.stdout), String::from_utf8_lossy(&bash.stdout), "{what}");
+            assert_eq!(String::from_utf8_lossy(&posh.stderr), String::from_utf8_lossy(&bash.stderr), "{what}");
+            assert_eq!(posh.status.code(), bash.status.code(), "{what}");
+        }
+    }
+    let rewritten = posh_exec(&["--print-rewritten", "-c", show, "--", "a"], mount.path());
+    assert!(String::from_utf8_lossy(&rewritten.stdout).contains("__run"), "the mount's case is rewritten");
+    // No command string: a usage error, status 2, as bash's.
+    for args in [&["-c"][..], &["-c", "--"]] {
+        for dir in [plain.path(), mount.path()] {
+            assert_eq!(posh_exec(args, dir).status.code(), Some(2), "{args:?}");
+            assert_eq!(common::isolated("bash", dir).args(args).status().expect("bash runs").code(), Some(2));
+        }
+    }
+}
+
+/// `--explain -c` reads its words as a run does: the plan of the command string, whatever follows.
+#[test]
+fn explain_takes_dash_c_as_a_run_does() {
+    let dir = mounted();
+    let plan = |args: &[&str]| {
+        let out = posh_exec(args, dir.path());
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let command = "sort data/x.txt | head -n 1";
+    let expected = plan(&["--explain", "-c", command]);
+    assert!(expected.contains("@data"), "{expected}");
+    assert_eq!(plan(&["--explain", "-c", "--", command]), expected);
+    assert_eq!(plan(&["--explain", "-c", command, "--", "a", "--stats"]), expected);
+}
