@@ -2,6 +2,7 @@
 //! directory: output identical to bash, only results crossing, and every way a proxy can fail
 //! the client handled without losing anything.
 
+mod common;
 #[path = "common/proxy.rs"]
 mod proxy_process;
 
@@ -57,13 +58,8 @@ impl Cluster {
 
     fn command(&self, program: &str) -> Command {
         let mut command = Command::new(program);
-        command
-            .current_dir(self.root())
-            .env("LC_ALL", "C")
-            .env_remove("POSH_CONFIG")
-            .env("XDG_CONFIG_HOME", self.root().join("config"))
-            .env("XDG_STATE_HOME", self.root().join("client"))
-            .stdin(Stdio::null());
+        command.current_dir(self.root()).env("LC_ALL", "C").stdin(Stdio::null());
+        common::isolate(&mut command, self.root(), &self.root().join("config"), &self.root().join("client"));
         command
     }
 
@@ -796,15 +792,8 @@ fn twenty_clients_on_three_proxies_get_bashs_output_and_busy_ones_fall_back() {
     };
     let client = |i: usize, program: &str| {
         let mut command = Command::new(program);
-        command
-            .current_dir(root)
-            .env("LC_ALL", "C")
-            .env_remove("POSH_CONFIG")
-            .env("XDG_CONFIG_HOME", root.join("config"))
-            .env("XDG_STATE_HOME", root.join(format!("client-{i}")))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        common::isolate(&mut command, root, &root.join("config"), &root.join(format!("client-{i}")));
+        command.current_dir(root).env("LC_ALL", "C").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         command
     };
     let posh = env!("CARGO_BIN_EXE_posh-exec");

@@ -38,7 +38,7 @@ fn scripts_can_name_posh_exec_in_their_shebang() {
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_posh-exec")).parent().expect("a directory");
     let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
-    let out = Command::new("./s.sh").arg("arg").current_dir(dir.path()).env("PATH", path).output().expect("runs");
+    let out = common::isolated("./s.sh", dir.path()).arg("arg").env("PATH", path).output().expect("runs");
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "./s.sh arg\n");
 }
@@ -65,19 +65,14 @@ fn pipelines_are_handed_over_by_the_builtin_or_posh_run_or_posh_exec_itself() {
     let script = "sort data/x.txt | head -n 2 > data/out.txt\ncat data/out.txt\ntype -t __posh_run || echo process\n";
     std::fs::write(dir.path().join("s.sh"), script).expect("write");
     let installed = Path::new(env!("CARGO_BIN_EXE_posh-exec"));
-    let without_builtin = tempfile::tempdir().expect("tempdir");
-    let alone = tempfile::tempdir().expect("tempdir");
-    for (from, to) in [
-        (installed, without_builtin.path().join("posh-exec")),
-        (&installed.with_file_name("posh-run"), without_builtin.path().join("posh-run")),
-        (installed, alone.path().join("posh-exec")),
-    ] {
-        std::fs::copy(from, to).expect("copy");
-    }
+    // Copies in directories of their own: `../lib/posh` beside them holds no builtin.
+    let without_builtin = common::copied_alone(&[installed, &installed.with_file_name("posh-run")]);
+    let alone = common::copied_alone(&[installed]);
+    let (without_builtin, alone) = (without_builtin.path().join("bin"), alone.path().join("bin"));
     for (exe, trampoline, handed_over_by) in [
         (installed.to_path_buf(), installed.with_file_name("posh-run"), "builtin"),
-        (without_builtin.path().join("posh-exec"), without_builtin.path().join("posh-run"), "process"),
-        (alone.path().join("posh-exec"), alone.path().join("posh-exec"), "process"),
+        (without_builtin.join("posh-exec"), without_builtin.join("posh-run"), "process"),
+        (alone.join("posh-exec"), alone.join("posh-exec"), "process"),
     ] {
         let run =
             |args: &[&str]| common::isolated(exe.to_str().unwrap(), dir.path()).args(args).output().expect("runs");
@@ -154,9 +149,8 @@ fn stats_give_the_plans_reasons_and_every_departure_from_it() {
 fn the_client_identity_is_created_once_and_printed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let print = || {
-        Command::new(env!("CARGO_BIN_EXE_posh-exec"))
+        common::isolated(env!("CARGO_BIN_EXE_posh-exec"), dir.path())
             .arg("--print-identity")
-            .env("XDG_STATE_HOME", dir.path())
             .output()
             .expect("posh-exec runs")
     };

@@ -108,11 +108,8 @@ const LIMIT: Duration = Duration::from_secs(90);
 
 /// `command` with the client's identity and configuration under `home`, in the C locale.
 pub(super) fn client_env(mut command: Command, home: &Path) -> Command {
-    command
-        .env("LC_ALL", "C")
-        .env_remove("POSH_CONFIG")
-        .env("XDG_STATE_HOME", home.join("state"))
-        .env("XDG_CONFIG_HOME", home.join("config"));
+    command.env("LC_ALL", "C");
+    crate::common::isolate(&mut command, home, &home.join("config"), &home.join("state"));
     command
 }
 
