@@ -192,7 +192,6 @@ fn client_state() -> Result<runtime::session::ClientState> {
     Ok(runtime::session::ClientState {
         identity_dir: state.join("identity"),
         known_proxies: state.join("known_proxies"),
-        journal_dir: state.join("journal"),
         ratios: ratios::file(&state),
         lingering: state.join("lingering"),
     })

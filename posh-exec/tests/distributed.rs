@@ -192,6 +192,20 @@ fn several_proxies_run_their_mounts_commands_and_only_results_cross() {
 /// instead of a `stat` through the mount each (a round trip each once a networked mount's
 /// attribute cache has lapsed); a file made since, and a directory's size, are asked too, and the
 /// commands run where `--explain` says, with bash's output.
+/// A run with separate proxies makes, in the client's state directory, what they need: the
+/// proxies' pins beside the identity, and the learned ratios (kept where that directory exists).
+#[test]
+fn a_run_with_separate_proxies_keeps_their_pins_and_what_it_learned() {
+    let cluster = Cluster::new(&[]);
+    let state = cluster.root().join("client/posh");
+    assert!(state.join("identity").is_dir(), "--print-identity made the identity");
+    assert!(!state.join("known_proxies").exists() && !state.join("ratios.json").exists());
+    cluster.same_as_bash("grep -c INFO logs/big.log\n", &[]);
+    assert!(state.join("known_proxies").is_file(), "the proxy is pinned");
+    let ratios = std::fs::read_to_string(state.join("ratios.json")).expect("ratios recorded");
+    assert!(ratios.contains("grep -c INFO"), "{ratios}");
+}
+
 #[test]
 fn the_plans_of_a_loop_ask_the_proxy_about_its_files_once() {
     let cluster = Cluster::new(&[]);

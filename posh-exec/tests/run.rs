@@ -313,3 +313,63 @@ fn explain_takes_dash_c_as_a_run_does() {
     assert_eq!(plan(&["--explain", "-c", "--", command]), expected);
     assert_eq!(plan(&["--explain", "-c", command, "--", "a", "--stats"]), expected);
 }
+
+/// Every file under `dir` with its size (directories end in `/`), in order.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).expect("read_dir").flatten() {
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path).expect("metadata");
+            let name = path.strip_prefix(dir).expect("beneath").display().to_string();
+            if meta.is_dir() {
+                found.push(format!("{name}/"));
+                stack.push(path);
+            } else {
+                found.push(format!("{name} {}", meta.len()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A run whose mounts are all embedded leaves the user's home, the XDG directories in it and
+/// `$TMPDIR` as it found them: an embedded proxy needs no identity, pinned proxies or journal in
+/// the state directory, and learned ratios are recorded only where that directory exists.
+#[test]
+fn a_run_on_embedded_mounts_leaves_home_as_it_found_it() {
+    let dir = mounted();
+    let big: String = (0..60_000).map(|i| format!("{i} alpha beta gamma\n")).collect();
+    std::fs::write(dir.path().join("data/big.txt"), big).expect("write");
+    std::fs::write(
+        dir.path().join("s.sh"),
+        "grep -c alpha data/big.txt\nsort data/x.txt > data/out.txt\nls -A ~ ~/.local ~/.config\n",
+    )
+    .expect("write");
+    let (home, tmp) = (tempfile::tempdir().expect("tempdir"), dir.path().join("tmp"));
+    std::fs::create_dir_all(home.path().join(".config/other")).expect("mkdir");
+    std::fs::create_dir_all(home.path().join(".local/share")).expect("mkdir");
+    std::fs::write(home.path().join(".bashrc"), "# mine\n").expect("write");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    let run = |program: &str| {
+        let mut command = Command::new(program);
+        let (config, state) = (home.path().join(".config"), home.path().join(".local/state"));
+        common::isolate(&mut command, home.path(), &config, &state);
+        command.current_dir(dir.path()).env("LC_ALL", "C").env("TMPDIR", &tmp).arg("s.sh").output().expect("runs")
+    };
+    let before = tree(home.path());
+    let bash = run("bash");
+    std::fs::remove_file(dir.path().join("data/out.txt")).expect("bash wrote it");
+    let posh = run(env!("CARGO_BIN_EXE_posh-exec"));
+    assert_eq!(String::from_utf8_lossy(&posh.stdout), String::from_utf8_lossy(&bash.stdout), "the script's own look");
+    assert_eq!((posh.status.code(), &posh.stderr[..]), (Some(0), &b""[..]));
+    assert_eq!(tree(home.path()), before, "the home after the run");
+    assert_eq!(tree(&tmp), Vec::<String>::new(), "$TMPDIR after the run");
+    // With the state directory there, the run learns what it measured, and makes nothing else.
+    std::fs::create_dir_all(home.path().join(".local/state/posh")).expect("mkdir");
+    assert!(run(env!("CARGO_BIN_EXE_posh-exec")).status.success());
+    let state = tree(&home.path().join(".local/state/posh"));
+    assert_eq!(state.iter().map(|e| e.split(' ').next().unwrap()).collect::<Vec<_>>(), ["ratios.json", "ratios.lock"]);
+}
