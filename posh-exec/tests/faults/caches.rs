@@ -81,7 +81,7 @@ fn what_a_proxy_writes_on_an_sshfs_mount_reads_at_the_client_as_under_bash() {
     );
     std::fs::write(&config, mount).unwrap();
 
-    let bash = bounded(Command::new("bash").arg(&script).current_dir(&local).env("LC_ALL", "C"), LIMIT);
+    let bash = bounded(client_env(Command::new("bash"), &home).arg(&script).current_dir(&local), LIMIT);
     let stats = home.join("stats.json");
     let mut posh = Command::new("ip");
     posh.args(["netns", "exec", &rig.namespace("client")]).arg(posh_exec()).arg("--stats").arg(&stats).arg(&script);
