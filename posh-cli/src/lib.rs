@@ -48,8 +48,13 @@ struct Generate {
 /// zsh, fish, elvish, powershell) and `--generate-man DIR` writes its man pages into DIR. Each
 /// must be the only argument, so the program's required arguments are not asked for.
 pub fn parse<P: Parser>() -> P {
+    parse_from(std::env::args_os())
+}
+
+/// [`parse`] of the given command line (its first word the program's name).
+pub fn parse_from<P: Parser>(args: impl IntoIterator<Item = std::ffi::OsString>) -> P {
     let mut command = Generate::augment_args(P::command());
-    let mut matches = command.get_matches_mut();
+    let mut matches = command.try_get_matches_from_mut(args).unwrap_or_else(|e| e.exit());
     let generate = Generate::from_arg_matches_mut(&mut matches).unwrap_or_else(|e| e.format(&mut command).exit());
     let done = match (generate.generate_completions, generate.generate_man) {
         (Some(shell), _) => Some(completions(P::command(), shell, &mut std::io::stdout().lock())),

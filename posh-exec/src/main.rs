@@ -15,6 +15,7 @@ use posh_core::config::{Config, ProxyAddress};
 use posh_core::planner::{PlanOptions, Strategy};
 
 mod bash_syntax;
+mod dash_c;
 mod explain;
 mod offload;
 mod os_fs;
@@ -78,13 +79,17 @@ struct Cli {
     /// Extra annotation files, checked and loaded after the shipped library.
     #[arg(long = "annotations", value_name = "FILE")]
     annotations: Vec<PathBuf>,
-    /// Run COMMANDS instead of a script file, as `bash -c`.
-    #[arg(short = 'c', value_name = "COMMANDS")]
+    /// Run COMMANDS instead of a script file, as `bash -c`: every word after COMMANDS is `$0` (NAME,
+    /// else `bash`) and the arguments, `--` included.
+    #[arg(short = 'c', value_name = "COMMANDS", allow_hyphen_values = true)]
     command: Option<String>,
     /// The script (or, with -c, `$0`), then its arguments. Everything after the script belongs
     /// to it, `-h` and `--version` included.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "SCRIPT [ARGS]")]
     args: Vec<String>,
+    /// `-c -- COMMANDS`: bash gets the `--` too.
+    #[arg(skip)]
+    dashes: bool,
 }
 
 /// `NAME=ADDRESS` of `--proxy`.
@@ -128,7 +133,7 @@ fn main() -> ExitCode {
     if raw.get(1).is_some_and(|a| a == "__probe") {
         return ExitCode::from(setup_cli::probe_child(&raw[2..]));
     }
-    let cli = posh_cli::parse::<Cli>();
+    let cli = parse(raw);
     match run(cli) {
         Ok(code) => ExitCode::from(code),
         Err(error) => {
@@ -136,6 +141,27 @@ fn main() -> ExitCode {
             ExitCode::from(2)
         }
     }
+}
+
+/// posh-exec's command line, with `-c COMMANDS [NAME [ARGS...]]` read as `bash -c` reads it (see
+/// `dash_c`).
+fn parse(raw: Vec<std::ffi::OsString>) -> Cli {
+    use clap::CommandFactory as _;
+    let command = Cli::command();
+    let takes_value =
+        |name: &str| command.get_arguments().any(|a| a.get_long() == Some(name) && a.get_action().takes_values());
+    let split = dash_c::split(raw, takes_value);
+    let mut cli = posh_cli::parse_from::<Cli>(split.options);
+    if let Some(words) = split.after_command {
+        let words: Option<Vec<String>> = words.into_iter().map(|w| w.into_string().ok()).collect();
+        let Some(words) = words else {
+            eprintln!("posh-exec: an argument after -c's command string is not UTF-8");
+            std::process::exit(2);
+        };
+        cli.args = words;
+        cli.dashes = split.dashes;
+    }
+    cli
 }
 
 /// The shipped library plus `--annotations` files, whose diagnostics are printed; the flag is
@@ -167,7 +193,6 @@ fn client_state() -> Result<runtime::session::ClientState> {
     Ok(runtime::session::ClientState {
         identity_dir: state.join("identity"),
         known_proxies: state.join("known_proxies"),
-        journal_dir: state.join("journal"),
         ratios: ratios::file(&state),
         lingering: state.join("lingering"),
     })
@@ -219,7 +244,8 @@ fn run(cli: Cli) -> Result<u8> {
     }
     let (name, source) = match (&cli.command, cli.args.first()) {
         (Some(commands), _) => {
-            (cli.args.first().cloned().unwrap_or_else(|| "posh-exec".into()), Some(commands.clone()))
+            // As `bash -c COMMANDS` without NAME, whose messages then say `bash:`.
+            (cli.args.first().cloned().unwrap_or_else(|| "bash".into()), Some(commands.clone()))
         }
         (None, Some(script)) if !needs_library => (script.clone(), None),
         // An unreadable script is bash's to report, in bash's words.
@@ -277,7 +303,7 @@ fn run(cli: Cli) -> Result<u8> {
             let _line = runtime::progress::start(cli.progress, &config.mounts);
             return runtime::session::run_script(config, library, ratios, state, socket, bash, &hand_over);
         }
-        (Some(commands), None) => bash.arg("-c").arg(commands).args(&cli.args),
+        (Some(commands), None) => bash.arg("-c").args(cli.dashes.then_some("--")).arg(commands).args(&cli.args),
         (None, None) => bash.args(&cli.args),
     };
     // Bash runs the script alone, and exec runs no destructor: the runtime's directory goes now.

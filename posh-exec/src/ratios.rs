@@ -3,6 +3,11 @@
 //! plan alike; updated after each pipeline under a lock, so that runs side by side keep each
 //! other's figures. The file is a cache: a broken one is warned about and
 //! replaced by the next figure recorded.
+//!
+//! Figures are recorded only where the state directory already exists: a run makes it when it
+//! reaches a separate proxy (the client's identity lives there) and `--print-identity` makes
+//! it, but a run whose mounts are all embedded leaves the user's home as it found it (a script
+//! may list it). `mkdir -p ~/.local/state/posh` has such runs learn too.
 
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -29,8 +34,9 @@ pub fn load(path: &Path) -> Ratios {
     }
 }
 
-/// Adds `runs` (shape, bytes read, bytes written) to the file at `path`. A failure (a full disk,
-/// a read-only home) costs only the figures, so it is logged, not reported.
+/// Adds `runs` (shape, bytes read, bytes written) to the file at `path`, when its directory
+/// exists. A failure (a full disk, a read-only home) costs only the figures, so it is logged,
+/// not reported.
 pub fn record(path: &Path, runs: &[(String, u64, u64)]) {
     // Most pipelines read too little to tell: they leave the file alone.
     if runs.iter().all(|(_, read, _)| *read < MIN_MEASURED_READ) {
@@ -43,7 +49,9 @@ pub fn record(path: &Path, runs: &[(String, u64, u64)]) {
 
 fn try_record(path: &Path, runs: &[(String, u64, u64)]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
-    std::fs::create_dir_all(dir)?;
+    if !dir.is_dir() {
+        return Ok(());
+    }
     let lock = std::fs::OpenOptions::new().create(true).append(true).open(path.with_extension("lock"))?;
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
     let mut ratios = std::fs::read_to_string(path).ok().and_then(|t| Ratios::parse(&t).ok()).unwrap_or_default();
@@ -76,5 +84,13 @@ mod tests {
         assert!(load(&path).is_empty());
         record(&path, &[("sort".into(), 4 << 20, 2 << 20)]);
         assert_eq!(load(&path).get("sort").map(|m| (m.ratio, m.runs)), Some((0.5, 1)));
+    }
+
+    #[test]
+    fn nothing_is_recorded_where_the_state_directory_does_not_exist() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = file(&dir.path().join("posh"));
+        record(&path, &[("grep IP".into(), 10 << 20, 1 << 20)]);
+        assert!(!dir.path().join("posh").exists());
     }
 }

@@ -2,6 +2,7 @@
 //! directory: output identical to bash, only results crossing, and every way a proxy can fail
 //! the client handled without losing anything.
 
+mod common;
 #[path = "common/proxy.rs"]
 mod proxy_process;
 
@@ -57,13 +58,8 @@ impl Cluster {
 
     fn command(&self, program: &str) -> Command {
         let mut command = Command::new(program);
-        command
-            .current_dir(self.root())
-            .env("LC_ALL", "C")
-            .env_remove("POSH_CONFIG")
-            .env("XDG_CONFIG_HOME", self.root().join("config"))
-            .env("XDG_STATE_HOME", self.root().join("client"))
-            .stdin(Stdio::null());
+        command.current_dir(self.root()).env("LC_ALL", "C").stdin(Stdio::null());
+        common::isolate(&mut command, self.root(), &self.root().join("config"), &self.root().join("client"));
         command
     }
 
@@ -196,6 +192,20 @@ fn several_proxies_run_their_mounts_commands_and_only_results_cross() {
 /// instead of a `stat` through the mount each (a round trip each once a networked mount's
 /// attribute cache has lapsed); a file made since, and a directory's size, are asked too, and the
 /// commands run where `--explain` says, with bash's output.
+/// A run with separate proxies makes, in the client's state directory, what they need: the
+/// proxies' pins beside the identity, and the learned ratios (kept where that directory exists).
+#[test]
+fn a_run_with_separate_proxies_keeps_their_pins_and_what_it_learned() {
+    let cluster = Cluster::new(&[]);
+    let state = cluster.root().join("client/posh");
+    assert!(state.join("identity").is_dir(), "--print-identity made the identity");
+    assert!(!state.join("known_proxies").exists() && !state.join("ratios.json").exists());
+    cluster.same_as_bash("grep -c INFO logs/big.log\n", &[]);
+    assert!(state.join("known_proxies").is_file(), "the proxy is pinned");
+    let ratios = std::fs::read_to_string(state.join("ratios.json")).expect("ratios recorded");
+    assert!(ratios.contains("grep -c INFO"), "{ratios}");
+}
+
 #[test]
 fn the_plans_of_a_loop_ask_the_proxy_about_its_files_once() {
     let cluster = Cluster::new(&[]);
@@ -806,15 +816,8 @@ fn twenty_clients_on_three_proxies_get_bashs_output_and_busy_ones_fall_back() {
     };
     let client = |i: usize, program: &str| {
         let mut command = Command::new(program);
-        command
-            .current_dir(root)
-            .env("LC_ALL", "C")
-            .env_remove("POSH_CONFIG")
-            .env("XDG_CONFIG_HOME", root.join("config"))
-            .env("XDG_STATE_HOME", root.join(format!("client-{i}")))
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        common::isolate(&mut command, root, &root.join("config"), &root.join(format!("client-{i}")));
+        command.current_dir(root).env("LC_ALL", "C").stdin(Stdio::null()).stdout(Stdio::piped()).stderr(Stdio::piped());
         command
     };
     let posh = env!("CARGO_BIN_EXE_posh-exec");

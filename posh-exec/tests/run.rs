@@ -38,7 +38,7 @@ fn scripts_can_name_posh_exec_in_their_shebang() {
     std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755)).expect("chmod");
     let bin_dir = Path::new(env!("CARGO_BIN_EXE_posh-exec")).parent().expect("a directory");
     let path = format!("{}:{}", bin_dir.display(), std::env::var("PATH").unwrap_or_default());
-    let out = Command::new("./s.sh").arg("arg").current_dir(dir.path()).env("PATH", path).output().expect("runs");
+    let out = common::isolated("./s.sh", dir.path()).arg("arg").env("PATH", path).output().expect("runs");
     assert_eq!(out.status.code(), Some(3));
     assert_eq!(String::from_utf8_lossy(&out.stdout), "./s.sh arg\n");
 }
@@ -65,19 +65,14 @@ fn pipelines_are_handed_over_by_the_builtin_or_posh_run_or_posh_exec_itself() {
     let script = "sort data/x.txt | head -n 2 > data/out.txt\ncat data/out.txt\ntype -t __posh_run || echo process\n";
     std::fs::write(dir.path().join("s.sh"), script).expect("write");
     let installed = Path::new(env!("CARGO_BIN_EXE_posh-exec"));
-    let without_builtin = tempfile::tempdir().expect("tempdir");
-    let alone = tempfile::tempdir().expect("tempdir");
-    for (from, to) in [
-        (installed, without_builtin.path().join("posh-exec")),
-        (&installed.with_file_name("posh-run"), without_builtin.path().join("posh-run")),
-        (installed, alone.path().join("posh-exec")),
-    ] {
-        std::fs::copy(from, to).expect("copy");
-    }
+    // Copies in directories of their own: `../lib/posh` beside them holds no builtin.
+    let without_builtin = common::copied_alone(&[installed, &installed.with_file_name("posh-run")]);
+    let alone = common::copied_alone(&[installed]);
+    let (without_builtin, alone) = (without_builtin.path().join("bin"), alone.path().join("bin"));
     for (exe, trampoline, handed_over_by) in [
         (installed.to_path_buf(), installed.with_file_name("posh-run"), "builtin"),
-        (without_builtin.path().join("posh-exec"), without_builtin.path().join("posh-run"), "process"),
-        (alone.path().join("posh-exec"), alone.path().join("posh-exec"), "process"),
+        (without_builtin.join("posh-exec"), without_builtin.join("posh-run"), "process"),
+        (alone.join("posh-exec"), alone.join("posh-exec"), "process"),
     ] {
         let run =
             |args: &[&str]| common::isolated(exe.to_str().unwrap(), dir.path()).args(args).output().expect("runs");
@@ -180,9 +175,8 @@ fn stats_give_the_plans_reasons_and_every_departure_from_it() {
 fn the_client_identity_is_created_once_and_printed() {
     let dir = tempfile::tempdir().expect("tempdir");
     let print = || {
-        Command::new(env!("CARGO_BIN_EXE_posh-exec"))
+        common::isolated(env!("CARGO_BIN_EXE_posh-exec"), dir.path())
             .arg("--print-identity")
-            .env("XDG_STATE_HOME", dir.path())
             .output()
             .expect("posh-exec runs")
     };
@@ -287,4 +281,121 @@ fn kill_of_a_background_pipeline_ends_every_command() {
     let left = Command::new("pgrep").args(["-f", &format!("{}/data/fifo", dir.path().display())]).output();
     assert_eq!(String::from_utf8_lossy(&left.expect("pgrep").stdout), "", "no command is left");
     drop(holder);
+}
+
+/// `posh-exec -c COMMANDS [NAME [ARGS...]]` takes its words as `bash -c` does: every word after
+/// the command string is `$0` and the arguments (`--` and option-like words included), one `--`
+/// before the command string ends the options, and without NAME `$0` is `bash`, which messages
+/// name. With nothing mounted posh-exec execs bash; with a mount the script is rewritten.
+#[test]
+fn dash_c_takes_its_words_as_bash_does() {
+    let mount = mounted();
+    let plain = tempfile::tempdir().expect("tempdir");
+    std::fs::create_dir(plain.path().join("data")).expect("mkdir");
+    std::fs::write(plain.path().join("data/x.txt"), "b 2\na 1\nc 3\n").expect("write");
+    let show = "echo \"[$0] [$#] [$*]\"; nosuchcommand; sort data/x.txt > nodir/out; echo \"status $?\"";
+    let cases: &[&[&str]] = &[
+        &["-c", show, "--", "a"],
+        &["-c", "--", show, "x", "y"],
+        &["-c", show],
+        &["-c", "--", show],
+        &["-c", show, "--stats", "f", "-x", "--", "--version", "-c"],
+        &["-c", show, "name", "--"],
+        &["-c", "--", "--", "z"],
+    ];
+    for dir in [plain.path(), mount.path()] {
+        for args in cases {
+            let (bash, posh) = (common::isolated("bash", dir).args(*args).output(), posh_exec(args, dir));
+            let bash = bash.expect("bash runs");
+            let what = format!("{args:?} in {}", if dir == mount.path() { "a mount" } else { "no mount" });
+            assert_eq!(String::from_utf8_lossy(&posh.stdout), String::from_utf8_lossy(&bash.stdout), "{what}");
+            assert_eq!(String::from_utf8_lossy(&posh.stderr), String::from_utf8_lossy(&bash.stderr), "{what}");
+            assert_eq!(posh.status.code(), bash.status.code(), "{what}");
+        }
+    }
+    let rewritten = posh_exec(&["--print-rewritten", "-c", show, "--", "a"], mount.path());
+    assert!(String::from_utf8_lossy(&rewritten.stdout).contains("__run"), "the mount's case is rewritten");
+    // No command string: a usage error, status 2, as bash's.
+    for args in [&["-c"][..], &["-c", "--"]] {
+        for dir in [plain.path(), mount.path()] {
+            assert_eq!(posh_exec(args, dir).status.code(), Some(2), "{args:?}");
+            assert_eq!(common::isolated("bash", dir).args(args).status().expect("bash runs").code(), Some(2));
+        }
+    }
+}
+
+/// `--explain -c` reads its words as a run does: the plan of the command string, whatever follows.
+#[test]
+fn explain_takes_dash_c_as_a_run_does() {
+    let dir = mounted();
+    let plan = |args: &[&str]| {
+        let out = posh_exec(args, dir.path());
+        assert_eq!(out.status.code(), Some(0), "{args:?}: {}", String::from_utf8_lossy(&out.stderr));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let command = "sort data/x.txt | head -n 1";
+    let expected = plan(&["--explain", "-c", command]);
+    assert!(expected.contains("@data"), "{expected}");
+    assert_eq!(plan(&["--explain", "-c", "--", command]), expected);
+    assert_eq!(plan(&["--explain", "-c", command, "--", "a", "--stats"]), expected);
+}
+
+/// Every file under `dir` with its size (directories end in `/`), in order.
+fn tree(dir: &Path) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![dir.to_path_buf()];
+    while let Some(at) = stack.pop() {
+        for entry in std::fs::read_dir(&at).expect("read_dir").flatten() {
+            let path = entry.path();
+            let meta = std::fs::symlink_metadata(&path).expect("metadata");
+            let name = path.strip_prefix(dir).expect("beneath").display().to_string();
+            if meta.is_dir() {
+                found.push(format!("{name}/"));
+                stack.push(path);
+            } else {
+                found.push(format!("{name} {}", meta.len()));
+            }
+        }
+    }
+    found.sort();
+    found
+}
+
+/// A run whose mounts are all embedded leaves the user's home, the XDG directories in it and
+/// `$TMPDIR` as it found them: an embedded proxy needs no identity, pinned proxies or journal in
+/// the state directory, and learned ratios are recorded only where that directory exists.
+#[test]
+fn a_run_on_embedded_mounts_leaves_home_as_it_found_it() {
+    let dir = mounted();
+    let big: String = (0..60_000).map(|i| format!("{i} alpha beta gamma\n")).collect();
+    std::fs::write(dir.path().join("data/big.txt"), big).expect("write");
+    std::fs::write(
+        dir.path().join("s.sh"),
+        "grep -c alpha data/big.txt\nsort data/x.txt > data/out.txt\nls -A ~ ~/.local ~/.config\n",
+    )
+    .expect("write");
+    let (home, tmp) = (tempfile::tempdir().expect("tempdir"), dir.path().join("tmp"));
+    std::fs::create_dir_all(home.path().join(".config/other")).expect("mkdir");
+    std::fs::create_dir_all(home.path().join(".local/share")).expect("mkdir");
+    std::fs::write(home.path().join(".bashrc"), "# mine\n").expect("write");
+    std::fs::create_dir(&tmp).expect("mkdir");
+    let run = |program: &str| {
+        let mut command = Command::new(program);
+        let (config, state) = (home.path().join(".config"), home.path().join(".local/state"));
+        common::isolate(&mut command, home.path(), &config, &state);
+        command.current_dir(dir.path()).env("LC_ALL", "C").env("TMPDIR", &tmp).arg("s.sh").output().expect("runs")
+    };
+    let before = tree(home.path());
+    let bash = run("bash");
+    std::fs::remove_file(dir.path().join("data/out.txt")).expect("bash wrote it");
+    let posh = run(env!("CARGO_BIN_EXE_posh-exec"));
+    assert_eq!(String::from_utf8_lossy(&posh.stdout), String::from_utf8_lossy(&bash.stdout), "the script's own look");
+    assert_eq!((posh.status.code(), &posh.stderr[..]), (Some(0), &b""[..]));
+    assert_eq!(tree(home.path()), before, "the home after the run");
+    assert_eq!(tree(&tmp), Vec::<String>::new(), "$TMPDIR after the run");
+    // With the state directory there, the run learns what it measured, and makes nothing else.
+    std::fs::create_dir_all(home.path().join(".local/state/posh")).expect("mkdir");
+    assert!(run(env!("CARGO_BIN_EXE_posh-exec")).status.success());
+    let state = tree(&home.path().join(".local/state/posh"));
+    assert_eq!(state.iter().map(|e| e.split(' ').next().unwrap()).collect::<Vec<_>>(), ["ratios.json", "ratios.lock"]);
 }

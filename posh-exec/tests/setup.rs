@@ -3,6 +3,7 @@
 //! embedded proxy and by real posh-proxy processes on loopback, healthy and broken in each way
 //! the check tells apart.
 
+mod common;
 #[path = "common/proxy.rs"]
 mod proxy_process;
 
@@ -30,16 +31,10 @@ impl Client {
 
     fn posh(&self, args: &[&str]) -> (Output, Duration) {
         let started = Instant::now();
-        let output = Command::new(env!("CARGO_BIN_EXE_posh-exec"))
-            .args(args)
-            .current_dir(self.root())
-            .env("LC_ALL", "C")
-            .env_remove("POSH_CONFIG")
-            .env("XDG_CONFIG_HOME", self.root().join("config"))
-            .env("XDG_STATE_HOME", self.root().join("client"))
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
+        let mut command = Command::new(env!("CARGO_BIN_EXE_posh-exec"));
+        common::isolate(&mut command, self.root(), &self.root().join("config"), &self.root().join("client"));
+        let output =
+            command.args(args).current_dir(self.root()).env("LC_ALL", "C").stdin(Stdio::null()).output().unwrap();
         (output, started.elapsed())
     }
 

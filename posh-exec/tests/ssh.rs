@@ -13,6 +13,8 @@ use std::process::{Command, Output, Stdio};
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
+mod common;
+
 /// posh-exec's version, which a copied posh-proxy is.
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
@@ -117,12 +119,11 @@ impl Host {
     /// told to use the fixture's configuration `ssh_config` (one of `ssh_config*`).
     fn command(&self, program: &str, ssh_config: &str) -> Command {
         let mut command = Command::new(program);
+        common::isolate(&mut command, &self.home(), &self.home().join("config"), &self.home().join("state"));
         command
             .current_dir(self.view())
             .env("LC_ALL", "C")
             .env("POSH_CONFIG", self.home().join("posh.toml"))
-            .env("XDG_CONFIG_HOME", self.home().join("config"))
-            .env("XDG_STATE_HOME", self.home().join("state"))
             .env("POSH_SSH_COMMAND", format!("ssh -F {}", self.root().join(ssh_config).display()))
             .stdin(Stdio::null());
         command

@@ -3,8 +3,13 @@
 use std::path::Path;
 use std::process::{Command, Output};
 
+mod common;
+
+/// posh-lsp run in `cwd`, with a home of its own (see `common::isolate`).
 fn posh_lsp(args: &[&str], cwd: &Path) -> Output {
-    Command::new(env!("CARGO_BIN_EXE_posh-lsp")).args(args).current_dir(cwd).output().expect("posh-lsp runs")
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut command = Command::new(env!("CARGO_BIN_EXE_posh-lsp"));
+    common::isolate_in(&mut command, home.path()).args(args).current_dir(cwd).output().expect("posh-lsp runs")
 }
 
 fn write(dir: &Path, name: &str, text: &str) {
@@ -76,15 +81,7 @@ fn scripts_get_the_language_server_s_diagnostics() {
     write(root, "scripts/report.sh", "#!/bin/bash\n# Größe 🎉\ncat data/big.log | sort\nmytool data/big.log | wc -l\n");
     write(root, "scripts/quiet.bash", "grep -c x data/big.log\n");
     write(root, "scripts/run", "#!/usr/bin/env bash\nsort --bogus data/big.log\n");
-    let home = tempfile::tempdir().expect("tempdir");
-    let run = |args: &[&str]| {
-        Command::new(env!("CARGO_BIN_EXE_posh-lsp"))
-            .args(args)
-            .current_dir(root)
-            .env("XDG_CONFIG_HOME", home.path())
-            .output()
-            .expect("posh-lsp runs")
-    };
+    let run = |args: &[&str]| posh_lsp(args, root);
     let out = run(&["check", "scripts", "scripts/run"]);
     insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout), @r"
     scripts/report.sh:3:1: warning[S003]: this pipeline still moves 400 MB across the network (bash would move 400 MB; threshold 100 MB)

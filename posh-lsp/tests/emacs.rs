@@ -30,12 +30,10 @@ fn emacs_with_eglot_receives_hints_hover_and_diagnostics() {
     std::fs::write(&annotations, "csvcut[filters_input]:\n- PARAMS:\n  - type:input_file, size:list, splitable\n")
         .unwrap();
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let output = Command::new("emacs")
+    let output = common::isolate_in(&mut Command::new("emacs"), home.path())
         .args(["--batch", "-l"])
         .arg(manifest.join("tests/emacs/eglot-client.el"))
         .current_dir(dir.path())
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path().join(".config"))
         .env("POSH_LSP", env!("CARGO_BIN_EXE_posh-lsp"))
         .env("POSH_EL", manifest.join("../editors/emacs/posh.el"))
         .env("POSH_SCRIPT", &script)

@@ -62,15 +62,10 @@ fn neovim_plugin_shows_hints_lenses_hover_and_diagnostics() {
     )
     .unwrap();
     let manifest = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let output = Command::new(&nvim)
+    let output = common::isolate_in(&mut Command::new(&nvim), home.path())
         .args(["--headless", "--clean", "-u", "NONE", "-l"])
         .arg(manifest.join("../editors/neovim/test/run.lua"))
         .current_dir(dir.path())
-        .env("HOME", home.path())
-        .env("XDG_CONFIG_HOME", home.path().join(".config"))
-        .env("XDG_STATE_HOME", home.path().join(".local/state"))
-        .env("XDG_DATA_HOME", home.path().join(".local/share"))
-        .env("XDG_CACHE_HOME", home.path().join(".cache"))
         .env("POSH_LSP", env!("CARGO_BIN_EXE_posh-lsp"))
         .env("POSH_SCRIPT", &script)
         .env("POSH_HOVER_AT", "grep")
@@ -146,7 +141,7 @@ fn neovim_detects_annotation_files_without_setup() {
     let file = home.path().join("tools.posh");
     // A `#` first line makes Neovim's own detection say `conf`: ftdetect/posh.lua must win.
     std::fs::write(&file, "# tools\ncsvcut:\n- PARAMS:\n  - type:input_file\n").unwrap();
-    let output = Command::new(&nvim)
+    let output = common::isolate_in(&mut Command::new(&nvim), home.path())
         .args(["--headless", "--clean", "--cmd"])
         .arg(format!("set runtimepath^={}", manifest.join("../editors/neovim").display()))
         .args([
@@ -156,8 +151,6 @@ fn neovim_detects_annotation_files_without_setup() {
             "qa!",
         ])
         .arg(&file)
-        .env("HOME", home.path())
-        .env("XDG_STATE_HOME", home.path().join(".local/state"))
         .output()
         .expect("nvim runs");
     let stdout = String::from_utf8_lossy(&output.stdout);

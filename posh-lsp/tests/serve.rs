@@ -12,11 +12,17 @@ use serde_json::json;
 mod client;
 mod common;
 
-/// posh-lsp started in `dir` with `args` and `env`, and a client on its standard streams.
+/// posh-lsp started in `dir` with `args` and `env`, and a client on its standard streams; `dir`
+/// is its home (`common::home_env_in`) unless `env` says otherwise.
 fn serve(dir: &Path, args: &[&str], env: &[(&str, PathBuf)]) -> (tokio::process::Child, client::Client) {
-    let mut child = tokio::process::Command::new(env!("CARGO_BIN_EXE_posh-lsp"))
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_posh-lsp"));
+    for name in common::REMOVED {
+        command.env_remove(name);
+    }
+    let mut child = command
         .args(args)
         .current_dir(dir)
+        .envs(common::home_env_in(dir))
         .envs(env.iter().map(|(k, v)| (k, v)))
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())

@@ -16,7 +16,10 @@ fn binary(name: &str) -> PathBuf {
 }
 
 fn run(name: &str, args: &[&str]) -> Output {
-    Command::new(binary(name)).args(args).output().unwrap_or_else(|e| panic!("{name} runs: {e}"))
+    let home = tempfile::tempdir().expect("tempdir");
+    let mut command = Command::new(binary(name));
+    crate::isolation::isolate_in(&mut command, home.path());
+    command.args(args).output().unwrap_or_else(|e| panic!("{name} runs: {e}"))
 }
 
 fn stdout_of(name: &str, args: &[&str]) -> String {

@@ -5,6 +5,8 @@ mod annotations;
 mod bench;
 mod cli;
 mod deploy;
+#[path = "../../posh-exec/tests/common/isolation.rs"]
+mod isolation;
 mod netns;
 mod oracle;
 mod peers;

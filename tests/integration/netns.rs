@@ -260,11 +260,9 @@ impl Setup {
             .current_dir(&self.root)
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-            .env("HOME", &self.root)
-            .env("XDG_CONFIG_HOME", self.root.join("xdg"))
-            .env("XDG_STATE_HOME", state)
             .env("LC_ALL", "C")
             .stdin(Stdio::null());
+        crate::isolation::isolate(command, &self.root, &self.root.join("xdg"), state);
     }
 
     /// The fingerprint of the client identity kept under `state` (created on first use).

@@ -6,7 +6,8 @@
 //! copy of `tests/oracle/data/` as `work/data/` and the case as `work/case.sh`) and `xdg/` (an
 //! empty `$XDG_CONFIG_HOME`). Both shells are started as `SHELL ./case.sh ARGS...`, so bash's
 //! messages (`./case.sh: line 3: ...`) read the same, with the environment cleared to `PATH`,
-//! `HOME`, `XDG_CONFIG_HOME` and `LC_ALL=C`. The root's path differs between runs, so it is
+//! `LC_ALL=C`, `HOME` and the XDG directories (`crate::isolation`: `XDG_STATE_HOME` is the
+//! root's `state/`, cache and data under `work/`). The root's path differs between runs, so it is
 //! replaced by `<ROOT>` in outputs and file contents before comparing.
 //!
 //! Every mode runs twice: with stdout and stderr captured as two pipes, and into one file opened
@@ -442,10 +443,8 @@ fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
         .current_dir(&work)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &work)
-        .env("XDG_CONFIG_HOME", &xdg)
-        .env("XDG_STATE_HOME", root.path().join("state"))
         .env("LC_ALL", "C");
+    crate::isolation::isolate(&mut command, &work, &xdg, &root.path().join("state"));
     match &case.stdin {
         Some(file) => {
             let file =
@@ -630,9 +629,8 @@ fn assert_mount_is_seen(posh: &Path) {
         .current_dir(&work)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", &work)
-        .env("XDG_CONFIG_HOME", root.path().join("xdg"))
         .stdin(Stdio::null());
+    crate::isolation::isolate(&mut command, &work, &root.path().join("xdg"), &root.path().join("state"));
     let outcome = run_with_timeout(command, TIMEOUT);
     let text = String::from_utf8_lossy(&outcome.stdout);
     assert!(

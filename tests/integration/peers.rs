@@ -29,17 +29,17 @@ fn peer_dir() -> PathBuf {
     dir
 }
 
-/// A command with the environment cleared to what the runs need: `PATH`, a `HOME` and an empty
-/// `XDG_CONFIG_HOME` (so no user configuration is found), plus `extra`.
+/// A command with the environment cleared to what the runs need: `PATH`, a home of the run's own
+/// (`crate::isolation`, its `XDG_CONFIG_HOME` empty, so no user configuration is found), plus
+/// `extra`.
 fn command(program: &Path, root: &Path, extra: &[(&str, &std::ffi::OsStr)]) -> Command {
     let mut command = Command::new(program);
     command
         .current_dir(root)
         .env_clear()
         .env("PATH", std::env::var_os("PATH").unwrap_or_default())
-        .env("HOME", root.join("home"))
-        .env("XDG_CONFIG_HOME", root.join("xdg"))
         .stdin(Stdio::null());
+    crate::isolation::isolate(&mut command, &root.join("home"), &root.join("xdg"), &root.join("state"));
     for (name, value) in extra {
         command.env(name, value);
     }

@@ -221,7 +221,8 @@ fn holds_only(dir: &Path, view: Option<&View>) -> bool {
 }
 
 /// Removes the directories of proxies that are gone, killing the process groups their jobs led.
-fn remove_stale(parent: &Path) {
+/// `JobsDir::open` does it first; a run settling what another, killed, left does it alone.
+pub fn remove_stale(parent: &Path) {
     let Ok(entries) = fs::read_dir(parent) else { return };
     let names: Vec<String> = entries.flatten().filter_map(|e| e.file_name().into_string().ok()).collect();
     for name in &names {

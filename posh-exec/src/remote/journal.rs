@@ -159,7 +159,7 @@ struct Open {
 }
 
 /// A proxy process's journal (posh-proxy: `STATE_DIR/journal`; posh-exec's embedded proxies:
-/// one per run in the client's state directory); [`Journal::none`] records nothing.
+/// one per run in the run's private directory, see `runtime::embedded_state`); [`Journal::none`] records nothing.
 #[derive(Debug)]
 pub struct Journal {
     open: Mutex<Open>,
@@ -220,7 +220,8 @@ impl Journal {
 }
 
 /// Replays and deletes the journals in `dir` whose proxy is gone (their lock is free).
-fn recover(dir: &Path) -> io::Result<()> {
+/// `Journal::open` does it first; a run settling what another, killed, left does it alone.
+pub fn recover(dir: &Path) -> io::Result<()> {
     for entry in std::fs::read_dir(dir)? {
         let path = entry?.path();
         let name = path.file_name().and_then(|n| n.to_str()).unwrap_or("");

@@ -5,6 +5,7 @@
 //! Messages for a missing command or an unopenable redirection are bash's own, word for word.
 
 pub mod coherence;
+mod embedded_state;
 pub mod execute;
 mod fan_in;
 pub mod local;

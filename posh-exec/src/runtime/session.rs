@@ -20,17 +20,18 @@ use posh_exec::remote::ssh::{self, SshLink};
 use posh_exec::remote::{Connection, Identity, KnownProxies, Pin, connect, connect_pinned};
 use tokio::sync::OnceCell;
 
+use super::embedded_state::EmbeddedState;
 use super::local::Caller;
 use super::{decode, execute, metadata, placement, progress};
 
-/// Where the client keeps what it knows: its identity and the proxies it pinned.
+/// Where the client keeps what it knows: its identity and the proxies it pinned. Each is made
+/// only when a separate proxy is reached (an embedded proxy needs none of them: see
+/// `embedded_state`).
 #[derive(Debug, Clone)]
 pub struct ClientState {
     pub identity_dir: std::path::PathBuf,
     pub known_proxies: std::path::PathBuf,
-    /// Where the run's embedded proxies write down their output changes (see `remote::journal`).
-    pub journal_dir: std::path::PathBuf,
-    /// The measured ratios file (see `crate::ratios`).
+    /// The measured ratios file (see `crate::ratios`): added to only where its directory exists.
     pub ratios: std::path::PathBuf,
     /// Records of proxies left lingering by earlier runs (see `remote::ssh::Lingering`).
     pub lingering: std::path::PathBuf,
@@ -69,6 +70,12 @@ pub struct Session {
     pub(super) ratios: Ratios,
     state: ClientState,
     identity: OnceCell<Option<Identity>>,
+    /// The run's private directory (the runtime's socket's).
+    run_dir: std::path::PathBuf,
+    /// The client's identity towards its embedded proxies: for this run alone, kept nowhere.
+    embedded_identity: std::sync::OnceLock<Option<Identity>>,
+    /// Where the embedded proxies keep their jobs' directories and journal, made on first use.
+    embedded_state: std::sync::OnceLock<Option<EmbeddedState>>,
     /// Where the run's embedded proxies make their jobs' directories, one for the process.
     embedded_jobs: OnceCell<Option<Arc<JobsDir>>>,
     /// Shared by the run's embedded proxies: one journal file per process.
@@ -86,13 +93,34 @@ pub struct Session {
 }
 
 impl Session {
-    /// The embedded proxies' jobs directory, beside the client's identity in its state directory
-    /// (what a killed run left there is cleaned when the next one starts).
+    /// The run's embedded proxies' directory in its private directory, made on first use.
+    fn embedded_state(&self) -> Option<&EmbeddedState> {
+        let open = || {
+            EmbeddedState::open(&self.run_dir)
+                .map_err(|e| {
+                    progress::eprintln(format_args!("posh-exec: cannot make the embedded proxy's directory: {e}"))
+                })
+                .ok()
+        };
+        self.embedded_state.get_or_init(open).as_ref()
+    }
+
+    /// The client's identity for its embedded proxies.
+    fn embedded_identity(&self) -> Option<&Identity> {
+        let make = || {
+            Identity::ephemeral("posh-exec")
+                .map_err(|e| progress::eprintln(format_args!("posh-exec: {e:#}; every command runs at the client")))
+                .ok()
+        };
+        self.embedded_identity.get_or_init(make).as_ref()
+    }
+
+    /// The embedded proxies' jobs directory, in the run's private directory (what a killed run
+    /// left there is cleaned when the next one starts an embedded proxy: see `embedded_state`).
     async fn embedded_jobs(&self) -> Option<Arc<JobsDir>> {
         self.embedded_jobs
             .get_or_init(|| async {
-                let parent = self.state.identity_dir.parent().unwrap_or(&self.state.identity_dir);
-                JobsDir::open(&parent.join("embedded-jobs"))
+                JobsDir::open(&self.embedded_state()?.jobs())
                     .map_err(|e| {
                         progress::eprintln(format_args!("posh-exec: cannot make the embedded proxy's directory: {e}"))
                     })
@@ -134,17 +162,19 @@ impl Session {
         &self.library
     }
 
-    /// The embedded proxies' journal, opened on first use, which first settles what runs killed
-    /// mid-job (`kill -9`) left behind.
+    /// The embedded proxies' journal, opened on first use (what runs killed mid-job, `kill -9`,
+    /// left behind is settled by `embedded_state` first).
     fn journal(&self) -> Arc<Journal> {
-        let open = || match Journal::open(&self.state.journal_dir) {
-            Ok(journal) => Arc::new(journal),
-            Err(e) => {
-                progress::eprintln(format_args!(
-                    "posh-exec: output journal in {}: {e}",
-                    self.state.journal_dir.display()
-                ));
-                Arc::new(Journal::none())
+        let open = || {
+            let Some(dir) = self.embedded_state().map(EmbeddedState::journal) else {
+                return Arc::new(Journal::none());
+            };
+            match Journal::open(&dir) {
+                Ok(journal) => Arc::new(journal),
+                Err(e) => {
+                    progress::eprintln(format_args!("posh-exec: output journal in {}: {e}", dir.display()));
+                    Arc::new(Journal::none())
+                }
             }
         };
         self.journal.get_or_init(open).clone()
@@ -155,7 +185,12 @@ impl Session {
     /// that could not be reached is warned about once and tried again only after a pause that
     /// doubles while it stays away; meanwhile its mount's commands run at the client.
     pub async fn connection(&self, index: usize) -> Option<Arc<Connection>> {
-        let identity = self.identity().await?;
+        // An embedded proxy serves this run alone: the client's lasting identity, made in its
+        // state directory, is for separate proxies.
+        let identity = match self.config.mounts[index].proxy {
+            ProxyAddress::Embedded => self.embedded_identity()?,
+            _ => self.identity().await?,
+        };
         let mut link = self.connections[index].lock().await;
         let first = match &*link {
             ProxyLink::Connected(connection, _) if connection.close_reason().is_none() => {
@@ -539,8 +574,10 @@ pub struct RuntimeSocket {
 
 impl RuntimeSocket {
     pub fn bind() -> Result<RuntimeSocket> {
-        let dir =
-            tempfile::Builder::new().prefix("posh-run-").tempdir().context("cannot make the runtime's directory")?;
+        let dir = tempfile::Builder::new()
+            .prefix(super::embedded_state::RUN_DIR_PREFIX)
+            .tempdir()
+            .context("cannot make the runtime's directory")?;
         let socket = dir.path().join("runtime.sock");
         let path = socket.to_str().context("the temporary directory's path is not UTF-8")?.to_string();
         let listener = UnixListener::bind(&socket).with_context(|| format!("cannot listen on {path}"))?;
@@ -588,6 +625,9 @@ pub fn run_script(
         ratios,
         state,
         identity: OnceCell::new(),
+        run_dir: dir.path().to_path_buf(),
+        embedded_identity: std::sync::OnceLock::new(),
+        embedded_state: std::sync::OnceLock::new(),
         embedded_jobs: OnceCell::new(),
         journal: std::sync::OnceLock::new(),
         runtime: runtime.handle().clone(),

@@ -81,7 +81,7 @@ fn what_a_proxy_writes_on_an_sshfs_mount_reads_at_the_client_as_under_bash() {
     );
     std::fs::write(&config, mount).unwrap();
 
-    let bash = bounded(Command::new("bash").arg(&script).current_dir(&local).env("LC_ALL", "C"), LIMIT);
+    let bash = bounded(client_env(Command::new("bash"), &home).arg(&script).current_dir(&local), LIMIT);
     let stats = home.join("stats.json");
     let mut posh = Command::new("ip");
     posh.args(["netns", "exec", &rig.namespace("client")]).arg(posh_exec()).arg("--stats").arg(&stats).arg(&script);
@@ -108,11 +108,8 @@ const LIMIT: Duration = Duration::from_secs(90);
 
 /// `command` with the client's identity and configuration under `home`, in the C locale.
 pub(super) fn client_env(mut command: Command, home: &Path) -> Command {
-    command
-        .env("LC_ALL", "C")
-        .env_remove("POSH_CONFIG")
-        .env("XDG_STATE_HOME", home.join("state"))
-        .env("XDG_CONFIG_HOME", home.join("config"));
+    command.env("LC_ALL", "C");
+    crate::common::isolate(&mut command, home, &home.join("config"), &home.join("state"));
     command
 }
 

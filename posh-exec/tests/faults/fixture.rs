@@ -18,11 +18,9 @@ impl Site {
         let dir = tempfile::tempdir().unwrap();
         let root = dir.path();
         std::fs::create_dir_all(root.join("data")).unwrap();
-        let identity = Command::new(env!("CARGO_BIN_EXE_posh-exec"))
-            .arg("--print-identity")
-            .env("XDG_STATE_HOME", root.join("client"))
-            .output()
-            .unwrap();
+        let mut print_identity = Command::new(env!("CARGO_BIN_EXE_posh-exec"));
+        crate::common::isolate(&mut print_identity, root, &root.join("config"), &root.join("client"));
+        let identity = print_identity.arg("--print-identity").output().unwrap();
         assert!(identity.status.success(), "{identity:?}");
         std::fs::write(root.join("authorized"), &identity.stdout).unwrap();
         let mut args = vec!["--authorized-clients", root.join("authorized").to_str().unwrap().to_string().leak()];
@@ -53,13 +51,8 @@ impl Site {
     /// `program` (bash or posh-exec) in the site, isolated from the caller's configuration.
     pub fn command(&self, program: &str) -> Command {
         let mut command = Command::new(program);
-        command
-            .current_dir(self.root())
-            .env("LC_ALL", "C")
-            .env_remove("POSH_CONFIG")
-            .env("XDG_CONFIG_HOME", self.path("config"))
-            .env("XDG_STATE_HOME", self.path("client"))
-            .stdin(Stdio::null());
+        command.current_dir(self.root()).env("LC_ALL", "C").stdin(Stdio::null());
+        crate::common::isolate(&mut command, self.root(), &self.path("config"), &self.path("client"));
         command
     }
 

@@ -76,14 +76,8 @@ impl Setup {
 }
 
 fn environment(mut command: Command, root: &Path, cwd: &Path) -> Command {
-    command
-        .current_dir(cwd)
-        .env("LC_ALL", "C")
-        .env("TMPDIR", root.join("tmp"))
-        .env_remove("POSH_CONFIG")
-        .env("XDG_CONFIG_HOME", root.join("config"))
-        .env("XDG_STATE_HOME", root.join("client"))
-        .stdin(Stdio::null());
+    command.current_dir(cwd).env("LC_ALL", "C").env("TMPDIR", root.join("tmp")).stdin(Stdio::null());
+    crate::common::isolate(&mut command, root, &root.join("config"), &root.join("client"));
     command
 }
 

@@ -398,7 +398,7 @@ fn a_run_killed_mid_job_is_undone_by_the_next_run_on_an_embedded_mount() {
     let posh = |name: &str, script: &str| {
         std::fs::write(dir.path().join(name), script).unwrap();
         let mut command = crate::common::isolated(env!("CARGO_BIN_EXE_posh-exec"), dir.path());
-        // A killed run cannot remove its runtime directory: it goes with the test's.
+        // A killed run cannot remove its private directory: the next run's embedded proxy does.
         command.env("TMPDIR", dir.path());
         command.arg("--stats").arg(dir.path().join("stats.json")).arg(name);
         command.stdin(Stdio::null()).stdout(Stdio::null()).stderr(Stdio::null());
@@ -433,6 +433,10 @@ fn a_run_killed_mid_job_is_undone_by_the_next_run_on_an_embedded_mount() {
     assert_content(&data.join("copy.txt"), "old copy\n");
     assert!(!data.join("out.txt").exists(), "out.txt did not exist before the killed run");
     assert!(!tree(&data).contains(".posh-"), "{}", tree(&data));
+    let names = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned());
+    let left: Vec<String> = names.filter(|n| n.starts_with("posh-run-")).collect();
+    assert_eq!(left, Vec::<String>::new(), "the killed runs' directories are removed once settled");
+    assert!(!dir.path().join("posh/journal").exists(), "the journal is not in the state directory");
 }
 
 /// The records of every journal in the proxy's state directory, one per line.

@@ -138,12 +138,9 @@ fn clients_started_at_once_on_a_fresh_state_dir_share_one_identity() {
     let dir = tempfile::tempdir().unwrap();
     let home = dir.path().to_path_buf();
     let print_identity = move || -> Output {
-        Command::new(env!("CARGO_BIN_EXE_posh-exec"))
-            .arg("--print-identity")
-            .env("XDG_STATE_HOME", &home)
-            .stdin(Stdio::null())
-            .output()
-            .unwrap()
+        let mut command = Command::new(env!("CARGO_BIN_EXE_posh-exec"));
+        crate::common::isolate(&mut command, &home, &home, &home);
+        command.arg("--print-identity").stdin(Stdio::null()).output().unwrap()
     };
     let runs = all_at_once(8, print_identity.clone());
     let first = text(&runs[0].stdout);

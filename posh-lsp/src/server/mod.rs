@@ -94,12 +94,27 @@ struct State {
     config_diagnostics: Vec<tower_lsp::lsp_types::Url>,
 }
 
+/// The user's directories the server reads: the configuration directory (a posh.toml for every
+/// directory) and the state directory (posh-exec's learned ratios).
+#[derive(Clone, Debug, Default)]
+pub struct UserDirPaths {
+    pub config: Option<PathBuf>,
+    pub state: Option<PathBuf>,
+}
+
+impl UserDirPaths {
+    /// `$XDG_CONFIG_HOME` and `$XDG_STATE_HOME`, else under `$HOME`.
+    pub fn from_env() -> UserDirPaths {
+        UserDirPaths { config: crate::os_fs::user_config_dir(), state: crate::os_fs::user_state_dir() }
+    }
+}
+
 impl Backend {
     pub fn new(client: Client) -> Backend {
-        Backend::with_debounce(client, DEBOUNCE)
+        Backend::with_debounce(client, DEBOUNCE, UserDirPaths::from_env())
     }
 
-    pub fn with_debounce(client: Client, debounce: Duration) -> Backend {
+    pub fn with_debounce(client: Client, debounce: Duration, user_dirs: UserDirPaths) -> Backend {
         let root = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
         let inner = Inner {
             client,
@@ -107,8 +122,8 @@ impl Backend {
                 store: Store::default(),
                 world: Arc::new(World::new(root)),
                 root: None,
-                user_config_dir: crate::os_fs::user_config_dir(),
-                user_state_dir: crate::os_fs::user_state_dir(),
+                user_config_dir: user_dirs.config,
+                user_state_dir: user_dirs.state,
                 settings: Settings::default(),
                 inlay_refresh: false,
                 lens_refresh: false,
@@ -142,7 +157,18 @@ pub async fn serve(
     output: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
     debounce: Duration,
 ) {
-    let (service, socket) = LspService::new(|client| Backend::with_debounce(client, debounce));
+    serve_with(input, output, debounce, UserDirPaths::from_env()).await;
+}
+
+/// [`serve`] reading the user's configuration and state from `user_dirs` instead of the
+/// environment's (a test's server in its own process reads none of the user's).
+pub async fn serve_with(
+    input: impl tokio::io::AsyncRead + Unpin + Send + 'static,
+    output: impl tokio::io::AsyncWrite + Unpin + Send + 'static,
+    debounce: Duration,
+    user_dirs: UserDirPaths,
+) {
+    let (service, socket) = LspService::new(move |client| Backend::with_debounce(client, debounce, user_dirs.clone()));
     let (service, exit) = Compat::new(service);
     let (to_server, server_reads) = tokio::io::duplex(1 << 16);
     let (server_writes, from_server) = tokio::io::duplex(1 << 16);

@@ -20,11 +20,13 @@ pub struct Client {
 }
 
 impl Client {
-    /// A server in this process, on one end of an in-memory pipe.
+    /// A server in this process, on one end of an in-memory pipe, reading none of the user's
+    /// directories (no user posh.toml, no learned ratios).
     pub async fn start(root: &Path) -> Client {
         let (ours, theirs) = tokio::io::duplex(1 << 20);
         let (server_read, server_write) = tokio::io::split(theirs);
-        tokio::spawn(posh_lsp::server::serve(server_read, server_write, Duration::from_millis(20)));
+        let nowhere = posh_lsp::server::UserDirPaths::default();
+        tokio::spawn(posh_lsp::server::serve_with(server_read, server_write, Duration::from_millis(20), nowhere));
         let (read, write) = tokio::io::split(ours);
         Client::over(read, write, root)
     }

@@ -98,3 +98,10 @@ pub fn workspace_on_disk(dir: &Path, lines: usize) -> String {
     let root = dir.display().to_string();
     script(lines).replace("/mnt/", &format!("{root}/mnt/")).replace("/proj/", &format!("{root}/proj/"))
 }
+
+/// The home every process a test starts gets (`isolate_in`, `home_env_in`): one file for the
+/// workspace's tests.
+#[path = "../../../posh-exec/tests/common/isolation.rs"]
+mod isolation;
+#[allow(unused_imports)] // each test binary uses some of it
+pub use isolation::{REMOVED, home_env_in, isolate_in};
