@@ -5,6 +5,7 @@ mod annotations;
 mod bench;
 mod cli;
 mod deploy;
+mod difftest;
 mod netns;
 mod oracle;
 mod peers;
