@@ -67,7 +67,8 @@ pub(crate) const FEATURES: &[(&str, &str)] = &[
     ("deleted_cwd", "commands in a working directory that was removed"),
     ("eof_no_newline", "the last line without a final newline"),
     ("eof_inside", "the file ends inside a pipeline, loop or group (a syntax error)"),
-    ("eof_after_multiline", "the last statement a multi-line pipeline or loop"),
+    ("eof_backslash", "the file ends in a backslash-newline, inside a pipeline"),
+    ("eof_after_multiline", "the last statement a multi-line pipeline or loop (off: always one line)"),
 ];
 
 /// The features switched on, by name.
@@ -237,8 +238,13 @@ impl Generator<'_> {
         for _ in 0..count {
             statements.push(self.statement());
         }
-        if self.has("eof_after_multiline") && self.rng.chance(35) {
-            statements.push(if self.rng.chance(50) { self.multiline_pipeline() } else { self.loop_statement() });
+        if self.has("eof_after_multiline") {
+            if self.rng.chance(35) {
+                statements.push(if self.rng.chance(50) { self.multiline_pipeline() } else { self.loop_statement() });
+            }
+        } else {
+            // Without the feature no script may end in a statement over several lines.
+            statements.push("echo \"end $?\"".to_string());
         }
         let mut text = statements.join("\n");
         text.push('\n');
@@ -263,6 +269,9 @@ impl Generator<'_> {
         let lines: Vec<&str> = whole.lines().collect();
         let keep = 1 + self.rng.below(lines.len().max(2) - 1);
         let mut text = lines[..keep.min(lines.len())].join("\n");
+        if text.ends_with('\\') && !self.has("eof_backslash") {
+            text.pop();
+        }
         if !text.trim_end().ends_with(['|', '\\']) && self.rng.chance(50) {
             text.push_str(" |");
         }

@@ -21,7 +21,17 @@ use generate::Features;
 
 /// The grammar features the fixed-seed test leaves out, each because posh-exec still differs
 /// from bash there (a known item of issue 36, being fixed); the fix switches its feature back on.
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[];
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
+    ("eof_after_multiline", "issue 36 item 1: a last pipeline over lines gets a literal `\\` argument"),
+    ("eof_backslash", "issue 36 item 1: so does a file ending in a backslash-newline"),
+    ("dollar_dash", "issue 36 item 2: `$-` gains `c`"),
+    ("expansion_error", "issue 36 item 2: a fatal `${x:?}` exits 127, not 1"),
+    ("nounset", "issue 36 item 2: a fatal unset variable under `set -u` exits 127, not 1"),
+    ("xtrace", "issue 36 item 3: one more `+`, and the runtime's call traced"),
+    ("shell_state", "issue 36 item 4: `__posh_*` variables and the `__posh_run` builtin show"),
+    ("hash", "issue 36 item 5: commands the runtime ran are not hashed"),
+    ("deleted_cwd", "issue 36 item 7: the runtime refuses a removed working directory"),
+];
 
 /// The fixed-seed test's budget: scripts, each in every mode.
 const DEFAULT_SEED: u64 = 36;
@@ -258,12 +268,14 @@ fn difftest_random_scripts() {
     let modes = Modes::new(&mode_list);
     let start = Instant::now();
     let mut findings: Vec<Finding> = Vec::new();
-    let mut handed = 0;
+    // Per mode, the runs in which posh-exec's runtime ran some pipeline: a mode where none did
+    // tested nothing of the rewrite.
+    let mut handed: BTreeMap<DiffMode, usize> = BTreeMap::new();
     for script_seed in seed..seed + count {
         let script = generate::script(script_seed, &features);
         for &mode in &mode_list {
             let comparison = compare_in(&modes, mode, &script);
-            handed += usize::from(comparison.handed);
+            *handed.entry(mode).or_default() += usize::from(comparison.handed);
             if !comparison.kinds.is_empty() {
                 findings.push(Finding {
                     seed: script_seed,
@@ -277,16 +289,23 @@ fn difftest_random_scripts() {
     }
     let off: Vec<&str> = generate::FEATURES.iter().map(|(name, _)| *name).filter(|name| !features.has(name)).collect();
     println!(
-        "difftest: seeds {seed}..{}, {count} scripts x {} modes, {} differ, {handed} runs handed pipelines to the runtime, \
+        "difftest: seeds {seed}..{}, {count} scripts x {} modes, {} differ, runs that handed pipelines to the runtime: {}, \
          features off: [{}], {:.1?}",
         seed + count,
         mode_list.len(),
         findings.len(),
+        handed.iter().map(|(mode, runs)| format!("{} {runs}", mode.name())).collect::<Vec<_>>().join(", "),
         off.join(", "),
         start.elapsed()
     );
-    if mode_list.contains(&DiffMode::Forced) && count >= 10 {
-        assert!(handed > 0, "no run handed a pipeline to posh-exec's runtime: the mount is not seen");
+    if count >= 10 {
+        for mode in [DiffMode::Mounted, DiffMode::Proxied, DiffMode::Forced] {
+            assert!(
+                handed.get(&mode).is_none_or(|runs| *runs > 0),
+                "no run in mode {} handed a pipeline to posh-exec's runtime: the mount is not seen",
+                mode.name()
+            );
+        }
     }
     if !findings.is_empty() {
         panic!(
