@@ -38,7 +38,8 @@ pub(crate) const FEATURES: &[(&str, &str)] = &[
     ("heredoc", "here-documents, quoted and unquoted, `<<-`"),
     ("herestring", "here-strings `<<<`"),
     ("write_into_mount", "output files written into `data/`"),
-    ("cd", "`cd data` and back, `cd` in subshells"),
+    ("cd", "`cd data` and back"),
+    ("cd_dotdot", "`(cd data/sub && ...)` naming files through `..`"),
     ("trap_exit", "`trap ... EXIT`"),
     ("trap_err", "`trap ... ERR`"),
     ("errexit", "`set -e` (and `set +e`)"),
@@ -57,6 +58,7 @@ pub(crate) const FEATURES: &[(&str, &str)] = &[
     ("bash_source", "`${BASH_SOURCE[*]}`, `source` of a file the script wrote, `$0`"),
     ("pipestatus", "`${PIPESTATUS[*]}` after pipelines"),
     ("unknown_command", "commands that do not exist"),
+    ("not_executable", "running a path that is missing or not executable"),
     ("bad_redirection", "redirections from missing files and into missing directories"),
     ("missing_file", "annotated commands naming missing files"),
     ("expansion_error", "`${x:?}` (fatal), in a subshell and at top level"),
@@ -211,13 +213,18 @@ struct Generator<'a> {
     /// Nesting of compound statements now being written.
     depth: usize,
     in_function: bool,
+    /// Whether this script may read what keeps every pipeline of a script with bash (`$_`,
+    /// `PIPESTATUS`, `BASH_SOURCE`): only some scripts do, or few would test the rewrite at all.
+    may_pin_to_bash: bool,
 }
 
 /// A random script: `count` top-level statements (about), deterministic per `seed` and
 /// `features`.
 pub(crate) fn script(seed: u64, features: &Features) -> String {
+    let mut rng = Rng::new(seed);
+    let may_pin_to_bash = rng.chance(25);
     let mut generator =
-        Generator { rng: Rng::new(seed), features, next_name: 0, functions: Vec::new(), depth: 0, in_function: false };
+        Generator { rng, features, next_name: 0, functions: Vec::new(), depth: 0, in_function: false, may_pin_to_bash };
     generator.script()
 }
 
@@ -272,7 +279,9 @@ impl Generator<'_> {
         if text.ends_with('\\') && !self.has("eof_backslash") {
             text.pop();
         }
-        if !text.trim_end().ends_with(['|', '\\']) && self.rng.chance(50) {
+        // A dangling `|` (a syntax error at the end of the file), but not on a here-document's
+        // last line, which would then not end it.
+        if !text.trim_end().ends_with(['|', '\\']) && !text.ends_with("EOF") && self.rng.chance(50) {
             text.push_str(" |");
         }
         text.push('\n');
@@ -539,7 +548,7 @@ impl Generator<'_> {
     /// A statement of one kind chosen at random, or None when its feature is off.
     fn try_simple_statement(&mut self) -> Option<String> {
         let n = self.fresh();
-        let statement = match self.rng.below(40) {
+        let statement = match self.rng.below(41) {
             0..=9 => format!("{}{}", self.pipeline_in("data"), self.maybe_redirect()),
             10 => format!("echo \"step {n} $x\""),
             11 => format!(
@@ -634,47 +643,48 @@ impl Generator<'_> {
                 ),
             },
             25 if self.has("dollar_dash") => "echo \"flags: $-\"".into(),
-            26 if self.has("dollar_underscore") => "echo \"last arg: $_\"".into(),
+            26 if self.has("dollar_underscore") && self.may_pin_to_bash => "echo \"last arg: $_\"".into(),
             27 if self.has("lineno") => "echo \"line $LINENO\"".into(),
-            28 if self.has("bash_source") => match self.rng.below(3) {
+            28 if self.has("bash_source") && self.may_pin_to_bash => match self.rng.below(3) {
                 0 => "echo \"source: ${BASH_SOURCE[*]} name: $0\"".into(),
                 1 => format!(
                     "printf '%s\\n' 'echo \"sourced ${{BASH_SOURCE[0]}} line $LINENO\"' 'sort data/words.txt | head -n 1' > lib{n}.sh; source ./lib{n}.sh"
                 ),
                 _ => "echo \"args: $# $*\"".into(),
             },
-            29 if self.has("pipestatus") => {
+            29 if self.has("pipestatus") && self.may_pin_to_bash => {
                 format!("{}; echo \"pipestatus: ${{PIPESTATUS[*]}}\"", self.one_line_pipeline())
             }
-            30 if self.has("unknown_command") => {
-                format!("{} arg; echo \"status $?\"", self.rng.pick(&["nosuchcmd", "data/words.txt", "./missing.sh"]))
+            30 if self.has("unknown_command") => format!("nosuchcmd arg; echo \"status $?\""),
+            31 if self.has("not_executable") => {
+                format!("{} arg; echo \"status $?\"", self.rng.pick(&["data/words.txt", "./missing.sh"]))
             }
-            31 if self.has("bad_redirection") => match self.rng.below(3) {
+            32 if self.has("bad_redirection") => match self.rng.below(3) {
                 0 => "sort < data/missing.txt; echo \"status $?\"".into(),
                 1 => "cat data/words.txt > missing-dir/x.txt".into(),
                 _ => "wc -l < data/nothing-here.txt | cat".into(),
             },
-            32 if self.has("missing_file") => {
+            33 if self.has("missing_file") => {
                 format!(
                     "{} data/missing{n}.txt{}",
                     self.rng.pick(&["cat", "sort", "wc -l", "head -n 1", "grep a"]),
                     self.rng.pick(&["", " | sort", "; echo \"status $?\""])
                 )
             }
-            33 if self.has("expansion_error") => {
+            34 if self.has("expansion_error") => {
                 if self.rng.chance(70) {
                     format!("( : \"${{unset{n}:?is not set}}\" ); echo \"subshell status $?\"")
                 } else {
                     format!("echo \"${{unset{n}:?is not set}}\"")
                 }
             }
-            34 if self.has("eval_syntax_error") => {
+            35 if self.has("eval_syntax_error") => {
                 format!(
                     "eval '{}'; echo \"eval status $?\"",
                     self.rng.pick(&["if then fi", "for in do", "echo (", "cat data/words.txt |"])
                 )
             }
-            35 if self.has("exit_status") => match self.rng.below(6) {
+            36 if self.has("exit_status") => match self.rng.below(6) {
                 0 if self.in_function => format!("return {}", self.rng.below(3)),
                 1 if self.rng.chance(25) => format!("exit {}", self.rng.below(4)),
                 2 => format!("(exit {}); echo \"status $?\"", self.rng.below(256)),
@@ -682,10 +692,10 @@ impl Generator<'_> {
                 4 => "grep -c nothing data/words.txt; echo \"grep said $?\"".into(),
                 _ => "! sort data/words.txt > /dev/null; echo \"negated $?\"".into(),
             },
-            36 if self.has("hash") => {
+            37 if self.has("hash") => {
                 format!("sort data/words.txt > /dev/null; {}", self.rng.pick(&["hash -t sort", "type sort", "hash"]))
             }
-            37 if self.has("shell_state") => self
+            38 if self.has("shell_state") => self
                 .rng
                 .pick(&[
                     "compgen -v | grep -c posh",
@@ -694,10 +704,10 @@ impl Generator<'_> {
                     "set | grep -c posh",
                 ])
                 .to_string(),
-            38 if self.has("deleted_cwd") => format!(
+            39 if self.has("deleted_cwd") => format!(
                 "mkdir gone{n}; cd gone{n}; rmdir ../gone{n}; ls; cat ../data/words.txt | wc -l; echo \"status $?\"; cd .."
             ),
-            39 if self.has("cd") => {
+            40 if self.has("cd_dotdot") => {
                 format!("(cd data/sub && {}){}", self.pipeline("..", false), self.maybe_redirect())
             }
             _ => return None,
