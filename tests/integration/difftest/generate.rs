@@ -620,9 +620,8 @@ impl Generator<'_> {
             21 if self.has("command_substitution") => match self.rng.below(3) {
                 0 => format!("echo \"count: $({})\"", self.one_line_pipeline()),
                 1 => format!("v{n}=$(grep -c an data/words.txt); echo \"v=$v{n} status $?\""),
-                _ => format!(
-                    "echo \"$(cat data/sub/nested.txt | wc -l) lines, $(cut -d, -f1 data/people.csv | tail -n 1)\""
-                ),
+                _ => "echo \"$(cat data/sub/nested.txt | wc -l) lines, $(cut -d, -f1 data/people.csv | tail -n 1)\""
+                    .into(),
             },
             22 if self.has("process_substitution") => match self.rng.below(4) {
                 0 => "diff <(sort data/words.txt) <(sort -u data/words.txt)".into(),
@@ -655,7 +654,7 @@ impl Generator<'_> {
             29 if self.has("pipestatus") && self.may_pin_to_bash => {
                 format!("{}; echo \"pipestatus: ${{PIPESTATUS[*]}}\"", self.one_line_pipeline())
             }
-            30 if self.has("unknown_command") => format!("nosuchcmd arg; echo \"status $?\""),
+            30 if self.has("unknown_command") => "nosuchcmd arg; echo \"status $?\"".into(),
             31 if self.has("not_executable") => {
                 format!("{} arg; echo \"status $?\"", self.rng.pick(&["data/words.txt", "./missing.sh"]))
             }
