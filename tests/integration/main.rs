@@ -5,6 +5,7 @@ mod annotations;
 mod bench;
 mod cli;
 mod deploy;
+mod difftest;
 #[path = "../../posh-exec/tests/common/isolation.rs"]
 mod isolation;
 mod netns;

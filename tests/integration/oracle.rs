@@ -157,19 +157,19 @@ pub(crate) fn run_captured(mut command: Command, timeout: Duration, capture: Cap
 
 /// One case of the corpus: the script and its header lines.
 #[derive(Debug)]
-struct Case {
-    name: String,
-    source: String,
-    args: Vec<String>,
-    stdin: Option<String>,
-    status: i32,
+pub(crate) struct Case {
+    pub name: String,
+    pub source: String,
+    pub args: Vec<String>,
+    pub stdin: Option<String>,
+    pub status: i32,
     /// `# handed: N`: with a mount, the runtime runs exactly N pipelines, some command of them
     /// at a mount's proxy (so a case about what reaches the proxy cannot pass with bash keeping
     /// everything).
-    handed: Option<usize>,
+    pub handed: Option<usize>,
 }
 
-fn corpus_dir() -> PathBuf {
+pub(crate) fn corpus_dir() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/oracle")
 }
 
@@ -233,7 +233,7 @@ pub(crate) fn copy_tree(from: &Path, to: &Path) {
 
 /// What a directory holds, by relative path.
 #[derive(Debug, PartialEq, Eq)]
-enum Node {
+pub(crate) enum Node {
     Dir,
     File(Vec<u8>),
     Symlink(PathBuf),
@@ -311,7 +311,7 @@ fn replace_all(haystack: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-enum Mode {
+pub(crate) enum Mode {
     /// No configuration anywhere: posh-exec must be bash.
     Local,
     /// `work/posh.toml` makes `work/data` an embedded mount, and `work/data/sub` another.
@@ -322,17 +322,19 @@ enum Mode {
 
 /// Where runs happen and what `posh.toml` they get (the same for bash and posh-exec, so the
 /// files left behind compare equal).
-struct Setting {
+pub(crate) struct Setting {
     /// Runs' roots are made here.
     parent: tempfile::TempDir,
     config: Option<String>,
     /// The proxy of the `proxied` mode, killed when dropped.
     _proxy: Option<ProxyProcess>,
     capture: Capture,
+    /// How long one run may take before it is killed and reported.
+    pub timeout: Duration,
 }
 
 impl Setting {
-    fn new(mode: Mode, capture: Capture) -> Setting {
+    pub(crate) fn new(mode: Mode, capture: Capture) -> Setting {
         let parent = tempfile::tempdir().expect("tempdir");
         let (config, proxy) = match mode {
             Mode::Local => (None, None),
@@ -347,7 +349,7 @@ impl Setting {
                 (Some(config), Some(proxy))
             }
         };
-        Setting { parent, config, _proxy: proxy, capture }
+        Setting { parent, config, _proxy: proxy, capture, timeout: TIMEOUT }
     }
 }
 
@@ -410,17 +412,17 @@ proxy = \"embedded\"\n";
 
 /// What one shell did with one case.
 #[derive(Debug)]
-struct Run {
-    outcome: Outcome,
-    files: BTreeMap<String, Node>,
+pub(crate) struct Run {
+    pub outcome: Outcome,
+    pub files: BTreeMap<String, Node>,
     /// posh-exec with a mount: where the runtime ran a command elsewhere than `--explain` said.
-    plan_disagreements: Vec<String>,
+    pub plan_disagreements: Vec<String>,
     /// posh-exec with a mount: the pipelines the runtime ran (`--stats` records) and, of their
     /// commands, those that ran at a mount's proxy.
-    handed: Option<(usize, usize)>,
+    pub handed: Option<(usize, usize)>,
 }
 
-fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
+pub(crate) fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
     let root = tempfile::tempdir_in(setting.parent.path()).expect("tempdir");
     let work = root.path().join("work");
     let xdg = root.path().join("xdg");
@@ -456,7 +458,7 @@ fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
         }
     }
     let explained = stats.as_ref().map(|_| agreement::explain_like(&command, Path::new("case.sh")));
-    let outcome = run_captured(command, TIMEOUT, setting.capture);
+    let outcome = run_captured(command, setting.timeout, setting.capture);
     let plan_disagreements = match (explained, &stats) {
         (Some(Ok(explain)), Some(stats)) => {
             agreement::disagreements(&explain, &std::fs::read_to_string(stats).unwrap_or_default())
@@ -518,36 +520,56 @@ pub(crate) fn short_diff(bash: &[u8], posh: &[u8]) -> String {
     out
 }
 
+/// Which part of two runs differs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub(crate) enum Aspect {
+    Status,
+    Stdout,
+    Stderr,
+    Files,
+}
+
+/// One difference between two runs: what differs, and a paragraph saying how.
+#[derive(Debug)]
+pub(crate) struct Difference {
+    pub aspect: Aspect,
+    pub text: String,
+}
+
 /// Differences between the bash run and the posh-exec run, one paragraph each.
-fn compare(bash: &Run, posh: &Run) -> Vec<String> {
+pub(crate) fn compare(bash: &Run, posh: &Run) -> Vec<Difference> {
     let mut problems = Vec::new();
+    let mut differ = |aspect, text| problems.push(Difference { aspect, text });
     if bash.outcome.status != posh.outcome.status {
-        problems.push(format!("    exit status: bash {}, posh-exec {}\n", bash.outcome.status, posh.outcome.status));
+        differ(
+            Aspect::Status,
+            format!("    exit status: bash {}, posh-exec {}\n", bash.outcome.status, posh.outcome.status),
+        );
     }
-    for (what, b, p) in
-        [("stdout", &bash.outcome.stdout, &posh.outcome.stdout), ("stderr", &bash.outcome.stderr, &posh.outcome.stderr)]
-    {
+    for (aspect, what, b, p) in [
+        (Aspect::Stdout, "stdout", &bash.outcome.stdout, &posh.outcome.stdout),
+        (Aspect::Stderr, "stderr", &bash.outcome.stderr, &posh.outcome.stderr),
+    ] {
         if b != p {
-            problems.push(format!("    {what} differs:\n{}", short_diff(b, p)));
+            differ(aspect, format!("    {what} differs:\n{}", short_diff(b, p)));
         }
     }
     for (path, node) in &bash.files {
         match (node, posh.files.get(path)) {
-            (_, None) => problems.push(format!("    file {path}: only after bash\n")),
+            (_, None) => differ(Aspect::Files, format!("    file {path}: only after bash\n")),
             (node, Some(other)) if other == node => {}
             (Node::File(b), Some(Node::File(p))) => {
-                problems.push(format!("    file {path} differs:\n{}", short_diff(b, p)));
+                differ(Aspect::Files, format!("    file {path} differs:\n{}", short_diff(b, p)));
             }
-            (node, Some(other)) => problems.push(format!(
-                "    file {path}: {} under bash, {} under posh-exec\n",
-                describe(node),
-                describe(other)
-            )),
+            (node, Some(other)) => differ(
+                Aspect::Files,
+                format!("    file {path}: {} under bash, {} under posh-exec\n", describe(node), describe(other)),
+            ),
         }
     }
     for path in posh.files.keys() {
         if !bash.files.contains_key(path) {
-            problems.push(format!("    file {path}: only after posh-exec\n"));
+            differ(Aspect::Files, format!("    file {path}: only after posh-exec\n"));
         }
     }
     problems
@@ -587,7 +609,7 @@ fn run_oracle(mode: Mode, capture: Capture) {
                 case.status, bash.outcome.status
             ));
         }
-        problems.extend(compare(&bash, &posh_run));
+        problems.extend(compare(&bash, &posh_run).into_iter().map(|d| d.text));
         problems
             .extend(posh_run.plan_disagreements.iter().map(|d| format!("    --explain and --stats disagree: {d}\n")));
         if let (Some(expected), Some((pipelines, at_proxies))) = (case.handed, posh_run.handed)
