@@ -149,6 +149,11 @@ pub fn why_pipeline_stays(script_text: &str, pipeline: &Pipeline) -> Option<Stri
     if pipeline.context.iter().any(|c| matches!(c, Context::ProcessSubstitution)) {
         return Some("inside a process substitution".into());
     }
+    // A function's text is bash's to print (`declare -f`, `type`, `set`) and to export to other
+    // bash processes (`export -f`), which have no runtime: it keeps its pipelines as written.
+    if pipeline.context.iter().any(|c| matches!(c, Context::Function(_))) && shows_functions(script_text) {
+        return Some("in a function the script prints or exports (`declare -f`, `type`, `set`, `export -f`)".into());
+    }
     if script_text[pipeline.span.range()].contains("<<") && script_text[pipeline.span.range()].contains('\n') {
         return Some("a here-document in a pipeline over several lines".into());
     }
@@ -503,6 +508,26 @@ impl LoopScope {
         let xtrace = sets_option(script_text, 'x', "xtrace");
         LoopScope { trap, nounset, xtrace }
     }
+}
+
+/// Whether a line of `script_text` may print or export a function's text: `declare`, `typeset`
+/// or `export` with an `f` among their options, `type`, or `set` without arguments. A scan of the
+/// words, which may also find them in a comment or a string, but never misses one.
+fn shows_functions(script_text: &str) -> bool {
+    script_text.lines().any(|line| {
+        let words: Vec<&str> = line
+            .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '(' | ')' | '`'))
+            .filter(|w| !w.is_empty())
+            .collect();
+        words.iter().enumerate().any(|(i, word)| match *word {
+            "declare" | "typeset" | "export" => {
+                words[i + 1..].iter().take_while(|w| w.starts_with('-')).any(|w| w.contains('f'))
+            }
+            "type" => true,
+            "set" => words.get(i + 1).is_none_or(|next| matches!(*next, "|" | ">" | ">>")),
+            _ => false,
+        })
+    })
 }
 
 /// Whether a line of `script_text` may turn on the shell option `letter` (`set -eux`) or `long`
@@ -1053,6 +1078,18 @@ mod tests {
             crate::planner::body_of(&script, &script.loops[0]).into_iter().map(|i| &script.pipelines[i]).collect();
         let why = why_loop_stays(&LoopScope::of(source), &script.loops[0], &body);
         assert!(why.is_some_and(|w| w.contains("set -x")));
+    }
+
+    /// A function whose text the script prints or exports keeps its pipelines as written.
+    #[test]
+    fn functions_the_script_shows_keep_their_pipelines() {
+        for shows in ["declare -f f", "typeset -fp f", "export -f f", "type f", "set | grep x", "set"] {
+            let out = check(&format!("f() {{ cat a | sort; }}\n{shows}\ncat b | sort\n"));
+            assert!(out.contains("kept: cat a | sort (in a function the script prints"), "{shows}: {out}");
+            assert!(!out.contains("kept: cat b"), "{shows}: {out}");
+        }
+        let out = check("f() { cat a | sort; }\nset -e\ndeclare -p x\n");
+        assert!(!out.contains("kept: cat a"), "{out}");
     }
 
     /// What keeps a loop with bash: a body word expanded differently from one iteration to the

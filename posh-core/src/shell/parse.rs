@@ -641,6 +641,14 @@ impl<'s> Walker<'s> {
                     }
                 };
                 let span = self.operator_span(target_span, &[operator], fd.is_some());
+                // brush-parser 0.4 takes a word before the operator for its descriptor after a
+                // here-document on the line (`cat <<EOF | tail -n 2 >> log`): the descriptor's
+                // digits must touch the operator, else the word is the command's and the
+                // statement is bash's to read.
+                if fd.is_some() && !self.source[span.start..].starts_with(|c: char| c.is_ascii_digit()) {
+                    let message = format!("posh's parser misread the word before `{operator}` as a descriptor");
+                    self.push_error(ShellError { span, message });
+                }
                 (Redirect { fd, op, target, span }, false)
             }
             ast::IoRedirect::OutputAndError(w, append) => {

@@ -147,6 +147,17 @@ fn here_documents() {
     ]));
 }
 
+/// After a here-document on the line, brush-parser 0.4 takes `2 >> log` for a redirection of
+/// descriptor 2: that is no descriptor (its digits do not touch the operator), so the statement
+/// is an error posh leaves to bash, not a `tail -n` without its count.
+#[test]
+fn a_word_before_an_operator_is_no_descriptor() {
+    let script = crate::shell::parse("cat <<EOF | tail -n 2 >> log\na\nEOF\ncat a 2>> err\n");
+    let [error] = &script.errors[..] else { panic!("{:?}", script.errors) };
+    assert!(error.message.contains("misread the word before `>>`"), "{error:?}");
+    assert!(crate::shell::parse("cat <<EOF | tail -n 2 2>> log\na\nEOF\n").errors.is_empty());
+}
+
 #[test]
 fn compound_commands() {
     insta::assert_snapshot!(check_all(&[

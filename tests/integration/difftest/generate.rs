@@ -65,7 +65,8 @@ pub(crate) const FEATURES: &[(&str, &str)] = &[
     ("eval_syntax_error", "`eval` of text with a syntax error"),
     ("exit_status", "`exit N`, `return N`, `(exit N)`, `false`, statuses printed"),
     ("hash", "`hash -t` and `type` of commands that ran"),
-    ("shell_state", "listing the shell's variables and builtins"),
+    ("shell_state", "listing the shell's variables and functions"),
+    ("builtin_list", "listing the shell's builtins"),
     ("deleted_cwd", "commands in a working directory that was removed"),
     ("eof_no_newline", "the last line without a final newline"),
     ("eof_inside", "the file ends inside a pipeline, loop or group (a syntax error)"),
@@ -694,14 +695,12 @@ impl Generator<'_> {
             37 if self.has("hash") => {
                 format!("sort data/words.txt > /dev/null; {}", self.rng.pick(&["hash -t sort", "type sort", "hash"]))
             }
+            38 if self.has("builtin_list") && self.rng.below(4) == 0 => {
+                self.rng.pick(&["compgen -b | grep -c posh", "enable | grep -c posh"]).to_string()
+            }
             38 if self.has("shell_state") => self
                 .rng
-                .pick(&[
-                    "compgen -v | grep -c posh",
-                    "compgen -b | grep -c posh",
-                    "declare -p | grep -c posh",
-                    "set | grep -c posh",
-                ])
+                .pick(&["compgen -v | grep -c posh", "declare -p | grep -c posh", "set | grep -c posh"])
                 .to_string(),
             39 if self.has("deleted_cwd") => format!(
                 "mkdir gone{n}; cd gone{n}; rmdir ../gone{n}; ls; cat ../data/words.txt | wc -l; echo \"status $?\"; cd .."
