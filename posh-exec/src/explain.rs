@@ -58,12 +58,12 @@ pub fn run(
         }
     };
     let lines = posh_core::LineIndex::new(source);
-    // In bash's words when bash rejects the script, as a run would say it.
-    let errors = if bash_rejects.is_some() { &[][..] } else { &script.errors[..] };
-    if let Some(message) = &bash_rejects {
+    // Where posh's parser found the error, with its column; else in bash's words, when bash
+    // rejects what posh's parser read (as a run would say it).
+    if let Some(message) = bash_rejects.as_ref().filter(|_| script.errors.is_empty()) {
         eprintln!("{name}: {message}");
     }
-    for error in errors {
+    for error in &script.errors {
         let (line, col) = lines.line_col(source, error.span.start);
         let message = &error.message;
         let prefix = if message.starts_with("syntax error") { "" } else { "syntax error: " };

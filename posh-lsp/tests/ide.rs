@@ -238,12 +238,14 @@ fn chunked_parsing_equals_whole_parsing_on_the_oracle_scripts() {
     let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().path()).collect();
     names.sort();
     let mut source = String::new();
-    // All but the case whose point is a syntax error.
-    for path in
-        names.iter().filter(|p| p.extension().is_some_and(|x| x == "sh") && !p.ends_with("syntax-error-late.sh"))
-    {
-        source.push_str(&std::fs::read_to_string(path).unwrap());
-        source.push('\n');
+    // All but the cases posh's parser does not read whole (a syntax error, or bash that
+    // brush-parser lacks: `select`, `f() [[ ... ]]`), which the run leaves to bash.
+    for path in names.iter().filter(|p| p.extension().is_some_and(|x| x == "sh")) {
+        let text = std::fs::read_to_string(path).unwrap();
+        if posh_core::shell::parse(&text).errors.is_empty() {
+            source.push_str(&text);
+            source.push('\n');
+        }
     }
     assert!(source.lines().count() > 500, "the oracle scripts are there");
     let mut cache = ide::chunks::ChunkCache::default();
@@ -260,11 +262,15 @@ fn chunked_parsing_equals_whole_parsing_on_the_oracle_scripts() {
         let whole = posh_core::shell::parse(&edited);
         if whole.errors.is_empty() {
             assert_eq!((&chunked, how), (&whole, Recovery::None), "edit at {at}");
-        } else {
-            // Broken by the edit: recovered somehow, and never silently.
-            assert_ne!(how, Recovery::None, "edit at {at}");
+        } else if chunked.left_to_bash.is_empty() {
+            // Broken by the edit: never silently. Recovered with a closer or a prefix, or whole
+            // but for a substitution that does not parse (`Recovery::None`, as for the whole text).
             assert!(!chunked.errors.is_empty(), "edit at {at}");
+            if how == Recovery::None {
+                assert_eq!(chunked.errors, whole.errors, "edit at {at}");
+            }
         }
+        // Otherwise bash reads what posh's parser does not: those statements are bash's (S004).
         reused += warm.reused();
     }
     assert!(reused > 1_000, "chunks were reused: {reused}");

@@ -48,12 +48,11 @@ impl Plan {
     pub fn hands_nothing(config: &crate::config::Config, script: &crate::shell::Script) -> Option<String> {
         if config.mounts.is_empty() {
             Some("no mount is configured".into())
-        } else if let Some(message) = &script.bash_rejects {
-            Some(bash_rejects(message))
         } else if !script.errors.is_empty() {
+            // Where both parsers reject it, posh's error (with its place) is the one shown.
             Some("the script has a syntax error".into())
         } else {
-            None
+            script.bash_rejects.as_deref().map(bash_rejects)
         }
     }
 

@@ -498,6 +498,9 @@ struct NotTaken {
     mount: String,
     /// The proxy was busy or lost: trying it again now would meet the same.
     proxy_unavailable: bool,
+    /// The connection was lost: warned about, as a proxy out of reach is (a busy or refusing
+    /// proxy is said in `--stats` only, see `progress::notice`).
+    lost: bool,
 }
 
 impl NotTaken {
@@ -557,7 +560,11 @@ impl RemoteGroup {
         match self.start(&connection, &source_connections, Links::default()).await {
             Ok(running) => self.finish(running).await,
             Err(not_taken) => {
-                progress::notice(format_args!("posh-exec: {}", not_taken.running_at_the_client()));
+                if not_taken.lost {
+                    self.caller.warn(&not_taken.running_at_the_client());
+                } else {
+                    progress::notice(format_args!("posh-exec: {}", not_taken.running_at_the_client()));
+                }
                 let why = format!("run at the client: {} (mount {})", not_taken.what, not_taken.mount);
                 self.run_here(why).await
             }
@@ -619,7 +626,8 @@ impl RemoteGroup {
                 Err(e) => {
                     cancel_sources(sources).await;
                     let mount = self.session.config.mounts[mount].name.clone();
-                    return Err(NotTaken { what: e.to_string(), mount, proxy_unavailable: true });
+                    let lost = matches!(e, StartError::Lost(_));
+                    return Err(NotTaken { what: e.to_string(), mount, proxy_unavailable: true, lost });
                 }
             };
             let (addr, fingerprint) = (source.addr().to_string(), source.fingerprint().to_string());
@@ -631,15 +639,15 @@ impl RemoteGroup {
         }
         let cwd = self.caller.cwd.as_deref();
         let written = Written::before_job(self.session.library(), &self.call, &self.steps, cwd).await;
-        let (what, proxy_unavailable) = match connection.start(&request, &self.traffic).await {
+        let (what, proxy_unavailable, lost) = match connection.start(&request, &self.traffic).await {
             Ok(job) => return Ok(Running { job, sources, written, working }),
-            Err(e) if e.is_busy() => (format!("proxy {} is busy", connection.addr()), true),
-            Err(e @ StartError::Refused { .. }) => (e.to_string(), false),
-            Err(StartError::Lost(e)) => (format!("{e:#}"), true),
+            Err(e) if e.is_busy() => (format!("proxy {} is busy", connection.addr()), true, false),
+            Err(e @ StartError::Refused { .. }) => (e.to_string(), false, false),
+            Err(StartError::Lost(e)) => (format!("{e:#}"), true, true),
         };
         // Their slots are free again when this group is asked again (or runs elsewhere).
         cancel_sources(sources).await;
-        Err(NotTaken { what, mount: mount.name.clone(), proxy_unavailable })
+        Err(NotTaken { what, mount: mount.name.clone(), proxy_unavailable, lost })
     }
 
     /// Streams the group's input and output until its job and the jobs streaming to it end.
