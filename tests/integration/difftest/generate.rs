@@ -42,6 +42,7 @@ pub(crate) const FEATURES: &[(&str, &str)] = &[
     ("cd_dotdot", "`(cd data/sub && ...)` naming files through `..`"),
     ("trap_exit", "`trap ... EXIT`"),
     ("trap_err", "`trap ... ERR`"),
+    ("trap_err_lineno", "an ERR trap that prints `$LINENO`"),
     ("errexit", "`set -e` (and `set +e`)"),
     ("nounset", "`set -u` (and reading an unset variable)"),
     ("xtrace", "`set -x` around simple commands"),
@@ -587,7 +588,12 @@ impl Generator<'_> {
                 self.rng.pick(&["trap 'echo \"exit trap: $?\"' EXIT", "trap 'wc -l < data/words.txt' EXIT"]).to_string()
             }
             16 if self.has("trap_err") => {
-                self.rng.pick(&["trap 'echo \"err trap at $LINENO: $?\"' ERR", "trap - ERR"]).to_string()
+                let traps: &[&str] = if self.has("trap_err_lineno") {
+                    &["trap 'echo \"err trap at $LINENO: $?\"' ERR", "trap 'echo \"err trap: $?\"' ERR", "trap - ERR"]
+                } else {
+                    &["trap 'echo \"err trap: $?\"' ERR", "trap - ERR"]
+                };
+                self.rng.pick(traps).to_string()
             }
             17 if self.has("errexit") => {
                 if self.rng.chance(40) {
