@@ -36,6 +36,7 @@ pub(crate) const FEATURES: &[(&str, &str)] = &[
     ("redirect_both", "`&> file`"),
     ("redirect_clobber", "`>| file`"),
     ("heredoc", "here-documents, quoted and unquoted, `<<-`"),
+    ("heredoc_piped_to_both", "a here-document piped into a command whose `&>` names a file"),
     ("herestring", "here-strings `<<<`"),
     ("write_into_mount", "output files written into `data/`"),
     ("cd", "`cd data` and back"),
@@ -564,7 +565,11 @@ impl Generator<'_> {
                     _ => ("<<-EOF", "\ttabbed $x\n\tsecond\n"),
                 };
                 let filter = self.rng.pick(FILTERS);
-                format!("cat {open} | {filter}{}\n{text}EOF", self.maybe_redirect())
+                let mut redirect = self.maybe_redirect();
+                if redirect.starts_with(" &>") && !self.has("heredoc_piped_to_both") {
+                    redirect.clear();
+                }
+                format!("cat {open} | {filter}{redirect}\n{text}EOF")
             }
             13 if self.has("herestring") => {
                 format!(
