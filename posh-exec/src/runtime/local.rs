@@ -112,7 +112,7 @@ pub fn spawn(
 
 /// Where bash finds `program`: itself when it names a path, else the first executable file of
 /// that name in the directories of `path` (`None` when there is none: bash reports it).
-fn found_at(program: &OsStr, path: Option<&OsStr>) -> Option<OsString> {
+pub(super) fn found_at(program: &OsStr, path: Option<&OsStr>) -> Option<OsString> {
     if program.as_bytes().contains(&b'/') {
         return Some(program.to_os_string());
     }

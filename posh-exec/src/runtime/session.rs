@@ -412,11 +412,7 @@ pub(super) fn call_paths<'a>(
 /// bash. The signal is SIGKILL: bash started with SIGTERM ignored (as under some supervisors)
 /// would ignore SIGTERM, and a trap on it would run the script's code without its runtime.
 pub fn bash_beside_runtime() -> Command {
-    let setpriv = std::env::var_os("PATH")
-        .into_iter()
-        .flat_map(|path| std::env::split_paths(&path).collect::<Vec<_>>())
-        .map(|dir| dir.join("setpriv"))
-        .find(|candidate| candidate.is_file());
+    let setpriv = super::local::found_at("setpriv".as_ref(), std::env::var_os("PATH").as_deref());
     match setpriv {
         Some(setpriv) => {
             let mut command = Command::new(setpriv);
