@@ -26,7 +26,7 @@ case $link in
   *) echo "LINK must be wan or dc" >&2; exit 2 ;;
 esac
 [ -x "$rig" ] || { echo "load.sh: $rig is missing (../shared beside the project)" >&2; exit 2; }
-cargo build --release -q -p posh-exec --manifest-path "$root/Cargo.toml"
+cargo build --release -q -p posh-exec -p posh-proxy --manifest-path "$root/Cargo.toml"
 bin=${CARGO_TARGET_DIR:-$root/target}/release
 
 work=$(mktemp -d)

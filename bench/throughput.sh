@@ -55,7 +55,7 @@ shopt -s inherit_errexit
 root=$(cd "$(dirname "$0")/.." && pwd)
 runs=${1:-5}
 size_mib=1024
-cargo build --release -q -p posh-exec --manifest-path "$root/Cargo.toml"
+cargo build --release -q -p posh-exec -p posh-proxy --manifest-path "$root/Cargo.toml"
 bin=${CARGO_TARGET_DIR:-$root/target}/release
 posh=$bin/posh-exec
 proxy=$bin/posh-proxy

@@ -22,10 +22,11 @@ if ! command -v cargo-deb >/dev/null; then
   exit 2
 fi
 
-# The binaries, posh-exec's and posh-lsp's apart as `cargo install --path` builds them (features
+# The binaries, posh-exec's, posh-proxy's and posh-lsp's apart as `cargo install --path` builds them (features
 # are then unified within each package only), so that what `cargo install --target-dir target`
 # built is reused. Naming posh-handoff puts the builtin's shared object beside the binaries.
 cargo build --profile "$profile" --locked -p posh-exec -p posh-handoff
+cargo build --profile "$profile" --locked -p posh-proxy
 cargo build --profile "$profile" --locked -p posh-lsp
 target_dir=$(cargo metadata --format-version 1 --no-deps | sed -n 's/.*"target_directory":"\([^"]*\)".*/\1/p')
 case $profile in

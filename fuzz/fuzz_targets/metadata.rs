@@ -9,8 +9,8 @@ use std::path::{Path, PathBuf};
 use std::sync::OnceLock;
 
 use libfuzzer_sys::fuzz_target;
-use posh_exec::remote::metadata;
-use posh_exec::remote::protocol::{Answer, Question};
+use posh_proxy::metadata;
+use posh_wire::protocol::{Answer, Question};
 
 const OUTSIDE_NAME: &str = "SECRET-NAME";
 const OUTSIDE_SIZE: u64 = 1 << 30;

@@ -3,7 +3,7 @@
 //! proxy's answer to a question. Any bytes: an error, never a panic or an unbounded allocation.
 #![no_main]
 use libfuzzer_sys::fuzz_target;
-use posh_exec::remote::protocol::{self, Answer, Ask, Fetch, Request, SendFiles};
+use posh_wire::protocol::{self, Answer, Ask, Fetch, Request, SendFiles};
 
 fuzz_target!(|data: &[u8]| {
     let runtime = tokio::runtime::Builder::new_current_thread().build().expect("a runtime");

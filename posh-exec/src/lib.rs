@@ -1,7 +1,4 @@
 pub use posh_handoff as handoff;
-pub mod measure;
-pub mod merge;
-pub mod read_buffer;
 pub mod remote;
 pub mod setup;
 

@@ -6,7 +6,7 @@ use posh_core::fs::{FileMeta, FileSystem};
 /// How many entries a directory's size walk visits before it settles for what it has seen: a
 /// plan must come back in milliseconds, even for a home directory. A proxy asked the same walks
 /// as far.
-use posh_exec::remote::metadata::WALK_LIMIT;
+use posh_proxy::metadata::WALK_LIMIT;
 
 #[derive(Debug, Default)]
 pub struct OsFileSystem;

@@ -9,13 +9,13 @@ use std::time::Duration;
 
 use anyhow::{Context as _, Result, bail};
 use posh_core::config::{Config, ProxyAddress};
-use posh_exec::remote::jobs_dir::JobsDir;
-use posh_exec::remote::journal::Journal;
 use posh_exec::remote::ssh;
 use posh_exec::remote::{Identity, KnownProxies};
 use posh_exec::setup::check::{self, Failure, Report, Who};
 use posh_exec::setup::probe::Isolation;
 use posh_exec::setup::suggest;
+use posh_proxy::jobs_dir::JobsDir;
+use posh_proxy::journal::Journal;
 
 /// How long a proxy started through ssh for the check may take to end once its channel closed.
 const SSH_PROXY_GRACE: Duration = Duration::from_secs(2);

@@ -475,7 +475,7 @@ async fn a_flood_of_connections_and_silent_streams_is_refused_while_jobs_still_r
 
     // Streams that send a byte and no request: those past the connection's waiting share are
     // answered "busy" at once, the others when their time is up; meanwhile a job still runs.
-    let pending = posh_exec::remote::proxy::PENDING_REQUESTS;
+    let pending = posh_proxy::proxy::PENDING_REQUESTS;
     let mut answers = tokio::task::JoinSet::new();
     for _ in 0..pending + 4 {
         let (mut send, recv) = flooded.open_bi().await.unwrap();
@@ -650,7 +650,7 @@ async fn at_shutdown_jobs_past_the_grace_period_are_killed() {
 /// A proxy and a client connected to it, on a kernel that enforces the whole sandbox (Landlock
 /// ABI 6): without it the proxy only warns, and the sandbox tests would prove nothing.
 async fn sandboxed_proxy() -> (Setup, Proxy, posh_exec::remote::Connection) {
-    let check = Command::new(env!("CARGO_BIN_EXE_posh-proxy")).arg("__sandbox-check").status().unwrap();
+    let check = Command::new(proxy_process::program()).arg("__sandbox-check").status().unwrap();
     assert!(check.success(), "this kernel does not enforce Landlock (ABI 6); the proxy would only warn");
     let setup = Setup::new();
     let proxy = setup.proxy(&[]);
@@ -1032,7 +1032,8 @@ async fn a_reader_that_leaves_gives_the_command_sigpipe() {
 #[tokio::test(flavor = "multi_thread")]
 async fn another_proxy_may_only_fetch_the_output_the_client_sent_its_way() {
     use posh_exec::remote::protocol::{PeerOutput, PeerSource};
-    use posh_exec::remote::{Pin, Traffic, connect_pinned, peer};
+    use posh_exec::remote::{Pin, Traffic, connect_pinned};
+    use posh_proxy::peer;
     let setup = Setup::new();
     let proxy = setup.proxy(&[]);
     let client = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();

@@ -14,6 +14,8 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::{Duration, Instant};
 
 mod common;
+#[path = "common/proxy.rs"]
+mod proxy_process;
 
 /// posh-exec's version, which a copied posh-proxy is.
 const VERSION: &str = env!("CARGO_PKG_VERSION");
@@ -223,7 +225,7 @@ fn assert_ran_at_host(stats: &[serde_json::Value]) {
 /// system), where `proxy_program` names it.
 fn install_proxy(host: &Host) -> PathBuf {
     let installed = host.root().join("bin/posh-proxy");
-    std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_posh-proxy"), &installed).unwrap();
+    std::os::unix::fs::symlink(proxy_process::program(), &installed).unwrap();
     installed
 }
 
@@ -368,7 +370,7 @@ fn a_host_without_posh_proxy_gets_a_copy_of_this_machines() {
     assert_ran_at_host(&stats);
     let copies: Vec<_> = std::fs::read_dir(host.root().join("host-cache/posh")).unwrap().flatten().collect();
     let [copy] = &copies[..] else { panic!("{copies:?}") };
-    let ours = std::fs::metadata(env!("CARGO_BIN_EXE_posh-proxy")).unwrap().len();
+    let ours = std::fs::metadata(proxy_process::program()).unwrap().len();
     assert_eq!(copy.metadata().unwrap().len(), ours);
     host.assert_nothing_left();
 

@@ -23,7 +23,7 @@
 //! posh-exec dies (its end of ssh's standard input closes). See docs/running.md.
 
 use std::io::IsTerminal as _;
-use std::net::{IpAddr, SocketAddr};
+use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::{Arc, Mutex};
@@ -33,8 +33,7 @@ use serde::{Deserialize, Serialize};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::process::{Child, ChildStdin, Command};
 
-/// This build's version: a proxy started through ssh must be exactly this one.
-pub const VERSION: &str = env!("CARGO_PKG_VERSION");
+pub use posh_wire::over_ssh::{ClientGreeting, ProxyGreeting, VERSION, listen_address_from};
 
 /// The environment variable holding the ssh command to use instead of `ssh` (split as a shell
 /// would split it, without expanding anything), as git's `GIT_SSH_COMMAND`.
@@ -42,42 +41,9 @@ pub const SSH_COMMAND_VAR: &str = "POSH_SSH_COMMAND";
 
 /// How to install posh-proxy on a host, for the messages that find it missing or of another
 /// version.
-pub const INSTALL_HINT: &str = "install it on the host with `cargo install --locked --path posh-exec` from a checkout \
+pub const INSTALL_HINT: &str = "install it on the host with `cargo install --locked --path posh-proxy` from a checkout \
      of this posh version (or copy this build's posh-proxy there, to a directory on the PATH of non-interactive ssh \
      sessions), or set the mount's `proxy_program` in posh.toml to its path on the host";
-
-/// The client's line, the first on the proxy's standard input.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ClientGreeting {
-    /// The client's version ([`VERSION`]).
-    pub posh_exec: String,
-    /// The fingerprint of the client's identity: the one client the proxy serves.
-    pub client: String,
-}
-
-/// The proxy's line, the first on its standard output.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProxyGreeting {
-    /// The proxy's version ([`VERSION`]).
-    pub posh_proxy: String,
-    /// Where it listens (UDP); absent with `error`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub listen: Option<SocketAddr>,
-    /// Its one-time host key's fingerprint; absent with `error`.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub fingerprint: Option<String>,
-    /// Why it will not serve (another client version, say).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub error: Option<String>,
-}
-
-/// The address a proxy started by sshd listens on: the one the ssh connection came in on
-/// (`$SSH_CONNECTION` is `CLIENT_IP CLIENT_PORT SERVER_IP SERVER_PORT`), any port. Only that
-/// interface, so the port is no more exposed than sshd's own.
-pub fn listen_address_from(ssh_connection: &str) -> Option<SocketAddr> {
-    let server: IpAddr = ssh_connection.split_whitespace().nth(2)?.parse().ok()?;
-    Some(SocketAddr::new(server, 0))
-}
 
 /// What to start: one mount's proxy through ssh.
 #[derive(Clone, Debug)]

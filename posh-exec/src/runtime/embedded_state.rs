@@ -6,7 +6,7 @@
 //! groups its jobs led. The next run that starts an embedded proxy in the same `$TMPDIR` settles
 //! those (outputs put back as they were, leftover commands killed) and removes that directory.
 //!
-//! `RUN/embedded.lock` is held locked (see `remote::liveness`) by the run from before it makes
+//! `RUN/embedded.lock` is held locked (see `posh_proxy::liveness`) by the run from before it makes
 //! `RUN/embedded/`, so a run whose lock is free is gone; a run that never started an embedded
 //! proxy has no lock file and is left alone.
 
@@ -15,7 +15,7 @@ use std::io;
 use std::os::unix::fs::{DirBuilderExt as _, MetadataExt as _};
 use std::path::{Path, PathBuf};
 
-use posh_exec::remote::{jobs_dir, journal, liveness};
+use posh_proxy::{jobs_dir, journal, liveness};
 
 /// The prefix of a run's private directory (`session::RuntimeSocket`).
 pub const RUN_DIR_PREFIX: &str = "posh-run-";
@@ -37,12 +37,12 @@ impl EmbeddedState {
         Ok(EmbeddedState { dir, _alive: alive })
     }
 
-    /// The parent of the embedded proxies' jobs' directories (see `remote::jobs_dir`).
+    /// The parent of the embedded proxies' jobs' directories (see `posh_proxy::jobs_dir`).
     pub fn jobs(&self) -> PathBuf {
         self.dir.join("jobs")
     }
 
-    /// The embedded proxies' journal directory (see `remote::journal`).
+    /// The embedded proxies' journal directory (see `posh_proxy::journal`).
     pub fn journal(&self) -> PathBuf {
         self.dir.join("journal")
     }

@@ -7,9 +7,9 @@ use std::os::fd::{AsFd as _, OwnedFd};
 use std::sync::Arc;
 
 use posh_core::annotation::MergeKind;
-use posh_exec::measure::IoCount;
 use posh_exec::remote::protocol::{Joined, PeerInput, PeerOutput, PeerSource, Request, SendFiles, SentFile, VERSION};
 use posh_exec::remote::{Connection, StartError, Traffic};
+use posh_wire::measure::IoCount;
 
 use tokio::io::AsyncWriteExt as _;
 use tokio::task::JoinSet;
@@ -285,7 +285,7 @@ impl Started {
         let waits = tokio::task::spawn_blocking(move || {
             children
                 .into_iter()
-                .map(|(end, mut child)| match posh_exec::measure::wait_blocking(&mut child) {
+                .map(|(end, mut child)| match posh_wire::measure::wait_blocking(&mut child) {
                     Ok((status, io)) => StepEnd { status: local::shell_status(status), io, ..end },
                     Err(_) => StepEnd { status: 1, ..end },
                 })

@@ -5,7 +5,7 @@
 use std::os::fd::OwnedFd;
 
 use posh_core::annotation::MergeKind;
-use posh_exec::merge;
+use posh_wire::merge;
 use tokio::io::AsyncWriteExt as _;
 
 use super::execute::{pipe, pipe_reader};

@@ -1,6 +1,6 @@
 //! The file system a handed-over pipeline is planned against. Files on a mount whose proxy runs
 //! apart (`proxy = "host:port"`) are described by that proxy, a whole directory per question
-//! (`remote::metadata`), instead of through the mount: there each `stat` of a plan is a round
+//! (`posh_proxy::metadata`), instead of through the mount: there each `stat` of a plan is a round
 //! trip once the mount's attribute cache has lapsed (sshfs keeps it 20 s), which made a loop of
 //! small pipelines pay two round trips each. Everything else is asked of the mount
 //! (`OsFileSystem`), as `--explain` asks it: both describe the same files, so the plan is the

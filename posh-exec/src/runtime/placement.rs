@@ -333,7 +333,7 @@ fn streamed_inputs(plan: &PipelinePlan, index: usize, copy: usize) -> Vec<(Strin
 }
 
 /// The file `word` on mount `name`, as its proxy is asked to send it. A file that is not there
-/// when the command runs (or is empty, see `remote::peer`) leaves the command to the client,
+/// when the command runs (or is empty, see `posh_proxy::peer`) leaves the command to the client,
 /// whose message about it is bash's.
 fn streamed_input(config: &Config, name: &str, word: String, cwd: &Path) -> Result<StreamedInput, String> {
     let file = normalize_path(&cwd.join(&word));

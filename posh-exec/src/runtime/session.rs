@@ -13,11 +13,11 @@ use posh_core::config::{Config, ProxyAddress};
 use posh_core::library::Library;
 use posh_core::planner::measured::Ratios;
 use posh_exec::handoff;
-use posh_exec::remote::jobs_dir::JobsDir;
-use posh_exec::remote::journal::Journal;
-use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
 use posh_exec::remote::ssh::{self, SshLink};
 use posh_exec::remote::{Connection, Identity, KnownProxies, Pin, connect, connect_pinned};
+use posh_proxy::jobs_dir::JobsDir;
+use posh_proxy::journal::Journal;
+use posh_proxy::proxy::{self, Authorization, ProxyConfig};
 use tokio::sync::OnceCell;
 
 use super::embedded_state::EmbeddedState;

@@ -8,8 +8,8 @@ use std::path::Path;
 use std::sync::Arc;
 
 use posh_core::config::Mount;
-use posh_exec::measure::IoCount;
 use posh_exec::remote::Traffic;
+use posh_wire::measure::IoCount;
 
 use super::PipelineCall;
 use super::execute::StepEnd;

@@ -8,6 +8,12 @@ use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+/// The posh-proxy binary of this build another package's, so cargo names it
+/// only to that package's tests; `cargo test --workspace` builds it beside posh-exec.
+pub fn program() -> std::path::PathBuf {
+    Path::new(env!("CARGO_BIN_EXE_posh-exec")).with_file_name("posh-proxy")
+}
+
 /// A running proxy; killed when dropped.
 pub struct Proxy {
     pub child: Child,
@@ -44,7 +50,7 @@ impl Proxy {
     /// A proxy listening on `listen`, started through `wrapper` (`ip netns exec NS`), which
     /// must exec it: the child's pid is the proxy's.
     pub fn start_in(wrapper: &[&str], listen: &str, export: &Path, state: &Path, extra: &[&str]) -> Proxy {
-        let program = env!("CARGO_BIN_EXE_posh-proxy");
+        let program = program();
         let mut command = match wrapper.split_first() {
             Some((first, rest)) => {
                 let mut command = Command::new(first);

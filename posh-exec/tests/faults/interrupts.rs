@@ -83,7 +83,7 @@ fn a_client_killed_outright_has_its_job_ended_within_the_idle_timeout() {
     wait_until(Duration::from_secs(20), "the remote sleep", || sleeping(3132));
     posh.kill().unwrap();
     posh.wait().unwrap();
-    // QUIC's idle timeout is 10 s (remote::protocol::transport), restarted by the proxy's own
+    // QUIC's idle timeout is 10 s (posh_wire::protocol::transport), restarted by the proxy's own
     // keep-alive up to 2 s after the client's last packet.
     let took = wait_until(Duration::from_secs(15), "the remote job's end after kill -9", || !sleeping(3132));
     println!("the job ended {took:?} after kill -9 of posh-exec");

@@ -236,7 +236,7 @@ pub struct Fetch {
 }
 
 /// The first line of a stream that asks the proxy what the planner needs to know of its export
-/// (see `remote::metadata`): one question, answered by a [`Header`] and one [`Answer`] line.
+/// (see `posh_proxy::metadata`): one question, answered by a [`Header`] and one [`Answer`] line.
 /// Over a networked mount each `stat` of a plan is a round trip once the mount's attribute cache
 /// has lapsed; one question to the proxy answers for a whole directory.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]

@@ -8,12 +8,12 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use clap::Parser;
-use posh_exec::remote::identity::Identity;
-use posh_exec::remote::jobs_dir::JobsDir;
-use posh_exec::remote::journal::Journal;
-use posh_exec::remote::proxy::{self, Authorization, ProxyConfig};
-use posh_exec::remote::sandbox;
-use posh_exec::remote::ssh::{ClientGreeting, ProxyGreeting, VERSION, listen_address_from};
+use posh_proxy::jobs_dir::JobsDir;
+use posh_proxy::journal::Journal;
+use posh_proxy::proxy::{self, Authorization, ProxyConfig};
+use posh_proxy::sandbox;
+use posh_wire::identity::Identity;
+use posh_wire::over_ssh::{ClientGreeting, ProxyGreeting, VERSION, listen_address_from};
 
 #[derive(Debug, Parser)]
 #[command(
@@ -320,7 +320,7 @@ async fn until_idle(mut connected: tokio::sync::watch::Receiver<usize>, linger: 
 }
 
 fn main() -> ExitCode {
-    // Whether this kernel enforces the sandbox (see remote::sandbox), asked by the proxy itself.
+    // Whether this kernel enforces the sandbox (see posh_proxy::sandbox), asked by the proxy itself.
     if std::env::args_os().nth(1).is_some_and(|a| a == sandbox::CHECK_ARG) {
         return ExitCode::from(sandbox::check_enforced());
     }

@@ -426,7 +426,7 @@ impl Connection {
         }
     }
 
-    /// Asks the proxy a question about its export (see `remote::metadata`); what crosses is
+    /// Asks the proxy a question about its export (see `posh_proxy::metadata`); what crosses is
     /// added to `traffic`. A refusal (busy, a path that is not a directory beneath the export)
     /// is an error naming the proxy and its reason.
     pub async fn ask(&self, question: &Question, traffic: &Traffic) -> Result<Answer> {
