@@ -263,7 +263,7 @@ fn a_host_without_posh_proxy_says_how_to_install_it_and_the_client_does_the_work
     assert!(stderr.starts_with(expected), "{stderr}");
     assert!(stderr.contains(&format!("{} --over-ssh --export", missing.display())), "{stderr}");
     assert!(stderr.contains("exited with status 127: ") && stderr.contains("No such file or directory"), "{stderr}");
-    assert!(stderr.contains("cargo install --locked --path posh-exec"), "{stderr}");
+    assert!(stderr.contains("cargo install --locked --path posh-proxy"), "{stderr}");
     assert!(stderr.contains("its commands run at the client"), "{stderr}");
     // Said once, and otherwise what bash says.
     assert_eq!(stderr.lines().skip(1).collect::<Vec<_>>().join("\n"), bash_stderr.trim_end(), "{stderr}");
