@@ -6,6 +6,7 @@
 
 pub mod client;
 pub mod confine;
+pub mod confined_fs;
 pub mod identity;
 pub mod job;
 pub mod jobs_dir;
