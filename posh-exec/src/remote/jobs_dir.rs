@@ -16,6 +16,8 @@ use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::confined_fs::{Root, RootKind};
+
 /// This process's directory of jobs; removed when dropped.
 #[derive(Debug)]
 pub struct JobsDir {
@@ -164,20 +166,27 @@ impl JobDir {
 
     /// The job's view: a directory standing for the client's working directory when that is
     /// above the mount, holding only the directories down to the mount and, at `at` (a relative
-    /// path), a symlink to `export`, so that the client's relative words reach the export.
+    /// path), a symlink to `export`, so that the client's relative words reach the export. Made
+    /// (or, kept from an earlier job, checked) from the job directory's descriptor: a link that
+    /// a process of an earlier job planted on the way is refused, never followed.
     pub fn view(&mut self, at: &str, export: &Path) -> io::Result<PathBuf> {
         let kept = self.kept.as_mut().expect("held until dropped");
         let cwd = kept.dir.join("cwd");
         let wanted = View { at: at.to_string(), export: export.to_path_buf() };
+        let root = Root::open(&kept.dir, RootKind::JobDir)?;
+        let link = Path::new("cwd").join(at);
         if kept.view.as_ref() == Some(&wanted) {
-            return Ok(cwd);
+            // What the earlier job left may have been changed since it was checked.
+            return match root.read_link(&link) {
+                Ok(target) if target == export => Ok(cwd),
+                _ => Err(io::Error::other("the job's directory was changed since its last job")),
+            };
         }
         if kept.view.is_some() {
             return Err(io::Error::other("the job's directory holds another view"));
         }
-        let link = cwd.join(at);
-        fs::create_dir_all(link.parent().unwrap_or(&cwd))?;
-        std::os::unix::fs::symlink(export, link)?;
+        root.create_dir_all(link.parent().unwrap_or(Path::new("cwd")), 0o700)?;
+        root.symlink(export, &link)?;
         kept.view = Some(wanted);
         Ok(cwd)
     }
