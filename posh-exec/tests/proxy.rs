@@ -1275,6 +1275,12 @@ async fn a_link_planted_in_a_kept_job_directory_leads_the_proxy_nowhere_outside(
         .filter(|dir| dir.join("cwd").is_dir())
         .collect();
     assert!(!with_view.is_empty(), "the job's directory, with its view, in {}", jobs.display());
+    // Planted once the proxy kept it for the client's next job (its process groups forgotten).
+    let kept = |dir: &PathBuf| std::fs::metadata(dir.with_extension("groups")).is_ok_and(|m| m.len() == 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !with_view.iter().all(kept) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
     for dir in &with_view {
         std::fs::remove_dir_all(dir.join("cwd")).unwrap();
         std::os::unix::fs::symlink(&outside, dir.join("cwd")).unwrap();
