@@ -347,6 +347,34 @@ mod tests {
         assert!(!jobs.idle().contains_key("a"));
     }
 
+    /// Issue 37, E2: a link planted in a kept directory (by a process an earlier job left) is
+    /// refused, not followed, whether the directory was kept empty or with its view.
+    #[test]
+    fn a_view_is_never_made_or_taken_through_a_planted_link() {
+        let parent = tempfile::tempdir().unwrap();
+        let [export, outside] = ["export", "outside"].map(|d| parent.path().join(d));
+        fs::create_dir(&export).unwrap();
+        fs::create_dir(&outside).unwrap();
+        std::os::unix::fs::symlink(&export, outside.join("data")).unwrap();
+        let jobs = Arc::new(JobsDir::open(&parent.path().join("jobs")).unwrap());
+        let empty = jobs.new_job("a", None).unwrap();
+        std::os::unix::fs::symlink(&outside, empty.path().join("cwd")).unwrap();
+        let mut viewed = empty;
+        assert!(viewed.view("m/data", &export).is_err(), "no directory made through the link");
+        drop(viewed);
+        let mut first = jobs.new_job("a", Some("data")).unwrap();
+        let cwd = first.view("data", &export).unwrap();
+        drop(first);
+        fs::remove_file(cwd.join("data")).unwrap();
+        fs::remove_dir(&cwd).unwrap();
+        std::os::unix::fs::symlink(&outside, &cwd).unwrap();
+        let mut again = jobs.new_job("a", Some("data")).unwrap();
+        assert_eq!(again.path(), cwd.parent().unwrap(), "the kept directory");
+        let refused = again.view("data", &export).unwrap_err();
+        assert!(refused.to_string().contains("changed since its last job"), "{refused}");
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 1, "nothing made outside");
+    }
+
     #[test]
     fn a_dead_proxys_jobs_are_removed_and_a_live_ones_kept() {
         let parent = tempfile::tempdir().unwrap();
