@@ -333,10 +333,11 @@ impl Journal {
             return;
         }
         open.file = None;
-        if let Some(path) = open.path.take()
-            && let Err(e) = std::fs::remove_file(&path)
-        {
-            tracing::warn!("cannot remove {}: {e}", path.display());
+        let Some(path) = open.path.take() else { return };
+        let (dir, name) = (path.parent().unwrap_or(Path::new(".")), path.file_name().unwrap_or_default());
+        let removed = Root::open(dir, RootKind::State).and_then(|state| state.remove_file(Path::new(name)));
+        if let Err(e) = removed {
+            tracing::warn!("cannot remove the journal: {e}");
         }
     }
 
