@@ -203,8 +203,7 @@ impl<'a> Outputs<'a> {
     /// made first, as a backup may hold what an earlier command already wrote), then commits the
     /// others in order. Each one is settled now, whatever happens to the others: what could
     /// not be committed (the job's own commands made the target a directory) is undone instead.
-    /// Returns what the client should be told: outputs left as the job's commands made them,
-    /// and failures.
+    /// Returns what the client should be told: what could be neither committed nor undone.
     fn settle(&mut self, ends: &[Exit], completed: bool) -> Vec<String> {
         let Some(root) = self.export.take() else { return Vec::new() };
         let journal = self.journal;
@@ -229,9 +228,10 @@ impl<'a> Outputs<'a> {
             }
             match journal::roll_forward(&root, &output.change) {
                 Ok(Outcome::Done) => settled(journal, id),
+                // As bash leaves it: its `>` wrote into the file it opened, which the job's own
+                // commands then replaced; the name keeps what they made, and nothing is said.
                 Ok(Outcome::LeftAlone(why)) => {
-                    tracing::warn!("{why} ({:?})", output.change);
-                    told.push(format!("not replaced: {why}"));
+                    tracing::info!("{why} ({:?})", output.change);
                     settled(journal, id);
                 }
                 Err(e) => {
