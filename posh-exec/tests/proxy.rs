@@ -1208,3 +1208,98 @@ async fn a_job_that_asks_is_told_what_its_commands_read() {
     let read = traffic.read().expect("reported") as usize;
     assert!((2 * big.len()..2 * big.len() + 2 * start_up).contains(&read), "read {read}");
 }
+
+/// Issue 37, E1 and E6: a job's own command turns its `>` target into a directory, so the
+/// staged output cannot be committed. The job still gets its exit frame, the name keeps what the
+/// command made (as under bash, whose `>` wrote into the file it had opened), no temporary is
+/// left in the export, and nothing is left for a replay: a later job that swaps
+/// the target for a link to a file outside (and rewrites any temporary it finds) and a SIGTERM
+/// and restart of the proxy leave that file as it was; the clean exit removed the journal.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_commit_that_fails_is_undone_at_once_and_nothing_is_replayed_outside() {
+    let (setup, mut proxy, conn) = sandboxed_proxy().await;
+    let export = setup.export();
+    std::fs::write(export.join("out.txt"), "old\n").unwrap();
+    let mut job = request(&["awk", r#"BEGIN { print "client bytes"; exit system("rm out.txt && mkdir out.txt") }"#]);
+    job.commands[0].redirects = vec![redirect(1, ">", "out.txt")];
+    let (mut stdout, mut stderr, traffic) = (Vec::new(), Vec::new(), Traffic::default());
+    let run = conn.run_job(&job, None::<&[u8]>, &mut stdout, &mut stderr, &traffic);
+    let ended = tokio::time::timeout(Duration::from_secs(20), run).await.unwrap().expect("an exit frame");
+    assert_eq!(ended.commands[0].status(), 0, "{ended:?}");
+    assert_eq!(String::from_utf8_lossy(&stderr), "", "as under bash, nothing is said");
+    assert!(export.join("out.txt").is_dir(), "the name keeps what the job's command made, as under bash");
+    assert_eq!(leftovers(&export), Vec::<String>::new(), "no temporary file is left behind");
+
+    std::fs::write(
+        export.join("swap.sh"),
+        "rmdir out.txt && ln -s ../secret.txt out.txt\nfor f in .posh-*.tmp; do [ -f \"$f\" ] && echo stolen > \"$f\"; done\nexit 0\n",
+    )
+    .unwrap();
+    let swap = conn.run(&request(&["awk", r#"BEGIN { exit system("sh swap.sh") }"#]), b"").await.unwrap();
+    assert_eq!(swap.status, 0, "{}", String::from_utf8_lossy(&swap.stderr));
+    assert!(export.join("out.txt").is_symlink());
+
+    proxy.signal("-TERM");
+    assert_eq!(proxy.wait_exit(Duration::from_secs(20)), Some(0), "{}", proxy.log());
+    let journals: Vec<_> = std::fs::read_dir(setup.state().join("journal"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert_eq!(journals, Vec::<String>::new(), "a clean exit removes its journal");
+    let restarted = setup.proxy(&[]);
+    let conn = connect(&restarted.addr, &setup.identity(), &setup.known()).await.unwrap();
+    assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0, "serving again");
+    assert_eq!(std::fs::read_to_string(setup.dir.path().join("secret.txt")).unwrap(), "do not leak\n");
+    assert_eq!(leftovers(&export), Vec::<String>::new());
+}
+
+/// Issue 37, E2: a link planted in a job directory the proxy keeps for the client's next job
+/// (`cwd`, the view, replaced by a link to a directory outside that mirrors it) must not lead
+/// the proxy's own file work (the view, the FIFO a stream from another proxy fills) out of the
+/// job's directory. Planted here directly, as a process an earlier job left could.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_link_planted_in_a_kept_job_directory_leads_the_proxy_nowhere_outside() {
+    use posh_exec::remote::protocol::{PeerInput, PeerSource};
+    let (setup, proxy, conn) = sandboxed_proxy().await;
+    let outside = setup.dir.path().join("outside");
+    std::fs::create_dir(&outside).unwrap();
+    std::os::unix::fs::symlink(setup.export(), outside.join("m")).unwrap();
+    let mut viewed = request(&["cat", "m/a.txt"]);
+    viewed.view = Some("m".to_string());
+    let out = conn.run(&viewed, b"").await.unwrap();
+    assert_eq!(out.stdout, b"foo 1\nbar 2\nfood 3\n", "{}", String::from_utf8_lossy(&out.stderr));
+
+    let jobs = setup.state().join(format!("jobs/{}", proxy.child.id()));
+    let with_view: Vec<PathBuf> = std::fs::read_dir(&jobs)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|dir| dir.join("cwd").is_dir())
+        .collect();
+    assert!(!with_view.is_empty(), "the job's directory, with its view, in {}", jobs.display());
+    // Planted once the proxy kept it for the client's next job (its process groups forgotten).
+    let kept = |dir: &PathBuf| std::fs::metadata(dir.with_extension("groups")).is_ok_and(|m| m.len() == 0);
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while !with_view.iter().all(kept) && std::time::Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for dir in &with_view {
+        std::fs::remove_dir_all(dir.join("cwd")).unwrap();
+        std::os::unix::fs::symlink(&outside, dir.join("cwd")).unwrap();
+    }
+
+    let mut fed = request(&["cat", "feed"]);
+    fed.view = Some("m".to_string());
+    let source = PeerSource {
+        addr: proxy.addr.clone(),
+        fingerprint: proxy.fingerprint.clone(),
+        token: "0123456789abcdef0123456789abcdef".to_string(),
+    };
+    fed.peer_inputs = vec![PeerInput { path: "feed".to_string(), source }];
+    let result = tokio::time::timeout(Duration::from_secs(60), conn.run(&fed, b"")).await.expect("no hang");
+    let refused = format!("{:#}", result.expect_err("refused: no stream was ever offered"));
+    let mut made: Vec<_> = std::fs::read_dir(&outside).unwrap().map(|e| e.unwrap().file_name()).collect();
+    made.sort();
+    assert_eq!(made, ["m"], "nothing made outside ({refused})");
+    let served = conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap();
+    assert_eq!(served.status, 0, "still serving");
+}

@@ -2,20 +2,21 @@
 //! bash's order, output files left as bash leaves them (or as they were, if the job does not
 //! complete), output and statuses sent back as frames.
 
-use std::fs::{File, OpenOptions};
+use std::fs::File;
 use std::os::fd::OwnedFd;
-use std::os::unix::fs::{MetadataExt as _, PermissionsExt as _};
+use std::os::unix::fs::PermissionsExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::Ordering::Relaxed;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::sync::watch;
 
 use crate::read_buffer::ReadBuffer;
 
 use super::confine::{Checked, CheckedRedirect, PATH, WordChange};
-use super::journal::{self, Journal, Record};
+use super::confined_fs::{self, FileId, Root, RootKind};
+use super::journal::{self, At, Journal, Outcome, Record};
 use super::peer::Expected;
 use super::process::{Ending, Process};
 use super::protocol::{
@@ -41,17 +42,20 @@ struct PendingOutput {
 
 /// The job's outputs, each written down in the journal before it is touched. Whatever is not
 /// settled when this is dropped (an early return, a dropped job) is undone. It lives on the
-/// job's file-work thread ([`FileWork`]), so its copies never hold up the proxy's runtime.
+/// job's file-work thread ([`FileWork`]), so its copies never hold up the proxy's runtime. All
+/// of its file work goes through `confined_fs`, from the export's descriptor.
 #[derive(Debug)]
 struct Outputs<'a> {
     journal: &'a Journal,
+    /// The export, for a job with file work (`None`: [`Outputs::untouched`]).
+    export: Option<Root>,
     pending: Vec<PendingOutput>,
-    /// The files the job's commands name or read with `<`, as (device, inode).
-    named: Vec<(u64, u64)>,
+    /// The files the job's commands name or read with `<`.
+    named: Vec<FileId>,
 }
 
 impl<'a> Outputs<'a> {
-    fn new(journal: &'a Journal, commands: &[Checked]) -> Outputs<'a> {
+    fn new(journal: &'a Journal, export: Root, commands: &[Checked]) -> Outputs<'a> {
         let reads = commands.iter().flat_map(|c| {
             let redirected = c.redirects.iter().filter_map(|r| match r {
                 CheckedRedirect::Read { path, .. } => Some(path),
@@ -59,19 +63,26 @@ impl<'a> Outputs<'a> {
             });
             c.files.iter().chain(redirected)
         });
-        let named = reads.filter_map(|p| std::fs::metadata(p).ok()).map(|m| (m.dev(), m.ino())).collect();
-        Outputs { journal, pending: Vec::new(), named }
+        let stat = |path: &PathBuf| export.stat(export.relative(path).ok()?).ok();
+        let named = reads.filter_map(stat).map(|s| FileId::of(&s)).collect();
+        Outputs { journal, export: Some(export), pending: Vec::new(), named }
     }
 
     /// For a job without redirections or output words: nothing to record, so none of its files
     /// is looked at (a `stat` each, on the runtime's thread, for nothing).
     fn untouched(journal: &'a Journal) -> Outputs<'a> {
-        Outputs { journal, pending: Vec::new(), named: Vec::new() }
+        Outputs { journal, export: None, pending: Vec::new(), named: Vec::new() }
     }
 
-    /// Whether a command of the job names or reads the file `meta` describes (`sort f > f`).
-    fn named_by_job(&self, meta: &std::fs::Metadata) -> bool {
-        self.named.contains(&(meta.dev(), meta.ino()))
+    /// The export, and `path` relative to it.
+    fn beneath<'p>(&self, path: &'p Path) -> std::io::Result<(&Root, &'p Path)> {
+        let root = self.export.as_ref().ok_or_else(|| std::io::Error::other("the job was not given file work"))?;
+        Ok((root, root.relative(path)?))
+    }
+
+    /// Whether a command of the job names or reads the file `stat` describes (`sort f > f`).
+    fn named_by_job(&self, stat: &rustix::fs::Stat) -> bool {
+        self.named.contains(&FileId::of(stat))
     }
 
     fn record(&mut self, command: usize, change: Record) -> std::io::Result<()> {
@@ -80,27 +91,25 @@ impl<'a> Outputs<'a> {
         Ok(())
     }
 
-    /// A new empty file beside `path`, named `.posh-XXXXXX.tmp`, written down before it exists.
-    fn scratch(&mut self, path: &Path, command: usize) -> std::io::Result<(u64, PathBuf)> {
+    /// A new empty file beside `path`, named `.posh-XXXXXXXX.tmp`, written down before it
+    /// exists: its id, its path relative to the export, and the file, open for writing.
+    fn scratch(&mut self, path: &Path, command: usize) -> std::io::Result<(u64, PathBuf, File)> {
         let id = self.journal.next_id();
         let journal = self.journal;
-        let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-        let made = tempfile::Builder::new().prefix(".posh-").suffix(".tmp").make_in(dir, |temp| {
-            journal.note(&Record::Scratch { id, temp: temp.to_path_buf() })?;
-            // Created as bash creates a file: mode 0666 less the umask.
-            File::create_new(temp)
+        let (root, rel) = self.beneath(path)?;
+        let at = At::of(root);
+        let made = root.create_temp_beside(rel, |temp| {
+            journal.note(&Record::Scratch { id, at: at.clone(), temp: temp.to_path_buf() })
         });
-        let temp = match made {
-            Ok(temp) => temp,
+        let (temp, file) = match made {
+            Ok(made) => made,
             Err(e) => {
                 let _ = journal.note(&Record::Settled { id });
-                return Err(e);
+                return Err(e.into());
             }
         };
-        let (_, temp) = temp.into_parts();
-        let temp = temp.keep().map_err(|e| e.error)?;
-        self.pending.push(PendingOutput { command, change: Record::Scratch { id, temp: temp.clone() } });
-        Ok((id, temp))
+        self.pending.push(PendingOutput { command, change: Record::Scratch { id, at, temp: temp.clone() } });
+        Ok((id, temp, file))
     }
 
     /// Replaces the last change recorded (a scratch file) by what it turned into.
@@ -114,26 +123,31 @@ impl<'a> Outputs<'a> {
 
     /// `path` is written from its end on (or created): undone by cutting it back (or removing it).
     fn appended(&mut self, path: &Path, command: usize) -> std::io::Result<()> {
-        match std::fs::metadata(path) {
-            Ok(meta) => {
+        let (root, rel) = self.beneath(path)?;
+        match root.stat_if_present(rel)? {
+            Some(stat) => {
                 let id = self.journal.next_id();
-                let (dev, ino, len) = (meta.dev(), meta.ino(), meta.len());
-                self.record(command, Record::Appended { id, path: path.to_path_buf(), dev, ino, len })
+                let (at, file, len) = (At::of(root), FileId::of(&stat), stat.st_size as u64);
+                self.record(command, Record::Appended { id, at, path: rel.to_path_buf(), file, len })
             }
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => self.created(path, command),
-            Err(e) => Err(e),
+            None => self.created(path, command),
         }
     }
 
     /// `path` does not exist yet; a command makes it (a file or a directory tree). Undoing removes
     /// the topmost directory the job made on the way (`mkdir -p a/b`: `a`).
     fn created(&mut self, path: &Path, command: usize) -> std::io::Result<()> {
-        let mut top = path;
-        while let Some(parent) = top.parent().filter(|p| !p.as_os_str().is_empty() && !p.exists()) {
+        let (root, rel) = self.beneath(path)?;
+        let mut top = rel;
+        while let Some(parent) = top.parent().filter(|p| !p.as_os_str().is_empty()) {
+            if root.stat_if_present(parent)?.is_some() {
+                break;
+            }
             top = parent;
         }
         let id = self.journal.next_id();
-        self.record(command, Record::Created { id, path: top.to_path_buf() })
+        let change = Record::Created { id, at: At::of(root), path: top.to_path_buf() };
+        self.record(command, change)
     }
 
     /// `path` is removed or replaced by the command: what it names is kept aside until the job
@@ -142,105 +156,130 @@ impl<'a> Outputs<'a> {
     /// name). A directory with entries is refused: it could not be put back, and undoing the
     /// name it moved to would remove them (the planner keeps such commands at the client).
     fn removed(&mut self, path: &Path, command: usize) -> std::io::Result<()> {
-        let meta = match std::fs::symlink_metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return self.created(path, command),
-            Err(e) => return Err(e),
-            Ok(meta) => meta,
-        };
-        if meta.is_dir() && std::fs::read_dir(path)?.next().is_some() {
+        let (root, rel) = self.beneath(path)?;
+        let Some(stat) = root.stat_if_present(rel)? else { return self.created(path, command) };
+        if confined_fs::is_dir(&stat) && !root.entries(rel)?.is_empty() {
             return Err(std::io::Error::other(format!(
                 "{} is a directory with entries, which the proxy could not put back; nothing was run",
                 path.display()
             )));
         }
-        if meta.is_dir() {
+        if confined_fs::is_dir(&stat) {
             let id = self.journal.next_id();
-            return self
-                .record(command, Record::RemovedDir { id, path: path.to_path_buf(), mode: meta.mode() & 0o7777 });
+            let change = Record::RemovedDir { id, at: At::of(root), path: rel.to_path_buf(), mode: stat.st_mode & 0o7777 };
+            return self.record(command, change);
         }
-        let (id, kept) = self.scratch(path, command)?;
-        std::fs::remove_file(&kept)?;
-        if let Err(e) = std::fs::hard_link(path, &kept) {
+        let rel = rel.to_path_buf();
+        let (id, kept, scratch) = self.scratch(path, command)?;
+        drop(scratch);
+        let (root, _) = self.beneath(path)?;
+        root.remove_file(&kept)?;
+        if let Err(e) = root.hard_link(&rel, &kept) {
             // A filesystem without hard links, or one refusing this one (`protected_hardlinks`):
             // a regular file's content is copied instead.
-            if !meta.is_file() {
-                return Err(e);
+            if !confined_fs::is_regular(&stat) {
+                return Err(e.into());
             }
-            File::create_new(&kept)?;
-            journal::copy_into(path, &kept)?;
+            drop(root.create_new(&kept)?);
+            root.copy_into(&rel, &kept)?;
         }
-        self.became(Record::Kept { id, path: path.to_path_buf(), kept })
+        let kept_file = FileId::of(&root.stat(&kept)?);
+        let at = At::of(root);
+        self.became(Record::Kept { id, at, path: rel, kept, kept_file })
     }
 
     /// A copy of `path`'s old content beside it, restored into it if the job does not complete.
     fn back_up(&mut self, path: &Path, command: usize) -> std::io::Result<()> {
-        let (id, backup) = self.scratch(path, command)?;
-        journal::copy_into(path, &backup)?;
-        self.became(Record::Backup { id, path: path.to_path_buf(), backup })
+        let (id, backup, copy) = self.scratch(path, command)?;
+        let (root, rel) = self.beneath(path)?;
+        let old = root.open_regular(rel, rustix::fs::OFlags::RDONLY)?;
+        confined_fs::copy_contents(&old, &copy)?;
+        let (file, backup_file) = (FileId::of_file(&old)?, FileId::of_file(&copy)?);
+        let change = Record::Backup { id, at: At::of(root), path: rel.to_path_buf(), file, backup, backup_file };
+        self.became(change)
     }
 
     /// Undoes the outputs of a job that did not complete or whose writer was killed (the last
     /// made first, as a backup may hold what an earlier command already wrote), then commits the
-    /// others in order.
-    fn settle(&mut self, ends: &[Exit], completed: bool) -> Result<()> {
+    /// others in order. Each one is settled now, whatever happens to the others: what could
+    /// not be committed (the job's own commands made the target a directory) is undone instead.
+    /// Returns what the client should be told: what could be neither committed nor undone.
+    fn settle(&mut self, ends: &[Exit], completed: bool) -> Vec<String> {
+        let Some(root) = self.export.take() else { return Vec::new() };
         let journal = self.journal;
         let keep = |output: &PendingOutput| {
             let writer = &ends[output.command];
             let killed = writer.signal.is_some_and(|s| s != SIGPIPE);
             // A staged content cut short by a full disk never replaces a file.
             let out_of_space = writer.code.is_some_and(|c| c != 0)
-                && matches!(&output.change, Record::Staged { temp, .. } if free_space(temp).is_some_and(|f| f < FULL));
+                && matches!(&output.change, Record::Staged { temp, .. } if root.free_space(temp).is_some_and(|f| f < FULL));
             completed && !killed && !out_of_space
         };
-        // One at a time: on an error, the outputs not yet settled are undone by `drop`.
-        for index in (0..self.pending.len()).rev() {
-            if keep(&self.pending[index]) {
-                continue;
-            }
-            let output = self.pending.remove(index);
+        let (kept, undone): (Vec<_>, Vec<_>) = std::mem::take(&mut self.pending).into_iter().partition(keep);
+        let mut told = Vec::new();
+        for output in undone.into_iter().rev() {
             tracing::info!("{:?} undone: the job or its writer did not complete", output.change);
-            journal::roll_back(&output.change).with_context(|| format!("cannot undo {:?}", output.change))?;
-            journal.note(&Record::Settled { id: output.change.id() })?;
+            undo(journal, &root, &output.change, &mut told);
         }
-        while !self.pending.is_empty() {
-            let output = self.pending.remove(0);
-            journal.note(&Record::Commit { id: output.change.id() })?;
-            journal::roll_forward(&output.change).with_context(|| format!("cannot commit {:?}", output.change))?;
-            journal.note(&Record::Settled { id: output.change.id() })?;
+        for output in kept {
+            let id = output.change.id();
+            if let Err(e) = journal.note(&Record::Commit { id }) {
+                tracing::warn!("cannot write down the commit of {:?}: {e}", output.change);
+            }
+            match journal::roll_forward(&root, &output.change) {
+                Ok(Outcome::Done) => settled(journal, id),
+                // As bash leaves it: its `>` wrote into the file it opened, which the job's own
+                // commands then replaced; the name keeps what they made, and nothing is said.
+                Ok(Outcome::LeftAlone(why)) => {
+                    tracing::info!("{why} ({:?})", output.change);
+                    settled(journal, id);
+                }
+                Err(e) => {
+                    tracing::warn!("cannot commit {:?}: {e}", output.change);
+                    told.push(format!("cannot commit the output: {e}"));
+                    undo(journal, &root, &output.change, &mut told);
+                }
+            }
         }
-        Ok(())
+        self.export = Some(root);
+        told
+    }
+}
+
+/// Undoes `change` now and writes down that it is settled; one that cannot be undone stays in
+/// the journal, for the replay at the next start (whose checks hold as these do).
+fn undo(journal: &Journal, root: &Root, change: &Record, told: &mut Vec<String>) {
+    match journal::roll_back(root, change) {
+        Ok(outcome) => {
+            if let Outcome::LeftAlone(why) = outcome {
+                tracing::info!("{why} ({change:?})");
+            }
+            settled(journal, change.id());
+        }
+        Err(e) => {
+            tracing::warn!("cannot undo {change:?}: {e}");
+            told.push(format!("cannot undo an output: {e}"));
+        }
+    }
+}
+
+fn settled(journal: &Journal, id: u64) {
+    if let Err(e) = journal.note(&Record::Settled { id }) {
+        tracing::warn!("cannot write down that output {id} is settled: {e}");
     }
 }
 
 impl Drop for Outputs<'_> {
     fn drop(&mut self) {
+        let Some(root) = &self.export else { return };
         for output in self.pending.drain(..).rev() {
-            if let Err(e) = journal::roll_back(&output.change) {
-                tracing::warn!("cannot undo {:?}: {e}", output.change);
-                continue; // left to the journal's replay at the next start
+            match journal::roll_back(root, &output.change) {
+                Ok(_) => settled(self.journal, output.change.id()),
+                // Left to the journal's replay at the next start.
+                Err(e) => tracing::warn!("cannot undo {:?}: {e}", output.change),
             }
-            let _ = self.journal.note(&Record::Settled { id: output.change.id() });
         }
     }
-}
-
-/// Bytes the proxy may still write on `path`'s filesystem (root may use the reserved blocks).
-fn free_space(path: &Path) -> Option<u64> {
-    let vfs = rustix::fs::statvfs(path).ok()?;
-    let blocks = if rustix::process::geteuid().is_root() { vfs.f_bfree } else { vfs.f_bavail };
-    Some(blocks.saturating_mul(vfs.f_frsize))
-}
-
-/// Whether the filesystem of `path` has room for `old` bytes kept aside (a staged content or a
-/// backup) and as much again; otherwise the file is written in place, as bash writes it.
-fn room_beside(path: &Path, old: u64) -> bool {
-    free_space(path).is_none_or(|free| free >= old.saturating_mul(2))
-}
-
-/// Whether `path` exists and is not a regular file (a device, a FIFO): nothing to replace
-/// atomically, it is written in place.
-fn is_special(path: &Path) -> bool {
-    std::fs::metadata(path).is_ok_and(|m| !m.is_file())
 }
 
 /// Opens `path` for a `>` (`>|` with `clobber`) or `>>` redirection. `>>` appends in place, its
@@ -254,37 +293,54 @@ fn open_output(
     command: usize,
     outputs: &mut Outputs<'_>,
 ) -> std::io::Result<File> {
-    if is_special(path) {
-        return open_without_waiting(OpenOptions::new().write(true).append(append), path);
+    use rustix::fs::{Mode, OFlags};
+    if path == Path::new(DEV_NULL) {
+        return confined_fs::open_dev_null(true);
     }
-    if noclobber && !clobber && !append && path.exists() {
+    let (root, rel) = outputs.beneath(path)?;
+    let old = root.stat_if_present(rel)?;
+    let write = if append { OFlags::WRONLY | OFlags::APPEND } else { OFlags::WRONLY };
+    // A device, a FIFO, a directory: nothing to replace atomically, it is written in place.
+    if old.as_ref().is_some_and(|s| !confined_fs::is_regular(s)) {
+        return Ok(root.open_without_waiting(rel, write, Mode::empty())?);
+    }
+    if noclobber && !clobber && !append && old.is_some() {
         return Err(std::io::Error::other("cannot overwrite existing file"));
     }
     if append {
         outputs.appended(path, command)?;
-        return open_without_waiting(OpenOptions::new().append(true).create(true), path);
+        let (root, rel) = outputs.beneath(path)?;
+        return Ok(root.open_without_waiting(rel, write | OFlags::CREATE, Mode::from_raw_mode(0o666))?);
     }
-    if let Ok(old) = std::fs::metadata(path) {
-        // Opened now, as bash opens it: a file the proxy may not write fails here, not at commit.
-        let file = open_without_waiting(OpenOptions::new().write(true), path)?;
-        // Under bash the job's own commands read the file already emptied (`sort f > f`).
-        let read_by_job = outputs.named_by_job(&old);
-        if read_by_job || !room_beside(path, old.len()) {
-            tracing::info!("{}: truncated in place (read by the job, or no room beside it)", path.display());
-            file.set_len(0)?;
-            return Ok(file);
-        }
-    } else {
+    let Some(old) = old else {
         // A new file appears as the job starts, as bash creates it (a script may look for the
         // output of a job it put in the background); it is removed if the job does not complete.
         outputs.created(path, command)?;
-        return OpenOptions::new().write(true).create_new(true).open(path);
+        let (root, rel) = outputs.beneath(path)?;
+        return Ok(root.create_new(rel)?);
+    };
+    // Opened now, as bash opens it: a file the proxy may not write fails here, not at commit.
+    let file = root.open_without_waiting(rel, write, Mode::empty())?;
+    let opened = rustix::fs::fstat(&file)?;
+    // Under bash the job's own commands read the file already emptied (`sort f > f`).
+    let read_by_job = outputs.named_by_job(&opened);
+    let room = root.free_space(rel).is_none_or(|free| free >= (old.st_size as u64).saturating_mul(2));
+    if read_by_job || !room || !confined_fs::is_regular(&opened) {
+        tracing::info!("{}: truncated in place (read by the job, or no room beside it)", path.display());
+        file.set_len(0)?;
+        return Ok(file);
     }
-    let (id, temp) = outputs.scratch(path, command)?;
-    outputs.became(Record::Staged { id, temp: temp.clone(), target: path.to_path_buf() })?;
+    let (target, target_file) = (rel.to_path_buf(), FileId::of(&opened));
+    let (id, temp, staged) = outputs.scratch(path, command)?;
+    let (root, _) = outputs.beneath(path)?;
+    let (at, temp_file) = (At::of(root), FileId::of_file(&staged)?);
+    outputs.became(Record::Staged { id, at, temp, temp_file, target, target_file })?;
     // `>` does not open for appending (a program may seek), as bash opens it.
-    OpenOptions::new().write(true).open(temp)
+    Ok(staged)
 }
+
+/// The one redirection target outside the export the checker lets through.
+const DEV_NULL: &str = "/dev/null";
 
 /// Records the output files named by the command's words before it runs, which then writes them
 /// itself as under bash (a directory stays a directory: `cp -r`, `tar -C`). An existing regular
@@ -297,14 +353,16 @@ fn record_output_words(checked: &Checked, command: usize, outputs: &mut Outputs<
             outputs.removed(path, command)?;
             continue;
         }
-        match std::fs::metadata(path) {
-            Err(e) if e.kind() == std::io::ErrorKind::NotFound => outputs.created(path, command)?,
-            Err(e) => return Err(e),
-            Ok(meta) if meta.is_file() && *change == WordChange::Appended => outputs.appended(path, command)?,
-            Ok(meta) if meta.is_file() && room_beside(path, meta.len()) => outputs.back_up(path, command)?,
-            Ok(meta) if meta.is_file() => outputs.appended(path, command)?,
+        let (root, rel) = outputs.beneath(path)?;
+        let stat = root.stat_if_present(rel)?;
+        let room = |len: i64| root.free_space(rel).is_none_or(|free| free >= (len as u64).saturating_mul(2));
+        match stat {
+            None => outputs.created(path, command)?,
+            Some(s) if confined_fs::is_regular(&s) && *change == WordChange::Appended => outputs.appended(path, command)?,
+            Some(s) if confined_fs::is_regular(&s) && room(s.st_size) => outputs.back_up(path, command)?,
+            Some(s) if confined_fs::is_regular(&s) => outputs.appended(path, command)?,
             // A directory is written into (its old entries are not kept); a device is no file.
-            Ok(_) => {}
+            Some(_) => {}
         }
     }
     Ok(())
@@ -321,9 +379,7 @@ fn apply_redirects(
     for (index, redirect) in checked.redirects.iter().enumerate() {
         let fail = |e: std::io::Error| StartError { redirect: Some(index), message: os_message(&e), status: 1 };
         let (fd, file) = match redirect {
-            CheckedRedirect::Read { fd, path } => {
-                (*fd, OwnedFd::from(open_without_waiting(OpenOptions::new().read(true), path).map_err(fail)?))
-            }
+            CheckedRedirect::Read { fd, path } => (*fd, OwnedFd::from(open_input(path, outputs).map_err(fail)?)),
             CheckedRedirect::Write { fd, path, append, clobber } => {
                 let file = open_output(path, *append, *clobber, noclobber, command, outputs).map_err(fail)?;
                 (*fd, OwnedFd::from(file))
@@ -358,9 +414,11 @@ type FileTask = Box<dyn for<'j> FnOnce(&mut Outputs<'j>) + Send>;
 impl FileWork {
     fn start(
         journal: std::sync::Arc<Journal>,
+        export: &Path,
         commands: Vec<Checked>,
         confinement: std::sync::Arc<super::sandbox::Confinement>,
     ) -> std::io::Result<FileWork> {
+        let export = Root::open(export, RootKind::Export)?;
         let (tasks, queue) = std::sync::mpsc::channel::<FileTask>();
         std::thread::Builder::new().name("posh-job-files".into()).spawn(move || {
             if let Err(e) = confinement.enter_thread() {
@@ -368,7 +426,7 @@ impl FileWork {
                 tracing::warn!("cannot confine the job's file work: {e}");
                 return;
             }
-            let mut outputs = Outputs::new(&journal, &commands);
+            let mut outputs = Outputs::new(&journal, export, &commands);
             for task in queue {
                 task(&mut outputs);
             }
@@ -391,48 +449,32 @@ impl FileWork {
     }
 }
 
-/// Opens `path` as `options` say without waiting for a FIFO's other end (which would hold the
-/// job, and whoever waits for it, for as long as nobody comes), and refuses one: a proxy does
-/// not hand a job's redirection a pipe that another job made.
-fn open_without_waiting(options: &mut OpenOptions, path: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::{FileTypeExt as _, OpenOptionsExt as _};
-    let is_fifo = || std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo());
-    let not_a_fifo = || std::io::Error::other("a FIFO cannot be redirected to or from at a proxy");
-    let file = match options.custom_flags(libc::O_NONBLOCK).open(path) {
-        Ok(file) => file,
-        // A FIFO opened for writing without a reader.
-        Err(e) if e.raw_os_error() == Some(libc::ENXIO) && is_fifo() => return Err(not_a_fifo()),
-        Err(e) => return Err(e),
-    };
-    if file.metadata()?.file_type().is_fifo() {
-        return Err(not_a_fifo());
+/// Opens `path` for a `<` redirection, beneath the export, without waiting for a FIFO's other
+/// end (which would hold the job, and whoever waits for it, for as long as nobody comes), and
+/// refuses one: a proxy does not hand a job's redirection a pipe that another job made.
+fn open_input(path: &Path, outputs: &Outputs<'_>) -> std::io::Result<File> {
+    if path == Path::new(DEV_NULL) {
+        return confined_fs::open_dev_null(false);
     }
-    let flags = rustix::fs::fcntl_getfl(&file)?;
-    rustix::fs::fcntl_setfl(&file, flags - rustix::fs::OFlags::NONBLOCK)?;
-    Ok(file)
+    let (root, rel) = outputs.beneath(path)?;
+    Ok(root.open_without_waiting(rel, rustix::fs::OFlags::RDONLY, rustix::fs::Mode::empty())?)
 }
 
-/// Whether `program` is an executable in the proxy's `PATH`.
 /// Command `index`'s own home in the job's private directory, holding its configuration files
-/// (checked relative paths), readable by it alone.
-fn make_home(
-    job_dir: &Path,
-    index: usize,
-    files: &[(std::path::PathBuf, String)],
-) -> std::io::Result<std::path::PathBuf> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    let home = job_dir.join(format!("home-{index}"));
-    let mut dirs = std::fs::DirBuilder::new();
-    dirs.recursive(true).mode(0o700);
-    dirs.create(&home)?;
+/// (checked relative paths), readable by it alone. Made from the directory's descriptor: a link
+/// an earlier job's process planted there is refused, not followed.
+fn make_home(job_dir: &Path, index: usize, files: &[(PathBuf, String)]) -> std::io::Result<PathBuf> {
+    let root = Root::open(job_dir, RootKind::JobDir)?;
+    let home = PathBuf::from(format!("home-{index}"));
+    root.create_dir_all(&home, 0o700)?;
     for (path, text) in files {
         let file = home.join(path);
         if let Some(parent) = file.parent() {
-            dirs.create(parent)?;
+            root.create_dir_all(parent, 0o700)?;
         }
-        std::fs::write(file, text)?;
+        root.write(&file, text.as_bytes())?;
     }
-    Ok(home)
+    Ok(job_dir.join(home))
 }
 
 /// A command ready to start: its program found, its streams after its redirections, its home.
@@ -650,7 +692,7 @@ where
             let mut untouched = Outputs::untouched(place.journal);
             (None, prepare_commands(commands, streams, noclobber, place.dir.path(), &mut untouched))
         }
-        Ok(confinement) => match FileWork::start(place.journal.clone(), commands.to_vec(), confinement.clone()) {
+        Ok(confinement) => match FileWork::start(place.journal.clone(), place.export, commands.to_vec(), confinement.clone()) {
             Ok(files) => {
                 let (commands, job_dir) = (commands.to_vec(), place.dir.path().to_path_buf());
                 let prepare =
@@ -860,10 +902,19 @@ where
     {
         sink.complete();
     }
-    // Without file work, nothing was touched.
+    // Without file work, nothing was touched. Whatever happens to its outputs, the job's exit
+    // frame goes: what could not be committed is undone, and the client told on stderr.
     if let Some(files) = &files {
         let settled_ends = ends.clone();
-        files.run(move |outputs| outputs.settle(&settled_ends, completed)).await??;
+        let told = match files.run(move |outputs| outputs.settle(&settled_ends, completed)).await {
+            Ok(told) => told,
+            Err(e) => vec![format!("the job's outputs were not settled: {}", os_message(&e))],
+        };
+        for message in told {
+            if lost.is_none() {
+                protocol::write_frame(send, TAG_STDERR, format!("posh-proxy: {message}\n").as_bytes()).await?;
+            }
+        }
     }
     if let Some(e) = lost {
         return Err(e);
@@ -900,9 +951,15 @@ async fn read_some(pipe: &mut Option<tokio::net::unix::pipe::Receiver>, buf: &mu
 
 #[cfg(test)]
 mod tests {
+    use std::fs::OpenOptions;
     use std::io::Write as _;
+    use std::os::unix::fs::MetadataExt as _;
 
     use super::*;
+
+    fn export(dir: &Path) -> Root {
+        Root::open(dir, RootKind::Export).unwrap()
+    }
 
     fn exited(code: i32) -> Exit {
         Exit { code: Some(code), ..Exit::default() }
@@ -915,12 +972,12 @@ mod tests {
         std::fs::write(&log, "old\n").unwrap();
         let journal = Journal::none();
         for (completed, expected) in [(false, "old\n"), (true, "old\nnew\n")] {
-            let mut outputs = Outputs::new(&journal, &[]);
+            let mut outputs = Outputs::new(&journal, export(dir.path()), &[]);
             let mut file = open_output(&log, true, false, false, 0, &mut outputs).unwrap();
             file.write_all(b"new\n").unwrap();
             // No copy beside it: the bytes went into the file itself.
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
-            outputs.settle(&[exited(0)], completed).unwrap();
+            assert_eq!(outputs.settle(&[exited(0)], completed), Vec::<String>::new());
             assert_eq!(std::fs::read_to_string(&log).unwrap(), expected);
         }
     }
@@ -935,10 +992,10 @@ mod tests {
         let journal = Journal::none();
         let killed = Exit { signal: Some(9), ..Exit::default() };
         for (end, expected) in [(killed, "old\n"), (exited(1), "new\n")] {
-            let mut outputs = Outputs::new(&journal, &[]);
+            let mut outputs = Outputs::new(&journal, export(dir.path()), &[]);
             open_output(&file, false, false, false, 0, &mut outputs).unwrap().write_all(b"new\n").unwrap();
             assert_eq!(std::fs::read_to_string(&file).unwrap(), "old\n", "staged until the job ends");
-            outputs.settle(&[end], true).unwrap();
+            assert_eq!(outputs.settle(&[end], true), Vec::<String>::new());
             assert_eq!(std::fs::read_to_string(dir.path().join("link")).unwrap(), expected);
         }
         assert_eq!(std::fs::metadata(&file).unwrap().ino(), inode);
@@ -960,18 +1017,18 @@ mod tests {
             home: None,
         };
         for (completed, expected) in [(false, "old\n"), (true, "old\nnew\n")] {
-            let mut outputs = Outputs::new(&journal, std::slice::from_ref(&checked));
+            let mut outputs = Outputs::new(&journal, export(dir.path()), std::slice::from_ref(&checked));
             record_output_words(&checked, 0, &mut outputs).unwrap();
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1, "no copy beside the log");
             OpenOptions::new().append(true).open(&log).unwrap().write_all(b"new\n").unwrap();
-            outputs.settle(&[exited(0)], completed).unwrap();
+            assert_eq!(outputs.settle(&[exited(0)], completed), Vec::<String>::new());
             assert_eq!(std::fs::read_to_string(&log).unwrap(), expected);
         }
     }
 
     /// Issue 13, class 1: a redirection's target checked by name while `d` was a directory, and
     /// then, a client's command having made `d` a symlink out of the export, opened. The file
-    /// work's own confinement refuses it, whatever the name check saw.
+    /// work refuses it, whatever the name check saw: `confined_fs` first, Landlock behind it.
     #[tokio::test(flavor = "multi_thread")]
     async fn file_work_cannot_leave_the_export_through_a_swapped_directory() {
         // On a thread of its own: the check confines the thread that makes it.
@@ -1001,7 +1058,7 @@ mod tests {
         ];
         let confinement = std::sync::Arc::new(super::super::sandbox::Confinement::new(&export, &tmp).unwrap());
         let journal = std::sync::Arc::new(Journal::none());
-        let files = FileWork::start(journal, commands.clone(), confinement).unwrap();
+        let files = FileWork::start(journal, &export, commands.clone(), confinement).unwrap();
         let mut opened = Vec::new();
         for (i, command) in commands.into_iter().enumerate() {
             let open = move |outputs: &mut Outputs<'_>| {
@@ -1010,9 +1067,14 @@ mod tests {
             };
             opened.push(files.run(open).await.unwrap());
         }
-        let refused = |r: &Result<(), String>| r.as_ref().is_err_and(|m| m.contains("Permission denied"));
+        // The first wall: `confined_fs` meets the link and refuses it.
+        let refused = |r: &Result<(), String>| r.as_ref().is_err_and(|m| m.contains("symbolic link"));
         assert!(opened[..3].iter().all(refused), "{opened:?}");
         assert_eq!(opened[3], Ok(()), "inside the export it works");
+        // The second: the thread itself is confined, whatever code on it opens by name.
+        let secret = outside.join("secret.txt");
+        let by_name = files.run(move |_| std::fs::read_to_string(secret).map_err(|e| e.kind())).await.unwrap();
+        assert_eq!(by_name, Err(std::io::ErrorKind::PermissionDenied));
         assert_eq!(std::fs::read_dir(&outside).unwrap().count(), 1, "nothing made outside");
         assert_eq!(std::fs::read_to_string(outside.join("secret.txt")).unwrap(), "host key\n");
     }
@@ -1030,7 +1092,7 @@ mod tests {
             files: vec![made.join("deeper")],
             home: None,
         };
-        let mut outputs = Outputs::new(&journal, &[]);
+        let mut outputs = Outputs::new(&journal, export(dir.path()), &[]);
         record_output_words(&checked, 0, &mut outputs).unwrap();
         std::fs::create_dir_all(made.join("deeper/still")).unwrap();
         drop(outputs);
@@ -1060,7 +1122,7 @@ mod tests {
                 files: Vec::new(),
                 home: None,
             };
-            let mut outputs = Outputs::new(&journal, std::slice::from_ref(&checked));
+            let mut outputs = Outputs::new(&journal, export(dir.path()), std::slice::from_ref(&checked));
             record_output_words(&checked, 0, &mut outputs).unwrap();
             // What the commands do: remove, replace, make.
             std::fs::remove_file(at("file")).unwrap();
@@ -1068,7 +1130,7 @@ mod tests {
             std::fs::remove_file(at("link")).unwrap();
             std::os::unix::fs::symlink("elsewhere", at("link")).unwrap();
             std::fs::write(at("new"), "made\n").unwrap();
-            outputs.settle(&[exited(0)], completed).unwrap();
+            assert_eq!(outputs.settle(&[exited(0)], completed), Vec::<String>::new());
             let mut left: Vec<String> =
                 std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().into_string().unwrap()).collect();
             left.sort();
@@ -1108,10 +1170,10 @@ mod tests {
                 files: Vec::new(),
                 home: None,
             };
-            let mut outputs = Outputs::new(&journal, std::slice::from_ref(&checked));
+            let mut outputs = Outputs::new(&journal, export(dir.path()), std::slice::from_ref(&checked));
             record_output_words(&checked, 0, &mut outputs).unwrap();
             assert_eq!(std::fs::metadata(&file).unwrap().nlink(), 2, "kept aside by a hard link");
-            outputs.settle(&[exited(1)], completed).unwrap();
+            assert_eq!(outputs.settle(&[exited(1)], completed), Vec::<String>::new());
             assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
             assert_eq!(std::fs::metadata(&file).unwrap().nlink(), 1);
         }
@@ -1134,7 +1196,7 @@ mod tests {
             files: Vec::new(),
             home: None,
         };
-        let mut outputs = Outputs::new(&journal, std::slice::from_ref(&checked));
+        let mut outputs = Outputs::new(&journal, export(dir.path()), std::slice::from_ref(&checked));
         let refused = record_output_words(&checked, 0, &mut outputs).unwrap_err().to_string();
         assert!(refused.contains("a directory with entries"), "{refused}");
         drop(outputs);

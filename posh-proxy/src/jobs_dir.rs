@@ -16,6 +16,8 @@ use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use super::confined_fs::{Root, RootKind};
+
 /// This process's directory of jobs; removed when dropped.
 #[derive(Debug)]
 pub struct JobsDir {
@@ -164,20 +166,27 @@ impl JobDir {
 
     /// The job's view: a directory standing for the client's working directory when that is
     /// above the mount, holding only the directories down to the mount and, at `at` (a relative
-    /// path), a symlink to `export`, so that the client's relative words reach the export.
+    /// path), a symlink to `export`, so that the client's relative words reach the export. Made
+    /// (or, kept from an earlier job, checked) from the job directory's descriptor: a link that
+    /// a process of an earlier job planted on the way is refused, never followed.
     pub fn view(&mut self, at: &str, export: &Path) -> io::Result<PathBuf> {
         let kept = self.kept.as_mut().expect("held until dropped");
         let cwd = kept.dir.join("cwd");
         let wanted = View { at: at.to_string(), export: export.to_path_buf() };
+        let root = Root::open(&kept.dir, RootKind::JobDir)?;
+        let link = Path::new("cwd").join(at);
         if kept.view.as_ref() == Some(&wanted) {
-            return Ok(cwd);
+            // What the earlier job left may have been changed since it was checked.
+            return match root.read_link(&link) {
+                Ok(target) if target == export => Ok(cwd),
+                _ => Err(io::Error::other("the job's directory was changed since its last job")),
+            };
         }
         if kept.view.is_some() {
             return Err(io::Error::other("the job's directory holds another view"));
         }
-        let link = cwd.join(at);
-        fs::create_dir_all(link.parent().unwrap_or(&cwd))?;
-        std::os::unix::fs::symlink(export, link)?;
+        root.create_dir_all(link.parent().unwrap_or(Path::new("cwd")), 0o700)?;
+        root.symlink(export, &link)?;
         kept.view = Some(wanted);
         Ok(cwd)
     }
@@ -336,6 +345,34 @@ mod tests {
         drop(plain);
         assert!(kept.iter().chain([&running]).all(|dir| !dir.exists()), "nothing left of a");
         assert!(!jobs.idle().contains_key("a"));
+    }
+
+    /// Issue 37, E2: a link planted in a kept directory (by a process an earlier job left) is
+    /// refused, not followed, whether the directory was kept empty or with its view.
+    #[test]
+    fn a_view_is_never_made_or_taken_through_a_planted_link() {
+        let parent = tempfile::tempdir().unwrap();
+        let [export, outside] = ["export", "outside"].map(|d| parent.path().join(d));
+        fs::create_dir(&export).unwrap();
+        fs::create_dir(&outside).unwrap();
+        std::os::unix::fs::symlink(&export, outside.join("data")).unwrap();
+        let jobs = Arc::new(JobsDir::open(&parent.path().join("jobs")).unwrap());
+        let empty = jobs.new_job("a", None).unwrap();
+        std::os::unix::fs::symlink(&outside, empty.path().join("cwd")).unwrap();
+        let mut viewed = empty;
+        assert!(viewed.view("m/data", &export).is_err(), "no directory made through the link");
+        drop(viewed);
+        let mut first = jobs.new_job("a", Some("data")).unwrap();
+        let cwd = first.view("data", &export).unwrap();
+        drop(first);
+        fs::remove_file(cwd.join("data")).unwrap();
+        fs::remove_dir(&cwd).unwrap();
+        std::os::unix::fs::symlink(&outside, &cwd).unwrap();
+        let mut again = jobs.new_job("a", Some("data")).unwrap();
+        assert_eq!(again.path(), cwd.parent().unwrap(), "the kept directory");
+        let refused = again.view("data", &export).unwrap_err();
+        assert!(refused.to_string().contains("changed since its last job"), "{refused}");
+        assert_eq!(fs::read_dir(&outside).unwrap().count(), 1, "nothing made outside");
     }
 
     #[test]

@@ -8,6 +8,7 @@
 //! SECURITY.md says what this confines and which test attacks each defence.
 
 pub mod confine;
+pub mod confined_fs;
 pub mod job;
 pub mod jobs_dir;
 pub mod journal;

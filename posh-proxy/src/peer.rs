@@ -29,6 +29,7 @@ use tokio::sync::{oneshot, watch};
 use tokio::task::JoinSet;
 
 use super::client::connect_peer;
+use super::confined_fs::{Root, RootKind};
 use super::identity::Identity;
 use super::protocol::{self, Exit, Fetch, Header, Joined, PeerInput, PeerSource, StartError};
 use crate::read_buffer::ReadBuffer;
@@ -238,8 +239,7 @@ pub async fn open_feeds(
         if !plain || Path::new(word).starts_with(linked) || inputs[..i].iter().any(|other| other.path == *word) {
             return Err(format!("`{word}` cannot be a stream in the job's view"));
         }
-        let (keeper, pipe) =
-            make_pipe(&view.join(word)).map_err(|e| format!("cannot make a pipe for `{word}`: {e}"))?;
+        let (keeper, pipe) = make_pipe(view, word).map_err(|e| format!("cannot make a pipe for `{word}`: {e}"))?;
         let fetched = fetch_within_wait(endpoint, identity, &input.source, word).await?;
         let streams = vec![fetched];
         feeds.push(Feed { word: word.clone(), pipe, keeper: Some(keeper), streams, joined: Joined::Concat });
@@ -306,18 +306,21 @@ async fn fetch_within_wait(
     }
 }
 
-/// A FIFO at `path` (its directories made, all inside the job's own view), opened for reading
-/// (the keeper) and then for writing, without waiting.
-fn make_pipe(path: &Path) -> std::io::Result<(std::os::fd::OwnedFd, tokio::net::unix::pipe::Sender)> {
-    use std::os::unix::fs::DirBuilderExt as _;
-    if let Some(parent) = path.parent() {
-        std::fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
+/// A FIFO at `word` in `view` (its directories made, all inside the job's own view), opened for
+/// reading (the keeper) and then for writing, without waiting. Everything is done from the
+/// view's descriptor (`confined_fs`): a view a process of an earlier job replaced by a link, or
+/// a link planted on the way, is refused instead of followed out of the job's directory.
+fn make_pipe(view: &Path, word: &str) -> std::io::Result<(std::os::fd::OwnedFd, tokio::net::unix::pipe::Sender)> {
+    use rustix::fs::{Mode, OFlags};
+    let root = Root::open(view, RootKind::JobDir)?;
+    let path = Path::new(word);
+    if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+        root.create_dir_all(parent, 0o700)?;
     }
-    let mode = rustix::fs::Mode::RUSR | rustix::fs::Mode::WUSR;
-    rustix::fs::mknodat(rustix::fs::CWD, path, rustix::fs::FileType::Fifo, mode, 0)?;
-    let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::NONBLOCK | rustix::fs::OFlags::CLOEXEC;
-    let keeper = rustix::fs::open(path, flags | rustix::fs::OFlags::NOFOLLOW, rustix::fs::Mode::empty())?;
-    let sender = tokio::net::unix::pipe::OpenOptions::new().open_sender(path)?;
+    root.make_fifo(path, 0o600)?;
+    let keeper = root.open_beneath(path, OFlags::RDONLY | OFlags::NONBLOCK, Mode::empty())?;
+    let writer = root.open_beneath(path, OFlags::WRONLY | OFlags::NONBLOCK, Mode::empty())?;
+    let sender = tokio::net::unix::pipe::Sender::from_owned_fd(writer)?;
     Ok((keeper, sender))
 }
 

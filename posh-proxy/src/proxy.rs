@@ -266,6 +266,8 @@ pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: imp
     let _ = tokio::time::timeout(Duration::from_secs(5), in_flight.wait_for(|n| *n == 0)).await;
     endpoint.close(0u32.into(), b"proxy shutting down");
     let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
+    // Every job ended and settled its outputs: nothing is left for a replay.
+    shared.config.journal.close();
     tracing::info!("stopped");
     Ok(())
 }
