@@ -1270,11 +1270,8 @@ async fn a_link_planted_in_a_kept_job_directory_leads_the_proxy_nowhere_outside(
     assert_eq!(out.stdout, b"foo 1\nbar 2\nfood 3\n", "{}", String::from_utf8_lossy(&out.stderr));
 
     let jobs = setup.state().join(format!("jobs/{}", proxy.child.id()));
-    let with_view: Vec<PathBuf> = std::fs::read_dir(&jobs)
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .filter(|dir| dir.join("cwd").is_dir())
-        .collect();
+    let with_view: Vec<PathBuf> =
+        std::fs::read_dir(&jobs).unwrap().map(|e| e.unwrap().path()).filter(|dir| dir.join("cwd").is_dir()).collect();
     assert!(!with_view.is_empty(), "the job's directory, with its view, in {}", jobs.display());
     // Planted once the proxy kept it for the client's next job (its process groups forgotten).
     let kept = |dir: &PathBuf| std::fs::metadata(dir.with_extension("groups")).is_ok_and(|m| m.len() == 0);

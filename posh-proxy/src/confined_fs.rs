@@ -119,8 +119,7 @@ pub fn is_dir(stat: &Stat) -> bool {
 }
 
 /// The walk from a root: beneath it, no symbolic link at all, no magic link.
-const BENEATH: ResolveFlags =
-    ResolveFlags::BENEATH.union(ResolveFlags::NO_SYMLINKS).union(ResolveFlags::NO_MAGICLINKS);
+const BENEATH: ResolveFlags = ResolveFlags::BENEATH.union(ResolveFlags::NO_SYMLINKS).union(ResolveFlags::NO_MAGICLINKS);
 
 /// An open directory that paths are relative to, with its path for messages.
 #[derive(Debug)]
@@ -403,7 +402,7 @@ impl Root {
     /// the umask).
     pub fn write(&self, rel: &Path, text: &[u8]) -> Result<(), FsError> {
         let flags = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC;
-        let file = File::from(self.open_without_waiting(rel, flags, Mode::from_raw_mode(0o666))?);
+        let file = self.open_without_waiting(rel, flags, Mode::from_raw_mode(0o666))?;
         io::Write::write_all(&mut &file, text).map_err(|e| FsError::Os { place: self.place(rel), source: e })
     }
 
@@ -518,7 +517,9 @@ mod tests {
         let outside = dir.path().join("outside");
         let write = OFlags::WRONLY | OFlags::CREATE | OFlags::TRUNC;
         let mode = Mode::from_raw_mode(0o644);
-        assert!(refused(root.open_beneath(Path::new("out/secret.txt"), OFlags::RDONLY, mode)).contains("symbolic link"));
+        assert!(
+            refused(root.open_beneath(Path::new("out/secret.txt"), OFlags::RDONLY, mode)).contains("symbolic link")
+        );
         refused(root.open_beneath(Path::new("out/new.txt"), write, mode));
         refused(root.open_beneath(Path::new("secret-link"), write, mode));
         refused(root.create_dir_all(Path::new("out/a/b"), 0o700));

@@ -166,7 +166,8 @@ impl<'a> Outputs<'a> {
         }
         if confined_fs::is_dir(&stat) {
             let id = self.journal.next_id();
-            let change = Record::RemovedDir { id, at: At::of(root), path: rel.to_path_buf(), mode: stat.st_mode & 0o7777 };
+            let change =
+                Record::RemovedDir { id, at: At::of(root), path: rel.to_path_buf(), mode: stat.st_mode & 0o7777 };
             return self.record(command, change);
         }
         let rel = rel.to_path_buf();
@@ -358,7 +359,9 @@ fn record_output_words(checked: &Checked, command: usize, outputs: &mut Outputs<
         let room = |len: i64| root.free_space(rel).is_none_or(|free| free >= (len as u64).saturating_mul(2));
         match stat {
             None => outputs.created(path, command)?,
-            Some(s) if confined_fs::is_regular(&s) && *change == WordChange::Appended => outputs.appended(path, command)?,
+            Some(s) if confined_fs::is_regular(&s) && *change == WordChange::Appended => {
+                outputs.appended(path, command)?
+            }
             Some(s) if confined_fs::is_regular(&s) && room(s.st_size) => outputs.back_up(path, command)?,
             Some(s) if confined_fs::is_regular(&s) => outputs.appended(path, command)?,
             // A directory is written into (its old entries are not kept); a device is no file.
@@ -692,16 +695,19 @@ where
             let mut untouched = Outputs::untouched(place.journal);
             (None, prepare_commands(commands, streams, noclobber, place.dir.path(), &mut untouched))
         }
-        Ok(confinement) => match FileWork::start(place.journal.clone(), place.export, commands.to_vec(), confinement.clone()) {
-            Ok(files) => {
-                let (commands, job_dir) = (commands.to_vec(), place.dir.path().to_path_buf());
-                let prepare =
-                    move |outputs: &mut Outputs<'_>| prepare_commands(&commands, streams, noclobber, &job_dir, outputs);
-                let prepared = files.run(prepare).await.unwrap_or_else(|e| none_starts(&os_message(&e)));
-                (Some(files), prepared)
+        Ok(confinement) => {
+            match FileWork::start(place.journal.clone(), place.export, commands.to_vec(), confinement.clone()) {
+                Ok(files) => {
+                    let (commands, job_dir) = (commands.to_vec(), place.dir.path().to_path_buf());
+                    let prepare = move |outputs: &mut Outputs<'_>| {
+                        prepare_commands(&commands, streams, noclobber, &job_dir, outputs)
+                    };
+                    let prepared = files.run(prepare).await.unwrap_or_else(|e| none_starts(&os_message(&e)));
+                    (Some(files), prepared)
+                }
+                Err(e) => (None, none_starts(&format!("cannot confine the command: {e}"))),
             }
-            Err(e) => (None, none_starts(&format!("cannot confine the command: {e}"))),
-        },
+        }
     };
     for (i, prepared) in prepared.into_iter().enumerate() {
         let (confinement, Prepared { program, fds, home }) = match (&confinement, prepared) {

@@ -451,8 +451,15 @@ mod tests {
             std::fs::write(root.place(Path::new("out")), "old out\n").unwrap();
             let (temp_file, target_file) = (id_of(&temp), id_of(&root.place(Path::new("out"))));
             let target = "out".into();
-            dead.note(&Record::Staged { id, at: at.clone(), temp: ".posh-1.tmp".into(), temp_file, target, target_file })
-                .unwrap();
+            dead.note(&Record::Staged {
+                id,
+                at: at.clone(),
+                temp: ".posh-1.tmp".into(),
+                temp_file,
+                target,
+                target_file,
+            })
+            .unwrap();
             std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(b"appended\n").unwrap();
             // Dropped without settling: its lock goes, as when the process dies.
         }
