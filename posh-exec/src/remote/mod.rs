@@ -19,6 +19,7 @@ pub mod proxy;
 pub mod sandbox;
 pub mod slots;
 pub mod ssh;
+mod supervisor;
 
 pub use client::{Connection, Job, KnownProxies, Output, Pin, StartError, Traffic, connect, connect_pinned};
 pub use identity::{Identity, fingerprint};
