@@ -22,8 +22,10 @@
 //! each command's end with its counts (`/proc/PID/io`, read while it is a zombie). The proxy asks
 //! it to end the job by closing the control pipe; the proxy's death reaches it as SIGTERM
 //! (`PR_SET_PDEATHSIG`, sent when that suspended thread dies, which is only with the process).
-//! The thread reaps it and only then releases the job's [`JobLife`] and closes the report pipe:
-//! the proxy reading the reports' end knows that nothing of the job lives.
+//! Once the commands started, it keeps a descriptor table of its own with only its own three
+//! (reports, control, signals): nothing of the proxy's (a socket, a lock) outlives the proxy in
+//! it. The thread reaps it and only then releases the job's [`JobLife`] and closes the report
+//! pipe: the proxy reading the reports' end knows that nothing of the job lives.
 #![allow(unsafe_code)]
 
 use std::cell::RefCell;
@@ -239,6 +241,7 @@ impl Supervisor<'_> {
             };
             write_report(self.reports, report);
         }
+        self.keep_only_own_descriptors();
         while !ending {
             let mut fds = [
                 libc::pollfd { fd: self.signals, events: libc::POLLIN, revents: 0 },
@@ -251,6 +254,36 @@ impl Supervisor<'_> {
             self.reap_ended();
         }
         self.end_job();
+    }
+
+    /// Leaves the descriptor table it shares with the proxy for a copy of its own, holding only
+    /// the supervisor's three: it keeps none of the proxy's sockets, locks or pipes (a restarted
+    /// proxy binds its address and takes its locks at once; another job's pipe ends when that
+    /// job's commands are done), and the proxy's death closes the control pipe's writing end.
+    fn keep_only_own_descriptors(&self) {
+        // SAFETY: unshare(2) gives this process a copy of its descriptor table, in which
+        // close_range(2) closes what lies between the three kept.
+        unsafe {
+            if libc::unshare(libc::CLONE_FILES) != 0 {
+                return;
+            }
+            let mut keep = [self.reports, self.control, self.signals];
+            keep.sort_unstable();
+            let mut first = 0;
+            for fd in keep.into_iter().map(|fd| fd as libc::c_uint).chain([libc::c_uint::MAX]) {
+                if fd > first {
+                    let last = fd - 1;
+                    if libc::syscall(libc::SYS_close_range, first, last, 0) != 0 {
+                        // Linux before 5.9: one by one, up to the highest a descriptor may be.
+                        let mut limit = MaybeUninit::<libc::rlimit>::zeroed();
+                        libc::getrlimit(libc::RLIMIT_NOFILE, limit.as_mut_ptr());
+                        let highest = limit.assume_init().rlim_cur.min(u64::from(last));
+                        (u64::from(first)..=highest).for_each(|fd| _ = libc::close(fd as libc::c_int));
+                    }
+                }
+                first = fd.saturating_add(1);
+            }
+        }
     }
 
     /// Reads what the signalfd holds; true when the proxy died (SIGTERM).
