@@ -315,6 +315,26 @@ mod tests {
     }
 
     #[test]
+    fn a_job_directory_is_kept_only_once_nothing_of_its_job_lives() {
+        let parent = tempfile::tempdir().unwrap();
+        let jobs = Arc::new(JobsDir::open(parent.path()).unwrap());
+        // A job's supervisor still holds its life as the job gives its directory back.
+        let job = jobs.new_job("a", None).unwrap();
+        let held = job.life();
+        let path = job.path().to_path_buf();
+        drop(job);
+        assert!(!path.exists(), "removed: something of its job may still live");
+        drop(held);
+        // Released first: kept, and the client's next job gets it.
+        let job = jobs.new_job("a", None).unwrap();
+        let (path, life) = (job.path().to_path_buf(), job.life());
+        drop(life);
+        drop(job);
+        assert!(path.is_dir());
+        assert_eq!(jobs.new_job("a", None).unwrap().path(), path);
+    }
+
+    #[test]
     fn a_job_directory_keeps_its_view_only_as_it_was_made() {
         let parent = tempfile::tempdir().unwrap();
         let export = parent.path().join("export");
