@@ -689,26 +689,39 @@ async fn what_a_completed_job_left_running_ends_with_it() {
     }
 }
 
-/// Issue 37, E3: a job's `setsid` child ends when the job is aborted (its client drops it) and
-/// when the proxy is killed outright (`kill -9`), which no handler of the proxy sees.
+/// Issue 37, E3: a job's `setsid` child ends when the job is aborted (its client drops it), when
+/// the proxy is stopped (SIGTERM: before it exits) and when it is killed outright (`kill -9`,
+/// which no handler of the proxy sees).
 #[tokio::test(flavor = "multi_thread")]
-async fn a_setsid_child_ends_with_an_aborted_job_and_with_a_killed_proxy() {
+async fn a_setsid_child_ends_with_an_aborted_job_a_stopped_proxy_and_a_killed_one() {
     let setup = Setup::new();
-    let mut proxy = setup.proxy(&[]);
-    let argv = ["awk", r#"BEGIN { system("setsid sleep 303.375 >/dev/null 2>&1 &"); system("sleep 303.5") }"#];
-    let (_connection, recv) = half_closed_job(&setup, &proxy, &argv, b"").await;
+    let mut proxy = setup.proxy(&["--grace-secs", "0"]);
+    let job = |marker: &str| {
+        let program =
+            format!(r#"BEGIN {{ system("setsid sleep {marker} >/dev/null 2>&1 &"); system("sleep 303.5") }}"#);
+        ["awk".to_string(), program]
+    };
+    let argv = job("303.375");
+    let (_connection, recv) = half_closed_job(&setup, &proxy, &[&argv[0], &argv[1]], b"").await;
     until_running(&["sleep", "303.375"], true).await;
     drop(recv);
     until_running(&["sleep", "303.375"], false).await;
-    until_running(&["sleep", "303.5"], false).await;
 
-    let argv = ["awk", r#"BEGIN { system("setsid sleep 303.625 >/dev/null 2>&1 &"); system("sleep 303.75") }"#];
-    let (_connection, _recv) = half_closed_job(&setup, &proxy, &argv, b"").await;
+    let argv = job("303.625");
+    let (_connection, _recv) = half_closed_job(&setup, &proxy, &[&argv[0], &argv[1]], b"").await;
     until_running(&["sleep", "303.625"], true).await;
+    proxy.signal("-TERM");
+    assert_eq!(proxy.wait_exit(Duration::from_secs(10)), Some(0));
+    assert_eq!(running(&["sleep", "303.625"]), [] as [u32; 0], "ended before the proxy exited");
+
+    let mut proxy = setup.proxy(&[]);
+    let argv = job("303.75");
+    let (_connection, _recv) = half_closed_job(&setup, &proxy, &[&argv[0], &argv[1]], b"").await;
+    until_running(&["sleep", "303.75"], true).await;
     proxy.signal("-KILL");
     proxy.wait_exit(Duration::from_secs(10));
-    until_running(&["sleep", "303.625"], false).await;
     until_running(&["sleep", "303.75"], false).await;
+    until_running(&["sleep", "303.5"], false).await;
 }
 
 /// Issue 37, E3 and E2's way in: a process a job leaves to change its directory (`$TMPDIR`, kept
