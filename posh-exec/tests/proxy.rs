@@ -820,6 +820,18 @@ async fn the_sandbox_denies_device_nodes_terminals_and_signals_to_others() {
     }
 }
 
+/// Issue 37, E3: a job cannot end its supervisor (its commands' parent, outside their sandbox) to
+/// let what it started outlive it. awk reads its parent's pid in its own `/proc/self/stat`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_cannot_signal_its_supervisor() {
+    let (_setup, _proxy, conn) = sandboxed_proxy().await;
+    let program = r#"getline l < "/proc/self/stat"; split(l, f, " ");
+        system("setsid sleep 303.875 >/dev/null 2>&1 &"); exit system("kill -9 " f[4])"#;
+    let out = conn.run(&awk(program), b"").await.unwrap();
+    assert_ne!(out.status, 0, "the supervisor must not be the job's to kill: {out:?}");
+    assert_eq!(running(&["sleep", "303.875"]), [] as [u32; 0], "its setsid child ended with the job");
+}
+
 /// Issue 13, class 5: a proxy running as a user (as deployed; `nobody` when the tests run as
 /// root) keeps its environment and its memory from its jobs, which run as the same user: it is
 /// not dumpable. `getline` gives -1 for a file that cannot be opened.
