@@ -647,6 +647,105 @@ async fn at_shutdown_jobs_past_the_grace_period_are_killed() {
     writer.join().unwrap();
 }
 
+/// The processes whose command line is `words` (a marker such as `sleep 303.125`, which no
+/// other test runs).
+fn running(words: &[&str]) -> Vec<u32> {
+    let wanted: Vec<u8> = words.iter().flat_map(|w| [w.as_bytes(), b"\0"].concat()).collect();
+    let entries = std::fs::read_dir("/proc").unwrap().flatten();
+    let pids = entries.filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok());
+    pids.filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted)).collect()
+}
+
+/// Waits (bounded) until a process runs `words`, or until none does.
+async fn until_running(words: &[&str], wanted: bool) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    while running(words).is_empty() == wanted {
+        let now = if wanted { "never ran" } else { "still runs 10 s after" };
+        assert!(std::time::Instant::now() < deadline, "{words:?} {now}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// `awk 'BEGIN { PROGRAM }'`, a request (awk is annotated, and its `system()` runs a shell).
+fn awk(program: &str) -> Request {
+    request(&["awk", &format!("BEGIN {{ {program} }}")])
+}
+
+/// Issue 37, E3: what a completed job's commands left running, in the background or in a
+/// session of their own, ends with the job, before the client has its status: such processes
+/// hold no slot and escape no `--max-jobs`, job after job.
+#[tokio::test(flavor = "multi_thread")]
+async fn what_a_completed_job_left_running_ends_with_it() {
+    let setup = Setup::new();
+    let proxy = setup.proxy(&["--max-jobs", "2"]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let left = r#"system("sleep 303.125 >/dev/null 2>&1 &"); system("setsid sleep 303.25 >/dev/null 2>&1 &")"#;
+    for _ in 0..4 {
+        let out = conn.run(&awk(left), b"").await.unwrap();
+        assert_eq!(out.status, 0, "{}", String::from_utf8_lossy(&out.stderr));
+        for marker in ["303.125", "303.25"] {
+            assert_eq!(running(&["sleep", marker]), [] as [u32; 0], "sleep {marker} outlived its job");
+        }
+    }
+}
+
+/// Issue 37, E3: a job's `setsid` child ends when the job is aborted (its client drops it), when
+/// the proxy is stopped (SIGTERM: before it exits) and when it is killed outright (`kill -9`,
+/// which no handler of the proxy sees).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_setsid_child_ends_with_an_aborted_job_a_stopped_proxy_and_a_killed_one() {
+    let setup = Setup::new();
+    let mut proxy = setup.proxy(&["--grace-secs", "0"]);
+    let job = |marker: &str| {
+        let program =
+            format!(r#"BEGIN {{ system("setsid sleep {marker} >/dev/null 2>&1 &"); system("sleep 303.5") }}"#);
+        ["awk".to_string(), program]
+    };
+    let argv = job("303.375");
+    let (_connection, recv) = half_closed_job(&setup, &proxy, &[&argv[0], &argv[1]], b"").await;
+    until_running(&["sleep", "303.375"], true).await;
+    drop(recv);
+    until_running(&["sleep", "303.375"], false).await;
+
+    let argv = job("303.625");
+    let (_connection, _recv) = half_closed_job(&setup, &proxy, &[&argv[0], &argv[1]], b"").await;
+    until_running(&["sleep", "303.625"], true).await;
+    proxy.signal("-TERM");
+    assert_eq!(proxy.wait_exit(Duration::from_secs(10)), Some(0));
+    assert_eq!(running(&["sleep", "303.625"]), [] as [u32; 0], "ended before the proxy exited");
+
+    let mut proxy = setup.proxy(&[]);
+    let argv = job("303.75");
+    let (_connection, _recv) = half_closed_job(&setup, &proxy, &[&argv[0], &argv[1]], b"").await;
+    until_running(&["sleep", "303.75"], true).await;
+    proxy.signal("-KILL");
+    proxy.wait_exit(Duration::from_secs(10));
+    until_running(&["sleep", "303.75"], false).await;
+    until_running(&["sleep", "303.5"], false).await;
+}
+
+/// Issue 37, E3 and E2's way in: a process a job leaves to change its directory (`$TMPDIR`, kept
+/// for the client's next job) after the job is gone does not outlive the job, so the next job
+/// that reuses the directory finds it as the first one got it.
+#[tokio::test(flavor = "multi_thread")]
+async fn nothing_of_a_job_lives_to_change_its_directory_for_the_next() {
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    // It starts once its job would be over, and plants a view's link to `/` again and again.
+    let planter = r#"sleep 0.1; while :; do ln -sfn / \"$TMPDIR/cwd\"; sleep 0.01; done"#;
+    let plant = format!(r#"print ENVIRON["TMPDIR"]; system("({planter}) >/dev/null 2>&1 &")"#);
+    let look = r#"print ENVIRON["TMPDIR"]; system("ls -A \"$TMPDIR\"")"#;
+    for _ in 0..3 {
+        let planted = conn.run(&awk(&plant), b"").await.unwrap();
+        assert_eq!(planted.status, 0, "{}", String::from_utf8_lossy(&planted.stderr));
+        tokio::time::sleep(Duration::from_millis(300)).await;
+        let looked = conn.run(&awk(look), b"").await.unwrap();
+        let (planted, looked) = (String::from_utf8_lossy(&planted.stdout), String::from_utf8_lossy(&looked.stdout));
+        assert_eq!(looked, planted, "the same directory, reused, and nothing in it");
+    }
+}
+
 /// A proxy and a client connected to it, on a kernel that enforces the whole sandbox (Landlock
 /// ABI 6): without it the proxy only warns, and the sandbox tests would prove nothing.
 async fn sandboxed_proxy() -> (Setup, Proxy, posh_exec::remote::Connection) {
@@ -719,6 +818,18 @@ async fn the_sandbox_denies_device_nodes_terminals_and_signals_to_others() {
         let out = conn.run(&awk(format!(r#"print (getline l < "/proc/{file}")"#)), b"").await.unwrap();
         assert_eq!(String::from_utf8_lossy(&out.stdout), "1\n", "/proc/{file}: {out:?}");
     }
+}
+
+/// Issue 37, E3: a job cannot end its supervisor (its commands' parent, outside their sandbox) to
+/// let what it started outlive it. awk reads its parent's pid in its own `/proc/self/stat`.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_job_cannot_signal_its_supervisor() {
+    let (_setup, _proxy, conn) = sandboxed_proxy().await;
+    let program = r#"getline l < "/proc/self/stat"; split(l, f, " ");
+        system("setsid sleep 303.875 >/dev/null 2>&1 &"); exit system("kill -9 " f[4])"#;
+    let out = conn.run(&awk(program), b"").await.unwrap();
+    assert_ne!(out.status, 0, "the supervisor must not be the job's to kill: {out:?}");
+    assert_eq!(running(&["sleep", "303.875"]), [] as [u32; 0], "its setsid child ended with the job");
 }
 
 /// Issue 13, class 5: a proxy running as a user (as deployed; `nobody` when the tests run as

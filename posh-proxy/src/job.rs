@@ -18,7 +18,7 @@ use super::confine::{Checked, CheckedRedirect, PATH, WordChange};
 use super::confined_fs::{self, FileId, Root, RootKind};
 use super::journal::{self, At, Journal, Outcome, Record};
 use super::peer::Expected;
-use super::process::{Ending, Process};
+use super::process::{Ending, JobProcesses};
 use super::protocol::{
     self, Ended, Exit, StartError, TAG_EXIT, TAG_PROGRESS, TAG_STDERR, TAG_STDIN, TAG_STDIN_END, TAG_STDOUT,
     TAG_STDOUT_CLOSED, os_message,
@@ -580,9 +580,10 @@ struct ReadMeter {
 }
 
 impl ReadMeter {
-    /// `counted[i]`: command `i`'s reads count; `children`: the commands that started.
-    fn new(counted: &[bool], children: &[(usize, Process)], first_reads_client: bool) -> ReadMeter {
-        let running = children.iter().filter(|(i, _)| counted[*i]).map(|(i, p)| (*i, p.id(), 0)).collect();
+    /// `counted[i]`: command `i`'s reads count; `children`: the commands that started, with
+    /// their pids.
+    fn new(counted: &[bool], children: &[(usize, u32)], first_reads_client: bool) -> ReadMeter {
+        let running = children.iter().filter(|(i, _)| counted[*i]).map(|(i, pid)| (*i, *pid, 0)).collect();
         ReadMeter { running, ended: 0, first_reads_client, reported: 0 }
     }
 
@@ -665,7 +666,8 @@ where
     let _ = rustix::pipe::fcntl_setpipe_size(&stdout_read, 1 << 20);
     let (stderr_read, stderr_write) = std::io::pipe()?;
     let mut ends: Vec<Option<Exit>> = vec![None; commands.len()];
-    let mut children: Vec<(usize, Process)> = Vec::new();
+    // The commands that started, with their pids.
+    let mut children: Vec<(usize, u32)> = Vec::new();
     let mut next_stdin: Option<OwnedFd> = Some(stdin_read);
     let last = commands.len() - 1;
     // Each command's standard streams before its redirections: the pipes between them.
@@ -709,9 +711,15 @@ where
             }
         }
     };
+    // The pipes' ends the proxy keeps, made ready before anything starts: once it has, the job
+    // ends only through its supervisor (see `JobProcesses::end`).
+    let mut stdin = stdin_write.map(|w| tokio::net::unix::pipe::Sender::from_owned_fd(w.into())).transpose()?;
+    let mut stdout = Some(tokio::net::unix::pipe::Receiver::from_owned_fd(stdout_read.into())?);
+    let mut stderr = Some(tokio::net::unix::pipe::Receiver::from_owned_fd(stderr_read.into())?);
+    let mut launches = Vec::with_capacity(commands.len());
     for (i, prepared) in prepared.into_iter().enumerate() {
-        let (confinement, Prepared { program, fds, home }) = match (&confinement, prepared) {
-            (Ok(confinement), Ok(prepared)) => (confinement, prepared),
+        let Prepared { program, fds, home } = match (&confinement, prepared) {
+            (Ok(_), Ok(prepared)) => prepared,
             (_, Err(exit)) => {
                 ends[i] = Some(exit);
                 continue;
@@ -736,29 +744,45 @@ where
             }
             _ => (checked.argv.as_slice().into(), Vec::new()),
         };
-        let started = null_for_none(fds)
-            .and_then(|stdio| Launch::new(&program, &argv, env, place.cwd, stdio, inherited))
-            .and_then(|launch| confinement.spawn(&launch))
-            .and_then(Process::watch);
-        match started {
-            Ok(process) => {
-                // Written down before anything waits: a proxy killed now leaves its successor
-                // the groups to kill (see `jobs_dir`).
-                if let Err(e) = place.dir.record_group(process.id()) {
-                    tracing::warn!("cannot write down process group {}: {e}", process.id());
-                }
-                children.push((i, process));
-            }
+        match null_for_none(fds).and_then(|stdio| Launch::new(&program, &argv, env, place.cwd, stdio, inherited)) {
+            Ok(launch) => launches.push((i, launch)),
             Err(e) => ends[i] = Some(failed(&os_message(&e), 126)),
+        }
+    }
+    // Every command that can start starts under the job's supervisor, which ends with the job
+    // and kills whatever of it is left then (see `supervisor`).
+    let mut processes = None;
+    if let Ok(confinement) = &confinement
+        && !launches.is_empty()
+    {
+        let (indices, launches): (Vec<usize>, Vec<Launch>) = launches.into_iter().unzip();
+        match JobProcesses::start(confinement.clone(), launches, place.dir.life()).await {
+            Ok((started_processes, started)) => {
+                for (i, started) in indices.into_iter().zip(started) {
+                    match started {
+                        Ok(pid) => {
+                            // Written down before anything waits: a proxy killed with its
+                            // supervisor leaves its successor the groups to kill (see `jobs_dir`).
+                            if let Err(e) = place.dir.record_group(pid) {
+                                tracing::warn!("cannot write down process group {pid}: {e}");
+                            }
+                            children.push((i, pid));
+                        }
+                        Err(e) => ends[i] = Some(failed(&os_message(&e), 126)),
+                    }
+                }
+                processes = Some(started_processes);
+            }
+            Err(e) => {
+                let message = format!("cannot start the job's commands: {}", os_message(&e));
+                indices.into_iter().for_each(|i| ends[i] = Some(failed(&message, 126)));
+            }
         }
     }
     // Only the children hold the write ends now: EOF comes when they are done.
     drop((stdout_write, stderr_write));
     tracing::info!("running {:?}", commands.iter().map(|c| c.argv.join(" ")).collect::<Vec<_>>());
 
-    let mut stdin = stdin_write.map(|w| tokio::net::unix::pipe::Sender::from_owned_fd(w.into())).transpose()?;
-    let mut stdout = Some(tokio::net::unix::pipe::Receiver::from_owned_fd(stdout_read.into())?);
-    let mut stderr = Some(tokio::net::unix::pipe::Receiver::from_owned_fd(stderr_read.into())?);
     let (closed_tx, mut closed) = watch::channel(false);
     let mut meter = progress.then(|| ReadMeter::new(&counted, &children, first_reads_client));
     let mut ticks =
@@ -876,15 +900,16 @@ where
     };
     if !completed {
         tracing::info!("aborting the job: {}", lost.as_ref().map_or("shutdown".to_string(), |e| format!("{e:#}")));
-        for (_, process) in &children {
-            process.kill_group();
+        if let Some(processes) = &mut processes {
+            processes.abort();
         }
     }
-    for (i, mut process) in children {
+    for (i, _) in children {
+        let Some(processes) = &mut processes else { break };
         // Commands that write nothing back (`sort big > out`) are reported on while they run.
         let Ending { code, signal, io } = loop {
             tokio::select! {
-                ending = process.wait() => break ending?,
+                ending = processes.wait(i) => break ending?,
                 _ = ticks.tick(), if completed && meter.is_some() => {
                     if let Some(report) = meter.as_mut().and_then(|m| m.report(fed.load(Relaxed)))
                         && protocol::write_frame(send, TAG_PROGRESS, &report).await.is_err()
@@ -899,6 +924,11 @@ where
             meter.ended(i, io);
         }
         ends[i] = Some(Exit { code, signal, error: None, io });
+    }
+    // What the commands left running dies now, before their outputs are settled: nothing of
+    // the job may change the export or its directory after (nor hold a slot).
+    if let Some(processes) = processes {
+        processes.end().await?;
     }
     let ends: Vec<Exit> = ends.into_iter().map(|e| e.unwrap_or_default()).collect();
     // The other proxy reads a whole file only from a job that completed; dropped, it is reset.

@@ -1,6 +1,8 @@
 //! Where a proxy process keeps its jobs' private directories (each job's `TMPDIR`, and its view),
 //! so that a proxy killed with `kill -9` leaves nothing behind for long: its next start (or any
-//! other proxy's sharing the directory) removes them, and kills what its jobs left running.
+//! other proxy's sharing the directory) removes them, and kills the process groups its jobs led
+//! (a second line: each job's supervisor kills everything of its job when the proxy dies, see
+//! `supervisor`, unless it was killed with it).
 //!
 //! Layout under the directory (made 0700): `PID.lock`, held with an exclusive flock(2) by the live
 //! proxy process PID; `PID/` holding its jobs' directories `job-XXXX/`, and beside each one
@@ -27,14 +29,26 @@ pub struct JobsDir {
     /// Directories that a client's finished jobs left as they got them (empty, or holding just
     /// their view), kept for its next jobs, by client. Making a directory, a view and a file for
     /// every job and removing them after cost the proxy 0.4 to 0.5 ms a job on ext4 (inode
-    /// allocation skips recently freed inodes), a good part of a small pipeline's cost. Only the
-    /// same client's jobs reuse one: a process an earlier job left running (it may have left its
-    /// process group) could otherwise see another client's temporary files. Such a process could
-    /// also change a kept view after it was checked; that misleads only its own client's jobs,
-    /// whose paths are checked against the export and opened beneath it all the same. A client
-    /// has an entry from its first job until it is forgotten (its last connection closed): what
-    /// its jobs give back then is removed.
+    /// allocation skips recently freed inodes), a good part of a small pipeline's cost. A
+    /// directory is kept only once nothing of its job lives (its [`JobLife`] released by the
+    /// job's supervisor, which has killed and reaped all of it): no process of an earlier job
+    /// can change a kept directory or its view after it was checked. Only the same client's jobs
+    /// reuse one all the same. A client has an entry from its first job until it is forgotten
+    /// (its last connection closed): what its jobs give back then is removed.
     idle: Mutex<HashMap<String, Vec<Kept>>>,
+}
+
+/// Held while any process of a job may live: by the job's supervisor (see `supervisor`) until it
+/// has killed and reaped everything of the job. A job's directory is kept for reuse only if its
+/// job's life is held by nothing else when the directory is given back.
+#[derive(Clone, Debug, Default)]
+pub struct JobLife(Arc<()>);
+
+impl JobLife {
+    /// Whether another holder than this one is left.
+    pub(super) fn held_elsewhere(&self) -> bool {
+        Arc::strong_count(&self.0) > 1
+    }
 }
 
 /// The most idle directories kept for one client, and for all.
@@ -99,17 +113,18 @@ impl JobsDir {
                 Kept { dir, groups, groups_file, view: None }
             }
         };
-        Ok(JobDir { kept: Some(kept), jobs: self.clone(), client: client.to_string() })
+        Ok(JobDir { kept: Some(kept), jobs: self.clone(), client: client.to_string(), life: JobLife::default() })
     }
 
     fn idle(&self) -> std::sync::MutexGuard<'_, HashMap<String, Vec<Kept>>> {
         self.idle.lock().unwrap_or_else(|e| e.into_inner())
     }
 
-    /// Keeps a finished job's directory for `client`'s next job if it holds just what the job
-    /// got (nothing, or its view) and there is room; removes it otherwise.
-    fn give_back(&self, client: String, kept: Kept) {
-        let as_given = holds_only(&kept.dir, kept.view.as_ref());
+    /// Keeps a finished job's directory for `client`'s next job if nothing of the job may live
+    /// (`life` held by nothing else), it holds just what the job got (nothing, or its view) and
+    /// there is room; removes it otherwise.
+    fn give_back(&self, client: String, kept: Kept, life: &JobLife) {
+        let as_given = !life.held_elsewhere() && holds_only(&kept.dir, kept.view.as_ref());
         let mut idle = self.idle();
         let room = idle.values().map(Vec::len).sum::<usize>() < IDLE_IN_ALL;
         if let Some(own) = idle.get_mut(&client)
@@ -153,6 +168,7 @@ pub struct JobDir {
     kept: Option<Kept>,
     jobs: Arc<JobsDir>,
     client: String,
+    life: JobLife,
 }
 
 impl JobDir {
@@ -191,6 +207,11 @@ impl JobDir {
         Ok(cwd)
     }
 
+    /// The job's life, for its supervisor to hold (see [`JobLife`]).
+    pub fn life(&self) -> JobLife {
+        self.life.clone()
+    }
+
     /// Writes down a process group the job's commands lead, before anything waits on it.
     pub fn record_group(&self, pgid: u32) -> io::Result<()> {
         (&self.kept().groups_file).write_all(format!("{pgid}\n").as_bytes())
@@ -200,7 +221,7 @@ impl JobDir {
 impl Drop for JobDir {
     fn drop(&mut self) {
         if let Some(kept) = self.kept.take() {
-            self.jobs.give_back(std::mem::take(&mut self.client), kept);
+            self.jobs.give_back(std::mem::take(&mut self.client), kept, &self.life);
         }
     }
 }
@@ -300,6 +321,26 @@ mod tests {
         assert_eq!(jobs.idle()["c"].len(), IDLE_PER_CLIENT);
         let dirs = fs::read_dir(parent.path().join(std::process::id().to_string())).unwrap();
         assert_eq!(dirs.flatten().filter(|e| e.path().is_dir()).count(), IDLE_PER_CLIENT + 1, "c's and b's");
+    }
+
+    #[test]
+    fn a_job_directory_is_kept_only_once_nothing_of_its_job_lives() {
+        let parent = tempfile::tempdir().unwrap();
+        let jobs = Arc::new(JobsDir::open(parent.path()).unwrap());
+        // A job's supervisor still holds its life as the job gives its directory back.
+        let job = jobs.new_job("a", None).unwrap();
+        let held = job.life();
+        let path = job.path().to_path_buf();
+        drop(job);
+        assert!(!path.exists(), "removed: something of its job may still live");
+        drop(held);
+        // Released first: kept, and the client's next job gets it.
+        let job = jobs.new_job("a", None).unwrap();
+        let (path, life) = (job.path().to_path_buf(), job.life());
+        drop(life);
+        drop(job);
+        assert!(path.is_dir());
+        assert_eq!(jobs.new_job("a", None).unwrap().path(), path);
     }
 
     #[test]

@@ -19,6 +19,7 @@ pub mod process;
 pub mod proxy;
 pub mod sandbox;
 pub mod slots;
+mod supervisor;
 
 // The modules above name what they share with clients as this crate's own.
 pub use posh_wire::{client, identity, measure, merge, protocol, read_buffer};

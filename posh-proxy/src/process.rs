@@ -1,14 +1,18 @@
-//! A command's process at the proxy, watched through its pidfd: no thread waits for it, its
-//! counts are read when it has ended and before it is reaped, and its whole process group is
-//! killed when the job is aborted.
+//! A job's processes at the proxy, as the proxy sees them: started, watched and ended through the
+//! job's supervisor (see `supervisor`), which is their parent and the subreaper of everything
+//! they start. No thread of the proxy waits for a command: the supervisor reports each one's
+//! end, with its counts, read when it had ended and before it was reaped; and when the job ends
+//! (or is aborted) it kills whatever of the job still lives, `setsid` or not, before it exits.
 
-use std::os::fd::{AsFd as _, OwnedFd};
+use std::os::fd::OwnedFd;
+use std::sync::Arc;
 
-use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
-use tokio::io::unix::AsyncFd;
+use tokio::io::AsyncReadExt as _;
 
-use super::sandbox::Started;
-use crate::measure::{IoCount, read_counts};
+use super::jobs_dir::JobLife;
+use super::sandbox::{Confinement, Launch};
+use super::supervisor::{REPORT_LEN, Report};
+use crate::measure::IoCount;
 
 /// How a command ended.
 #[derive(Clone, Copy, Debug)]
@@ -18,74 +22,110 @@ pub struct Ending {
     pub io: Option<IoCount>,
 }
 
-/// A started command, killed (and reaped) if dropped before it was waited for.
+/// The processes of one job. Dropped (or [`JobProcesses::abort`]ed), it asks the supervisor to
+/// kill them all; [`JobProcesses::end`] does that and waits until nothing of the job lives.
 #[derive(Debug)]
-pub struct Process {
-    pid: Pid,
-    /// `None` once reaped.
-    pidfd: Option<AsyncFd<OwnedFd>>,
+pub struct JobProcesses {
+    reports: tokio::net::unix::pipe::Receiver,
+    /// A record read in part (a read may be cancelled, see `next`).
+    record: [u8; REPORT_LEN],
+    filled: usize,
+    /// Closing it asks the supervisor to end the job.
+    control: Option<OwnedFd>,
+    /// Ends reported and not yet asked for, by command.
+    endings: Vec<Option<Ending>>,
 }
 
-impl Process {
-    /// Watches `started` (within a tokio runtime); if it cannot, the command is killed.
-    pub fn watch(started: Started) -> std::io::Result<Process> {
-        let Started { pid, pidfd } = started;
-        match super::sandbox::watch_exit(pidfd) {
-            Ok(pidfd) => Ok(Process { pid, pidfd: Some(pidfd) }),
-            Err((pidfd, e)) => {
-                let _ = rustix::process::pidfd_send_signal(&pidfd, Signal::KILL);
-                let _ = rustix::process::waitid(WaitId::PidFd(pidfd.as_fd()), WaitIdOptions::EXITED);
-                Err(e)
-            }
-        }
-    }
-
-    /// Its pid, which is also its process group's id.
-    pub fn id(&self) -> u32 {
-        self.pid.as_raw_nonzero().get().unsigned_abs()
-    }
-
-    /// Kills it and everything it started in its process group (`awk 'BEGIN{system("sleep
-    /// 300")}'` leaves `sleep` behind when only awk is killed). Each command leads its own group
-    /// (see `Confinement::enter`).
-    pub fn kill_group(&self) {
-        let _ = rustix::process::kill_process_group(self.pid, Signal::KILL);
-        if let Some(pidfd) = &self.pidfd {
-            let _ = rustix::process::pidfd_send_signal(pidfd.get_ref(), Signal::KILL);
-        }
-    }
-
-    /// Waits for it to end and reaps it.
-    pub async fn wait(&mut self) -> std::io::Result<Ending> {
-        let Some(pidfd) = &self.pidfd else {
-            return Err(std::io::Error::other("the command was already waited for"));
+impl JobProcesses {
+    /// Starts the job's supervisor and, through it, `launches` confined by `confinement`, in
+    /// order (within a tokio runtime). Returns, for each launch, its process id (also its process
+    /// group's) or why it could not start. `life` is held until nothing of the job lives.
+    pub async fn start(
+        confinement: Arc<Confinement>,
+        launches: Vec<Launch>,
+        life: JobLife,
+    ) -> std::io::Result<(JobProcesses, Vec<std::io::Result<u32>>)> {
+        let count = launches.len();
+        let (reports_read, reports_write) = std::io::pipe()?;
+        let (control_read, control_write) = std::io::pipe()?;
+        let reports = tokio::net::unix::pipe::Receiver::from_owned_fd(reports_read.into())?;
+        super::supervisor::start(confinement, launches, reports_write.into(), control_read.into(), life)?;
+        let mut processes = JobProcesses {
+            reports,
+            record: [0; REPORT_LEN],
+            filled: 0,
+            control: Some(control_write.into()),
+            endings: vec![None; count],
         };
-        loop {
-            let mut ready = pidfd.readable().await?;
-            let fd = pidfd.get_ref().as_fd();
-            // Ended but not reaped yet: the counts go with the process.
-            let ended = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
-            if rustix::process::waitid(WaitId::PidFd(fd), ended)?.is_some() {
-                let io = read_counts(self.id());
-                let status = rustix::process::waitid(WaitId::PidFd(fd), WaitIdOptions::EXITED)?
-                    .ok_or_else(|| std::io::Error::other("the command's end went missing"))?;
-                self.pidfd = None;
-                return Ok(Ending { code: status.exit_status(), signal: status.terminating_signal(), io });
+        let mut started: Vec<Option<std::io::Result<u32>>> = (0..count).map(|_| None).collect();
+        while started.iter().any(Option::is_none) {
+            let (index, outcome) = match processes.next().await? {
+                Some(Report::Started { index, pid }) => (index, Ok(pid)),
+                Some(Report::NotStarted { index, errno }) => (index, Err(std::io::Error::from_raw_os_error(errno))),
+                Some(report @ Report::Ended { .. }) => return Err(unexpected(report)),
+                None => return Err(std::io::Error::other("the job's supervisor ended before its commands started")),
+            };
+            match started.get_mut(index) {
+                Some(slot @ None) => *slot = Some(outcome),
+                _ => return Err(std::io::Error::other(format!("the job's supervisor started command {index} twice"))),
             }
-            ready.clear_ready();
         }
+        Ok((processes, started.into_iter().flatten().collect()))
+    }
+
+    /// Waits for command `index` to end (it was reaped then).
+    pub async fn wait(&mut self, index: usize) -> std::io::Result<Ending> {
+        loop {
+            if let Some(ending) = self.endings.get_mut(index).and_then(Option::take) {
+                return Ok(ending);
+            }
+            match self.next().await? {
+                Some(Report::Ended { index: ended, code, signal, io }) if ended < self.endings.len() => {
+                    let io = io.map(|(read, written)| IoCount { read, written });
+                    self.endings[ended] = Some(Ending { code, signal, io });
+                }
+                Some(report) => return Err(unexpected(report)),
+                None => {
+                    let why = format!("the job's supervisor ended before command {index} did");
+                    return Err(std::io::Error::other(why));
+                }
+            }
+        }
+    }
+
+    /// Kills every process of the job now, `setsid` ones included: their ends are still
+    /// reported, as killed.
+    pub fn abort(&mut self) {
+        self.control = None;
+    }
+
+    /// Ends the job: kills what of it still lives (what its commands left running) and waits
+    /// until the supervisor has reaped all of it and exited.
+    pub async fn end(mut self) -> std::io::Result<()> {
+        self.control = None;
+        while self.next().await?.is_some() {}
+        Ok(())
+    }
+
+    /// The next report; `None` once the supervisor is gone (the pipe's end, which comes only
+    /// after it was reaped). Cancel-safe: a record read in part is kept.
+    async fn next(&mut self) -> std::io::Result<Option<Report>> {
+        while self.filled < REPORT_LEN {
+            match self.reports.read(&mut self.record[self.filled..]).await? {
+                0 if self.filled == 0 => return Ok(None),
+                0 => return Err(std::io::Error::other("the job's supervisor ended within a report")),
+                n => self.filled += n,
+            }
+        }
+        self.filled = 0;
+        Report::decode(&self.record)
+            .map(Some)
+            .ok_or_else(|| std::io::Error::other("the job's supervisor sent a report of no known kind"))
     }
 }
 
-impl Drop for Process {
-    fn drop(&mut self) {
-        let Some(pidfd) = self.pidfd.take() else { return };
-        let _ = rustix::process::pidfd_send_signal(pidfd.get_ref(), Signal::KILL);
-        let pidfd = pidfd.into_inner();
-        // Reaped off the caller's thread: a killed process may take a moment to end (a read of a
-        // slow mount finishing in the kernel).
-        std::thread::spawn(move || rustix::process::waitid(WaitId::PidFd(pidfd.as_fd()), WaitIdOptions::EXITED));
-    }
+fn unexpected(report: Report) -> std::io::Error {
+    std::io::Error::other(format!("the job's supervisor reported out of turn: {report:?}"))
 }
 
 #[cfg(test)]
@@ -93,20 +133,26 @@ mod tests {
     use std::io::Read as _;
     use std::path::Path;
 
-    use super::super::sandbox::{Confinement, Launch};
     use super::*;
 
-    /// Starts `argv` confined to `export`, in it, with `stdin` as its input; returns the process
-    /// and the read end of its stdout and stderr (one pipe).
-    fn start(export: &Path, argv: &[&str], stdin: OwnedFd) -> std::io::Result<(Process, std::io::PipeReader)> {
-        let confinement = Confinement::new(export, export).unwrap();
+    /// Starts `argv` confined to `export`, in it, with `stdin` as its input, under a supervisor;
+    /// returns the job's processes, the command's pid (or why it did not start) and the read end
+    /// of its stdout and stderr (one pipe).
+    async fn start(
+        export: &Path,
+        argv: &[&str],
+        stdin: OwnedFd,
+        life: JobLife,
+    ) -> (JobProcesses, std::io::Result<u32>, std::io::PipeReader) {
+        let confinement = Arc::new(Confinement::new(export, export).unwrap());
         let (output, writer) = std::io::pipe().unwrap();
         let stdio = [stdin, writer.try_clone().unwrap().into(), writer.into()];
         let argv: Vec<String> = argv.iter().map(|w| w.to_string()).collect();
         let program = super::super::job::find_program(&argv[0]).unwrap_or_else(|| argv[0].clone().into());
         let env = [("PATH", std::ffi::OsStr::new("/usr/bin:/bin")), ("GREETING", std::ffi::OsStr::new("hi there"))];
-        let launch = Launch::new(&program, &argv, env, export, stdio, Vec::new())?;
-        Ok((Process::watch(confinement.spawn(&launch)?)?, output))
+        let launch = Launch::new(&program, &argv, env, export, stdio, Vec::new()).unwrap();
+        let (processes, mut started) = JobProcesses::start(confinement, vec![launch], life).await.unwrap();
+        (processes, started.remove(0), output)
     }
 
     fn empty_input() -> OwnedFd {
@@ -119,6 +165,23 @@ mod tests {
         text
     }
 
+    /// The processes whose command line is `words`.
+    fn running(words: &[&str]) -> Vec<u32> {
+        let wanted: Vec<u8> = words.iter().flat_map(|w| [w.as_bytes(), b"\0"].concat()).collect();
+        let entries = std::fs::read_dir("/proc").unwrap().flatten();
+        let pids = entries.filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok());
+        pids.filter(|pid| std::fs::read(format!("/proc/{pid}/cmdline")).is_ok_and(|c| c == wanted)).collect()
+    }
+
+    /// Waits (bounded) until a process runs `words`.
+    fn until_running(words: &[&str]) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while running(words).is_empty() {
+            assert!(std::time::Instant::now() < deadline, "{words:?} never ran");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
     #[tokio::test]
     async fn a_command_starts_with_its_words_environment_directory_and_streams() {
         let export = tempfile::tempdir().unwrap();
@@ -127,9 +190,12 @@ mod tests {
         let script =
             r#"tr '\0' ' ' < /proc/$$/cmdline; echo "$GREETING $(pwd)"; env | sort | tr '\n' ' '; echo; cat; exit 3"#;
         let stdin = std::fs::File::open(export.path().join("input")).unwrap().into();
-        let (mut process, output) = start(export.path(), &["sh", "-c", script, "one"], stdin).unwrap();
+        let (mut processes, pid, output) =
+            start(export.path(), &["sh", "-c", script, "one"], stdin, JobLife::default()).await;
+        pid.unwrap();
         let text = read_all(output);
-        let end = process.wait().await.unwrap();
+        let end = processes.wait(0).await.unwrap();
+        processes.end().await.unwrap();
         let pwd = export.path().display();
         // `PWD` comes from sh itself, as it would under bash.
         assert_eq!(
@@ -146,37 +212,76 @@ mod tests {
     async fn a_command_leads_its_own_session_and_dies_of_a_closed_pipe() {
         let export = tempfile::tempdir().unwrap();
         // Fields 1, 5 and 6 of /proc/self/stat: pid, process group, session.
-        let (mut process, output) =
-            start(export.path(), &["cut", "-d ", "-f1,5,6", "/proc/self/stat"], empty_input()).unwrap();
+        let (mut processes, pid, output) =
+            start(export.path(), &["cut", "-d ", "-f1,5,6", "/proc/self/stat"], empty_input(), JobLife::default())
+                .await;
         let ids = read_all(output);
-        process.wait().await.unwrap();
-        let id = process.id().to_string();
+        processes.wait(0).await.unwrap();
+        let id = pid.unwrap().to_string();
         assert_eq!(ids.split_whitespace().collect::<Vec<_>>(), [&id, &id, &id], "{ids}");
 
         // The proxy ignores SIGPIPE (Rust does); its commands must not.
-        let (mut process, output) = start(export.path(), &["yes"], empty_input()).unwrap();
+        let (mut processes, _, output) = start(export.path(), &["yes"], empty_input(), JobLife::default()).await;
         drop(output);
-        let end = process.wait().await.unwrap();
+        let end = processes.wait(0).await.unwrap();
         assert_eq!((end.code, end.signal), (None, Some(libc::SIGPIPE)));
     }
 
     #[tokio::test]
-    async fn what_cannot_start_is_an_error_and_a_dropped_command_is_killed() {
+    async fn what_cannot_start_is_an_error_and_dropped_processes_are_killed() {
         let export = tempfile::tempdir().unwrap();
         std::fs::write(export.path().join("data.txt"), "not a program\n").unwrap();
         let not_executable = export.path().join("data.txt");
-        let error = start(export.path(), &[not_executable.to_str().unwrap()], empty_input()).unwrap_err();
-        assert_eq!(error.kind(), std::io::ErrorKind::PermissionDenied, "{error}");
-        let error = start(export.path(), &["/nonexistent/program"], empty_input()).unwrap_err();
-        assert_eq!(error.kind(), std::io::ErrorKind::NotFound, "{error}");
+        let (_, error, _) =
+            start(export.path(), &[not_executable.to_str().unwrap()], empty_input(), JobLife::default()).await;
+        assert_eq!(error.unwrap_err().kind(), std::io::ErrorKind::PermissionDenied);
+        let (_, error, _) = start(export.path(), &["/nonexistent/program"], empty_input(), JobLife::default()).await;
+        assert_eq!(error.unwrap_err().kind(), std::io::ErrorKind::NotFound);
 
-        let (process, _output) = start(export.path(), &["sleep", "300"], empty_input()).unwrap();
-        let proc_entry = format!("/proc/{}", process.id());
-        drop(process);
+        let (processes, pid, _output) =
+            start(export.path(), &["sleep", "300"], empty_input(), JobLife::default()).await;
+        let proc_entry = format!("/proc/{}", pid.unwrap());
+        drop(processes);
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while Path::new(&proc_entry).exists() {
-            assert!(std::time::Instant::now() < deadline, "a dropped command is killed and reaped");
+            assert!(std::time::Instant::now() < deadline, "a dropped job's command is killed and reaped");
             std::thread::sleep(std::time::Duration::from_millis(10));
         }
+    }
+
+    /// Issue 37, E3: what a command leaves running (in the background, in a session of its own)
+    /// ends with the job, and the job's life is released only once nothing of it lives.
+    #[tokio::test]
+    async fn what_a_job_leaves_running_ends_with_it() {
+        let export = tempfile::tempdir().unwrap();
+        let script = "sleep 301.25 >/dev/null 2>&1 & setsid sleep 301.5 >/dev/null 2>&1 & echo started";
+        let life = JobLife::default();
+        let (mut processes, _, output) = start(export.path(), &["sh", "-c", script], empty_input(), life.clone()).await;
+        assert_eq!(read_all(output), "started\n");
+        assert_eq!(processes.wait(0).await.unwrap().code, Some(0));
+        until_running(&["sleep", "301.25"]);
+        until_running(&["sleep", "301.5"]);
+        assert!(life.held_elsewhere(), "the supervisor holds the job's life while its processes live");
+        processes.end().await.unwrap();
+        // Nothing to wait for: the end comes once everything is reaped.
+        assert_eq!(running(&["sleep", "301.25"]), [] as [u32; 0], "the background child ended with its job");
+        assert_eq!(running(&["sleep", "301.5"]), [] as [u32; 0], "the setsid child ended with its job");
+        assert!(!life.held_elsewhere(), "released once nothing of the job lives");
+    }
+
+    #[tokio::test]
+    async fn an_aborted_job_is_killed_with_all_it_started() {
+        let export = tempfile::tempdir().unwrap();
+        // A double fork into a session of its own: the sleep's parent is gone before the abort.
+        let script = "(setsid sleep 301.75 >/dev/null 2>&1 &); exec sleep 301.875";
+        let (mut processes, _, _output) =
+            start(export.path(), &["sh", "-c", script], empty_input(), JobLife::default()).await;
+        until_running(&["sleep", "301.75"]);
+        until_running(&["sleep", "301.875"]);
+        processes.abort();
+        let end = processes.wait(0).await.unwrap();
+        assert_eq!((end.code, end.signal), (None, Some(libc::SIGKILL)));
+        processes.end().await.unwrap();
+        assert_eq!(running(&["sleep", "301.75"]), [] as [u32; 0]);
     }
 }

@@ -9,23 +9,24 @@
 //! ruleset once per job ([`Confinement::new`]); the new process only applies it
 //! ([`Confinement::enter`]: a few system calls), so no launcher program is exec'd first.
 //!
-//! Commands start as `posix_spawn` starts them ([`Confinement::spawn`]): the child shares the
-//! proxy's memory until it execs (`CLONE_VM | CLONE_VFORK`) instead of copying its page tables, as
-//! `fork` does (about 1 ms of a small remote pipeline's 5.8 ms on loopback), with the
-//! confinement between clone and exec, which `posix_spawn` has no room for.
+//! Commands start as `posix_spawn` starts them ([`Ready::start`], called by the job's supervisor,
+//! see `supervisor`): the child shares the proxy's memory until it execs (`CLONE_VM |
+//! CLONE_VFORK`) instead of copying its page tables, as `fork` does (about 1 ms of a small remote
+//! pipeline's 5.8 ms on loopback), with the confinement between clone and exec, which
+//! `posix_spawn` has no room for.
 //!
-//! This module is the only place of the proxy with `unsafe` code (the workspace denies it
-//! elsewhere): the start of a command's process, and the two Landlock system calls that have no
-//! safe wrapper usable between clone and exec.
+//! This module and `supervisor` are the only places of the proxy with `unsafe` code (the
+//! workspace denies it elsewhere): here the start of a command's process, and the two Landlock
+//! system calls that have no safe wrapper usable between clone and exec.
 #![allow(unsafe_code)]
 
 use std::ffi::{CString, c_char, c_int, c_void};
 use std::mem::MaybeUninit;
-use std::os::fd::{AsRawFd as _, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd as _, IntoRawFd as _, OwnedFd, RawFd};
 use std::os::unix::ffi::OsStrExt as _;
 use std::path::Path;
 use std::ptr;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use landlock::{
     ABI, Access, AccessFs, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd, Ruleset, RulesetAttr,
@@ -104,77 +105,41 @@ impl Confinement {
         Ok(Confinement { ruleset: ruleset(root, tmp)?.into() })
     }
 
-    /// Starts `launch` confined: in its own session, with the ruleset, its standard streams and
-    /// working directory. An error is why it could not start (the program, the directory, the
-    /// sandbox), as `exec` gave it.
-    pub fn spawn(&self, launch: &Launch) -> std::io::Result<Started> {
+    /// `launch` made ready to start (see [`Ready::start`]): every pointer its process needs
+    /// until exec, made now, as the process that starts it may not allocate.
+    pub(super) fn ready(&self, launch: Launch) -> Ready<'_> {
         let pointers = |strings: &[CString]| -> Vec<*const c_char> {
             strings.iter().map(|s| s.as_ptr()).chain([ptr::null()]).collect()
         };
-        let (argv, envp) = (pointers(&launch.argv), pointers(&launch.env));
-        let fds: Vec<RawFd> = launch.fds.iter().map(|fd| fd.as_raw_fd()).collect();
+        let Launch { program, argv, env, cwd, fds } = launch;
+        let (argv_pointers, env_pointers) = (pointers(&argv), pointers(&env));
+        // Its descriptors are the starter's to close once the command has its copies.
+        let fds: Vec<RawFd> = fds.into_iter().map(|fd| fd.into_raw_fd()).collect();
         let handoff = Handoff {
             confinement: self,
-            program: launch.program.as_ptr(),
-            argv: argv.as_ptr(),
-            envp: envp.as_ptr(),
-            cwd: launch.cwd.as_ptr(),
+            program: program.as_ptr(),
+            argv: argv_pointers.as_ptr(),
+            envp: env_pointers.as_ptr(),
+            cwd: cwd.as_ptr(),
             fds: fds.as_ptr(),
             fd_count: fds.len(),
             errno: AtomicI32::new(0),
         };
-        let mut stack: Vec<MaybeUninit<u8>> = Vec::with_capacity(CHILD_STACK);
-        // SAFETY: one past the end of the allocation, rounded down to the 16 bytes the ABI wants.
-        let top = unsafe { stack.as_mut_ptr().add(CHILD_STACK) };
-        let top = top.wrapping_sub(top as usize % 16);
-        // SAFETY: the child runs `start_child` on `stack` with `handoff`, both alive until clone
-        // returns, which is after the child exec'd or exited (CLONE_VFORK). Signals are blocked
-        // meanwhile so that no handler of the proxy runs in the child on the shared memory.
-        let pid = unsafe {
-            let mut all = MaybeUninit::<libc::sigset_t>::uninit();
-            let mut old = MaybeUninit::<libc::sigset_t>::uninit();
-            libc::sigfillset(all.as_mut_ptr());
-            libc::pthread_sigmask(libc::SIG_SETMASK, all.as_ptr(), old.as_mut_ptr());
-            let pid = libc::clone(
-                start_child,
-                top.cast::<c_void>(),
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                ptr::from_ref(&handoff).cast_mut().cast::<c_void>(),
-            );
-            let clone_error = std::io::Error::last_os_error();
-            libc::pthread_sigmask(libc::SIG_SETMASK, old.as_ptr(), ptr::null_mut());
-            if pid < 0 {
-                return Err(clone_error);
-            }
-            pid
-        };
-        drop(stack);
-        let pid = rustix::process::Pid::from_raw(pid).expect("clone returned a process id");
-        let reap =
-            || rustix::process::waitid(rustix::process::WaitId::Pid(pid), rustix::process::WaitIdOptions::EXITED);
-        match handoff.errno.load(Ordering::Relaxed) {
-            0 => {}
-            errno => {
-                let _ = reap();
-                return Err(std::io::Error::from_raw_os_error(errno));
-            }
-        }
-        match rustix::process::pidfd_open(pid, rustix::process::PidfdFlags::empty()) {
-            Ok(pidfd) => Ok(Started { pid, pidfd }),
-            Err(e) => {
-                let _ = rustix::process::kill_process(pid, rustix::process::Signal::KILL);
-                let _ = reap();
-                Err(e.into())
-            }
+        Ready {
+            handoff,
+            _strings: (program, argv, env, cwd),
+            _pointers: (argv_pointers, env_pointers),
+            fds,
+            fds_closed: AtomicBool::new(false),
         }
     }
 
     /// Confines the calling process, which is a command's, started and about to exec: it leads a
-    /// session of its own, without a terminal (its process group, which the proxy kills as one,
-    /// has its pid for id), dies with the proxy (a proxy killed outright must not leave its jobs
-    /// running; what they start in turn is killed by the proxy's next start, see `jobs_dir`),
-    /// may not gain privileges, and is restricted by the ruleset. Only system calls, as the time
-    /// between clone and exec allows (no allocation, no lock).
+    /// session of its own, without a terminal (its process group has its pid for id), dies with
+    /// the job's supervisor, its parent (which, alive, kills everything of the job when the job
+    /// or the proxy ends, see `supervisor`), may not gain privileges, and is restricted by the
+    /// ruleset. Only system calls, as the time between clone and exec allows (no allocation, no
+    /// lock).
     fn enter(&self) -> std::io::Result<()> {
         rustix::process::setsid()?;
         rustix::process::set_parent_process_death_signal(Some(rustix::process::Signal::KILL))?;
@@ -306,24 +271,93 @@ fn lifted(fds: Vec<OwnedFd>) -> std::io::Result<Vec<OwnedFd>> {
     fds.into_iter().map(lift).collect()
 }
 
-/// A started command: its process id (also its process group's and session's) and a pidfd that
-/// becomes readable when it exits.
+/// A command ready to start ([`Confinement::ready`]), owning what its process reads until exec
+/// and the descriptors it gets, which [`Ready::start`] closes once the command has its copies
+/// (or dropping it, if it never started).
 #[derive(Debug)]
-pub struct Started {
-    pub pid: rustix::process::Pid,
-    pub pidfd: OwnedFd,
+pub(super) struct Ready<'a> {
+    handoff: Handoff<'a>,
+    /// What `handoff` points to: heap buffers, which stay where they are when moved here.
+    _strings: (CString, Vec<CString>, Vec<CString>, CString),
+    _pointers: (Vec<*const c_char>, Vec<*const c_char>),
+    fds: Vec<RawFd>,
+    fds_closed: AtomicBool,
 }
 
-/// `pidfd` registered with the runtime's reactor, which says when its process has ended; on
-/// failure, the descriptor is handed back with the reason.
-pub fn watch_exit(pidfd: OwnedFd) -> Result<tokio::io::unix::AsyncFd<OwnedFd>, (OwnedFd, std::io::Error)> {
-    // SAFETY: an `OwnedFd` is an open descriptor that stays the same until it is dropped, which
-    // is what tokio requires of what it watches.
-    unsafe { tokio::io::unix::AsyncFd::register_with_interest(pidfd, tokio::io::Interest::READABLE) }
-        .map_err(|e| e.into_parts())
+impl Ready<'_> {
+    /// Starts the command, confined, in a process sharing the caller's memory until it execs
+    /// (`posix_spawn`'s way), on `stack`; then closes its descriptors here. Returns its pid
+    /// (also its process group's and session's), or the errno of why it could not start (the
+    /// program, the directory, the sandbox), as `exec` gave it. Only system calls and no
+    /// allocation: the job's supervisor calls it (see `supervisor`), with every signal blocked,
+    /// so that no handler runs in the child on the shared memory.
+    pub(super) fn start(&self, stack: &mut ChildStack) -> Result<rustix::process::Pid, i32> {
+        self.handoff.errno.store(0, Ordering::Relaxed);
+        // SAFETY: the child runs `start_child` on `stack` with `handoff`, both alive until clone
+        // returns, which is after the child exec'd or exited (CLONE_VFORK).
+        let pid = unsafe {
+            libc::clone(
+                start_child,
+                stack.top(),
+                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+                ptr::from_ref(&self.handoff).cast_mut().cast::<c_void>(),
+            )
+        };
+        let clone_errno = std::io::Error::last_os_error().raw_os_error().unwrap_or(libc::EAGAIN);
+        self.close_fds();
+        let Some(pid) = (pid > 0).then(|| rustix::process::Pid::from_raw(pid)).flatten() else {
+            return Err(clone_errno);
+        };
+        match self.handoff.errno.load(Ordering::Relaxed) {
+            0 => Ok(pid),
+            errno => {
+                let _ =
+                    rustix::process::waitid(rustix::process::WaitId::Pid(pid), rustix::process::WaitIdOptions::EXITED);
+                Err(errno)
+            }
+        }
+    }
+
+    /// Closes the command's descriptors, once: only its process (and what it starts) holds
+    /// them after, so a pipe's reader sees its end when the command's writers are gone.
+    fn close_fds(&self) {
+        if !self.fds_closed.swap(true, Ordering::Relaxed) {
+            for fd in &self.fds {
+                // SAFETY: descriptors this `Ready` owns (taken from the launch's `OwnedFd`s) and
+                // closes once.
+                unsafe { libc::close(*fd) };
+            }
+        }
+    }
+}
+
+impl Drop for Ready<'_> {
+    fn drop(&mut self) {
+        self.close_fds();
+    }
+}
+
+/// The stack of a process that shares the proxy's memory (a command until it execs, a job's
+/// supervisor): its own, as the thread that started it is only suspended (CLONE_VFORK).
+#[derive(Debug)]
+pub(super) struct ChildStack(Vec<MaybeUninit<u8>>);
+
+impl ChildStack {
+    pub(super) fn new() -> ChildStack {
+        ChildStack(Vec::with_capacity(CHILD_STACK))
+    }
+
+    /// Where the stack starts (it grows down): one past its end, rounded down to the 16 bytes
+    /// the ABI wants.
+    pub(super) fn top(&mut self) -> *mut c_void {
+        // SAFETY: one past the end of the allocation, which is `CHILD_STACK` long.
+        let top = unsafe { self.0.as_mut_ptr().add(CHILD_STACK) };
+        top.wrapping_sub(top as usize % 16).cast::<c_void>()
+    }
 }
 
 /// What the child reads, and writes back when it cannot exec.
+#[derive(Debug)]
 struct Handoff<'a> {
     confinement: &'a Confinement,
     program: *const c_char,
