@@ -1091,9 +1091,9 @@ async fn closed_within(connection: &quinn::Connection, within: Duration) -> Opti
 /// Issue 37, E4: a proxy a client introduced (a job's `peer_output` names it) is let in with
 /// one connection per output waiting for it, not more (60 connections of one introduced
 /// identity took a proxy from 178 to 657 MB, each holding request lines); on each it may send
-/// one fetch line, of at most a few hundred bytes, and anything else closes the connection
-/// unread; a connection let in for an output ends when that output stops waiting (its job
-/// ended) or once it was fetched.
+/// one fetch line, of at most a kilobyte, and anything else closes the connection unread; a
+/// connection let in for an output ends when that output stops waiting (its job ended), and
+/// one that fetched can ask nothing more.
 #[tokio::test(flavor = "multi_thread")]
 async fn an_introduced_proxy_gets_a_connection_per_output_and_only_fetches_on_it() {
     use posh_exec::remote::client::connect_peer;
@@ -1185,8 +1185,11 @@ async fn an_introduced_proxy_gets_a_connection_per_output_and_only_fetches_on_it
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
     let ended = second.finish(None::<tokio::io::Empty>, &mut stdout, &mut stderr, &Traffic::default()).await.unwrap();
     assert_eq!(ended.commands[0].status(), 0);
+    // Nothing more may be asked on that connection.
+    let (mut send, _recv) = connection.open_bi().await.unwrap();
+    send.write_all(b"{}\n").await.unwrap();
     let reason = closed_within(&connection, Duration::from_secs(10)).await.expect("closed after the fetch");
-    assert!(reason.contains("fetched"), "{reason}");
+    assert!(reason.contains("an introduced proxy fetches once per connection"), "{reason}");
 }
 
 /// Issue 37, E4: tokens are the client's to choose, and each client's are apart: another

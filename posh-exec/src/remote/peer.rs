@@ -82,8 +82,12 @@ struct Waiting {
 #[derive(Debug)]
 struct Arrival {
     send: quinn::SendStream,
-    back: oneshot::Sender<quinn::SendStream>,
+    back: oneshot::Sender<Returned>,
 }
+
+/// A fetched output's stream given back by its job, and whether it was sent whole (finished)
+/// rather than reset.
+pub type Returned = (quinn::SendStream, bool);
 
 /// Why a fetch was not served.
 #[derive(Debug, thiserror::Error)]
@@ -235,7 +239,7 @@ pub async fn serve_fetch(
     fetch: &Fetch,
     mut admission: Option<&mut Admission>,
     mut send: quinn::SendStream,
-) -> Result<oneshot::Receiver<quinn::SendStream>, FetchRefused> {
+) -> Result<oneshot::Receiver<Returned>, FetchRefused> {
     let Some(waiting) = outputs.take(fetch, peer, admission.as_deref_mut()) else {
         // Its connection is let in for no output now: another may come for the one waiting.
         if let Some(admission) = admission {
@@ -261,7 +265,7 @@ pub async fn serve_fetch(
 #[derive(Debug)]
 pub struct PeerSink {
     send: Option<quinn::SendStream>,
-    back: Option<oneshot::Sender<quinn::SendStream>>,
+    back: Option<oneshot::Sender<Returned>>,
 }
 
 impl PeerSink {
@@ -277,13 +281,13 @@ impl PeerSink {
     pub fn complete(mut self) {
         if let Some(mut send) = self.send.take() {
             let _ = send.finish();
-            self.give_back(send);
+            self.give_back(send, true);
         }
     }
 
-    fn give_back(&mut self, send: quinn::SendStream) {
+    fn give_back(&mut self, send: quinn::SendStream, whole: bool) {
         if let Some(back) = self.back.take() {
-            let _ = back.send(send);
+            let _ = back.send((send, whole));
         }
     }
 }
@@ -292,7 +296,7 @@ impl Drop for PeerSink {
     fn drop(&mut self) {
         if let Some(mut send) = self.send.take() {
             let _ = send.reset(1u32.into());
-            self.give_back(send);
+            self.give_back(send, false);
         }
     }
 }

@@ -366,10 +366,17 @@ async fn refuse(mut send: quinn::SendStream, recv: &mut quinn::RecvStream, error
     Ok(())
 }
 
+/// How long the connection of another proxy stays open once the output it fetched was sent
+/// whole, if that proxy does not close it: it may still be reading what it received (a
+/// connection closed cuts that), and it can ask nothing more on it.
+const AFTER_FETCH: Duration = Duration::from_secs(3600);
+
 /// The connection of another proxy that is no authorized client, let in while an output waits
 /// for it: one stream, whose first line (at most [`protocol::MAX_FETCH_LINE`] bytes, within
 /// the request timeout, while an output still waits for it) must be a fetch; anything else
-/// closes the connection unread. After the fetch, the connection ends with the stream.
+/// closes the connection unread. After the fetch it can ask nothing more: another stream
+/// closes it, and so does the end of the output's stream (a reset at once; a stream sent whole
+/// once the other proxy let go of it, or after [`AFTER_FETCH`]).
 async fn serve_peer(conn: &quinn::Connection, shared: &Shared, peer: &str, mut admission: peer::Admission) {
     // It needs one stream, and sends no more than its fetch line on it.
     conn.set_max_concurrent_bi_streams(1u32.into());
@@ -412,9 +419,17 @@ async fn serve_peer(conn: &quinn::Connection, shared: &Shared, peer: &str, mut a
     tokio::select! {
         _ = conn.accept_bi() => close("an introduced proxy fetches once per connection"),
         sent = returned => {
-            if let Ok(send) = sent {
-                // Let the last bytes be acknowledged before the connection goes.
-                let _ = tokio::time::timeout(Duration::from_secs(5), send.stopped()).await;
+            if let Ok((send, true)) = sent {
+                // Sent whole: the other proxy may still be reading what it received, and lets
+                // go of the connection when it is done.
+                let ended = async {
+                    let _ = send.stopped().await;
+                    conn.closed().await
+                };
+                tokio::select! {
+                    _ = conn.accept_bi() => return close("an introduced proxy fetches once per connection"),
+                    _ = tokio::time::timeout(AFTER_FETCH, ended) => {}
+                }
             }
             close("fetched");
         }
