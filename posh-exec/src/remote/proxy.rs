@@ -18,6 +18,7 @@ use tokio::sync::{Semaphore, watch};
 use super::identity::{Identity, fingerprint};
 use super::jobs_dir::JobsDir;
 use super::journal::Journal;
+use super::memory::Trimmer;
 use super::peer::{self, PeerOutputs};
 use super::protocol::{self, Ask, Ended, Exit, Fetch, Header, Joined, Request, SendFiles, Sequence};
 use super::slots::JobSlots;
@@ -159,6 +160,8 @@ struct Shared {
     peer_outputs: Arc<PeerOutputs>,
     /// This proxy's endpoint, from which it also connects to other proxies.
     endpoint: quinn::Endpoint,
+    /// Gives memory back when the proxy becomes idle (see `memory`).
+    trimmer: Trimmer,
 }
 
 /// Streams of one connection that may wait for their request line at once; another is answered
@@ -235,6 +238,15 @@ pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: imp
         in_flight: watch::channel(0).0,
         peer_outputs: Arc::default(),
         endpoint: endpoint.clone(),
+        trimmer: Trimmer::start(),
+    });
+    // What a load left behind is given back once no stream is in flight any more.
+    let mut streams = shared.in_flight.subscribe();
+    let trimmer = shared.trimmer.clone();
+    let idle_watch = tokio::spawn(async move {
+        while streams.wait_for(|n| *n > 0).await.is_ok() && streams.wait_for(|n| *n == 0).await.is_ok() {
+            trimmer.idle();
+        }
     });
     tokio::pin!(shutdown);
     loop {
@@ -266,11 +278,22 @@ pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: imp
     let _ = tokio::time::timeout(Duration::from_secs(5), in_flight.wait_for(|n| *n == 0)).await;
     endpoint.close(0u32.into(), b"proxy shutting down");
     let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
+    idle_watch.abort();
     tracing::info!("stopped");
     Ok(())
 }
 
+/// A connection: its handshake, who it is, and its streams. Its end, with no stream in flight,
+/// makes the proxy idle (its memory is given back).
 async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Result<()> {
+    let served = serve_connection(incoming, &shared).await;
+    if *shared.in_flight.borrow() == 0 {
+        shared.trimmer.idle();
+    }
+    served
+}
+
+async fn serve_connection(incoming: quinn::Incoming, shared: &Arc<Shared>) -> Result<()> {
     let remote = incoming.remote_address();
     let conn = incoming.await.with_context(|| format!("handshake with {remote} failed"))?;
     let client = conn
