@@ -1217,7 +1217,7 @@ async fn one_clients_token_tells_another_nothing_and_fetches_only_its_own_output
     let first_job = first.start(&introduce("a.txt"), &Traffic::default()).await.unwrap();
     let second_job = second_conn.start(&introduce("b.txt"), &Traffic::default()).await.unwrap();
     // The same client again: that token is its own, and it is told.
-    let again = first.start(&introduce("a.txt"), &Traffic::default()).await.err().expect("refused");
+    let again = first.start(&introduce("a.txt"), &Traffic::default()).await.expect_err("refused");
     assert!(again.to_string().contains("already waiting"), "{again}");
 
     let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();

@@ -335,7 +335,7 @@ async fn serve_connection(incoming: quinn::Incoming, shared: &Arc<Shared>) -> Re
         };
         tracing::info!("proxy {client} connected from {remote} to fetch");
         let _counted = shared.config.connected.as_ref().map(InFlight::new);
-        serve_peer(&conn, &shared, &client, admission).await;
+        serve_peer(&conn, shared, &client, admission).await;
         tracing::info!("proxy {client} at {remote} disconnected");
         return Ok(());
     }
@@ -404,7 +404,7 @@ async fn serve_peer(conn: &quinn::Connection, shared: &Shared, peer: &str, mut a
     // It needs one stream, and sends no more than its fetch line on it.
     conn.set_max_concurrent_bi_streams(1u32.into());
     conn.set_max_concurrent_uni_streams(0u32.into());
-    let _ = conn.set_receive_window((protocol::MAX_FETCH_LINE as u32).into());
+    conn.set_receive_window((protocol::MAX_FETCH_LINE as u32).into());
     let close = |why: &str| {
         tracing::info!("closed the connection of proxy {peer}: {why}");
         conn.close(protocol::CLOSE_NOT_AUTHORIZED.into(), why.as_bytes());
