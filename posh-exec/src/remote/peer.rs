@@ -667,3 +667,59 @@ async fn pour_merged(
         Err(e) => Err(format!("could not be merged: {e}")),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const TOKEN: &str = "0123456789abcdef0123456789abcdef";
+
+    /// An introduced proxy is let in with one connection per output waiting for it, and tokens
+    /// are each client's own: another client's same token is no collision, the same client's is.
+    #[test]
+    fn connections_are_let_in_one_per_output_waiting_and_tokens_are_each_clients() {
+        let outputs = Arc::new(PeerOutputs::default());
+        let first_output = outputs.expect("client-1", TOKEN, "peer", false).unwrap();
+        let second_output = outputs.expect("client-2", TOKEN, "peer", false).unwrap();
+        let again = outputs.expect("client-1", TOKEN, "peer", false).unwrap_err();
+        assert!(again.contains("already waiting"), "{again}");
+        let first = outputs.admit("peer").expect("one connection per output");
+        let second = outputs.admit("peer").expect("one connection per output");
+        assert!(outputs.admit("peer").is_none(), "no more connections than outputs");
+        assert!(outputs.admit("stranger").is_none());
+        drop(first);
+        let third = outputs.admit("peer").expect("a connection gone lets another in");
+        drop(first_output);
+        assert!(outputs.admit("peer").is_none(), "one output waits, and two connections are in");
+        drop((second, third, second_output));
+        assert!(outputs.admit("peer").is_none());
+        assert_eq!(outputs.waiting_for("peer"), 0);
+    }
+
+    /// What a proxy dials for a client far away (on another host) and for one near (on the
+    /// proxy's own host): never an address that names no one host; the proxy's own host and
+    /// link only for a client near.
+    #[test]
+    fn a_proxy_dials_only_addresses_that_can_name_the_pinned_proxy() {
+        let far: SocketAddr = "10.0.0.7:50000".parse().unwrap();
+        let near: SocketAddr = "[::ffff:127.0.0.1]:50000".parse().unwrap();
+        let linked: SocketAddr = "169.254.3.4:50000".parse().unwrap();
+        let dial = |target: &str, client: SocketAddr| dialable(target.parse().unwrap(), client);
+        for nowhere in
+            ["0.0.0.0:4433", "[::]:4433", "224.0.0.1:4433", "255.255.255.255:4433", "10.0.0.3:0", "[ff02::1]:4433"]
+        {
+            assert!(dial(nowhere, far).is_err() && dial(nowhere, near).is_err(), "{nowhere}");
+        }
+        for own in ["127.0.0.1:4433", "127.8.9.10:4433", "[::1]:4433", "[::ffff:127.0.0.1]:4433"] {
+            assert!(dial(own, far).is_err() && dial(own, linked).is_err(), "{own}");
+            assert_eq!(dial(own, near), Ok(()), "{own}");
+        }
+        for link in ["169.254.169.254:80", "[fe80::1]:4433"] {
+            assert!(dial(link, far).is_err(), "{link}");
+            assert_eq!((dial(link, near), dial(link, linked)), (Ok(()), Ok(())), "{link}");
+        }
+        for proxy in ["10.0.0.3:4433", "192.0.2.8:4433", "[fd00::3]:4433"] {
+            assert_eq!((dial(proxy, far), dial(proxy, near)), (Ok(()), Ok(())), "{proxy}");
+        }
+    }
+}
