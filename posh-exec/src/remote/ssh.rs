@@ -138,7 +138,7 @@ impl LocalProxy {
         let uname = std::process::Command::new("uname").arg("-sm").output().ok().filter(|o| o.status.success())?;
         let system = String::from_utf8(uname.stdout).ok()?.trim().to_string();
         let id = format!("{VERSION}-{:x}-{:x}", meta.len(), modified.as_secs());
-        let sha256 = sha256_of(&path).ok()?;
+        let sha256 = hash_of_build(&path, &id).ok()?;
         Some(LocalProxy { path, size: meta.len(), id, system, sha256 })
     }
 
@@ -152,6 +152,33 @@ impl LocalProxy {
     fn same_bytes(&self, var: &str) -> String {
         format!("h=\"$(sha256sum < \"${var}\")\" && [ \"${{h%% *}}\" = {} ]", self.sha256)
     }
+}
+
+/// The SHA-256 of the build `id` of posh-proxy at `path`, kept in this user's cache
+/// (`~/.cache/posh/posh-proxy-ID.sha256`) for the next runs: hashing 150 MB of a debug build
+/// takes a second; `id` names the file's version, size and time, as it names the copy.
+fn hash_of_build(path: &Path, id: &str) -> std::io::Result<String> {
+    let dir = posh_core::config::xdg_base_dir(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"), ".cache")
+        .map(|cache| cache.join("posh"));
+    let kept = dir.as_ref().map(|dir| dir.join(format!("posh-proxy-{id}.sha256")));
+    if let Some(text) = kept.as_ref().and_then(|kept| std::fs::read_to_string(kept).ok()) {
+        let text = text.trim();
+        if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(text.to_string());
+        }
+    }
+    let hash = sha256_of(path)?;
+    if let (Some(dir), Some(kept)) = (dir, kept) {
+        // Kept if it can be: under a name of this process's first, so no run reads half of it.
+        let temporary = dir.join(format!(".posh-proxy-{id}.sha256.{}", std::process::id()));
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&temporary, format!("{hash}\n")))
+            .and_then(|()| std::fs::rename(&temporary, &kept));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temporary);
+        }
+    }
+    Ok(hash)
 }
 
 /// The SHA-256 of the file at `path`, in hex.
