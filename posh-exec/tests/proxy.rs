@@ -1156,12 +1156,13 @@ async fn another_proxy_may_only_fetch_the_output_the_client_sent_its_way() {
         fingerprint: proxy.fingerprint.clone(),
         token: token.into(),
     };
+    let for_client = setup.identity().fingerprint().to_string();
     let refusal = |result: anyhow::Result<(quinn::Connection, Vec<u8>, quinn::RecvStream)>| match result {
         Ok(_) => panic!("the proxy served a fetch it should have refused"),
         Err(e) => format!("{e:#}"),
     };
     // Not introduced: a stranger.
-    let error = refusal(peer::fetch(&endpoint, &other, &input(token)).await);
+    let error = refusal(peer::fetch(&endpoint, &other, &input(token), &for_client).await);
     assert!(error.contains("not authorized"), "{error}");
 
     let mut job = request(&["cat", "a.txt"]);
@@ -1172,10 +1173,10 @@ async fn another_proxy_may_only_fetch_the_output_the_client_sent_its_way() {
     let error = as_client.run(&request(&["cat", "a.txt"]), b"").await.unwrap_err();
     assert!(format!("{error:#}").contains("not authorized to run jobs"), "{error:#}");
     // Nor fetch with another token.
-    let error = refusal(peer::fetch(&endpoint, &other, &input("fedcba9876543210fedcba9876543210")).await);
+    let error = refusal(peer::fetch(&endpoint, &other, &input("fedcba9876543210fedcba9876543210"), &for_client).await);
     assert!(error.contains("no output waits for this proxy"), "{error}");
     // With its token, it gets the job's output, and a stream that ends only because the job did.
-    let (_connection, mut bytes, mut rest) = peer::fetch(&endpoint, &other, &input(token)).await.unwrap();
+    let (_connection, mut bytes, mut rest) = peer::fetch(&endpoint, &other, &input(token), &for_client).await.unwrap();
     bytes.extend(rest.read_to_end(1 << 20).await.unwrap());
     assert_eq!(String::from_utf8(bytes).unwrap(), "foo 1\nbar 2\nfood 3\n");
     let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
@@ -1183,8 +1184,363 @@ async fn another_proxy_may_only_fetch_the_output_the_client_sent_its_way() {
     assert_eq!(ended.commands[0].status(), 0);
     assert!(stdout.is_empty(), "the output went to the other proxy only");
     // Fetched once: the token is spent.
-    let error = refusal(peer::fetch(&endpoint, &other, &input(token)).await);
+    let error = refusal(peer::fetch(&endpoint, &other, &input(token), &for_client).await);
     assert!(error.contains("not authorized") || error.contains("no output waits"), "{error}");
+}
+
+/// The proxy's resident memory now (`VmRSS` of /proc/PID/status), in kB.
+fn resident_kb(proxy: &Proxy) -> u64 {
+    let status = std::fs::read_to_string(format!("/proc/{}/status", proxy.child.id())).unwrap();
+    let line = status.lines().find_map(|l| l.strip_prefix("VmRSS:")).expect("VmRSS");
+    line.trim().trim_end_matches("kB").trim().parse().unwrap()
+}
+
+/// Why the proxy closed `connection`, waiting up to `within`; `None` while it is still open.
+async fn closed_within(connection: &quinn::Connection, within: Duration) -> Option<String> {
+    tokio::time::timeout(within, connection.closed()).await.ok().map(|reason| reason.to_string())
+}
+
+/// Issue 37, E4: a proxy a client introduced (a job's `peer_output` names it) is let in with
+/// one connection per output waiting for it, not more (60 connections of one introduced
+/// identity took a proxy from 178 to 657 MB, each holding request lines); on each it may send
+/// one fetch line, of at most a kilobyte, and anything else closes the connection unread; a
+/// connection let in for an output ends when that output stops waiting (its job ended), and
+/// one that fetched can ask nothing more.
+#[tokio::test(flavor = "multi_thread")]
+async fn an_introduced_proxy_gets_a_connection_per_output_and_only_fetches_on_it() {
+    use posh_exec::remote::Traffic;
+    use posh_exec::remote::client::connect_peer;
+    use posh_exec::remote::protocol::{PeerOutput, PeerSource};
+    use posh_proxy::peer;
+    let setup = Setup::new();
+    let proxy = setup.proxy(&["--request-timeout", "60"]);
+    let client = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let other = Identity::ephemeral("another-proxy").unwrap();
+    let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let introduce = |token: &str| {
+        let mut job = request(&["cat", "a.txt"]);
+        job.peer_output = Some(PeerOutput { token: token.into(), peer: other.fingerprint().into(), pipe: false });
+        job
+    };
+    let first = client.start(&introduce("0123456789abcdef0123456789abcdef"), &Traffic::default()).await.unwrap();
+    let before = resident_kb(&proxy);
+
+    // The flood: one output waits, so one connection of the 60 is let in.
+    let mut flood = Vec::new();
+    for _ in 0..60 {
+        flood.push(connect_peer(&endpoint, &proxy.addr, &other, &proxy.fingerprint).await.unwrap());
+    }
+    let mut open = Vec::new();
+    for connection in &flood {
+        match closed_within(connection, Duration::from_secs(3)).await {
+            Some(reason) => assert!(reason.contains("already has a connection for each of the 1 outputs"), "{reason}"),
+            None => open.push(connection.clone()),
+        }
+    }
+    assert_eq!(open.len(), 1, "connections let in for one output");
+    // Each then sends what a client's connection may: streams of request lines up to 1 MiB.
+    let mut senders = tokio::task::JoinSet::new();
+    for connection in flood {
+        senders.spawn(async move {
+            let mut streams = Vec::new();
+            for _ in 0..8 {
+                let Ok((mut send, recv)) = connection.open_bi().await else { break };
+                if send.write_all(&[b' '; (1 << 20) - 1]).await.is_err() {
+                    break;
+                }
+                streams.push((send, recv));
+            }
+            closed_within(&connection, Duration::from_secs(20)).await
+        });
+    }
+    for reason in senders.join_all().await {
+        let reason = reason.expect("closed by the proxy");
+        let fetch_only = reason.contains("an introduced proxy may only fetch");
+        assert!(fetch_only || reason.contains("already has a connection for each"), "{reason}");
+    }
+    let grown = resident_kb(&proxy).saturating_sub(before);
+    println!("proxy memory: {before} kB before the flood, {grown} kB more after it, peak {}", proxy.peak_memory());
+    assert!(grown < 64 * 1024, "the proxy grew by {grown} kB for one introduced identity's flood");
+
+    // A job's request line is not a fetch: the connection is closed.
+    let job_line = connect_peer(&endpoint, &proxy.addr, &other, &proxy.fingerprint).await.unwrap();
+    let (mut send, _recv) = job_line.open_bi().await.unwrap();
+    let line = format!("{}\n", serde_json::to_string(&request(&["cat", "a.txt"])).unwrap());
+    send.write_all(line.as_bytes()).await.unwrap();
+    let reason = closed_within(&job_line, Duration::from_secs(10)).await.expect("closed by the proxy");
+    assert!(reason.contains("an introduced proxy may only fetch"), "{reason}");
+    // A line that does not end within a fetch line's length is refused as soon as it is that
+    // long: the proxy waits for no more of it.
+    let long = connect_peer(&endpoint, &proxy.addr, &other, &proxy.fingerprint).await.unwrap();
+    let (mut send, _recv) = long.open_bi().await.unwrap();
+    send.write_all(&[b' '; 64 * 1024]).await.unwrap();
+    let reason = closed_within(&long, Duration::from_secs(10)).await.expect("closed before the request timeout");
+    assert!(reason.contains("an introduced proxy may only fetch"), "{reason}");
+
+    // A connection let in while the output waits is closed when the job ends.
+    let waiting = connect_peer(&endpoint, &proxy.addr, &other, &proxy.fingerprint).await.unwrap();
+    assert_eq!(closed_within(&waiting, Duration::from_millis(300)).await, None, "let in");
+    first.cancel().await;
+    let reason = closed_within(&waiting, Duration::from_secs(10)).await.expect("closed with its introduction");
+    assert!(reason.contains("no output waits for this proxy any more"), "{reason}");
+    let late = connect_peer(&endpoint, &proxy.addr, &other, &proxy.fingerprint).await.unwrap();
+    let reason = closed_within(&late, Duration::from_secs(10)).await.expect("refused once no output waits");
+    assert!(reason.contains("not authorized"), "{reason}");
+
+    // A fetch: the output comes, and then the connection ends.
+    let token = "fedcba9876543210fedcba9876543210";
+    let second = client.start(&introduce(token), &Traffic::default()).await.unwrap();
+    let source = PeerSource { addr: proxy.addr.clone(), fingerprint: proxy.fingerprint.clone(), token: token.into() };
+    let for_client = setup.identity().fingerprint().to_string();
+    let (connection, mut bytes, mut rest) = peer::fetch(&endpoint, &other, &source, &for_client).await.unwrap();
+    bytes.extend(rest.read_to_end(1 << 20).await.unwrap());
+    assert_eq!(String::from_utf8(bytes).unwrap(), "foo 1\nbar 2\nfood 3\n");
+    let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+    let ended = second.finish(None::<tokio::io::Empty>, &mut stdout, &mut stderr, &Traffic::default()).await.unwrap();
+    assert_eq!(ended.commands[0].status(), 0);
+    // Nothing more may be asked on that connection.
+    let (mut send, _recv) = connection.open_bi().await.unwrap();
+    send.write_all(b"{}\n").await.unwrap();
+    let reason = closed_within(&connection, Duration::from_secs(10)).await.expect("closed after the fetch");
+    assert!(reason.contains("an introduced proxy fetches once per connection"), "{reason}");
+}
+
+/// Issue 37, E4: tokens are the client's to choose, and each client's are apart: another
+/// client registering the same token is not told that one waits (the answer was "already
+/// waiting", an oracle of another client's tokens), and a fetch gets the output of the client
+/// its fetching proxy serves, never another's under the same token.
+#[tokio::test(flavor = "multi_thread")]
+async fn one_clients_token_tells_another_nothing_and_fetches_only_its_own_output() {
+    use posh_exec::remote::Traffic;
+    use posh_exec::remote::protocol::{PeerOutput, PeerSource};
+    use posh_proxy::peer;
+    let setup = Setup::new();
+    std::fs::write(setup.export().join("b.txt"), "the other client's\n").unwrap();
+    let (second, authorized) = another_client(&setup);
+    let proxy = Proxy::start(&setup.export(), &setup.state(), &["--authorized-clients", &authorized]);
+    let first = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    let known = KnownProxies::new(setup.dir.path().join("other/known_proxies"));
+    let second_conn = connect(&proxy.addr, &second, &known).await.unwrap();
+    let fetcher = Identity::ephemeral("another-proxy").unwrap();
+    let token = "0123456789abcdef0123456789abcdef";
+    let introduce = |file: &str| {
+        let mut job = request(&["cat", file]);
+        job.peer_output = Some(PeerOutput { token: token.into(), peer: fetcher.fingerprint().into(), pipe: false });
+        job
+    };
+    let first_job = first.start(&introduce("a.txt"), &Traffic::default()).await.unwrap();
+    let second_job = second_conn.start(&introduce("b.txt"), &Traffic::default()).await.unwrap();
+    // The same client again: that token is its own, and it is told.
+    let again = first.start(&introduce("a.txt"), &Traffic::default()).await.expect_err("refused");
+    assert!(again.to_string().contains("already waiting"), "{again}");
+
+    let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let source = PeerSource { addr: proxy.addr.clone(), fingerprint: proxy.fingerprint.clone(), token: token.into() };
+    for (client, job, expected) in [
+        (second.fingerprint().to_string(), second_job, "the other client's\n"),
+        (setup.identity().fingerprint().to_string(), first_job, "foo 1\nbar 2\nfood 3\n"),
+    ] {
+        let (_connection, mut bytes, mut rest) = peer::fetch(&endpoint, &fetcher, &source, &client).await.unwrap();
+        bytes.extend(rest.read_to_end(1 << 20).await.unwrap());
+        assert_eq!(String::from_utf8(bytes).unwrap(), expected);
+        let (mut stdout, mut stderr) = (Vec::new(), Vec::new());
+        let ended = job.finish(None::<tokio::io::Empty>, &mut stdout, &mut stderr, &Traffic::default()).await.unwrap();
+        assert_eq!(ended.commands[0].status(), 0);
+    }
+}
+
+/// A job reading `in.txt` streamed from the proxy at `addr` (fingerprint `fingerprint`).
+fn job_reading_from(addr: &str, fingerprint: &str) -> Request {
+    use posh_exec::remote::protocol::{PeerInput, PeerSource};
+    let mut job = request(&["cat", "in.txt"]);
+    job.view = Some("data".into());
+    let source = PeerSource { addr: addr.into(), fingerprint: fingerprint.into(), token: "0123456789abcdef".repeat(2) };
+    job.peer_inputs = vec![PeerInput { path: "in.txt".into(), source }];
+    job
+}
+
+/// Issue 37, E4: a proxy dials only an address that can name the proxy the client pinned: not
+/// one that names no one host (`0.0.0.0` reaches the proxy's own host on Linux, a multicast or
+/// broadcast address, port 0). Refused before anything is sent there, and nothing runs.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_dials_no_address_that_names_no_proxy() {
+    use posh_exec::remote::Traffic;
+    let setup = Setup::new();
+    let proxy = setup.proxy(&[]);
+    let client = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    // A service of the proxy's host, which a dial of 0.0.0.0 would reach.
+    let service = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let port = service.local_addr().unwrap().port();
+    service.set_nonblocking(true).unwrap();
+    for addr in [format!("0.0.0.0:{port}"), format!("[::]:{port}"), format!("224.0.0.1:{port}"), "127.0.0.1:0".into()] {
+        let refused = client.start(&job_reading_from(&addr, "SHA256:x"), &Traffic::default()).await.err();
+        let refused = refused.expect("refused").to_string();
+        assert!(refused.contains("is not an address this proxy dials: it names no one proxy"), "{refused}");
+    }
+    let mut datagram = [0u8; 2048];
+    assert!(service.recv(&mut datagram).is_err(), "a datagram reached the host's service");
+    assert!(!setup.export().join("data").exists() && !setup.export().join("in.txt").exists());
+}
+
+/// Issue 37, E4: for a client on another host, the proxy's own host (loopback) and its link
+/// (link-local, where a cloud's metadata service answers) are no address of a proxy the client
+/// pinned: the proxy dials neither. The proxy runs in a network namespace of its own, reached
+/// over a veth pair, so that its client's connection comes from another address.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_proxy_dials_no_address_of_its_own_host_for_a_client_elsewhere() {
+    use posh_exec::remote::Traffic;
+    let Some(namespace) = Namespace::up() else { return };
+    let setup = Setup::new();
+    let authorized = setup.dir.path().join("authorized");
+    std::fs::write(&authorized, format!("{}\n", setup.identity().fingerprint())).unwrap();
+    let wrapper = ["ip", "netns", "exec", &namespace.name];
+    let listen = format!("{}:0", namespace.inside);
+    let args = ["--authorized-clients", authorized.to_str().unwrap()];
+    let proxy = Proxy::start_in(&wrapper, &listen, &setup.export(), &setup.state(), &args);
+    let client = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    for (addr, why) in [
+        ("127.0.0.1:4433", "it is this host's own, and the client is not on this host"),
+        ("[::1]:4433", "it is this host's own, and the client is not on this host"),
+        ("169.254.169.254:80", "it is link-local, and the client is not on this proxy's link"),
+    ] {
+        let refused = client.start(&job_reading_from(addr, "SHA256:x"), &Traffic::default()).await.err();
+        let refused = refused.expect("refused").to_string();
+        assert!(refused.contains(why), "{refused}");
+    }
+}
+
+/// A network namespace joined to this one by a veth pair (this side `outside`, the namespace
+/// `inside`); removed when dropped. `None` (the test then passes, saying why) where it cannot
+/// be made, except under CI.
+struct Namespace {
+    name: String,
+    inside: String,
+}
+
+impl Namespace {
+    fn up() -> Option<Namespace> {
+        let root = Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0");
+        let ip = Command::new("ip").arg("-V").output().is_ok_and(|o| o.status.success());
+        if !(root && ip) {
+            assert!(std::env::var_os("CI").is_none(), "this test must run under CI: it needs root and iproute2");
+            eprintln!("SKIPPED: needs root and iproute2");
+            return None;
+        }
+        let n = std::process::id() % 200 + 20;
+        let name = format!("posh-peers-{n}");
+        let (host_if, ns_if) = (format!("ppeer{n}h"), format!("ppeer{n}n"));
+        let (outside, inside) = (format!("10.81.{n}.1"), format!("10.81.{n}.2"));
+        // Left by a run killed outright, if any.
+        let _ = Command::new("ip").args(["netns", "del", &name]).stderr(Stdio::null()).status();
+        let _ = Command::new("ip").args(["link", "del", &host_if]).stderr(Stdio::null()).status();
+        let steps: [&[&str]; 8] = [
+            &["netns", "add", &name],
+            &["-n", &name, "link", "set", "lo", "up"],
+            &["link", "add", &host_if, "type", "veth", "peer", "name", &ns_if],
+            &["link", "set", &ns_if, "netns", &name],
+            &["addr", "add", &format!("{outside}/24"), "dev", &host_if],
+            &["link", "set", &host_if, "up"],
+            &["-n", &name, "addr", "add", &format!("{inside}/24"), "dev", &ns_if],
+            &["-n", &name, "link", "set", &ns_if, "up"],
+        ];
+        // Made, it is removed however the test ends.
+        let namespace = Namespace { name: name.clone(), inside: inside.clone() };
+        for step in steps {
+            let status = Command::new("ip").args(step).status().unwrap();
+            assert!(status.success(), "ip {step:?}");
+        }
+        Some(namespace)
+    }
+}
+
+impl Drop for Namespace {
+    fn drop(&mut self) {
+        let _ = Command::new("ip").args(["netns", "del", &self.name]).status();
+    }
+}
+
+/// Issue 37: what a flood made the proxy hold goes back to the system once it ends (glibc's
+/// malloc kept it: 190 MB after a flood, 614 MB after E4's). Three times, connections of a
+/// client send request lines of almost 1 MiB that never end, as many as the bounds let them
+/// hold, while another client's jobs run; the lines are refused at the request timeout and the
+/// connections go. Each time the proxy's resident memory falls back near where it was before
+/// the first flood: 2 to 3 MB more after each, measured (8 to 10 MB more after the first without
+/// giving it back, 55 MB after a third with more jobs running).
+#[tokio::test(flavor = "multi_thread")]
+async fn memory_a_flood_took_is_given_back_when_it_ends() {
+    use tokio::io::AsyncBufReadExt as _;
+    let setup = Setup::new();
+    // The floods are two other clients', in turn: a flood may find the connections of the one
+    // before still counted as they close.
+    let flooders: Vec<Identity> = (0..2)
+        .map(|i| Identity::load_or_create(&setup.dir.path().join(format!("flooder-{i}")), "flooder").unwrap())
+        .collect();
+    let mut clients = vec![setup.identity().fingerprint().to_string()];
+    clients.extend(flooders.iter().map(|f| f.fingerprint().to_string()));
+    let authorized = setup.dir.path().join("authorized-flooders");
+    std::fs::write(&authorized, clients.join("\n")).unwrap();
+    let args = ["--authorized-clients", authorized.to_str().unwrap(), "--request-timeout", "2"];
+    let proxy = Proxy::start(&setup.export(), &setup.state(), &args);
+    let conn = connect(&proxy.addr, &setup.identity(), &setup.known()).await.unwrap();
+    assert_eq!(conn.run(&request(&["cat", "a.txt"]), b"").await.unwrap().status, 0);
+    let before = resident_kb(&proxy);
+    let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+    let pending = posh_proxy::proxy::PENDING_REQUESTS;
+    let mut after_each = Vec::new();
+    for round in 0..3 {
+        let mut jobs = tokio::task::JoinSet::new();
+        // Fewer at once than a connection's streams may wait for their request.
+        for _ in 0..pending - 2 {
+            let conn = conn.clone();
+            jobs.spawn(async move {
+                for _ in 0..20 {
+                    assert_eq!(conn.run(&request(&["sort", "a.txt"]), b"").await.unwrap().status, 0);
+                }
+            });
+        }
+        let mut flood = Vec::new();
+        let mut lines = tokio::task::JoinSet::new();
+        // As many connections as the bound lets in, but one.
+        for _ in 0..15 {
+            let flooder = &flooders[round % 2];
+            let raw = posh_exec::remote::client::connect_peer(&endpoint, &proxy.addr, flooder, &proxy.fingerprint);
+            let connection = raw.await.unwrap();
+            for _ in 0..pending {
+                let (mut send, recv) = connection.open_bi().await.unwrap();
+                lines.spawn(async move {
+                    send.write_all(&[b' '; (1 << 20) - 2]).await.unwrap();
+                    let mut answer = String::new();
+                    let read = tokio::io::BufReader::new(recv).read_line(&mut answer).await.map(|_| answer);
+                    (send, read)
+                });
+            }
+            flood.push(connection);
+        }
+        let answered = tokio::time::timeout(Duration::from_secs(60), lines.join_all()).await.expect("answers");
+        for (_, answer) in &answered {
+            let answer = answer.as_ref().unwrap();
+            assert!(answer.contains("no request within 2 s"), "{answer}");
+        }
+        jobs.join_all().await;
+        for connection in &flood {
+            connection.close(0u32.into(), b"flood over");
+        }
+        drop(answered);
+        // Back near the start (a bound, not a timing: it is waited for up to 30 s).
+        let bound = before + 6 * 1024;
+        let deadline = std::time::Instant::now() + Duration::from_secs(30);
+        let mut after = resident_kb(&proxy);
+        while after > bound && std::time::Instant::now() < deadline {
+            tokio::time::sleep(Duration::from_millis(200)).await;
+            after = resident_kb(&proxy);
+        }
+        after_each.push(after);
+        assert!(after <= bound, "{after} kB after a flood, {before} kB before the first ({after_each:?})");
+    }
+    let peak = proxy.peak_memory();
+    println!(
+        "proxy resident memory: {before} kB before the floods, {peak} at their peak, {after_each:?} kB after each"
+    );
 }
 
 /// A loop's jobs as one request: run in order on one stream, each one's output before the

@@ -353,7 +353,9 @@ fn check_starts_the_proxy_through_ssh_and_ends_it() {
 }
 
 /// A host without posh-proxy gets this machine's (same system), which then runs the script
-/// there; a later run finds the copy and says nothing.
+/// there; a later run finds the copy and says nothing. A copy replaced by other bytes of the
+/// same length is not run (issue 37: it ran, its name and mode alone looked at): the next run
+/// copies this machine's over it again.
 #[test]
 fn a_host_without_posh_proxy_gets_a_copy_of_this_machines() {
     if !can_run() {
@@ -376,6 +378,21 @@ fn a_host_without_posh_proxy_gets_a_copy_of_this_machines() {
 
     let (posh, _, bash_stderr) = host.against_bash("ssh_config", &[], Duration::from_secs(60));
     assert_eq!(text(&posh.stderr), bash_stderr);
+    host.assert_nothing_left();
+
+    let marker = host.root().join("replacement-ran");
+    let mut replacement = format!("#!/bin/sh\ntouch {}\nexit 0\n#", marker.display()).into_bytes();
+    replacement.resize(ours as usize, b'#');
+    std::fs::write(copy.path(), &replacement).unwrap();
+    let (posh, stats, bash_stderr) = host.against_bash("ssh_config", &[], Duration::from_secs(60));
+    let stderr = text(&posh.stderr);
+    let (said, rest) = stderr.split_once('\n').unwrap();
+    assert!(said.starts_with(&expected), "{stderr}");
+    assert_eq!(rest, bash_stderr, "{stderr}");
+    assert_ran_at_host(&stats);
+    assert!(!marker.exists(), "the replaced copy ran");
+    let copied = std::fs::read(copy.path()).unwrap();
+    assert!(copied == std::fs::read(proxy_process::program()).unwrap(), "this machine's bytes again");
     host.assert_nothing_left();
 }
 

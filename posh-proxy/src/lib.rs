@@ -13,6 +13,7 @@ pub mod job;
 pub mod jobs_dir;
 pub mod journal;
 pub mod liveness;
+pub mod memory;
 pub mod metadata;
 pub mod peer;
 pub mod process;

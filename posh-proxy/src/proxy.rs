@@ -18,6 +18,7 @@ use tokio::sync::{Semaphore, watch};
 use super::identity::{Identity, fingerprint};
 use super::jobs_dir::JobsDir;
 use super::journal::Journal;
+use super::memory::Trimmer;
 use super::peer::{self, PeerOutputs};
 use super::protocol::{self, Ask, Ended, Exit, Fetch, Header, Joined, Request, SendFiles, Sequence};
 use super::slots::JobSlots;
@@ -159,6 +160,8 @@ struct Shared {
     peer_outputs: Arc<PeerOutputs>,
     /// This proxy's endpoint, from which it also connects to other proxies.
     endpoint: quinn::Endpoint,
+    /// Gives memory back when the proxy becomes idle (see `memory`).
+    trimmer: Trimmer,
 }
 
 /// Streams of one connection that may wait for their request line at once; another is answered
@@ -235,6 +238,15 @@ pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: imp
         in_flight: watch::channel(0).0,
         peer_outputs: Arc::default(),
         endpoint: endpoint.clone(),
+        trimmer: Trimmer::start(),
+    });
+    // What a load left behind is given back once no stream is in flight any more.
+    let mut streams = shared.in_flight.subscribe();
+    let trimmer = shared.trimmer.clone();
+    let idle_watch = tokio::spawn(async move {
+        while streams.wait_for(|n| *n > 0).await.is_ok() && streams.wait_for(|n| *n == 0).await.is_ok() {
+            trimmer.idle();
+        }
     });
     tokio::pin!(shutdown);
     loop {
@@ -268,11 +280,22 @@ pub async fn serve(endpoint: quinn::Endpoint, config: ProxyConfig, shutdown: imp
     let _ = tokio::time::timeout(Duration::from_secs(2), endpoint.wait_idle()).await;
     // Every job ended and settled its outputs: nothing is left for a replay.
     shared.config.journal.close();
+    idle_watch.abort();
     tracing::info!("stopped");
     Ok(())
 }
 
+/// A connection: its handshake, who it is, and its streams. Its end, with no stream in flight,
+/// makes the proxy idle (its memory is given back).
 async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Result<()> {
+    let served = serve_connection(incoming, &shared).await;
+    if *shared.in_flight.borrow() == 0 {
+        shared.trimmer.idle();
+    }
+    served
+}
+
+async fn serve_connection(incoming: quinn::Incoming, shared: &Arc<Shared>) -> Result<()> {
     let remote = incoming.remote_address();
     let conn = incoming.await.with_context(|| format!("handshake with {remote} failed"))?;
     let client = conn
@@ -300,14 +323,28 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
         conn.close(protocol::CLOSE_NOT_AUTHORIZED.into(), reason.as_bytes());
         return Ok(());
     }
-    // Another proxy fetching outputs connects once per fetch, and only for what a client's jobs
-    // sent its way: its connections are bounded by those jobs. Where any client is served, it
-    // is not told apart from a client, and gets one connection more per output waiting for it.
-    let max_connections = if peer_only {
-        usize::MAX
-    } else {
-        shared.config.max_connections_per_client.saturating_add(shared.peer_outputs.waiting_for(&client))
-    };
+    if peer_only {
+        // One connection per output waiting for it, each for one fetch.
+        let Some(admission) = shared.peer_outputs.admit(&client) else {
+            let waiting = shared.peer_outputs.waiting_for(&client);
+            tracing::warn!(
+                "refused {remote}: proxy {client} already has a connection for each of its {waiting} outputs"
+            );
+            let reason =
+                format!("proxy {client} already has a connection for each of the {waiting} outputs waiting for it");
+            conn.close(protocol::CLOSE_TOO_MANY_CONNECTIONS.into(), reason.as_bytes());
+            return Ok(());
+        };
+        tracing::info!("proxy {client} connected from {remote} to fetch");
+        let _counted = shared.config.connected.as_ref().map(InFlight::new);
+        serve_peer(&conn, shared, &client, admission).await;
+        tracing::info!("proxy {client} at {remote} disconnected");
+        return Ok(());
+    }
+    // Where any client is served, another proxy fetching outputs is not told apart from a
+    // client, and gets one connection more per output waiting for it.
+    let max_connections =
+        shared.config.max_connections_per_client.saturating_add(shared.peer_outputs.waiting_for(&client));
     let Some(connection_share) = shared.client_connections.take(&client, max_connections) else {
         tracing::warn!("refused {remote}: client {client} already has {max_connections} connections");
         let reason = format!("client {client} already has {max_connections} connections to this proxy");
@@ -330,7 +367,7 @@ async fn handle_connection(incoming: quinn::Incoming, shared: Arc<Shared>) -> Re
             continue;
         };
         tokio::spawn(async move {
-            if let Err(e) = handle_stream(send, recv, waiting, &shared, &client, peer_only).await {
+            if let Err(e) = handle_stream(send, recv, waiting, &shared, &client, remote).await {
                 tracing::info!("stream of {client} from {remote}: {e:#}");
             }
         });
@@ -354,15 +391,85 @@ async fn refuse(mut send: quinn::SendStream, recv: &mut quinn::RecvStream, error
     Ok(())
 }
 
-/// One stream: a job of an authorized client, or another proxy's fetch of a job's output (the
-/// only thing a proxy that is no authorized client may ask).
+/// How long the connection of another proxy stays open once the output it fetched was sent
+/// whole, if that proxy does not close it: it may still be reading what it received (a
+/// connection closed cuts that), and it can ask nothing more on it.
+const AFTER_FETCH: Duration = Duration::from_secs(3600);
+
+/// The connection of another proxy that is no authorized client, let in while an output waits
+/// for it: one stream, whose first line (at most [`protocol::MAX_FETCH_LINE`] bytes, within
+/// the request timeout, while an output still waits for it) must be a fetch; anything else
+/// closes the connection unread. After the fetch it can ask nothing more: another stream
+/// closes it, and so does the end of the output's stream (a reset at once; a stream sent whole
+/// once the other proxy let go of it, or after [`AFTER_FETCH`]).
+async fn serve_peer(conn: &quinn::Connection, shared: &Shared, peer: &str, mut admission: peer::Admission) {
+    // It needs one stream, and sends no more than its fetch line on it.
+    conn.set_max_concurrent_bi_streams(1u32.into());
+    conn.set_max_concurrent_uni_streams(0u32.into());
+    conn.set_receive_window((protocol::MAX_FETCH_LINE as u32).into());
+    let close = |why: &str| {
+        tracing::info!("closed the connection of proxy {peer}: {why}");
+        conn.close(protocol::CLOSE_NOT_AUTHORIZED.into(), why.as_bytes());
+    };
+    let wait = shared.config.request_wait;
+    let asking = async {
+        let (send, recv) = conn.accept_bi().await.ok()?;
+        let mut recv = BufReader::with_capacity(protocol::MAX_FETCH_LINE, recv);
+        let line = protocol::read_line_within::<_, serde_json::Value>(&mut recv, protocol::MAX_FETCH_LINE).await;
+        Some((send, recv, line))
+    };
+    let asked = tokio::select! {
+        asked = tokio::time::timeout(wait, asking) => asked,
+        () = shared.peer_outputs.introduction_ended(peer) => return close("no output waits for this proxy any more"),
+    };
+    let (send, mut recv, line) = match asked {
+        Err(_) => return close(&format!("no fetch within {} s", wait.as_secs_f64())),
+        Ok(None) => return,
+        Ok(Some(asked)) => asked,
+    };
+    let fetch = match line.map(|(line, _)| serde_json::from_value::<Fetch>(line)) {
+        Ok(Ok(fetch)) => fetch,
+        Ok(Err(_)) | Err(_) => {
+            return close(&format!("client {peer} is not authorized to run jobs: an introduced proxy may only fetch"));
+        }
+    };
+    let _in_flight = InFlight::new(&shared.in_flight);
+    let _ = recv.get_mut().stop(0u32.into());
+    let returned = match peer::serve_fetch(&shared.peer_outputs, peer, &fetch, Some(&mut admission), send).await {
+        Ok(returned) => returned,
+        Err(e) => return close(&e.to_string()),
+    };
+    drop(admission);
+    // Served: the stream goes on with the job that wrote it; any other stream ends the connection.
+    tokio::select! {
+        _ = conn.accept_bi() => close("an introduced proxy fetches once per connection"),
+        sent = returned => {
+            if let Ok((send, true)) = sent {
+                // Sent whole: the other proxy may still be reading what it received, and lets
+                // go of the connection when it is done.
+                let ended = async {
+                    let _ = send.stopped().await;
+                    conn.closed().await
+                };
+                tokio::select! {
+                    _ = conn.accept_bi() => return close("an introduced proxy fetches once per connection"),
+                    _ = tokio::time::timeout(AFTER_FETCH, ended) => {}
+                }
+            }
+            close("fetched");
+        }
+    }
+}
+
+/// One stream of a client: a job, a question, a sending of files, or (where any client is
+/// served, and another proxy cannot be told from a client) another proxy's fetch.
 async fn handle_stream(
     send: quinn::SendStream,
     recv: quinn::RecvStream,
     waiting: tokio::sync::OwnedSemaphorePermit,
     shared: &Shared,
     client: &str,
-    peer_only: bool,
+    client_addr: SocketAddr,
 ) -> Result<()> {
     let _in_flight = InFlight::new(&shared.in_flight);
     let mut recv = BufReader::new(recv);
@@ -379,12 +486,12 @@ async fn handle_stream(
     };
     if opening.get("fetch").is_some() {
         return match serde_json::from_value::<Fetch>(opening) {
-            Ok(fetch) => peer::serve_fetch(&shared.peer_outputs, client, &fetch, send).await,
+            Ok(fetch) => match peer::serve_fetch(&shared.peer_outputs, client, &fetch, None, send).await {
+                Ok(_) | Err(peer::FetchRefused::Unknown) => Ok(()),
+                Err(e) => Err(e.into()),
+            },
             Err(e) => refuse(send, recv.get_mut(), format!("bad fetch: {e}")).await,
         };
-    }
-    if peer_only {
-        return refuse(send, recv.get_mut(), format!("client {client} is not authorized to run jobs")).await;
     }
     if opening.get("send").is_some() {
         return match serde_json::from_value::<SendFiles>(opening) {
@@ -405,7 +512,7 @@ async fn handle_stream(
         };
     }
     match serde_json::from_value::<Request>(opening) {
-        Ok(request) => handle_job(send, recv, shared, client, request).await,
+        Ok(request) => handle_job(send, recv, shared, client, client_addr, request).await,
         Err(e) => refuse(send, recv.get_mut(), format!("bad request: {e}")).await,
     }
 }
@@ -479,7 +586,7 @@ async fn send_files(
     };
     let mut outputs = Vec::with_capacity(files.len());
     for file in &files {
-        match shared.peer_outputs.expect(&file.to.token, &file.to.peer, false) {
+        match shared.peer_outputs.expect(client, &file.to.token, &file.to.peer, false) {
             Ok(expected) => outputs.push(expected),
             Err(e) => return refuse(send, recv.get_mut(), e).await,
         }
@@ -700,10 +807,14 @@ async fn handle_job(
     mut recv: BufReader<quinn::RecvStream>,
     shared: &Shared,
     client: &str,
+    client_addr: SocketAddr,
     request: Request,
 ) -> Result<()> {
     if *shared.stopping.borrow() {
         return refuse(send, recv.get_mut(), "proxy is shutting down".to_string()).await;
+    }
+    if let Err(why) = peer::Dialer::check_count(request.peer_inputs.len() + request.peer_stdin.len()) {
+        return refuse(send, recv.get_mut(), why).await;
     }
     let Some(permit) = shared.jobs.take(client, shared.config.slot_wait).await else {
         return refuse(send, recv.get_mut(), "busy".to_string()).await;
@@ -733,33 +844,37 @@ async fn handle_job(
             Err(e) => return refuse(send, recv.get_mut(), e).await,
         }
     }
-    // Streams from other proxies: pipes in the view, made and connected before anything runs.
+    // Streams from other proxies: pipes in the view, made and connected before anything runs,
+    // all within one wait.
+    let dialer = peer::Dialer {
+        endpoint: &shared.endpoint,
+        identity: &shared.config.identity,
+        client,
+        client_addr,
+        deadline: tokio::time::Instant::now() + peer::PEER_WAIT,
+    };
     let mut feeds = match (&request.view, request.peer_inputs.is_empty()) {
         (_, true) => Vec::new(),
-        (Some(linked), false) => {
-            let identity = &shared.config.identity;
-            match peer::open_feeds(&shared.endpoint, identity, &cwd, linked, &request.peer_inputs).await {
-                Ok(feeds) => feeds,
-                Err(e) => return refuse(send, recv.get_mut(), e).await,
-            }
-        }
+        (Some(linked), false) => match peer::open_feeds(dialer, &cwd, linked, &request.peer_inputs).await {
+            Ok(feeds) => feeds,
+            Err(e) => return refuse(send, recv.get_mut(), e).await,
+        },
         (None, false) => {
             let error = "a stream from another proxy needs a job with a view".to_string();
             return refuse(send, recv.get_mut(), error).await;
         }
     };
     // Another proxy's job output as stdin: connected before anything runs, as the files are.
-    let (endpoint, identity) = (&shared.endpoint, &shared.config.identity);
     let (stdin, inputs) = match (&request.peer_stdin[..], request.peer_stdin_joined) {
         ([], _) => (None, Vec::new()),
-        (sources, Joined::Apart) => match peer::open_apart_feeds(endpoint, identity, sources).await {
+        (sources, Joined::Apart) => match peer::open_apart_feeds(dialer, sources).await {
             Ok((apart, inputs)) => {
                 feeds.extend(apart);
                 (None, inputs)
             }
             Err(e) => return refuse(send, recv.get_mut(), e).await,
         },
-        (sources, joined) => match peer::open_stdin_feed(endpoint, identity, sources, joined).await {
+        (sources, joined) => match peer::open_stdin_feed(dialer, sources, joined).await {
             Ok((feed, stdin)) => {
                 feeds.push(feed);
                 (Some(stdin), Vec::new())
@@ -769,7 +884,7 @@ async fn handle_job(
     };
     let peer_output = match &request.peer_output {
         None => None,
-        Some(output) => match shared.peer_outputs.expect(&output.token, &output.peer, output.pipe) {
+        Some(output) => match shared.peer_outputs.expect(client, &output.token, &output.peer, output.pipe) {
             Ok(expected) => Some(expected),
             Err(e) => return refuse(send, recv.get_mut(), e).await,
         },

@@ -340,6 +340,17 @@ pub async fn connect_peer(
         .with_context(|| format!("cannot resolve proxy address {addr}"))?
         .next()
         .ok_or_else(|| anyhow!("proxy address {addr} resolves to nothing"))?;
+    connect_peer_at(endpoint, target, addr, identity, fingerprint).await
+}
+
+/// [`connect_peer`] to `target`, the address `addr` (for messages) resolved already.
+pub async fn connect_peer_at(
+    endpoint: &quinn::Endpoint,
+    target: SocketAddr,
+    addr: &str,
+    identity: &Identity,
+    fingerprint: &str,
+) -> Result<quinn::Connection> {
     let config = client_config(identity, Some(fingerprint.to_string()), Arc::default())?;
     let connecting = endpoint.connect_with(config, target, protocol::SERVER_NAME)?;
     connecting.await.with_context(|| format!("cannot connect to proxy {addr}"))

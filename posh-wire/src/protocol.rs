@@ -232,8 +232,18 @@ pub struct PeerSource {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Fetch {
+    /// The token the client gave both jobs.
     pub fetch: String,
+    /// The fingerprint of the client whose job fetches (the fetching proxy knows it from that
+    /// client's own connection): tokens are the client's to choose, so each client's are apart
+    /// from every other's, and no answer tells one client about another's.
+    #[serde(rename = "for")]
+    pub client: String,
 }
+
+/// The longest first line a proxy reads from another proxy it let in: a [`Fetch`] (a token and
+/// a fingerprint) and nothing else.
+pub const MAX_FETCH_LINE: usize = 1024;
 
 /// The first line of a stream that asks the proxy what the planner needs to know of its export
 /// (see `posh_proxy::metadata`): one question, answered by a [`Header`] and one [`Answer`] line.
@@ -405,8 +415,16 @@ pub async fn write_line<W: AsyncWrite + Unpin, T: Serialize>(w: &mut W, value: &
 /// Reads one line (at most [`MAX_LINE`] bytes) and parses it as JSON; returns it with the bytes
 /// read.
 pub async fn read_line<R: AsyncBufRead + Unpin, T: for<'de> Deserialize<'de>>(r: &mut R) -> io::Result<(T, usize)> {
+    read_line_within(r, MAX_LINE).await
+}
+
+/// [`read_line`] of a line of at most `max` bytes: no more is read.
+pub async fn read_line_within<R: AsyncBufRead + Unpin, T: for<'de> Deserialize<'de>>(
+    r: &mut R,
+    max: usize,
+) -> io::Result<(T, usize)> {
     let mut line = Vec::new();
-    let n = r.take(MAX_LINE as u64).read_until(b'\n', &mut line).await?;
+    let n = r.take(max as u64).read_until(b'\n', &mut line).await?;
     if n == 0 {
         return Err(io::Error::new(io::ErrorKind::UnexpectedEof, "the stream ended before a line"));
     }

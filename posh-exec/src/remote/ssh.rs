@@ -89,6 +89,9 @@ pub struct LocalProxy {
     pub id: String,
     /// `uname -sm` here: a copy runs only on a host that says the same.
     pub system: String,
+    /// The SHA-256 of the file, in hex: the host runs a copy only while it has exactly these
+    /// bytes (a same-length replacement ran while only the name and mode were looked at).
+    pub sha256: String,
 }
 
 impl LocalProxy {
@@ -101,13 +104,62 @@ impl LocalProxy {
         let uname = std::process::Command::new("uname").arg("-sm").output().ok().filter(|o| o.status.success())?;
         let system = String::from_utf8(uname.stdout).ok()?.trim().to_string();
         let id = format!("{VERSION}-{:x}-{:x}", meta.len(), modified.as_secs());
-        Some(LocalProxy { path, size: meta.len(), id, system })
+        let sha256 = hash_of_build(&path, &id).ok()?;
+        Some(LocalProxy { path, size: meta.len(), id, system, sha256 })
     }
 
     /// Where the copy lives on the host, for the host's shell (`$HOME` expanded there).
     fn remote_path(&self) -> String {
         format!("${{XDG_CACHE_HOME:-$HOME/.cache}}/posh/posh-proxy-{}", self.id)
     }
+
+    /// A test for the host's `sh` that the file `$VAR` holds this build's bytes: its SHA-256
+    /// read through standard input (no file name to quote or parse).
+    fn same_bytes(&self, var: &str) -> String {
+        format!("h=\"$(sha256sum < \"${var}\")\" && [ \"${{h%% *}}\" = {} ]", self.sha256)
+    }
+}
+
+/// The SHA-256 of the build `id` of posh-proxy at `path`, kept in this user's cache
+/// (`~/.cache/posh/posh-proxy-ID.sha256`) for the next runs: hashing 150 MB of a debug build
+/// takes a second; `id` names the file's version, size and time, as it names the copy.
+fn hash_of_build(path: &Path, id: &str) -> std::io::Result<String> {
+    let dir = posh_core::config::xdg_base_dir(std::env::var_os("XDG_CACHE_HOME"), std::env::var_os("HOME"), ".cache")
+        .map(|cache| cache.join("posh"));
+    let kept = dir.as_ref().map(|dir| dir.join(format!("posh-proxy-{id}.sha256")));
+    if let Some(text) = kept.as_ref().and_then(|kept| std::fs::read_to_string(kept).ok()) {
+        let text = text.trim();
+        if text.len() == 64 && text.bytes().all(|b| b.is_ascii_hexdigit()) {
+            return Ok(text.to_string());
+        }
+    }
+    let hash = sha256_of(path)?;
+    if let (Some(dir), Some(kept)) = (dir, kept) {
+        // Kept if it can be: under a name of this process's first, so no run reads half of it.
+        let temporary = dir.join(format!(".posh-proxy-{id}.sha256.{}", std::process::id()));
+        let written = std::fs::create_dir_all(&dir)
+            .and_then(|()| std::fs::write(&temporary, format!("{hash}\n")))
+            .and_then(|()| std::fs::rename(&temporary, &kept));
+        if written.is_err() {
+            let _ = std::fs::remove_file(&temporary);
+        }
+    }
+    Ok(hash)
+}
+
+/// The SHA-256 of the file at `path`, in hex.
+fn sha256_of(path: &Path) -> std::io::Result<String> {
+    use std::io::Read as _;
+    let mut file = std::fs::File::open(path)?;
+    let mut context = ring::digest::Context::new(&ring::digest::SHA256);
+    let mut buffer = vec![0u8; 1 << 20];
+    loop {
+        match file.read(&mut buffer)? {
+            0 => break,
+            n => context.update(&buffer[..n]),
+        }
+    }
+    Ok(context.finish().as_ref().iter().map(|b| format!("{b:02x}")).collect())
 }
 
 impl SshTarget {
@@ -146,7 +198,9 @@ impl SshTarget {
 
     /// What the host's shell runs: the program as the user wrote it (so `~/.cargo/bin/posh-proxy`
     /// works), the export quoted; with a copy allowed, the copy of this build when the host has
-    /// it, through `sh` (the login shell may be any: one line, in single quotes).
+    /// it with this build's bytes (checked by their SHA-256 right before it starts; another
+    /// file under its name is passed over, and copied over when the program fails to start),
+    /// through `sh` (the login shell may be any: one line, in single quotes).
     fn remote_command(&self) -> String {
         let mut arguments = format!("--over-ssh --export {}", shell_words::quote(&self.export.to_string_lossy()));
         if let Some(linger) = self.linger {
@@ -156,8 +210,9 @@ impl SshTarget {
             None => format!("{} {arguments}", self.program),
             Some(local) => {
                 let script = format!(
-                    "p=\"{}\"; [ -x \"$p\" ] || p={}; exec \"$p\" {arguments}",
+                    "p=\"{}\"; [ -x \"$p\" ] && {} || p={}; exec \"$p\" {arguments}",
                     local.remote_path(),
+                    local.same_bytes("p"),
                     self.program
                 );
                 format!("sh -c {}", shell_words::quote(&script))
@@ -166,9 +221,9 @@ impl SshTarget {
     }
 
     /// The command line that copies `local` to the host: the host's `sh` checks its system,
-    /// takes exactly the file's bytes from standard input into a temporary file and renames it
-    /// into place (a copy cut short is never run), and removes copies of other builds unused
-    /// for a week.
+    /// takes exactly the file's bytes from standard input into a temporary file, checks their
+    /// SHA-256 and renames it into place (a copy cut short or changed on its way is never run),
+    /// and removes copies of other builds unused for a week.
     fn copy_argv(&self, local: &LocalProxy) -> Vec<String> {
         let size = local.size;
         let system = &local.system;
@@ -183,6 +238,7 @@ impl SshTarget {
             format!(
                 "[ \"$(wc -c < \"$t\")\" -eq {size} ] || {{ echo \"posh: the copy was cut short\" >&2; exit 92; }}"
             ),
+            format!("{} || {{ echo \"posh: the copy is not this build's bytes\" >&2; exit 93; }}", local.same_bytes("t")),
             "chmod 755 \"$t\" && mv -f \"$t\" \"$f\" || exit 91".to_string(),
             "find \"$d\" -maxdepth 1 -name 'posh-proxy-*' ! -path \"$f\" -mtime +6 -exec rm -f {} + 2>/dev/null; exit 0"
                 .to_string(),
@@ -804,7 +860,8 @@ mod tests {
     fn local_file(dir: &Path, bytes: &[u8], id: &str) -> LocalProxy {
         let path = dir.join(format!("local-{id}"));
         std::fs::write(&path, bytes).unwrap();
-        LocalProxy { path, size: bytes.len() as u64, id: id.into(), system: uname() }
+        let sha256 = sha256_of(&path).unwrap();
+        LocalProxy { path, size: bytes.len() as u64, id: id.into(), system: uname(), sha256 }
     }
 
     /// The copy is the file's exact bytes, executable, renamed into place; a host of another
@@ -866,6 +923,43 @@ mod tests {
         // Without a copy allowed, a missing program is the error it was.
         let none = SshTarget { copy: None, ..target };
         assert!(matches!(SshProxy::start(&none, "SHA256:c").await, Err(SshError::Missing { .. })));
+    }
+
+    /// Issue 37: a copy replaced on the host by other bytes of the same length (and mode) is
+    /// not run: its SHA-256 is not this build's, so the start passes it over, finds no other
+    /// posh-proxy there and copies this build's over it, which then runs.
+    #[tokio::test]
+    async fn a_copy_replaced_by_other_bytes_of_its_length_is_not_run_but_copied_again() {
+        let dir = tempfile::tempdir().unwrap();
+        let cache = dir.path().join("host-cache");
+        let marker = dir.path().join("replacement-ran");
+        let greeting = format!(r#"{{"posh_proxy":"{VERSION}","listen":"127.0.0.1:4433","fingerprint":"SHA256:p"}}"#);
+        let greet = format!("read -r line\necho '{greeting}'\nexec cat > /dev/null\n");
+        // Room at its end for the replacement's longer first lines.
+        let proxy = format!("#!/bin/sh\n{greet}{}\n", "#".repeat(400));
+        let local = local_file(dir.path(), proxy.as_bytes(), "t-10");
+        let target = SshTarget {
+            ssh: local_ssh(&cache),
+            program: "no-such-posh-proxy".into(),
+            copy: Some(local.clone()),
+            ..sample()
+        };
+        SshProxy::start(&target, "SHA256:c").await.unwrap().shutdown(Duration::from_secs(5)).await;
+        let copy = cache.join("posh/posh-proxy-t-10");
+        let mut replacement = format!("#!/bin/sh\ntouch {}\n{greet}#", marker.display()).into_bytes();
+        assert!(replacement.len() < proxy.len(), "the test's replacement fits in the copy's length");
+        replacement.resize(proxy.len() - 1, b'#');
+        replacement.push(b'\n');
+        std::fs::write(&copy, &replacement).unwrap();
+
+        SshProxy::start(&target, "SHA256:c").await.unwrap().shutdown(Duration::from_secs(5)).await;
+        assert!(!marker.exists(), "the replaced copy ran");
+        assert_eq!(std::fs::read(&copy).unwrap(), proxy.as_bytes(), "this build's bytes were copied again");
+        // Bytes changed on their way are not put in place either.
+        let changed = LocalProxy { sha256: "0".repeat(64), id: "t-11".into(), ..local };
+        let why = copy_to_host(&target, &changed).await.unwrap_err();
+        assert!(why.contains("posh: the copy is not this build's bytes") && why.contains("exit status: 93"), "{why}");
+        assert!(!cache.join("posh/posh-proxy-t-11").exists());
     }
 
     #[tokio::test]
