@@ -5,7 +5,7 @@
 //! one introduced proxy's flood) until the next flood reused it. `malloc_trim(0)` hands the
 //! free pages of every arena back. The proxy calls it when it becomes idle ([`Trimmer`]).
 //!
-//! This module and `sandbox` are the proxy's only `unsafe` code.
+//! This module, `sandbox` and `supervisor` are the proxy's only `unsafe` code.
 #![allow(unsafe_code)]
 
 use std::sync::Arc;

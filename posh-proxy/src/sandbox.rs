@@ -15,8 +15,8 @@
 //! pipeline's 5.8 ms on loopback), with the confinement between clone and exec, which
 //! `posix_spawn` has no room for.
 //!
-//! This module and `supervisor` are the only places of the proxy with `unsafe` code (the
-//! workspace denies it elsewhere): here the start of a command's process, and the two Landlock
+//! This module, `supervisor` and `memory` are the only places of the proxy with `unsafe` code
+//! (the workspace denies it elsewhere): here the start of a command's process, and the two Landlock
 //! system calls that have no safe wrapper usable between clone and exec.
 #![allow(unsafe_code)]
 
