@@ -13,6 +13,7 @@ pub mod journal;
 pub mod liveness;
 pub mod metadata;
 pub mod peer;
+pub mod privileges;
 pub mod process;
 pub mod protocol;
 pub mod proxy;
