@@ -8,7 +8,7 @@ use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 use tokio::io::unix::AsyncFd;
 
 use super::sandbox::Started;
-use crate::measure::{IoCount, read_counts};
+use crate::measure::{CountsFile, IoCount, read_counts};
 
 /// How a command ended.
 #[derive(Clone, Copy, Debug)]
@@ -24,14 +24,18 @@ pub struct Process {
     pid: Pid,
     /// `None` once reaped.
     pidfd: Option<AsyncFd<OwnedFd>>,
+    /// Its counts, opened as it starts: once it has ended, only root could open them.
+    counts: Option<CountsFile>,
 }
 
 impl Process {
     /// Watches `started` (within a tokio runtime); if it cannot, the command is killed.
     pub fn watch(started: Started) -> std::io::Result<Process> {
         let Started { pid, pidfd } = started;
+        // It has exec'd (the start returns only then): its entries are its user's.
+        let counts = CountsFile::open(pid.as_raw_nonzero().get().unsigned_abs());
         match super::sandbox::watch_exit(pidfd) {
-            Ok(pidfd) => Ok(Process { pid, pidfd: Some(pidfd) }),
+            Ok(pidfd) => Ok(Process { pid, pidfd: Some(pidfd), counts }),
             Err((pidfd, e)) => {
                 let _ = rustix::process::pidfd_send_signal(&pidfd, Signal::KILL);
                 let _ = rustix::process::waitid(WaitId::PidFd(pidfd.as_fd()), WaitIdOptions::EXITED);
@@ -66,7 +70,7 @@ impl Process {
             // Ended but not reaped yet: the counts go with the process.
             let ended = WaitIdOptions::EXITED | WaitIdOptions::NOHANG | WaitIdOptions::NOWAIT;
             if rustix::process::waitid(WaitId::PidFd(fd), ended)?.is_some() {
-                let io = read_counts(self.id());
+                let io = self.counts.as_ref().and_then(CountsFile::counts).or_else(|| read_counts(self.id()));
                 let status = rustix::process::waitid(WaitId::PidFd(fd), WaitIdOptions::EXITED)?
                     .ok_or_else(|| std::io::Error::other("the command's end went missing"))?;
                 self.pidfd = None;
