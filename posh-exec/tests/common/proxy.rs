@@ -48,11 +48,8 @@ impl Proxy {
     /// start), with the export and the state directory handed to that user first; unless the
     /// test names a `--user` itself or its wrapper changes the user (`setpriv`).
     pub fn start_in(wrapper: &[&str], listen: &str, export: &Path, state: &Path, extra: &[&str]) -> Proxy {
-        let becomes_user = rustix::process::geteuid().is_root()
-            && !extra.contains(&"--user")
-            && !wrapper.first().is_some_and(|w| w.ends_with("setpriv"));
         let mut extra = extra.to_vec();
-        if becomes_user {
+        if becomes_user(wrapper, &extra) {
             hand_over(export);
             if state.exists() {
                 hand_over(state);
@@ -137,16 +134,25 @@ impl Proxy {
     }
 }
 
+/// Whether a proxy started through `wrapper` with `extra` is told to become [`USER`]: when the
+/// tests run as root, unless the test names a `--user` itself or its wrapper changes the user.
+pub fn becomes_user(wrapper: &[&str], extra: &[&str]) -> bool {
+    rustix::process::geteuid().is_root()
+        && !extra.contains(&"--user")
+        && !wrapper.first().is_some_and(|w| w.ends_with("setpriv"))
+}
+
 /// The user a proxy started as root becomes (`--user`), and its uid.
 pub const USER: &str = "nobody";
 pub const USER_ID: u32 = 65534;
 
-/// `dir` and everything in it made [`USER`]'s (as an export belongs to the proxy's user in a
-/// deployment), what the test makes there later too (a default ACL on each directory gives that
-/// user every right on what is made inside), and the temporary directories above it searchable
-/// by others, so that the proxy, once it runs as that user, reaches them by their paths.
+/// `dir` and what root owns in it made [`USER`]'s (as an export belongs to the proxy's user in a
+/// deployment; what a test gave another owner keeps it), what the test makes there later too (a
+/// default ACL on each directory gives that user every right on what is made inside), and the
+/// temporary directories above it searchable by others, so that the proxy, once it runs as that
+/// user, reaches them by their paths.
 pub fn hand_over(dir: &Path) {
-    chown_all(dir, USER_ID);
+    chown_all_of_root(dir, USER_ID);
     for_each_directory(dir, &mut |dir| {
         rustix::fs::setxattr(dir, "system.posix_acl_default", &default_acl(), rustix::fs::XattrFlags::empty())
             .unwrap_or_else(|e| panic!("cannot give {USER} what is made in {} (a default ACL): {e}", dir.display()))
@@ -180,6 +186,23 @@ fn for_each_directory(dir: &Path, visit: &mut dyn FnMut(&Path)) {
         let path = entry.unwrap().path();
         if path.is_dir() && !path.is_symlink() {
             for_each_directory(&path, visit);
+        }
+    }
+}
+
+/// `dir` and what root owns in it owned by user and group `id` (links themselves, not followed).
+fn chown_all_of_root(dir: &Path, id: u32) {
+    use std::os::unix::fs::MetadataExt as _;
+    let owned_by_root = |path: &Path| std::fs::symlink_metadata(path).unwrap().uid() == 0;
+    if owned_by_root(dir) {
+        std::os::unix::fs::chown(dir, Some(id), Some(id)).unwrap();
+    }
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        match path.is_dir() && !path.is_symlink() {
+            true => chown_all_of_root(&path, id),
+            false if owned_by_root(&path) => std::os::unix::fs::lchown(&path, Some(id), Some(id)).unwrap(),
+            false => {}
         }
     }
 }
