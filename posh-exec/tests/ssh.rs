@@ -310,6 +310,27 @@ fn a_changed_host_key_is_refused_by_ssh_and_nothing_runs_there() {
     host.assert_nothing_left();
 }
 
+/// Issue 37, E5: a root login makes a root proxy, which refuses to serve (its jobs would have
+/// root's rights) unless told which user to become; posh-exec says why, and its client does the
+/// work, with bash's output. (Every other test here logs in as an unprivileged user.)
+#[test]
+fn a_root_login_starts_no_proxy_and_the_client_does_the_work() {
+    if !can_run() {
+        return;
+    }
+    let host = Host::up();
+    let program = install_proxy(&host);
+    host.configure(&program);
+    let (posh, stats, _) = host.against_bash("ssh_config_root", &[], Duration::from_secs(30));
+    let stderr = text(&posh.stderr);
+    let refused =
+        "posh-exec: mount data: the proxy on storage refused to serve: refusing to run as root without --user";
+    assert!(stderr.starts_with(refused) && stderr.contains("Pass --user NAME"), "{stderr}");
+    let locations = stats.iter().flat_map(|r| r["commands"].as_array().unwrap().iter().map(|c| &c["location"]));
+    assert!(locations.into_iter().all(|l| l == "client"), "{stats:?}");
+    host.assert_nothing_left();
+}
+
 /// `posh-exec --check` of an ssh:// mount starts its proxy as a run does, compares a file at both
 /// ends, and ends the proxy; a host without posh-proxy fails the check with what to do.
 #[test]

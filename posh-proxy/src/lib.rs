@@ -16,6 +16,7 @@ pub mod liveness;
 pub mod memory;
 pub mod metadata;
 pub mod peer;
+pub mod privileges;
 pub mod process;
 pub mod proxy;
 pub mod sandbox;

@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use clap::Parser;
 use posh_proxy::jobs_dir::JobsDir;
 use posh_proxy::journal::Journal;
+use posh_proxy::privileges::{self, PrivilegeError, Use, User};
 use posh_proxy::proxy::{self, Authorization, ProxyConfig};
 use posh_proxy::sandbox;
 use posh_wire::identity::Identity;
@@ -25,6 +26,13 @@ struct Args {
     /// The directory whose files clients may use; every path must resolve under it.
     #[arg(long, value_name = "DIR")]
     export: PathBuf,
+    /// The user (a name or a uid) whose rights jobs have. Required when started as root, which
+    /// is refused without it: the proxy binds its socket and reads its host key as root, then
+    /// becomes that user for good (its groups, group and uid) before it serves. That user must
+    /// be able to read and write the export and write the state directory (a missing one is made
+    /// for it).
+    #[arg(long, value_name = "USER")]
+    user: Option<String>,
     /// The UDP address to listen on (QUIC), e.g. 0.0.0.0:4433 [with --over-ssh: the address
     /// the ssh connection came in on, any port].
     #[arg(long, value_name = "ADDR", required_unless_present = "over_ssh")]
@@ -137,6 +145,9 @@ fn greet(greeting: &ProxyGreeting) -> Result<()> {
 }
 
 async fn run(args: Args) -> Result<()> {
+    // Before anything is opened or made: a root proxy without --user starts nothing (over ssh,
+    // it says so in its greeting).
+    let become_user = privileges::user_to_become(args.user.as_deref());
     let export =
         std::fs::canonicalize(&args.export).with_context(|| format!("export directory {}", args.export.display()))?;
     anyhow::ensure!(export.is_dir(), "export {} is not a directory", export.display());
@@ -146,10 +157,20 @@ async fn run(args: Args) -> Result<()> {
     };
     if args.over_ssh {
         let linger = args.linger.map(Duration::from_secs);
-        return run_over_ssh(args.listen, export, state_dir, args.grace_secs, linger).await;
+        return run_over_ssh(args.listen, export, state_dir, args.grace_secs, linger, become_user).await;
     }
+    let become_user = become_user?;
     let listen = args.listen.context("--listen is required")?;
+    if let Some(user) = &become_user {
+        privileges::make_state_dir_for(&state_dir, user)?;
+    }
+    // As root, if it was started as root: the host key may be root's alone.
     let identity = Identity::load_or_create(&state_dir.join("host"), "posh-proxy")?;
+    let shutdown = shutdown_signal()?;
+    let endpoint = proxy::endpoint(&identity, listen)?;
+    if let Some(user) = &become_user {
+        become_for_good(user, &export, &state_dir)?;
+    }
     let authorization = if args.allow_any_client {
         tracing::warn!(
             "--allow-any-client: ANY client that can reach {} may run commands on {}",
@@ -165,20 +186,20 @@ async fn run(args: Args) -> Result<()> {
                 tracing::warn!("{} lists no client: every client will be refused", file.display())
             }
             Ok(list) => tracing::info!("{} authorizes {} client(s)", file.display(), list.len()),
-            Err(e) => anyhow::bail!("cannot read {}: {e}", file.display()),
+            Err(e) => anyhow::bail!("cannot read {}{}: {e}", file.display(), as_whom(become_user.as_ref())),
         }
         Authorization::File(file)
     };
     // Before serving: what a proxy killed mid-job left behind is undone first.
-    let journal = Journal::open(&state_dir.join("journal")).context("the output journal")?;
-    let shutdown = shutdown_signal()?;
-    let endpoint = proxy::endpoint(&identity, listen)?;
+    let journal = Journal::open(&state_dir.join("journal"))
+        .with_context(|| format!("the output journal{}", as_whom(become_user.as_ref())))?;
     let local = endpoint.local_addr()?;
     warn_unless_enforced();
     eprintln!("posh-proxy: listening on {local}, fingerprint {}", identity.fingerprint());
     tracing::info!("listening on {local}, fingerprint {}, export {}", identity.fingerprint(), export.display());
-    let jobs = JobsDir::open(&state_dir.join("jobs"))
-        .with_context(|| format!("cannot make the jobs' directory in {}", state_dir.display()))?;
+    let jobs = JobsDir::open(&state_dir.join("jobs")).with_context(|| {
+        format!("cannot make the jobs' directory in {}{}", state_dir.display(), as_whom(become_user.as_ref()))
+    })?;
     let config = ProxyConfig {
         jobs: std::sync::Arc::new(jobs),
         export,
@@ -195,6 +216,29 @@ async fn run(args: Args) -> Result<()> {
         connected: None,
     };
     proxy::serve(endpoint, config, shutdown).await
+}
+
+/// Becomes `user` (see `privileges::become_user`), once the socket is bound and the host key
+/// read, and checks that it may use the export and the state directory.
+fn become_for_good(user: &User, export: &std::path::Path, state_dir: &std::path::Path) -> Result<(), PrivilegeError> {
+    privileges::become_user(user)?;
+    // A change of user makes the process dumpable again where fs.suid_dumpable allows it.
+    sandbox::forbid_inspection().map_err(|source| PrivilegeError::NotForGood {
+        user: user.clone(),
+        what: format!("it cannot be made not dumpable again: {source}"),
+    })?;
+    tracing::info!("running as user {user}");
+    privileges::check_usable(state_dir, Use::State, user)?;
+    if !privileges::check_usable(export, Use::Export, user)? {
+        tracing::warn!("user {user} cannot write the export {}: jobs can only read it", export.display());
+    }
+    Ok(())
+}
+
+/// What follows an error once the proxy became a user (` (as user NAME (uid N), from --user)`),
+/// so that a permission denied says whose it is.
+fn as_whom(user: Option<&User>) -> String {
+    user.map(|user| format!(" (as user {user}, from --user)")).unwrap_or_default()
 }
 
 fn warn_unless_enforced() {
@@ -218,6 +262,7 @@ async fn run_over_ssh(
     state_dir: PathBuf,
     grace_secs: u64,
     linger: Option<Duration>,
+    become_user: Result<Option<User>, PrivilegeError>,
 ) -> Result<()> {
     let (ended_tx, ended) = tokio::sync::oneshot::channel();
     let greeting = read_channel(ended_tx);
@@ -246,12 +291,22 @@ async fn run_over_ssh(
             refuse("$SSH_CONNECTION does not name the address to listen on; pass --listen".to_string())
         })?,
     };
+    // A root login is a root proxy: refused in the same way, unless told whom to become.
+    let become_user = become_user.map_err(|e| refuse(e.to_string()))?;
+    if let Some(user) = &become_user {
+        privileges::make_state_dir_for(&state_dir, user).map_err(|e| refuse(e.to_string()))?;
+    }
     let identity = Identity::ephemeral("posh-proxy").map_err(|e| refuse(format!("{e:#}")))?;
     let (connected, idle) = tokio::sync::watch::channel(0usize);
-    let journal = Journal::open(&state_dir.join("journal")).map_err(|e| refuse(format!("the output journal: {e}")))?;
-    let jobs = JobsDir::open(&state_dir.join("jobs"))
-        .map_err(|e| refuse(format!("cannot make the jobs' directory in {}: {e}", state_dir.display())))?;
     let endpoint = proxy::endpoint(&identity, listen).map_err(|e| refuse(format!("{e:#}")))?;
+    if let Some(user) = &become_user {
+        become_for_good(user, &export, &state_dir).map_err(|e| refuse(e.to_string()))?;
+    }
+    let whom = as_whom(become_user.as_ref());
+    let journal =
+        Journal::open(&state_dir.join("journal")).map_err(|e| refuse(format!("the output journal{whom}: {e}")))?;
+    let jobs = JobsDir::open(&state_dir.join("jobs"))
+        .map_err(|e| refuse(format!("cannot make the jobs' directory in {}{whom}: {e}", state_dir.display())))?;
     let local = endpoint.local_addr()?;
     warn_unless_enforced();
     let signals = shutdown_signal()?;
@@ -329,6 +384,11 @@ fn main() -> ExitCode {
     let default_filter = if args.over_ssh { "warn" } else { "info" };
     if let Err(e) = sandbox::forbid_inspection() {
         eprintln!("posh-proxy: cannot keep jobs from reading the proxy's environment: {e}");
+        return ExitCode::from(1);
+    }
+    // While the process has one thread, so that every thread the runtime starts inherits it.
+    if let Err(e) = privileges::forbid_new_privileges() {
+        eprintln!("posh-proxy: cannot set no_new_privs: {e}");
         return ExitCode::from(1);
     }
     tracing_subscriber::fmt()

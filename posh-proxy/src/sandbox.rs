@@ -15,9 +15,10 @@
 //! pipeline's 5.8 ms on loopback), with the confinement between clone and exec, which
 //! `posix_spawn` has no room for.
 //!
-//! This module, `supervisor` and `memory` are the only places of the proxy with `unsafe` code
-//! (the workspace denies it elsewhere): here the start of a command's process, and the two Landlock
-//! system calls that have no safe wrapper usable between clone and exec.
+//! This module, `supervisor`, `memory` and `privileges` (the user database, and becoming a user
+//! on every thread) are the only places of the proxy with `unsafe` code (the workspace denies it
+//! elsewhere): here the start of a command's process, and the two Landlock system calls that
+//! have no safe wrapper usable between clone and exec.
 #![allow(unsafe_code)]
 
 use std::ffi::{CString, c_char, c_int, c_void};
@@ -38,8 +39,60 @@ use landlock::{
 const LANDLOCK_ABI: ABI = ABI::V6;
 /// What commands may read (and run) outside the export. Not /proc: a command reads its own
 /// process's entries (`Confinement::enter`) and the system-wide files of `PROC_READ`, never
-/// another process's (its command line, its status: the proxy's, another client's job's).
-const SYSTEM_READ: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/etc", "/opt", "/dev"];
+/// another process's (its command line, its status: the proxy's, another client's job's). Not
+/// all of /etc (`ETC_READ`), nor of /dev (`DEVICES_*`).
+const SYSTEM_READ: &[&str] = &["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/opt"];
+/// What of /etc commands read, each entry for a reason (SECURITY.md, "What a job may read in
+/// /etc"); the rest (shadow, gshadow, the ssh host keys, sudoers, ssl/private, the machine's
+/// services' own configuration) is no job's business. Rules follow a symbolic link to what it
+/// names (resolv.conf into /run); what this system lacks grants nothing.
+const ETC_READ: &[&str] = &[
+    // The user and host databases: `ls -l`'s owners, `id`, git's committer, name lookups.
+    "/etc/nsswitch.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/hosts",
+    "/etc/host.conf",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/services",
+    "/etc/protocols",
+    "/etc/networks",
+    "/etc/rpc",
+    // The dynamic linker: where libraries are, and what it preloads.
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/ld.so.preload",
+    // Time and locale: `date` without TZ, locale names (/usr/share/locale/locale.alias links
+    // here on Debian).
+    "/etc/localtime",
+    "/etc/timezone",
+    "/etc/locale.alias",
+    "/etc/locale.conf",
+    "/etc/os-release",
+    // git's system configuration and attributes.
+    "/etc/gitconfig",
+    "/etc/gitattributes",
+    // Certificates for TLS (git over https): the public ones only, never ssl/private.
+    "/etc/ssl/certs",
+    "/etc/ssl/openssl.cnf",
+    "/etc/pki/tls/certs",
+    "/etc/pki/ca-trust/extracted",
+    "/etc/crypto-policies/back-ends",
+    // ssh's client configuration and the host keys it trusts (git over ssh), not the host's own.
+    "/etc/ssh/ssh_config",
+    "/etc/ssh/ssh_config.d",
+    "/etc/ssh/ssh_known_hosts",
+    // file's local magic; ImageMagick's policy, delegates and types; fonts it draws with.
+    "/etc/magic",
+    "/etc/magic.mime",
+    "/etc/ImageMagick-6",
+    "/etc/ImageMagick-7",
+    "/etc/fonts",
+    // libselinux (linked by coreutils) reads it at load.
+    "/etc/selinux/config",
+];
 /// The system-wide files of /proc that programs read (memory, processors, load, mounts' kinds).
 const PROC_READ: &[&str] = &[
     "/proc/cpuinfo",
@@ -52,7 +105,11 @@ const PROC_READ: &[&str] = &[
 ];
 /// Kernel settings, read (`sysctl`, a program sizing itself).
 const PROC_DIRS_READ: &[&str] = &["/proc/sys"];
-/// Devices commands write to as a matter of course.
+/// Devices commands read: randomness (`shuf`, `sort -R`, TLS).
+const DEVICES_READ: &[&str] = &["/dev/random", "/dev/urandom"];
+/// Devices commands read and write as a matter of course (`/dev/tty` opens only for a process
+/// with a terminal, which no command has). No other device: not the console (`/dev/vcs*`), the
+/// kernel's log (`/dev/kmsg`), disks, memory or another terminal.
 const DEVICES_WRITE: &[&str] = &["/dev/null", "/dev/zero", "/dev/full", "/dev/tty"];
 
 /// The ruleset for a job's commands: the export `root` and the job's `tmp` directory, and what
@@ -85,11 +142,20 @@ fn system_rules() -> &'static [(PathFd, BitFlags<AccessFs>)] {
     RULES.get_or_init(|| {
         let read = AccessFs::from_read(LANDLOCK_ABI);
         // Files take file rights only (no ReadDir), or Landlock would only partly apply the rule.
+        let read_file = BitFlags::from(AccessFs::ReadFile);
         let device = AccessFs::ReadFile | AccessFs::WriteFile | AccessFs::Truncate;
         let system = SYSTEM_READ.iter().chain(PROC_DIRS_READ).map(|p| (*p, read));
-        let proc_files = PROC_READ.iter().map(|p| (*p, BitFlags::from(AccessFs::ReadFile)));
-        let rules = system.chain(proc_files).chain(DEVICES_WRITE.iter().map(|p| (*p, device)));
-        rules.filter_map(|(path, access)| Some((PathFd::new(path).ok()?, access))).collect()
+        let files = PROC_READ.iter().chain(DEVICES_READ).map(|p| (*p, read_file));
+        let rules = system.chain(files).chain(DEVICES_WRITE.iter().map(|p| (*p, device)));
+        let mut opened: Vec<_> = rules.filter_map(|(path, access)| Some((PathFd::new(path).ok()?, access))).collect();
+        // In /etc, a directory is read whole and a file as a file (what it is, as opened).
+        for path in ETC_READ {
+            let Ok(fd) = PathFd::new(path) else { continue };
+            let is_dir =
+                rustix::fs::fstat(&fd).is_ok_and(|st| rustix::fs::FileType::from_raw_mode(st.st_mode).is_dir());
+            opened.push((fd, if is_dir { read } else { read_file }));
+        }
+        opened
     })
 }
 
@@ -452,5 +518,61 @@ pub fn check_enforced() -> u8 {
             eprintln!("posh-proxy: sandbox: {other:?}");
             1
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// What a job may open outside the export and its directory (issue 37, E5: a root proxy's
+    /// job read /etc/shadow, the ssh host keys, /dev/vcs1 and /dev/kmsg). Tried on a thread under
+    /// a job's ruleset, as the proxy's own file work for a job runs: as root (the tests here and
+    /// in CI), the files' modes would let everything through, so what is refused is Landlock's.
+    #[test]
+    fn a_job_reads_only_what_is_listed_of_etc_and_dev() {
+        let export = tempfile::tempdir().unwrap();
+        let tmp = tempfile::tempdir().unwrap();
+        let (export, tmp) = (export.path().to_path_buf(), tmp.path().to_path_buf());
+        // Listed before the thread confines itself: /etc/ssh is no job's to list.
+        let host_keys: Vec<String> = std::fs::read_dir("/etc/ssh")
+            .into_iter()
+            .flatten()
+            .flatten()
+            .map(|e| e.path().to_string_lossy().into_owned())
+            .filter(|p| p.contains("ssh_host_"))
+            .collect();
+        let tried = std::thread::spawn(move || {
+            let status = ruleset(&export, &tmp).unwrap().restrict_self().unwrap();
+            assert_eq!(status.ruleset, RulesetStatus::FullyEnforced, "this kernel does not enforce Landlock ABI 6");
+            let read = |path: &str| std::fs::File::open(path).map(drop);
+            let write = |path: &str| std::fs::OpenOptions::new().write(true).open(path).map(drop);
+            let denied = |path: &str, opened: std::io::Result<()>| match opened {
+                Err(e) if e.kind() == std::io::ErrorKind::PermissionDenied => true,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => false,
+                other => panic!("{path}: {other:?}, not refused"),
+            };
+            let secrets = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers", "/etc/machine-id", "/etc/fstab"];
+            let devices = ["/dev/kmsg", "/dev/vcs1", "/dev/console", "/dev/tty1", "/dev/mem", "/dev/loop0", "/dev/vda"];
+            let mut refused = Vec::new();
+            for path in secrets.into_iter().chain(devices).map(String::from).chain(host_keys) {
+                if denied(&path, read(&path)) {
+                    refused.push(path);
+                }
+            }
+            assert!(denied("/etc", std::fs::read_dir("/etc").map(drop)), "/etc is not listed");
+            assert!(denied("/dev/urandom", write("/dev/urandom")), "randomness is read only");
+            for path in ["/etc/passwd", "/etc/group", "/etc/nsswitch.conf", "/etc/ld.so.cache", "/dev/urandom"] {
+                read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            }
+            std::fs::read_dir("/etc/ssl/certs").unwrap();
+            for path in ["/dev/null", "/dev/zero", "/dev/full"] {
+                write(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+            }
+            refused
+        });
+        let refused = tried.join().unwrap();
+        assert!(refused.iter().any(|p| p == "/etc/shadow"), "{refused:?}");
+        eprintln!("refused: {refused:?}");
     }
 }

@@ -24,11 +24,36 @@ impl IoCount {
 
 /// The figures of process `pid`, which must have exited and not been reaped.
 pub fn read_counts(pid: u32) -> Option<IoCount> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?;
+    parse_counts(&std::fs::read_to_string(format!("/proc/{pid}/io")).ok()?)
+}
+
+fn parse_counts(text: &str) -> Option<IoCount> {
     let field = |name: &str| {
         text.lines().find_map(|line| line.strip_prefix(name)?.strip_prefix(": ")?.trim().parse::<u64>().ok())
     };
     Some(IoCount { read: field("rchar")?, written: field("wchar")? })
+}
+
+/// `/proc/PID/io` of a running process, opened while it runs. The kernel gives a zombie's
+/// entries to root (it has no memory left to say whose it is), so a process that is not root (a
+/// proxy that became its `--user`) cannot open them once its command has ended; a descriptor
+/// opened before still reads the final figures, until the process is reaped.
+#[derive(Debug)]
+pub struct CountsFile(std::fs::File);
+
+impl CountsFile {
+    /// `None` when it cannot be opened (the process already ended, or is not dumpable).
+    pub fn open(pid: u32) -> Option<CountsFile> {
+        std::fs::File::open(format!("/proc/{pid}/io")).ok().map(CountsFile)
+    }
+
+    /// The figures as they are now (final once the process has ended, before it is reaped).
+    pub fn counts(&self) -> Option<IoCount> {
+        use std::os::unix::fs::FileExt as _;
+        let mut text = [0u8; 512];
+        let read = self.0.read_at(&mut text, 0).ok()?;
+        parse_counts(std::str::from_utf8(&text[..read]).ok()?)
+    }
 }
 
 /// Waits until process `pid` (our child) has exited, leaving it to be reaped; false when that

@@ -6,6 +6,8 @@ mod bench;
 mod cli;
 mod deploy;
 mod difftest;
+#[path = "../../posh-exec/tests/common/hand_over.rs"]
+mod hand_over;
 #[path = "../../posh-exec/tests/common/isolation.rs"]
 mod isolation;
 mod netns;

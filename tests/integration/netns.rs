@@ -15,7 +15,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::oracle::{Outcome, posh_exec, run_with_timeout, short_diff};
+use crate::oracle::{Outcome, PROXY_USER, hand_over, posh_exec, run_with_timeout, short_diff};
 
 const TIMEOUT: Duration = Duration::from_secs(60);
 
@@ -116,8 +116,11 @@ impl Proxy {
     fn start(hosts: &Hosts, export: &Path, state: &Path, authorized: &Path) -> Proxy {
         let binary = posh_exec().with_file_name("posh-proxy");
         assert!(binary.is_file(), "{} does not exist: run `cargo build -p posh-exec` first", binary.display());
+        // These tests run as root, and a root proxy must be told which user to become.
+        hand_over(&[export, state]);
         let mut command = Hosts::command(&hosts.storage, &binary);
         command
+            .args(["--user", PROXY_USER])
             .arg("--export")
             .arg(export)
             .args(["--listen", &format!("{}:0", hosts.storage_ip)])

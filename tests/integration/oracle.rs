@@ -327,7 +327,7 @@ pub(crate) struct Setting {
     parent: tempfile::TempDir,
     config: Option<String>,
     /// The proxy of the `proxied` mode, killed when dropped.
-    _proxy: Option<ProxyProcess>,
+    proxy: Option<ProxyProcess>,
     capture: Capture,
     /// How long one run may take before it is killed and reported.
     pub timeout: Duration,
@@ -349,7 +349,7 @@ impl Setting {
                 (Some(config), Some(proxy))
             }
         };
-        Setting { parent, config, _proxy: proxy, capture, timeout: TIMEOUT }
+        Setting { parent, config, proxy, capture, timeout: TIMEOUT }
     }
 }
 
@@ -365,7 +365,12 @@ impl ProxyProcess {
         use std::io::BufRead as _;
         let state = tempfile::tempdir().expect("tempdir");
         let binary = posh_exec().with_file_name(format!("posh-proxy{}", std::env::consts::EXE_SUFFIX));
-        let mut child = Command::new(&binary)
+        let mut command = Command::new(&binary);
+        if running_as_root() {
+            hand_over(&[export, state.path()]);
+            command.args(["--user", PROXY_USER]);
+        }
+        let mut child = command
             .arg("--export")
             .arg(export)
             .args(["--listen", "127.0.0.1:0", "--allow-any-client", "--max-jobs", "64", "--state-dir"])
@@ -390,6 +395,24 @@ impl ProxyProcess {
         std::thread::spawn(move || lines.for_each(drop));
         ProxyProcess { child, addr, _state: state }
     }
+}
+
+/// The user the proxy becomes (`--user`): a root proxy refuses to start without one.
+pub(crate) const PROXY_USER: &str = "nobody";
+
+/// `dirs` handed over to [`PROXY_USER`] (see `hand_over.rs`).
+pub(crate) fn hand_over(dirs: &[&Path]) {
+    for dir in dirs {
+        crate::hand_over::hand_over(dir, PROXY_USER_ID);
+    }
+}
+
+/// [`PROXY_USER`]'s uid and group id.
+const PROXY_USER_ID: u32 = 65534;
+
+/// Whether the tests run as root, where a proxy must be told which user to become.
+pub(crate) fn running_as_root() -> bool {
+    Command::new("id").arg("-u").output().is_ok_and(|o| o.stdout.trim_ascii() == b"0")
 }
 
 impl Drop for ProxyProcess {
@@ -431,6 +454,12 @@ pub(crate) fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
     std::fs::write(work.join("case.sh"), &case.source).expect("write case");
     if let Some(config) = &setting.config {
         std::fs::write(work.join("posh.toml"), config).expect("write posh.toml");
+    }
+    // posh-exec's files handed to the user its proxy runs commands as (the tests run as root),
+    // and what it makes at the client later too: the proxy's commands may change them, as
+    // bash's own commands would.
+    if setting.proxy.is_some() && shell != Path::new("bash") && running_as_root() {
+        hand_over(&[root.path()]);
     }
     // posh-exec with a mount also says where it ran each command (`--stats`, outside `work/` so
     // the files compare), to hold against its `--explain` plan.

@@ -2,6 +2,9 @@
 //! from what it prints, killed when dropped. Each test binary uses part of it.
 #![allow(dead_code)]
 
+#[path = "hand_over.rs"]
+mod hand_over;
+
 use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -48,8 +51,20 @@ impl Proxy {
     }
 
     /// A proxy listening on `listen`, started through `wrapper` (`ip netns exec NS`), which
-    /// must exec it: the child's pid is the proxy's.
+    /// must exec it: the child's pid is the proxy's. Started as root (the tests run as root
+    /// here and in CI), it is told to become [`USER`] (a root proxy without `--user` refuses to
+    /// start), with the export and the state directory handed to that user first; unless the
+    /// test names a `--user` itself or its wrapper changes the user (`setpriv`).
     pub fn start_in(wrapper: &[&str], listen: &str, export: &Path, state: &Path, extra: &[&str]) -> Proxy {
+        let mut extra = extra.to_vec();
+        if becomes_user(wrapper, &extra) {
+            hand_over(export);
+            if state.exists() {
+                hand_over(state);
+            }
+            extra.extend(["--user", USER]);
+        }
+        let extra = &extra[..];
         let program = program();
         let mut command = match wrapper.split_first() {
             Some((first, rest)) => {
@@ -124,5 +139,34 @@ impl Proxy {
 
     pub fn log(&self) -> String {
         self.stderr.try_iter().collect::<Vec<_>>().join("\n")
+    }
+}
+
+/// Whether a proxy started through `wrapper` with `extra` is told to become [`USER`]: when the
+/// tests run as root, unless the test names a `--user` itself or its wrapper changes the user.
+pub fn becomes_user(wrapper: &[&str], extra: &[&str]) -> bool {
+    rustix::process::geteuid().is_root()
+        && !extra.contains(&"--user")
+        && !wrapper.first().is_some_and(|w| w.ends_with("setpriv"))
+}
+
+/// The user a proxy started as root becomes (`--user`), and its uid.
+pub const USER: &str = "nobody";
+pub const USER_ID: u32 = 65534;
+
+/// `dir` handed over to [`USER`] (see `hand_over.rs`).
+pub fn hand_over(dir: &Path) {
+    hand_over::hand_over(dir, USER_ID);
+}
+
+/// `dir` and everything in it owned by user and group `id` (links themselves, not followed).
+pub fn chown_all(dir: &Path, id: u32) {
+    std::os::unix::fs::chown(dir, Some(id), Some(id)).unwrap();
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        match path.is_dir() && !path.is_symlink() {
+            true => chown_all(&path, id),
+            false => std::os::unix::fs::lchown(&path, Some(id), Some(id)).unwrap(),
+        }
     }
 }

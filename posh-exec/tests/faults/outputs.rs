@@ -48,6 +48,11 @@ impl Twin {
                 twin.mounts.push(data.clone());
             }
             fill(&data);
+            // Both sides the user's whom the proxy becomes (when the tests run as root), as
+            // bash runs as that user too (`command`): the same owners and rights on both.
+            if crate::proxy_process::becomes_user(&[], &[]) {
+                crate::proxy_process::hand_over(&data);
+            }
         }
         let fingerprint = twin.posh(&["--print-identity"]).stdout;
         let authorized = twin.root().join("authorized");
@@ -81,9 +86,20 @@ impl Twin {
         )
     }
 
-    /// `program` in `side` (`posh` or `bash`), whose client identity lives there too.
+    /// `program` in `side` (`posh` or `bash`), whose client identity lives there too. bash runs
+    /// as the user the proxy runs its jobs as, where the tests run as root: what bash would do
+    /// is what that user's commands would.
     fn command(&self, program: &str, side: &str) -> Command {
-        let mut command = crate::common::isolated(program, &self.root().join(side));
+        let dir = self.root().join(side);
+        let mut command = match program == "bash" && crate::proxy_process::becomes_user(&[], &[]) {
+            true => {
+                let mut command = crate::common::isolated("setpriv", &dir);
+                let user = crate::proxy_process::USER_ID;
+                command.args([&format!("--reuid={user}"), &format!("--regid={user}"), "--clear-groups", "bash"]);
+                command
+            }
+            false => crate::common::isolated(program, &dir),
+        };
         command.stdin(Stdio::null());
         command
     }
@@ -239,16 +255,16 @@ fn a_file_the_job_reads_is_emptied_before_it_reads_it_as_under_bash() {
     twin.assert_same_trees();
 }
 
-/// Files with a second hard link, another owner, mode 0640 and an extended attribute, as bash
-/// would find them.
+/// Files with a second hard link, another owner (in the group of the user the proxy runs its
+/// jobs as, which may write them), mode 0660 and an extended attribute, as bash would find them.
 fn linked_files(data: &Path) {
     std::fs::write(data.join("in.txt"), lines(500, "in")).unwrap();
     for name in ["redirected", "appended", "teed", "sorted", "copied"] {
         let file = data.join(name);
         std::fs::write(&file, "old content\n").unwrap();
         std::fs::hard_link(&file, data.join(format!("{name}.link"))).unwrap();
-        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o640)).unwrap();
-        std::os::unix::fs::chown(&file, Some(1234), Some(1235)).unwrap();
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o660)).unwrap();
+        std::os::unix::fs::chown(&file, Some(1234), Some(crate::proxy_process::USER_ID)).unwrap();
         rustix::fs::setxattr(&file, "user.posh", b"kept", rustix::fs::XattrFlags::empty()).unwrap();
     }
 }
