@@ -19,7 +19,8 @@
 //! thread's, and what the thread owns: the commands made ready, the stacks), uses system calls
 //! only and allocates nothing. It is not confined (a job's commands cannot signal it: Landlock's
 //! signal scope) and it reports over a pipe, as fixed records: each command started or not, then
-//! each command's end with its counts (`/proc/PID/io`, read while it is a zombie). The proxy asks
+//! each command's end with its counts (`/proc/PID/io`, opened as it starts: only root may open
+//! a zombie's; read once it ended). The proxy asks
 //! it to end the job by closing the control pipe; the proxy's death reaches it as SIGTERM
 //! (`PR_SET_PDEATHSIG`, sent when that suspended thread dies, which is only with the process).
 //! Once the commands started, it keeps a descriptor table of its own with only its own three
@@ -142,10 +143,12 @@ fn supervise_job(confinement: &Confinement, launches: Vec<Launch>, reports: RawF
         Err(e) => return not_started(e.raw_os_error().unwrap_or(libc::EINVAL)),
     };
     let pids: Vec<AtomicI32> = ready.iter().map(|_| AtomicI32::new(0)).collect();
+    let counts: Vec<AtomicI32> = ready.iter().map(|_| AtomicI32::new(-1)).collect();
     let mut own_stack = ChildStack::new();
     let supervisor = Supervisor {
         ready: &ready,
         pids: &pids,
+        counts: &counts,
         command_stack: RefCell::new(ChildStack::new()),
         reports,
         control: control.as_raw_fd(),
@@ -200,6 +203,9 @@ struct Supervisor<'a> {
     ready: &'a [Ready<'a>],
     /// The commands' pids as they start; 0 once reaped (or never started).
     pids: &'a [AtomicI32],
+    /// Each command's `/proc/PID/io`, opened as it started (-1: not open): once it has ended,
+    /// only root may open it, and the proxy is root only until it becomes its `--user`.
+    counts: &'a [AtomicI32],
     /// Where each command starts, in turn (each is done with it once it exec'd).
     command_stack: RefCell<ChildStack>,
     reports: RawFd,
@@ -234,6 +240,8 @@ impl Supervisor<'_> {
                 false => match ready.start(&mut stack) {
                     Ok(pid) => {
                         self.pids[index].store(pid.as_raw_nonzero().get(), Ordering::Relaxed);
+                        // It has exec'd (the start returns only then): its entries are its user's.
+                        self.counts[index].store(open_io(pid).unwrap_or(-1), Ordering::Relaxed);
                         Report::Started { index, pid: pid.as_raw_nonzero().get().unsigned_abs() }
                     }
                     Err(errno) => Report::NotStarted { index, errno },
@@ -257,7 +265,7 @@ impl Supervisor<'_> {
     }
 
     /// Leaves the descriptor table it shares with the proxy for a copy of its own, holding only
-    /// the supervisor's three: it keeps none of the proxy's sockets, locks or pipes (a restarted
+    /// the supervisor's three and the commands' counts: it keeps none of the proxy's sockets, locks or pipes (a restarted
     /// proxy binds its address and takes its locks at once; another job's pipe ends when that
     /// job's commands are done), and the proxy's death closes the control pipe's writing end.
     fn keep_only_own_descriptors(&self) {
@@ -267,10 +275,17 @@ impl Supervisor<'_> {
             if libc::unshare(libc::CLONE_FILES) != 0 {
                 return;
             }
-            let mut keep = [self.reports, self.control, self.signals];
-            keep.sort_unstable();
+            let own = [self.reports, self.control, self.signals];
+            let counts = self.counts.iter().map(|fd| fd.load(Ordering::Relaxed)).filter(|fd| *fd >= 0);
+            // The kept descriptors in ascending order, without a list to sort (nothing is
+            // allocated here): each time the least one above the last.
+            let next_kept = |above: Option<libc::c_int>| {
+                own.into_iter().chain(counts.clone()).filter(|fd| above.is_none_or(|a| *fd > a)).min()
+            };
             let mut first = 0;
-            for fd in keep.into_iter().map(|fd| fd as libc::c_uint).chain([libc::c_uint::MAX]) {
+            let mut kept = next_kept(None);
+            loop {
+                let fd = kept.map_or(libc::c_uint::MAX, |fd| fd as libc::c_uint);
                 if fd > first {
                     let last = fd - 1;
                     if libc::syscall(libc::SYS_close_range, first, last, 0) != 0 {
@@ -282,6 +297,8 @@ impl Supervisor<'_> {
                     }
                 }
                 first = fd.saturating_add(1);
+                let Some(this) = kept else { break };
+                kept = next_kept(Some(this));
             }
         }
     }
@@ -315,7 +332,15 @@ impl Supervisor<'_> {
             };
             let Some(pid) = Pid::from_raw(pid) else { return };
             let command = self.pids.iter().position(|p| p.load(Ordering::Relaxed) == pid.as_raw_nonzero().get());
-            let io = command.and_then(|_| read_io(pid));
+            let io = command.and_then(|index| {
+                let counts = self.counts[index].swap(-1, Ordering::Relaxed);
+                let io = if counts >= 0 { read_counts(counts) } else { None };
+                // SAFETY: the descriptor `open_io` opened for this command, closed once.
+                if counts >= 0 {
+                    unsafe { libc::close(counts) };
+                }
+                io.or_else(|| read_io(pid))
+            });
             let Ok(Some(status)) = rustix::process::waitid(WaitId::Pid(pid), WaitIdOptions::EXITED) else { return };
             if let Some(index) = command {
                 self.pids[index].store(0, Ordering::Relaxed);
@@ -363,6 +388,7 @@ const SIGNALFD_INFO_LEN: usize = 128;
 /// Sends SIGKILL to each of the calling process's children, as `/proc/thread-self/children`
 /// lists them (a child's pid is not reused before it is reaped, by the caller alone); false when
 /// that list cannot be read.
+#[expect(clippy::disallowed_methods, reason = "fixed /proc names of the supervisor's own children")]
 fn kill_children() -> bool {
     let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
     let Ok(list) = rustix::fs::open(c"/proc/thread-self/children", flags, rustix::fs::Mode::empty()) else {
@@ -391,8 +417,19 @@ fn kill_children() -> bool {
     true
 }
 
-/// `rchar` and `wchar` of process `pid`'s `/proc/PID/io`, read into the stack.
+/// `rchar` and `wchar` of process `pid`'s `/proc/PID/io`, read into the stack (root may open a
+/// zombie's; see `Supervisor::counts` for everyone else).
 fn read_io(pid: Pid) -> Option<(u64, u64)> {
+    let fd = open_io(pid)?;
+    let io = read_counts(fd);
+    // SAFETY: closes the descriptor just opened.
+    unsafe { libc::close(fd) };
+    io
+}
+
+/// Opens process `pid`'s `/proc/PID/io` (close-on-exec), as a raw descriptor the caller closes.
+#[expect(clippy::disallowed_methods, reason = "fixed /proc names of the supervisor's own children")]
+fn open_io(pid: Pid) -> Option<RawFd> {
     let mut path = [0u8; 32];
     let mut len = 0;
     let mut push = |bytes: &[u8]| {
@@ -413,9 +450,16 @@ fn read_io(pid: Pid) -> Option<(u64, u64)> {
     let path = std::ffi::CStr::from_bytes_with_nul(&path[..len]).ok()?;
     let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
     let file = rustix::fs::open(path, flags, rustix::fs::Mode::empty()).ok()?;
+    Some(std::os::fd::IntoRawFd::into_raw_fd(file))
+}
+
+/// `rchar` and `wchar` from an open `/proc/PID/io`, read from its start into the stack.
+fn read_counts(fd: RawFd) -> Option<(u64, u64)> {
+    // SAFETY: `fd` is open for the duration of the call (its owner closes it after).
+    let file = unsafe { std::os::fd::BorrowedFd::borrow_raw(fd) };
     let mut text = [0u8; 512];
     let mut filled = 0;
-    while let Ok(n @ 1..) = rustix::io::read(&file, &mut text[filled..]) {
+    while let Ok(n @ 1..) = rustix::io::pread(file, &mut text[filled..], filled as u64) {
         filled += n;
     }
     Some((field(&text[..filled], b"rchar: ")?, field(&text[..filled], b"wchar: ")?))
