@@ -68,7 +68,9 @@ fn exited(pid: u32) -> bool {
 /// not tell).
 pub fn wait_blocking(child: &mut std::process::Child) -> std::io::Result<(std::process::ExitStatus, Option<IoCount>)> {
     let pid = child.id();
-    let counts = exited(pid).then(|| read_counts(pid)).flatten();
+    // Opened while it may still run: a user who is not root cannot open a zombie's.
+    let open = CountsFile::open(pid);
+    let counts = exited(pid).then(|| open.as_ref().and_then(CountsFile::counts).or_else(|| read_counts(pid))).flatten();
     Ok((child.wait()?, counts))
 }
 
