@@ -515,6 +515,7 @@ fn failed(message: &str, status: i32) -> Exit {
 }
 
 /// Where `program` is on the proxy's `PATH` (the first executable file of that name).
+#[expect(clippy::disallowed_methods, reason = "the proxy's PATH directories and /dev/null, no client's name")]
 pub(super) fn find_program(program: &str) -> Option<PathBuf> {
     PATH.split(':')
         .map(|dir| Path::new(dir).join(program))
@@ -522,6 +523,7 @@ pub(super) fn find_program(program: &str) -> Option<PathBuf> {
 }
 
 /// The standard streams of a command, `/dev/null` where the job gives none.
+#[expect(clippy::disallowed_methods, reason = "the proxy's PATH directories and /dev/null, no client's name")]
 fn null_for_none(fds: [Option<OwnedFd>; 3]) -> std::io::Result<[OwnedFd; 3]> {
     let null = || File::options().read(true).write(true).open("/dev/null").map(OwnedFd::from);
     let [stdin, stdout, stderr] = fds.map(|fd| fd.map_or_else(null, Ok));

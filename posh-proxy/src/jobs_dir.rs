@@ -18,6 +18,8 @@ use std::os::unix::fs::DirBuilderExt as _;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
+use rustix::fs::FileType;
+
 use super::confined_fs::{Root, RootKind};
 
 /// This process's directory of jobs; removed when dropped.
@@ -66,8 +68,23 @@ struct Kept {
 
 impl Kept {
     fn remove(self) {
-        let _ = fs::remove_dir_all(&self.dir);
-        let _ = fs::remove_file(&self.groups);
+        // Its jobs wrote in it: removed from the proxy's own directory's descriptor, no link
+        // followed (`confined_fs`).
+        if let Some(name) = self.dir.file_name() {
+            remove_beneath(self.dir.parent().unwrap_or(Path::new("/")), Path::new(name));
+        }
+        if let Some(name) = self.groups.file_name() {
+            remove_beneath(self.groups.parent().unwrap_or(Path::new("/")), Path::new(name));
+        }
+    }
+}
+
+/// Removes `name` (a tree) from the directory `parent` through `confined_fs`; what cannot be
+/// removed is left to the next start, which tries again.
+fn remove_beneath(parent: &Path, name: &Path) {
+    let removed = Root::open(parent, RootKind::State).and_then(|root| root.remove_tree(name));
+    if let Err(e) = removed {
+        tracing::warn!("cannot remove a job's directory: {e}");
     }
 }
 
@@ -81,6 +98,7 @@ struct View {
 impl JobsDir {
     /// Cleans what dead proxies left in `parent` (made 0700 if missing), then makes this
     /// process's own directory there.
+    #[expect(clippy::disallowed_methods, reason = "the operator's state directory and this process's own in it")]
     pub fn open(parent: &Path) -> io::Result<JobsDir> {
         fs::DirBuilder::new().recursive(true).mode(0o700).create(parent)?;
         remove_stale(parent);
@@ -89,7 +107,7 @@ impl JobsDir {
         let held = super::liveness::hold(&lock)?;
         let own = parent.join(pid.to_string());
         // A dead process of the same pid may have left one.
-        let _ = fs::remove_dir_all(&own);
+        remove_beneath(parent, Path::new(&pid.to_string()));
         fs::DirBuilder::new().mode(0o700).create(&own)?;
         Ok(JobsDir { own, lock, _held: held, idle: Mutex::default() })
     }
@@ -107,8 +125,11 @@ impl JobsDir {
         let kept = match reused {
             Some(kept) => kept,
             None => {
+                // In this process's own directory, which no job may write.
+                #[expect(clippy::disallowed_methods, reason = "this proxy's own directory of jobs")]
                 let dir = tempfile::Builder::new().prefix("job-").tempdir_in(&self.own)?.keep();
                 let groups = dir.with_extension("groups");
+                #[expect(clippy::disallowed_methods, reason = "this proxy's own directory of jobs")]
                 let groups_file = OpenOptions::new().create(true).append(true).open(&groups)?;
                 Kept { dir, groups, groups_file, view: None }
             }
@@ -150,7 +171,10 @@ impl JobsDir {
     /// Removes this process's directory now (a process that exits runs no destructors of what
     /// its threads still share).
     pub fn remove(&self) {
-        let _ = fs::remove_dir_all(&self.own);
+        if let (Some(parent), Some(name)) = (self.own.parent(), self.own.file_name()) {
+            remove_beneath(parent, Path::new(name));
+        }
+        #[expect(clippy::disallowed_methods, reason = "this proxy's own lock file")]
         let _ = fs::remove_file(&self.lock);
     }
 }
@@ -227,17 +251,18 @@ impl Drop for JobDir {
 }
 
 /// Whether `dir` holds exactly `view` (each directory on the way to its link holding only the
-/// next one, the link leading to the export), or nothing when there is no view.
+/// next one, the link leading to the export), or nothing when there is no view. Looked at from
+/// the directory's descriptor (`confined_fs`): a link a job planted is read, never followed.
 fn holds_only(dir: &Path, view: Option<&View>) -> bool {
-    let only_entry = |dir: &Path| -> Option<std::ffi::OsString> {
-        let mut entries = fs::read_dir(dir).ok()?;
-        let first = entries.next()?.ok()?.file_name();
-        entries.next().is_none().then_some(first)
+    let Ok(root) = Root::open(dir, RootKind::JobDir) else { return false };
+    let only_entry = |rel: &Path| -> Option<std::ffi::OsString> {
+        let mut entries = root.entries(rel).ok()?;
+        (entries.len() == 1).then(|| entries.remove(0))
     };
     let Some(view) = view else {
-        return fs::read_dir(dir).is_ok_and(|mut entries| entries.next().is_none());
+        return root.entries(Path::new("")).is_ok_and(|entries| entries.is_empty());
     };
-    let mut current = dir.to_path_buf();
+    let mut current = PathBuf::new();
     let steps = std::iter::once(std::path::Component::Normal("cwd".as_ref())).chain(Path::new(&view.at).components());
     for step in steps {
         let std::path::Component::Normal(name) = step else { return false };
@@ -246,12 +271,16 @@ fn holds_only(dir: &Path, view: Option<&View>) -> bool {
         }
         current.push(name);
     }
-    let is_link = fs::symlink_metadata(&current).is_ok_and(|m| m.file_type().is_symlink());
-    is_link && fs::read_link(&current).is_ok_and(|target| target == view.export)
+    let is_link = root.stat(&current).is_ok_and(|stat| FileType::from_raw_mode(stat.st_mode) == FileType::Symlink);
+    is_link && root.read_link(&current).is_ok_and(|target| target == view.export)
 }
 
 /// Removes the directories of proxies that are gone, killing the process groups their jobs led.
 /// `JobsDir::open` does it first; a run settling what another, killed, left does it alone.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the operator's state directory: the lock and groups files only this proxy writes"
+)]
 pub fn remove_stale(parent: &Path) {
     let Ok(entries) = fs::read_dir(parent) else { return };
     let names: Vec<String> = entries.flatten().filter_map(|e| e.file_name().into_string().ok()).collect();
@@ -270,6 +299,10 @@ pub fn remove_stale(parent: &Path) {
     }
 }
 
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the operator's state directory: the lock and groups files only this proxy writes"
+)]
 fn remove_jobs_of(own: &Path) {
     if let Ok(entries) = fs::read_dir(own) {
         for entry in entries.flatten() {
@@ -285,9 +318,9 @@ fn remove_jobs_of(own: &Path) {
             }
         }
     }
-    if own.exists() {
+    if let (Some(parent), Some(name)) = (own.parent(), own.file_name()) {
         tracing::info!("removing {}, left by a proxy that is gone", own.display());
-        let _ = fs::remove_dir_all(own);
+        remove_beneath(parent, Path::new(name));
     }
 }
 

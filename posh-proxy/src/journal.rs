@@ -282,6 +282,7 @@ impl Journal {
 
     /// Opens this process's journal in `dir` (made 0700 if missing), after undoing the journals of
     /// proxies that are gone.
+    #[expect(clippy::disallowed_methods, reason = "the operator's state directory")]
     pub fn open(dir: &Path) -> io::Result<Journal> {
         std::fs::DirBuilder::new().recursive(true).mode(0o700).create(dir)?;
         recover(dir)?;

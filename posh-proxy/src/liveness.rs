@@ -11,6 +11,7 @@ use std::path::Path;
 /// Creates (or opens) `path` and holds it locked for as long as the returned file lives. Waits
 /// while another process cleaning up a dead owner's file of the same name holds it; if that
 /// process then deleted it, makes another.
+#[expect(clippy::disallowed_methods, reason = "lock files in the operator's state directory")]
 pub fn hold(path: &Path) -> io::Result<File> {
     loop {
         let file = OpenOptions::new().create(true).read(true).append(true).open(path)?;
@@ -24,6 +25,7 @@ pub fn hold(path: &Path) -> io::Result<File> {
 /// `path` opened and locked if its owner is gone (its lock is free and nobody removed it
 /// meanwhile): the caller may then clean up after it, and removes the file last. `None` for a
 /// live owner's file, or one that is gone.
+#[expect(clippy::disallowed_methods, reason = "lock files in the operator's state directory")]
 pub fn owner_gone(path: &Path) -> Option<File> {
     let file = OpenOptions::new().read(true).write(true).open(path).ok()?;
     file.try_lock().ok()?;

@@ -144,6 +144,7 @@ fn greet(greeting: &ProxyGreeting) -> Result<()> {
     writeln!(stdout, "{line}").and_then(|()| stdout.flush()).context("cannot answer on standard output")
 }
 
+#[expect(clippy::disallowed_methods, reason = "the operator's command line: the export named, /dev/null")]
 async fn run(args: Args) -> Result<()> {
     // Before anything is opened or made: a root proxy without --user starts nothing (over ssh,
     // it says so in its greeting).
@@ -353,6 +354,7 @@ async fn run_over_ssh(
 
 /// A lingering proxy's standard output and error become /dev/null, so that sshd, seeing them
 /// closed, ends the session and the client's ssh exits; the proxy goes on, reached over QUIC.
+#[expect(clippy::disallowed_methods, reason = "the operator's command line: the export named, /dev/null")]
 fn detach_from_session() -> std::io::Result<()> {
     let null = std::fs::OpenOptions::new().write(true).open("/dev/null")?;
     rustix::stdio::dup2_stdout(&null)?;

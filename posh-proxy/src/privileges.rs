@@ -154,6 +154,10 @@ pub fn become_user(user: &User) -> Result<(), PrivilegeError> {
 /// That every thread of the process runs as `user` (its real, effective, saved and file system
 /// ids), holds no capability, has `no_new_privs`, and that the calling thread cannot take root's
 /// uid or gid back.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the proxy's own /proc entries and the operator's state directory, before any job runs"
+)]
 fn check_for_good(user: &User) -> Result<(), PrivilegeError> {
     let not = |what: String| PrivilegeError::NotForGood { user: user.clone(), what };
     let threads = std::fs::read_dir("/proc/self/task").map_err(|e| not(format!("/proc/self/task: {e}")))?;
@@ -206,6 +210,10 @@ pub fn forbid_new_privileges() -> std::io::Result<()> {
 /// Makes the missing state directory `dir` (mode 0700) owned by `user`, which the proxy becomes
 /// later and which writes its journal and job directories there. A directory that exists is
 /// left as it is (whether `user` can use it is checked once it has become `user`).
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the proxy's own /proc entries and the operator's state directory, before any job runs"
+)]
 pub fn make_state_dir_for(dir: &Path, user: &User) -> Result<(), PrivilegeError> {
     use std::os::unix::fs::DirBuilderExt as _;
     let unusable = |source| PrivilegeError::StateDir { path: dir.display().to_string(), user: user.clone(), source };

@@ -224,6 +224,7 @@ impl Confinement {
     /// Adds the calling process's own /proc entries (read) to the ruleset before it applies it:
     /// a command reads its `/proc/self` (its status, its mounts) and no other process's. What it
     /// starts in turn has no entries of its own to read (see SECURITY.md). Only system calls.
+    #[expect(clippy::disallowed_methods, reason = "the command's own /proc entry, by a fixed name")]
     fn allow_own_proc(&self) -> std::io::Result<()> {
         let Some(ruleset) = &self.ruleset else { return Ok(()) };
         let flags = rustix::fs::OFlags::PATH | rustix::fs::OFlags::DIRECTORY | rustix::fs::OFlags::CLOEXEC;
