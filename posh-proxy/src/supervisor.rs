@@ -34,7 +34,7 @@ use std::mem::MaybeUninit;
 use std::os::fd::{AsRawFd as _, OwnedFd, RawFd};
 use std::ptr;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI32, Ordering};
 
 use rustix::process::{Pid, Signal, WaitId, WaitIdOptions};
 
@@ -144,11 +144,15 @@ fn supervise_job(confinement: &Confinement, launches: Vec<Launch>, reports: RawF
     };
     let pids: Vec<AtomicI32> = ready.iter().map(|_| AtomicI32::new(0)).collect();
     let counts: Vec<AtomicI32> = ready.iter().map(|_| AtomicI32::new(-1)).collect();
+    let opened: Vec<AtomicI32> = ready.iter().map(|_| AtomicI32::new(-1)).collect();
+    let own_table = AtomicBool::new(false);
     let mut own_stack = ChildStack::new();
     let supervisor = Supervisor {
         ready: &ready,
         pids: &pids,
         counts: &counts,
+        opened: &opened,
+        own_table: &own_table,
         command_stack: RefCell::new(ChildStack::new()),
         reports,
         control: control.as_raw_fd(),
@@ -175,6 +179,14 @@ fn supervise_job(confinement: &Confinement, launches: Vec<Launch>, reports: RawF
         pid => {
             if let Some(pid) = Pid::from_raw(pid) {
                 let _ = rustix::process::waitid(WaitId::Pid(pid), WaitIdOptions::EXITED);
+            }
+            // The counts descriptors it opened before it left the shared table are still the
+            // proxy's: closed here (had it not left, it closed them itself).
+            if own_table.load(Ordering::Relaxed) {
+                for fd in opened.iter().map(|fd| fd.load(Ordering::Relaxed)).filter(|fd| *fd >= 0) {
+                    // SAFETY: a descriptor of this process's table that nothing else owns.
+                    unsafe { libc::close(fd) };
+                }
             }
         }
     }
@@ -206,6 +218,11 @@ struct Supervisor<'a> {
     /// Each command's `/proc/PID/io`, opened as it started (-1: not open): once it has ended,
     /// only root may open it, and the proxy is root only until it becomes its `--user`.
     counts: &'a [AtomicI32],
+    /// Each command's counts descriptor as opened, kept after `counts` lets it go: it was opened
+    /// in the table shared with the proxy, which closes its copy once the supervisor is gone.
+    opened: &'a [AtomicI32],
+    /// Whether the supervisor left the shared descriptor table (`keep_only_own_descriptors`).
+    own_table: &'a AtomicBool,
     /// Where each command starts, in turn (each is done with it once it exec'd).
     command_stack: RefCell<ChildStack>,
     reports: RawFd,
@@ -241,7 +258,9 @@ impl Supervisor<'_> {
                     Ok(pid) => {
                         self.pids[index].store(pid.as_raw_nonzero().get(), Ordering::Relaxed);
                         // It has exec'd (the start returns only then): its entries are its user's.
-                        self.counts[index].store(open_io(pid).unwrap_or(-1), Ordering::Relaxed);
+                        let counts = open_io(pid).unwrap_or(-1);
+                        self.counts[index].store(counts, Ordering::Relaxed);
+                        self.opened[index].store(counts, Ordering::Relaxed);
                         Report::Started { index, pid: pid.as_raw_nonzero().get().unsigned_abs() }
                     }
                     Err(errno) => Report::NotStarted { index, errno },
@@ -275,6 +294,7 @@ impl Supervisor<'_> {
             if libc::unshare(libc::CLONE_FILES) != 0 {
                 return;
             }
+            self.own_table.store(true, Ordering::Relaxed);
             let own = [self.reports, self.control, self.signals];
             let counts = self.counts.iter().map(|fd| fd.load(Ordering::Relaxed)).filter(|fd| *fd >= 0);
             // The kept descriptors in ascending order, without a list to sort (nothing is
