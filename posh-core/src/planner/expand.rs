@@ -200,7 +200,7 @@ fn matches(pattern: &[Piece], name: &str) -> bool {
     go(pattern, &name)
 }
 
-fn class_matches(class: &str, c: char) -> bool {
+pub(crate) fn class_matches(class: &str, c: char) -> bool {
     let (negated, body) = match class.strip_prefix(['!', '^']) {
         Some(rest) => (true, rest),
         None => (false, class),
