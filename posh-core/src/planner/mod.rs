@@ -6,6 +6,7 @@
 //! serialised [`Plan`]. `measured` holds what earlier runs measured of commands' outputs, which
 //! the byte predictions prefer to the annotations' assumptions.
 
+mod by_value;
 pub mod coverage;
 mod expand;
 mod graph;
@@ -66,9 +67,44 @@ impl Default for PlanOptions {
     }
 }
 
-/// Plans every pipeline of the script parsed from `source`.
+/// Plans every pipeline of the script parsed from `source`, its words known only as written
+/// (what `posh-exec` hands over is chosen so: see `PipelinePlan::from_values`).
 pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan {
+    plan_script_in(ctx, script, ScriptScope::new(source, script, ctx.library))
+}
+
+/// Plans every pipeline of the script parsed from `source` as it runs given `inputs` (its
+/// environment and arguments): words that read variables the value analysis knows are planned
+/// with their values (`crate::values`).
+pub fn plan_script_given(ctx: &PlanContext<'_>, source: &str, script: &Script, inputs: &crate::values::Inputs) -> Plan {
     let scope = ScriptScope::new(source, script, ctx.library);
+    let values = values_of(ctx, source, script, &scope, inputs);
+    plan_script_in(ctx, script, scope.with_values(values))
+}
+
+/// The value analysis of `script` given `inputs`, its globs expanded as the planner expands
+/// them (from each loop's working directory).
+pub fn values_of(
+    ctx: &PlanContext<'_>,
+    source: &str,
+    script: &Script,
+    scope: &ScriptScope<'_>,
+    inputs: &crate::values::Inputs,
+) -> crate::values::Values {
+    let glob = |word: &crate::shell::Word, at: usize| -> Option<Vec<String>> {
+        // Where the script is when it expands the word: where the next pipeline starts.
+        let next = script.pipelines.iter().find(|p| p.span.start >= at)?;
+        let WorkingDir::Known(steps) = scope.working_dir(next) else { return None };
+        let cwd = steps.iter().fold(ctx.cwd.clone(), |dir, step| crate::fs::normalize_path(&dir.join(step)));
+        match expand_word(word, ctx.fs, &cwd) {
+            Expanded::Words(words) => Some(words),
+            Expanded::Unknown(_) => None,
+        }
+    };
+    crate::values::analyse(source, script, inputs, &glob)
+}
+
+fn plan_script_in(ctx: &PlanContext<'_>, script: &Script, scope: ScriptScope<'_>) -> Plan {
     let pipelines: Vec<PipelinePlan> = script.pipelines.iter().map(|p| plan_pipeline_in(ctx, p, &scope)).collect();
     Plan {
         loops: loops::plan_loops(ctx, script, &scope, &pipelines),
@@ -81,7 +117,8 @@ pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan
 
 /// Plans one pipeline of the script `scope` describes. A pipeline bash keeps only in part (some
 /// of its commands cannot go to the runtime) is planned as its parts, each as the runtime or bash
-/// will run it: see `parts`.
+/// will run it: see `parts`. With the script's values (`ScriptScope::with_values`), words that
+/// read parameters it knows are planned with their values: see `by_value`.
 pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &ScriptScope<'_>) -> PipelinePlan {
     let stays = scope.why_stays(ctx.library, pipeline);
     let (cwd, cwd_known) = match scope.working_dir(pipeline) {
@@ -90,14 +127,59 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
         }
         WorkingDir::Unknown => (ctx.cwd.clone(), false),
     };
-    let alone = Alone { functions: &scope.functions, cwd, cwd_known, fifos: scope.fifos_before(pipeline, &ctx.cwd) };
-    if stays.is_some()
-        && let Some(reasons) = scope.command_reasons(ctx.library, pipeline)
-        && let Some(plan) = parts::plan_in_parts(ctx, pipeline, &reasons, &alone)
-    {
-        return plan;
+    let mut alone = Alone {
+        functions: &scope.functions,
+        cwd,
+        cwd_known,
+        fifos: scope.fifos_before(pipeline, &ctx.cwd),
+        valued: Vec::new(),
+    };
+    let reasons = if stays.is_some() { scope.command_reasons(ctx.library, pipeline) } else { None };
+    let plan_one = |written: &Pipeline, alone: &Alone<'_>| {
+        if let Some(reasons) = &reasons
+            && let Some(plan) = parts::plan_in_parts(ctx, written, reasons, alone)
+        {
+            return plan;
+        }
+        plan_alone(ctx, written, stays.clone(), alone)
+    };
+    let Some(variants) = scope.values.as_deref().and_then(|values| by_value::variants(pipeline, values)) else {
+        return plan_one(pipeline, &alone);
+    };
+    let by_value::Variants { pipelines, mut uses, unknown } = variants;
+    let mut plan: Option<PipelinePlan> = None;
+    let mut agree = true;
+    for (written, valued) in &pipelines {
+        alone.valued = valued.clone();
+        let made = plan_one(written, &alone);
+        match &plan {
+            Some(first) => {
+                if by_value::places_of(first) != by_value::places_of(&made) {
+                    agree = false;
+                    break;
+                }
+            }
+            None => plan = Some(made),
+        }
     }
-    plan_alone(ctx, pipeline, stays, &alone)
+    let mut plan = match plan {
+        Some(plan) if agree => plan,
+        _ => {
+            // Placed when it runs, as a word only bash knows is.
+            for value_use in &mut uses {
+                value_use.one_plan = false;
+            }
+            alone.valued = pipelines.iter().flat_map(|(_, valued)| valued.iter().copied()).collect();
+            let mut plan = plan_one(pipeline, &alone);
+            plan.from_values |= !alone.valued.is_empty();
+            plan
+        }
+    };
+    let state = scope.values.as_deref().and_then(|values| values.before(pipeline.span.start));
+    by_value::places(ctx.config, &alone.cwd, state, &mut uses);
+    plan.values = uses;
+    plan.unknown_values = unknown;
+    plan
 }
 
 /// What planning a pipeline (or a part of one) on its own takes from the script around it.
@@ -108,6 +190,8 @@ struct Alone<'s> {
     cwd_known: bool,
     /// FIFOs the script has made by then.
     fifos: Vec<PathBuf>,
+    /// The spans of the words the value analysis gave (see `PipelinePlan::from_values`).
+    valued: Vec<crate::text::Span>,
 }
 
 /// Plans `pipeline` as one call of the runtime would run it, or as bash runs it when it `stays`.
@@ -159,6 +243,7 @@ fn plan_alone(ctx: &PlanContext<'_>, pipeline: &Pipeline, stays: Option<String>,
         }
     }
     built.plan.stays_with_bash = stays;
+    built.plan.from_values = alone.valued.iter().any(|s| pipeline.span.start <= s.start && s.end <= pipeline.span.end);
     built.plan
 }
 
@@ -246,6 +331,8 @@ pub struct ScriptScope<'a> {
     fifos: Vec<(usize, PathBuf)>,
     /// What of the whole script bears on every loop.
     pub(crate) loops: crate::rewrite::LoopScope,
+    /// What the script's variables hold before each pipeline, when the planner is given them.
+    values: Option<std::sync::Arc<crate::values::Values>>,
 }
 
 impl<'a> ScriptScope<'a> {
@@ -260,7 +347,18 @@ impl<'a> ScriptScope<'a> {
             working_dirs,
             handed_over: false,
             loops: crate::rewrite::LoopScope::of(source),
+            values: None,
         }
+    }
+
+    /// This scope, its pipelines planned with the script's `values` (see [`values_of`]).
+    pub fn with_values(self, values: impl Into<std::sync::Arc<crate::values::Values>>) -> ScriptScope<'a> {
+        ScriptScope { values: Some(values.into()), ..self }
+    }
+
+    /// The values the scope plans with, if any.
+    pub fn values(&self) -> Option<&crate::values::Values> {
+        self.values.as_deref()
     }
 
     /// The FIFOs the script has made (or may have) by the time `pipeline` runs, from `cwd`.
@@ -280,6 +378,7 @@ impl<'a> ScriptScope<'a> {
             handed_over: true,
             fifos: Vec::new(),
             loops: crate::rewrite::LoopScope::default(),
+            values: None,
         }
     }
 

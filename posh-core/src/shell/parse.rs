@@ -382,7 +382,8 @@ impl<'s> Walker<'s> {
         match c {
             C::Arithmetic(a) => vec![Flow::Opaque(a.expr.value.clone())],
             C::ArithmeticForClause(a) => {
-                let opaque = |t: &Option<ast::UnexpandedArithmeticExpr>| t.as_ref().map(|t| Flow::Opaque(t.value.clone()));
+                let opaque =
+                    |t: &Option<ast::UnexpandedArithmeticExpr>| t.as_ref().map(|t| Flow::Opaque(t.value.clone()));
                 let mut body: Vec<Flow> = opaque(&a.condition).into_iter().collect();
                 body.extend(self.list(f, &a.body.list, &with(ctx, Context::Loop), depth));
                 body.extend(opaque(&a.updater));
@@ -394,8 +395,10 @@ impl<'s> Walker<'s> {
             C::Subshell(s) => vec![Flow::Isolated(self.list(f, &s.list, &with(ctx, Context::Subshell), depth))],
             C::ForClause(fc) => {
                 let ctx = with(ctx, Context::Loop);
-                let words: Option<Vec<Word>> =
-                    fc.values.as_ref().map(|values| values.iter().map(|w| self.word(f, w, WordRole::Argument, &ctx, depth)).collect());
+                let words: Option<Vec<Word>> = fc
+                    .values
+                    .as_ref()
+                    .map(|values| values.iter().map(|w| self.word(f, w, WordRole::Argument, &ctx, depth)).collect());
                 let body = self.list(f, &fc.body.list, &ctx, depth);
                 vec![Flow::For { variable: fc.variable_name.clone(), words, body }]
             }
@@ -468,7 +471,13 @@ impl<'s> Walker<'s> {
                 && and_or.first.seq.iter().all(|c| matches!(c, ast::Command::Simple(_)))
         });
         let flow = self.list(f, &fc.body.list, &ctx, depth + 1);
-        self.loops.push(ForLoop { span, variable: fc.variable_name.clone(), words: words.clone(), body, body_is_plain });
+        self.loops.push(ForLoop {
+            span,
+            variable: fc.variable_name.clone(),
+            words: words.clone(),
+            body,
+            body_is_plain,
+        });
         // `for f in; do` runs nothing, as `Some(vec![])` says.
         vec![Flow::For { variable: fc.variable_name.clone(), words, body: flow }]
     }

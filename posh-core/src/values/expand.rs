@@ -126,10 +126,8 @@ struct Reader<'a> {
 pub fn expand(raw: &str, lookup: &dyn Lookup, mode: Mode) -> Result<Expansion, String> {
     if mode == Mode::Word && matches!(raw, "\"$@\"" | "\"${@}\"") {
         let words = lookup.positional()?;
-        let words = words
-            .into_iter()
-            .map(|w| Written { raw: single_quoted(&w), literal: Some(w), glob: false })
-            .collect();
+        let words =
+            words.into_iter().map(|w| Written { raw: single_quoted(&w), literal: Some(w), glob: false }).collect();
         return Ok(Expansion { words, assigns: Vec::new() });
     }
     let mut reader = Reader {
@@ -336,7 +334,9 @@ impl Reader<'_> {
                 let chars: Vec<char> = value.chars().collect();
                 let cut = match op {
                     "#" => (0..=chars.len()).find(|&n| pattern.matches(&chars[..n])).map(|n| chars[n..].to_vec()),
-                    "##" => (0..=chars.len()).rev().find(|&n| pattern.matches(&chars[..n])).map(|n| chars[n..].to_vec()),
+                    "##" => {
+                        (0..=chars.len()).rev().find(|&n| pattern.matches(&chars[..n])).map(|n| chars[n..].to_vec())
+                    }
                     "%" => (0..=chars.len()).rev().find(|&n| pattern.matches(&chars[n..])).map(|n| chars[..n].to_vec()),
                     _ => (0..=chars.len()).find(|&n| pattern.matches(&chars[n..])).map(|n| chars[..n].to_vec()),
                 };

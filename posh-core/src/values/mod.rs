@@ -243,7 +243,10 @@ impl Inputs {
         let others = if self.env_complete {
             Value::one(None)
         } else {
-            Value::Unknown("it is not given: posh knows the environment only of a run (`--explain`, or a `[[run]]` of posh.toml)".into())
+            Value::Unknown(
+                "it is not given: posh knows the environment only of a run (`--explain`, or a `[[run]]` of posh.toml)"
+                    .into(),
+            )
         };
         let positional = match &self.args {
             Some(args) => Positionals::Known(BTreeSet::from([args.clone()])),
@@ -286,6 +289,34 @@ impl Values {
     /// Whether globs expand as posh expands them.
     pub fn globs_differ(&self) -> bool {
         self.globs_differ
+    }
+
+    /// A digest of what `pipeline`'s words read here (the values of their parameters): two
+    /// analyses that give it the same key plan it alike (an editor reuses its plan).
+    pub fn key_of(&self, pipeline: &Pipeline) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.globs_differ.hash(&mut hasher);
+        let state = self.before(pipeline.span.start);
+        state.is_some().hash(&mut hasher);
+        let Some(state) = state else { return hasher.finish() };
+        state.default_ifs().hash(&mut hasher);
+        for command in &pipeline.commands {
+            let targets = command.redirects.iter().filter_map(|r| match &r.target {
+                crate::shell::RedirectTarget::File(word) => Some(word),
+                _ => None,
+            });
+            for word in command.words.iter().chain(targets) {
+                for param in params_in(&word.raw) {
+                    match &param {
+                        Param::Named(name) => state.get(name).hash(&mut hasher),
+                        Param::Positional => state.positional.hash(&mut hasher),
+                    }
+                    param.hash(&mut hasher);
+                }
+            }
+        }
+        hasher.finish()
     }
 }
 
@@ -361,6 +392,26 @@ pub fn pinnings<'s>(state: &'s State, params: &[Param]) -> Result<Vec<Pinned<'s>
         all = next;
     }
     Ok(all)
+}
+
+/// `raw` expanded in `state` with the values `pinned` gives its parameters: [`expand`], refused
+/// also where the script may have changed `IFS` (an unquoted expansion) or how bash globs (a
+/// glob).
+pub fn expand_with(
+    state: &State,
+    pinned: &Pinned<'_>,
+    raw: &str,
+    mode: Mode,
+    globs_differ: bool,
+) -> Result<Expansion, String> {
+    if mode == Mode::Word && !state.default_ifs() && unquoted_expansion(raw) {
+        return Err(format!("`{raw}` is unquoted and `IFS` may have changed"));
+    }
+    let expansion = expand(raw, pinned, mode)?;
+    if globs_differ && expansion.words.iter().any(|w| w.glob) {
+        return Err(format!("`{raw}` is a glob, and the script changes how bash matches globs"));
+    }
+    Ok(expansion)
 }
 
 /// Every expansion of `raw` in `state`.
@@ -454,9 +505,8 @@ impl<'a> Analysis<'a> {
     fn new(source: &str, script: &'a Script, glob: &'a Globber<'a>) -> Analysis<'a> {
         let mut functions: BTreeMap<String, Vec<&'a [Flow]>> = BTreeMap::new();
         collect_functions(&script.flow, &mut functions);
-        let words = || {
-            script.pipelines.iter().flat_map(|p| &p.commands).flat_map(|c| c.words.iter().chain(&c.assignments))
-        };
+        let words =
+            || script.pipelines.iter().flat_map(|p| &p.commands).flat_map(|c| c.words.iter().chain(&c.assignments));
         let mut escaping = BTreeSet::new();
         for pipeline in &script.pipelines {
             for command in &pipeline.commands {
@@ -481,13 +531,16 @@ impl<'a> Analysis<'a> {
         } else {
             None
         };
-        let globs_differ = ["nullglob", "failglob", "dotglob", "nocaseglob", "globstar", "extglob", "GLOBIGNORE", "noglob"]
-            .iter()
-            .any(|option| source.contains(option))
-            || script.pipelines.iter().flat_map(|p| &p.commands).any(|c| {
-                c.words.first().and_then(|w| w.literal.as_deref()) == Some("set")
-                    && c.words[1..].iter().any(|w| w.raw.starts_with('-') && !w.raw.starts_with("--") && w.raw.contains('f'))
-            });
+        let globs_differ =
+            ["nullglob", "failglob", "dotglob", "nocaseglob", "globstar", "extglob", "GLOBIGNORE", "noglob"]
+                .iter()
+                .any(|option| source.contains(option))
+                || script.pipelines.iter().flat_map(|p| &p.commands).any(|c| {
+                    c.words.first().and_then(|w| w.literal.as_deref()) == Some("set")
+                        && c.words[1..]
+                            .iter()
+                            .any(|w| w.raw.starts_with('-') && !w.raw.starts_with("--") && w.raw.contains('f'))
+                });
         let mut analysis = Analysis {
             script,
             by_start: script.pipelines.iter().map(|p| (p.span.start, p)).collect(),
@@ -641,8 +694,7 @@ impl<'a> Analysis<'a> {
             for expansion in expanded {
                 for written in expansion.words {
                     if written.glob {
-                        let as_word =
-                            Word { span: word.span, raw: written.raw.clone(), literal: None, glob: true };
+                        let as_word = Word { span: word.span, raw: written.raw.clone(), literal: None, glob: true };
                         match (self.glob)(&as_word, word.span.start) {
                             Some(files) => values.extend(files.into_iter().map(Some)),
                             None => return Value::Unknown(format!("posh cannot expand `{}` here", word.raw)),
@@ -661,7 +713,12 @@ impl<'a> Analysis<'a> {
 
     fn opaque(&mut self, text: &str, mut state: State) -> State {
         let calls = self.functions.keys().any(|name| mentions(text, name));
-        if text.trim().is_empty() || calls || ["eval", "source", ". ", "read", "declare", "typeset", "export", "local"].iter().any(|w| text.contains(w)) {
+        if text.trim().is_empty()
+            || calls
+            || ["eval", "source", ". ", "read", "declare", "typeset", "export", "local"]
+                .iter()
+                .any(|w| text.contains(w))
+        {
             state.forget_everything("posh does not follow a statement that may assign it");
             return state;
         }
@@ -777,14 +834,18 @@ impl<'a> Analysis<'a> {
             return state;
         };
         let Some(name) = first.literal.clone() else {
-            state.forget_everything(&format!("the command `{}` may be a function or a builtin that assigns", first.raw));
+            state
+                .forget_everything(&format!("the command `{}` may be a function or a builtin that assigns", first.raw));
             return state;
         };
         let mut words: Vec<&Word> = command.words.iter().collect();
         let mut name = name;
         while matches!(name.as_str(), "command" | "builtin") && words.len() > 1 {
             words.remove(0);
-            while words.len() > 1 && words[0].raw.starts_with('-') && !matches!(words[0].literal.as_deref(), Some(n) if !n.starts_with('-')) {
+            while words.len() > 1
+                && words[0].raw.starts_with('-')
+                && !matches!(words[0].literal.as_deref(), Some(n) if !n.starts_with('-'))
+            {
                 words.remove(0);
             }
             match words[0].literal.clone() {
@@ -802,7 +863,11 @@ impl<'a> Analysis<'a> {
             for assignment in &command.assignments {
                 if let Some((assigned, _)) = assignment.raw.split_once('=') {
                     let assigned = assigned.trim_end_matches('+');
-                    self.assign(&mut state, assigned, Value::Unknown(format!("`{}` assigns it for one command", assignment.raw)));
+                    self.assign(
+                        &mut state,
+                        assigned,
+                        Value::Unknown(format!("`{}` assigns it for one command", assignment.raw)),
+                    );
                 }
             }
         }
@@ -815,7 +880,11 @@ impl<'a> Analysis<'a> {
             match &self.function_assigns {
                 Some(assigned) => {
                     for assigned in assigned.clone() {
-                        self.assign(&mut state, &assigned, Value::Unknown(format!("the function `{name}` may assign it")));
+                        self.assign(
+                            &mut state,
+                            &assigned,
+                            Value::Unknown(format!("the function `{name}` may assign it")),
+                        );
                     }
                 }
                 None => state.forget_everything(&format!("the function `{name}` may assign anything")),
@@ -840,7 +909,11 @@ impl<'a> Analysis<'a> {
                         Some((assigned, _)) if odd => {
                             let assigned = assigned.trim_end_matches('+');
                             if valid_name(assigned) {
-                                self.assign(&mut state, assigned, Value::Unknown(format!("`{name} {flags}` assigns it")));
+                                self.assign(
+                                    &mut state,
+                                    assigned,
+                                    Value::Unknown(format!("`{name} {flags}` assigns it")),
+                                );
                             }
                         }
                         Some(_) => state = self.assignment(&word.raw, state, name == "local"),
@@ -901,7 +974,9 @@ impl<'a> Analysis<'a> {
                     (Positionals::Known(lists), Some(by)) => Positionals::Known(
                         lists.iter().map(|l| if by <= l.len() { l[by..].to_vec() } else { l.clone() }).collect(),
                     ),
-                    (Positionals::Known(_), None) => Positionals::Unknown("`shift` by a count posh does not know".into()),
+                    (Positionals::Known(_), None) => {
+                        Positionals::Unknown("`shift` by a count posh does not know".into())
+                    }
                     (unknown, _) => unknown.clone(),
                 };
             }
@@ -948,10 +1023,18 @@ impl<'a> Analysis<'a> {
                     let mut joined = BTreeSet::new();
                     for b in &before {
                         for a in &added {
-                            joined.insert(Some(format!("{}{}", b.clone().unwrap_or_default(), a.clone().unwrap_or_default())));
+                            joined.insert(Some(format!(
+                                "{}{}",
+                                b.clone().unwrap_or_default(),
+                                a.clone().unwrap_or_default()
+                            )));
                         }
                     }
-                    if joined.len() > MOST_VALUES { Value::Unknown("too many values".into()) } else { Value::Known(joined) }
+                    if joined.len() > MOST_VALUES {
+                        Value::Unknown("too many values".into())
+                    } else {
+                        Value::Known(joined)
+                    }
                 }
                 (Value::Unknown(why), _) | (_, Value::Unknown(why)) => Value::Unknown(why),
             };

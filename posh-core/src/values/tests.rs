@@ -12,16 +12,15 @@ fn value_at(script: &str, at: &str, name: &str, env: &[(&str, &str)], args: Opti
         args: args.map(|a| a.iter().map(|s| s.to_string()).collect()),
     };
     let glob = |word: &Word, _at: usize| -> Option<Vec<String>> {
-        matches!(word.raw.as_str(), "'/data'/*.txt" | "/data/*.txt").then(|| vec!["/data/a.txt".to_string(), "/data/b.txt".to_string()])
+        matches!(word.raw.as_str(), "'/data'/*.txt" | "/data/*.txt")
+            .then(|| vec!["/data/a.txt".to_string(), "/data/b.txt".to_string()])
     };
     let values = analyse(script, &parsed, &inputs, &glob);
     let start = script.find(at).unwrap_or_else(|| panic!("`{at}` is not in the script"));
     let pipeline = parsed.pipelines.iter().find(|p| p.span.start == start).expect("a pipeline starts there");
     match name {
         "1" => match values.before(pipeline.span.start).expect("reached").positional() {
-            Positionals::Known(lists) => {
-                Value::Known(lists.iter().map(|l| l.first().cloned()).collect())
-            }
+            Positionals::Known(lists) => Value::Known(lists.iter().map(|l| l.first().cloned()).collect()),
             Positionals::Unknown(why) => Value::Unknown(why.clone()),
         },
         _ => values.before(pipeline.span.start).expect("reached").get(name),
@@ -81,7 +80,10 @@ fn branches_join_and_loops_settle() {
     assert!(is_unknown(&value_at(growing, "sort", "X", &[], None)));
     // A break leaves with the values it sees.
     let broken = "for i in 1 2; do\n  X=a\n  break\n  X=b\ndone\nsort $X\n";
-    assert_eq!(value_at(broken, "sort", "X", &[], None), Value::Known([None, Some("a".into()), Some("b".into())].into()));
+    assert_eq!(
+        value_at(broken, "sort", "X", &[], None),
+        Value::Known([None, Some("a".into()), Some("b".into())].into())
+    );
 }
 
 #[test]
