@@ -352,3 +352,43 @@ fn splits_show_their_copies_as_posh_exec_will_run_them() {
     let analysis = ide::analyze_script(&world, &fs, script);
     assert_eq!(analysis.plan.strategy, posh_core::planner::Strategy::Greedy);
 }
+
+/// posh.toml's `[[run]]` gives a script its arguments and environment: its words are planned
+/// with them, the hover says which values, and a word still unknown says how to declare it.
+#[test]
+fn a_run_configuration_gives_the_values_the_editor_plans_with() {
+    let mut fs = file_system();
+    let config = format!(
+        "{}\n[[run]]\nscript = \"jobs/count.sh\"\nargs = [\"/mnt/a/big.txt\"]\nenv = {{ LOGS = \"/mnt/logs\" }}\n",
+        common::CONFIG
+    );
+    fs.add_text("/proj/posh.toml", &config);
+    let world = world(&fs);
+    assert_eq!(world.config_error, None);
+    let script = "grep -c x \"$1\"\nfor f in \"$LOGS\"/ray*.log; do\n  wc -l \"$f\"\ndone\nsort \"$OUT\"\n";
+    let path = Path::new("/proj/jobs/count.sh");
+    let mut cache = ide::AnalysisCache::default();
+    let analysis = ide::analyze_script_at(&world, &fs, Some(path), script, &mut cache);
+    let hover = |at: &str| {
+        let offset = script.find(at).unwrap();
+        ide::hover::script_hover(&world, &analysis, offset).expect("a hover").markdown
+    };
+    let grep = hover("grep");
+    assert!(grep.contains("Runs at **@a**"), "{grep}");
+    assert!(grep.contains("Value: the arguments (`$@`) are /mnt/a/big.txt, at a."), "{grep}");
+    let wc = hover("wc");
+    assert!(wc.contains("Runs at **@logs**"), "{wc}");
+    assert!(
+        wc.contains("Value: `$f`: 5 values (/mnt/logs/ray0.log, /mnt/logs/ray1.log, /mnt/logs/ray2.log, …), at logs."),
+        "{wc}"
+    );
+    let sort = hover("sort");
+    assert!(sort.contains("Not known before the run: `$OUT`"), "{sort}");
+    assert!(sort.contains("`env = { OUT = \"...\" }`"), "{sort}");
+    // Another script gets no run's values; an edit elsewhere keeps them.
+    let elsewhere = ide::analyze_script_at(&world, &fs, Some(Path::new("/proj/other.sh")), script, &mut cache);
+    let offset = script.find("grep").unwrap();
+    let grep = ide::hover::script_hover(&world, &elsewhere, offset).expect("a hover").markdown;
+    assert!(grep.contains("Not known before the run: `$@`"), "{grep}");
+    assert!(grep.contains("`args = [\"...\"]`"), "{grep}");
+}
