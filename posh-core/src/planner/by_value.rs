@@ -194,9 +194,13 @@ pub(super) fn places(config: &crate::config::Config, cwd: &Path, state: Option<&
     }
 }
 
+/// Where each command of a plan runs, whether bash keeps it, and which of its parts go to the
+/// runtime.
+type Places = (Vec<(usize, Location)>, Option<String>, Vec<(usize, usize)>);
+
 /// Where each command of `plan` runs (its copies' places, in order), whether bash keeps it, and
 /// which of its parts go to the runtime: what every combination of values must agree on.
-pub(super) fn places_of(plan: &PipelinePlan) -> (Vec<(usize, Location)>, Option<String>, Vec<(usize, usize)>) {
+pub(super) fn places_of(plan: &PipelinePlan) -> Places {
     let mut places: Vec<(usize, Location)> = plan
         .nodes
         .iter()

@@ -91,17 +91,39 @@ pub fn values_of(
     scope: &ScriptScope<'_>,
     inputs: &crate::values::Inputs,
 ) -> crate::values::Values {
-    let glob = |word: &crate::shell::Word, at: usize| -> Option<Vec<String>> {
-        // Where the script is when it expands the word: where the next pipeline starts.
-        let next = script.pipelines.iter().find(|p| p.span.start >= at)?;
-        let WorkingDir::Known(steps) = scope.working_dir(next) else { return None };
-        let cwd = steps.iter().fold(ctx.cwd.clone(), |dir, step| crate::fs::normalize_path(&dir.join(step)));
-        match expand_word(word, ctx.fs, &cwd) {
+    crate::values::analyse(source, script, inputs, &ScriptFiles { ctx, script, scope })
+}
+
+/// The file system as the value analysis asks it, from where the script is.
+struct ScriptFiles<'a> {
+    ctx: &'a PlanContext<'a>,
+    script: &'a Script,
+    scope: &'a ScriptScope<'a>,
+}
+
+impl ScriptFiles<'_> {
+    /// Where the script is at `at`: where the next pipeline starts, when the planner knows it.
+    fn cwd(&self, at: usize) -> Option<PathBuf> {
+        let next = self.script.pipelines.iter().find(|p| p.span.start >= at)?;
+        let WorkingDir::Known(steps) = self.scope.working_dir(next) else { return None };
+        Some(steps.iter().fold(self.ctx.cwd.clone(), |dir, step| crate::fs::normalize_path(&dir.join(step))))
+    }
+}
+
+impl crate::values::Files for ScriptFiles<'_> {
+    fn glob(&self, word: &crate::shell::Word, at: usize) -> Option<Vec<String>> {
+        match expand_word(word, self.ctx.fs, &self.cwd(at)?) {
             Expanded::Words(words) => Some(words),
             Expanded::Unknown(_) => None,
         }
-    };
-    crate::values::analyse(source, script, inputs, &glob)
+    }
+
+    fn list(&self, dir: &str, at: usize) -> Option<Vec<String>> {
+        let path = crate::fs::normalize_path(&self.cwd(at)?.join(dir));
+        let meta = self.ctx.fs.metadata(&path)?;
+        (meta.kind == crate::fs::FileKind::Directory)
+            .then(|| self.ctx.fs.read_dir(&path).into_iter().filter(|name| !name.starts_with('.')).collect())
+    }
 }
 
 fn plan_script_in(ctx: &PlanContext<'_>, script: &Script, scope: ScriptScope<'_>) -> Plan {

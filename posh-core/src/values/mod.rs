@@ -451,13 +451,20 @@ fn unquoted_expansion(raw: &str) -> bool {
     false
 }
 
-/// Expands a word the planner would glob: `Some` the files it names (as bash would give them),
-/// `None` when posh cannot tell. Given the word and where the script starts it.
-pub type Globber<'a> = dyn Fn(&Word, usize) -> Option<Vec<String>> + 'a;
+/// What the analysis asks of the file system, from where the script is at an offset of its text.
+pub trait Files {
+    /// The files a glob word names, as bash would give them; `None` when posh cannot tell.
+    fn glob(&self, word: &Word, at: usize) -> Option<Vec<String>>;
+    /// The names in directory `dir` (as the script writes it), as `ls DIR` prints them (hidden
+    /// ones left out); `None` when it is no directory posh can list.
+    fn list(&self, dir: &str, at: usize) -> Option<Vec<String>>;
+}
 
 /// Follows `script` (parsed from `source`) from what it is given.
-pub fn analyse(source: &str, script: &Script, inputs: &Inputs, glob: &Globber<'_>) -> Values {
+pub fn analyse(source: &str, script: &Script, inputs: &Inputs, glob: &dyn Files) -> Values {
     let mut analysis = Analysis::new(source, script, glob);
+    // Functions bash imports from the environment may be called by any name.
+    analysis.hidden_functions |= inputs.env.keys().any(|name| name.starts_with("BASH_FUNC_"));
     analysis.run_script(&inputs.state());
     if let Some(why) = &analysis.gives_up {
         // Anything may change anywhere.
@@ -489,10 +496,14 @@ struct Analysis<'a> {
     lastpipe: bool,
     /// The script may turn on POSIX mode.
     posix: bool,
+    /// Functions posh does not see may exist (from `source`, `eval`, a statement posh does not
+    /// parse, the environment): a command posh does not know to be a builtin or the script's
+    /// function may be one, and assign anything.
+    hidden_functions: bool,
     globs_differ: bool,
     /// The script sets traps or namerefs: posh gives up on its values.
     gives_up: Option<String>,
-    glob: &'a Globber<'a>,
+    glob: &'a dyn Files,
     at: HashMap<usize, State>,
     /// The states at calls of each function (its positional parameters the call's arguments).
     calls: BTreeMap<String, State>,
@@ -502,7 +513,7 @@ struct Analysis<'a> {
 }
 
 impl<'a> Analysis<'a> {
-    fn new(source: &str, script: &'a Script, glob: &'a Globber<'a>) -> Analysis<'a> {
+    fn new(source: &str, script: &'a Script, glob: &'a dyn Files) -> Analysis<'a> {
         let mut functions: BTreeMap<String, Vec<&'a [Flow]>> = BTreeMap::new();
         collect_functions(&script.flow, &mut functions);
         let words =
@@ -526,7 +537,7 @@ impl<'a> Analysis<'a> {
         }
         let gives_up = if words().any(|w| w.literal.as_deref() == Some("trap")) {
             Some("the script sets a trap, which may assign anything at any time".to_string())
-        } else if script.pipelines.iter().flat_map(|p| &p.commands).any(|c| declares_nameref(c)) {
+        } else if script.pipelines.iter().flat_map(|p| &p.commands).any(declares_nameref) {
             Some("the script declares a name reference".to_string())
         } else {
             None
@@ -551,6 +562,10 @@ impl<'a> Analysis<'a> {
             readonly: BTreeSet::new(),
             lastpipe: source.contains("lastpipe"),
             posix: source.contains("posix"),
+            hidden_functions: !opaque.is_empty()
+                || script.pipelines.iter().flat_map(|p| &p.commands).any(|c| {
+                    c.words.iter().take(3).any(|w| matches!(w.literal.as_deref(), Some("source" | "." | "eval")))
+                }),
             globs_differ,
             gives_up,
             glob,
@@ -687,6 +702,13 @@ impl<'a> Analysis<'a> {
         };
         let mut values: BTreeSet<Option<String>> = BTreeSet::new();
         for word in words {
+            if let Some(listed) = self.listing(word, state) {
+                match listed {
+                    Ok(names) => values.extend(names.into_iter().map(Some)),
+                    Err(why) => return Value::Unknown(why),
+                }
+                continue;
+            }
             let expanded = match expansions(state, &word.raw, Mode::Word, self.globs_differ) {
                 Ok(expanded) => expanded,
                 Err(why) => return Value::Unknown(why),
@@ -695,7 +717,7 @@ impl<'a> Analysis<'a> {
                 for written in expansion.words {
                     if written.glob {
                         let as_word = Word { span: word.span, raw: written.raw.clone(), literal: None, glob: true };
-                        match (self.glob)(&as_word, word.span.start) {
+                        match self.glob.glob(&as_word, word.span.start) {
                             Some(files) => values.extend(files.into_iter().map(Some)),
                             None => return Value::Unknown(format!("posh cannot expand `{}` here", word.raw)),
                         }
@@ -709,6 +731,73 @@ impl<'a> Analysis<'a> {
             }
         }
         Value::Known(values)
+    }
+
+    /// A `for` word that lists a directory, `$(ls DIR | FILTERS)` unquoted, where each filter
+    /// prints some of its input lines (`head -n N`, `tail -n N`, `sort`, `uniq`, `grep -v P`) or
+    /// their base names (`xargs -I R basename R`): the names the loop may take (a superset:
+    /// every name in the directory). `None` for any other word.
+    fn listing(&self, word: &Word, state: &State) -> Option<Result<Vec<String>, String>> {
+        let inner = word.raw.strip_prefix("$(")?.strip_suffix(')')?;
+        let inside = self.script.pipelines.iter().find(|p| {
+            word.span.start + 2 <= p.span.start
+                && p.span.end < word.span.end
+                && p.context.last() == Some(&crate::shell::Context::CommandSubstitution)
+                && p.span.len() == inner.trim().len()
+        })?;
+        let refuse = |why: &str| Some(Err(format!("`{}` {why}", word.raw)));
+        let words_of = |command: &crate::shell::Command| -> Option<Vec<String>> {
+            let mut all = Vec::new();
+            for w in &command.words {
+                let expanded = expansions(state, &w.raw, Mode::Word, self.globs_differ).ok()?;
+                let [one] = &expanded[..] else { return None };
+                for written in &one.words {
+                    all.push(written.literal.clone()?);
+                }
+            }
+            (command.assignments.is_empty() && command.redirects.is_empty()).then_some(all)
+        };
+        let (first, filters) = inside.commands.split_first()?;
+        let Some(ls) = words_of(first) else { return refuse("lists a directory posh does not know") };
+        let [program, dir] = &ls[..] else { return refuse("runs `ls` with options or several names") };
+        if program != "ls" || dir.starts_with('-') {
+            return None;
+        }
+        let Some(mut names) = self.glob.list(dir, word.span.start) else {
+            return refuse(&format!("lists `{dir}`, which posh cannot list"));
+        };
+        for filter in filters {
+            let Some(argv) = words_of(filter) else {
+                return refuse("filters the listing with words posh does not know");
+            };
+            let count = |n: &str| n.trim_start_matches('+').parse::<u64>().is_ok();
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            let keeps_lines = match argv[..] {
+                ["head" | "tail"] | ["sort" | "uniq"] => true,
+                ["head" | "tail", "-n", n] => count(n),
+                ["head" | "tail", flag] => flag.strip_prefix("-n").or(flag.strip_prefix('-')).is_some_and(count),
+                ["sort", flags] => flags.starts_with('-') && flags[1..].chars().all(|c| "rnuf".contains(c)),
+                ["grep", "-v", pattern] => !pattern.starts_with('-'),
+                ["xargs", "-I", r, "basename", r2] if r == r2 => {
+                    // Each name its own base name: names with a slash or starting with `-` are not
+                    // followed, nor what xargs would read as quotes or blanks.
+                    if names.iter().any(|n| n.starts_with('-') || n.contains(['/', '\\', '\'', '"', ' ', '\t'])) {
+                        return refuse("hands names to `xargs` that posh does not follow");
+                    }
+                    true
+                }
+                _ => false,
+            };
+            if !keeps_lines {
+                return refuse(&format!("filters the listing with `{}`, which posh does not follow", argv.join(" ")));
+            }
+        }
+        // The unquoted substitution is split on blanks and globbed.
+        if !state.default_ifs() || names.iter().any(|n| n.contains([' ', '\t', '\n', '*', '?', '[', '\\'])) {
+            return refuse("gives names bash would split or glob");
+        }
+        names.sort();
+        Some(Ok(names))
     }
 
     fn opaque(&mut self, text: &str, mut state: State) -> State {
@@ -953,17 +1042,13 @@ impl<'a> Analysis<'a> {
                     state.forget_everything(&format!("`{name}` assigns names posh cannot read"));
                 }
             }
-            "unset" => {
-                if !args.iter().any(|w| w.raw == "-f") {
-                    for assigned in names(&args) {
-                        self.assign(&mut state, &assigned, Value::one(None));
-                    }
+            "unset" if !args.iter().any(|w| w.raw == "-f") => {
+                for assigned in names(&args) {
+                    self.assign(&mut state, &assigned, Value::one(None));
                 }
             }
-            "set" => {
-                if args.iter().any(|w| !w.raw.starts_with(['-', '+']) || w.raw == "--" || w.raw == "-") {
-                    state.positional = Positionals::Unknown("`set` sets them".into());
-                }
+            "set" if args.iter().any(|w| !w.raw.starts_with(['-', '+']) || w.raw == "--" || w.raw == "-") => {
+                state.positional = Positionals::Unknown("`set` sets them".into());
             }
             "shift" => {
                 let by = match args.first() {
@@ -987,6 +1072,10 @@ impl<'a> Analysis<'a> {
                     self.assign(&mut state, &assigned, Value::Unknown("`let` assigns it".into()));
                 }
             }
+            _ if self.hidden_functions && !crate::shell::is_builtin(&name) => state.forget_everything(&format!(
+                "`{name}` may be a function the script gets from where posh does not look (`source`, `eval`, the \
+                 environment), which may assign anything"
+            )),
             _ => {}
         }
         state

@@ -11,11 +11,7 @@ fn value_at(script: &str, at: &str, name: &str, env: &[(&str, &str)], args: Opti
         env_complete: true,
         args: args.map(|a| a.iter().map(|s| s.to_string()).collect()),
     };
-    let glob = |word: &Word, _at: usize| -> Option<Vec<String>> {
-        matches!(word.raw.as_str(), "'/data'/*.txt" | "/data/*.txt")
-            .then(|| vec!["/data/a.txt".to_string(), "/data/b.txt".to_string()])
-    };
-    let values = analyse(script, &parsed, &inputs, &glob);
+    let values = analyse(script, &parsed, &inputs, &TestFiles);
     let start = script.find(at).unwrap_or_else(|| panic!("`{at}` is not in the script"));
     let pipeline = parsed.pipelines.iter().find(|p| p.span.start == start).expect("a pipeline starts there");
     match name {
@@ -24,6 +20,20 @@ fn value_at(script: &str, at: &str, name: &str, env: &[(&str, &str)], args: Opti
             Positionals::Unknown(why) => Value::Unknown(why.clone()),
         },
         _ => values.before(pipeline.span.start).expect("reached").get(name),
+    }
+}
+
+/// `/data` holds `a.txt` and `b.txt`.
+struct TestFiles;
+
+impl Files for TestFiles {
+    fn glob(&self, word: &Word, _at: usize) -> Option<Vec<String>> {
+        matches!(word.raw.as_str(), "'/data'/*.txt" | "/data/*.txt")
+            .then(|| vec!["/data/a.txt".to_string(), "/data/b.txt".to_string()])
+    }
+
+    fn list(&self, dir: &str, _at: usize) -> Option<Vec<String>> {
+        (dir == "/data").then(|| vec!["a.txt".to_string(), "b.txt".to_string()])
     }
 }
 
@@ -94,8 +104,15 @@ fn loop_variables_take_their_words() {
     assert_eq!(value_at(listed, "grep", "f", &[], Some(&["c", "d"])), known(&["/data/b", "a", "c", "d"]));
     let args = "for f; do\n  grep x \"$f\"\ndone\n";
     assert_eq!(value_at(args, "grep", "f", &[], Some(&["c", "d"])), known(&["c", "d"]));
-    let substituted = "for f in $(ls /data); do\n  grep x \"$f\"\ndone\n";
-    assert!(is_unknown(&value_at(substituted, "grep", "f", &[], None)));
+    // A listing of a directory, filtered by commands that print some of its lines.
+    let listed = "D=/data\nfor f in $(ls $D | head -n $N | xargs -I a basename a); do\n  grep x \"$f\"\ndone\n";
+    assert_eq!(value_at(listed, "grep", "f", &[("N", "3")], None), known(&["a.txt", "b.txt"]));
+    for other in
+        ["$(ls /data | cut -c 1-2)", "$(ls -a /data)", "$(cat /data/list)", "$(ls /elsewhere)", "\"$(ls /data)\""]
+    {
+        let script = format!("for f in {other}; do\n  grep x \"$f\"\ndone\n");
+        assert!(is_unknown(&value_at(&script, "grep", "f", &[("N", "3")], None)), "{other}");
+    }
 }
 
 #[test]
@@ -116,6 +133,8 @@ fn what_posh_cannot_follow_is_unknown() {
         ("X=$(ls)\ncat $X\n", "X"),
         ("X=a\nread X\ncat $X\n", "X"),
         ("X=a\n. ./lib.sh\ncat $X\n", "X"),
+        // A command after a `source` may be a function it defined.
+        ("X=a\n. ./lib.sh\nX=b\nmy_tool\ncat $X\n", "X"),
         ("X=a\neval \"X=b\"\ncat $X\n", "X"),
         ("X=a\n(( X = 2 ))\ncat $X\n", "X"),
         ("X=a\ntrap 'X=b' USR1\ncat $X\n", "X"),
