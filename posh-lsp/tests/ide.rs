@@ -206,7 +206,8 @@ fn cached_plans_equal_fresh_ones_after_edits() {
         let cached = ide::analyze_script_cached(&world, &fs, text, &mut cache);
         let fresh = ide::analyze_script(&world, &fs, text);
         assert_eq!(cached.plan.to_plan(), fresh.plan.to_plan(), "{text}");
-        // And both are the plan posh-exec makes of the whole text.
+        // And both are the plan `posh-exec --explain` makes of the whole text, given what the
+        // editor knows of the run (no `[[run]]` here: nothing).
         let ctx = posh_core::planner::PlanContext {
             library: &world.library,
             config: &world.config,
@@ -215,7 +216,9 @@ fn cached_plans_equal_fresh_ones_after_edits() {
             options: world.settings.plan.clone(),
             ratios: &world.ratios,
         };
-        let whole = posh_core::planner::plan_script(&ctx, text, &posh_core::shell::parse_tolerant(text));
+        let inputs = ide::inputs_of(&world, None);
+        let whole =
+            posh_core::planner::plan_script_given(&ctx, text, &posh_core::shell::parse_tolerant(text), &inputs);
         assert_eq!(cached.plan.to_plan(), whole, "{text}");
         // Hover finds the last pipeline's commands where they are now.
         let grep = text.rfind("| grep").unwrap() + 2;
