@@ -165,7 +165,10 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
         }
         plan_alone(ctx, written, stays.clone(), alone)
     };
-    let Some(variants) = scope.values.as_deref().and_then(|values| by_value::variants(pipeline, values)) else {
+    // A FIFO made under a name only bash knows could be any path a value names: the planner
+    // would plan it as a file.
+    let values = scope.values.as_deref().filter(|_| !scope.unnamed_fifos);
+    let Some(variants) = values.and_then(|values| by_value::variants(pipeline, values)) else {
         return plan_one(pipeline, &alone);
     };
     let by_value::Variants { pipelines, mut uses, unknown } = variants;
@@ -355,6 +358,8 @@ pub struct ScriptScope<'a> {
     pub(crate) loops: crate::rewrite::LoopScope,
     /// What the script's variables hold before each pipeline, when the planner is given them.
     values: Option<std::sync::Arc<crate::values::Values>>,
+    /// The script makes FIFOs under names the planner does not know (`mkfifo "$d/p"`).
+    unnamed_fifos: bool,
 }
 
 impl<'a> ScriptScope<'a> {
@@ -366,6 +371,7 @@ impl<'a> ScriptScope<'a> {
             functions: function_names_around(source, script),
             script_stays: crate::rewrite::why_script_stays(source),
             fifos: made_fifos(library, script, &working_dirs),
+            unnamed_fifos: unnamed_fifos(library, script, &working_dirs),
             working_dirs,
             handed_over: false,
             loops: crate::rewrite::LoopScope::of(source),
@@ -401,6 +407,7 @@ impl<'a> ScriptScope<'a> {
             fifos: Vec::new(),
             loops: crate::rewrite::LoopScope::default(),
             values: None,
+            unnamed_fifos: false,
         }
     }
 
@@ -492,6 +499,18 @@ fn made_fifos(library: &Library, script: &Script, working_dirs: &[(usize, Workin
         }
     }
     fifos
+}
+
+/// Whether the script makes FIFOs (an annotation's `makes_fifos`) under names [`made_fifos`]
+/// does not know: words only bash knows, or a working directory it does not know.
+fn unnamed_fifos(library: &Library, script: &Script, working_dirs: &[(usize, WorkingDir)]) -> bool {
+    script.pipelines.iter().zip(working_dirs).any(|(pipeline, (_, dir))| {
+        pipeline.commands.iter().any(|command| {
+            let name = command.words.first().and_then(|w| w.literal.as_deref());
+            name.is_some_and(|name| library.candidates(name).iter().any(|e| e.options.makes_fifos))
+                && (*dir == WorkingDir::Unknown || command.words.iter().any(|w| w.literal.is_none()))
+        })
+    })
 }
 
 /// [`function_names`], and every name the statements posh could not parse may define as a

@@ -666,6 +666,9 @@ fn what_the_analysis_does_not_know_is_placed_when_the_script_runs() {
     assert!(text.contains("[@client]cat \"$IN\""), "{text}");
     assert!(text.contains("not known before the run: `$IN`: `read` assigns it"), "{text}");
     assert!(text.contains("not known before the run: `$X`"), "{text}");
+    // A FIFO made under a name only bash knows may be any path a value names.
+    let fifo = explain_given("D=/mnt/a\nmkfifo \"$D/p\"\nwc -l \"$D/x.log\"\n", &[], &[]);
+    assert!(fifo.contains("[@client]wc -l \"$D/x.log\""), "{fifo}");
     // Handed to the runtime as before the values were known: the choice does not depend on them.
     let plan_text = explain_given("X=/home/user/notes.txt\ncat \"$X\" | sort\n", &[], &[]);
     assert!(plan_text.contains("1 of 2 pipelines go to the posh runtime"), "{plan_text}");
