@@ -217,8 +217,7 @@ fn cached_plans_equal_fresh_ones_after_edits() {
             ratios: &world.ratios,
         };
         let inputs = ide::inputs_of(&world, None);
-        let whole =
-            posh_core::planner::plan_script_given(&ctx, text, &posh_core::shell::parse_tolerant(text), &inputs);
+        let whole = posh_core::planner::plan_script_given(&ctx, text, &posh_core::shell::parse_tolerant(text), &inputs);
         assert_eq!(cached.plan.to_plan(), whole, "{text}");
         // Hover finds the last pipeline's commands where they are now.
         let grep = text.rfind("| grep").unwrap() + 2;
