@@ -14,6 +14,7 @@ pub mod planner;
 pub mod rewrite;
 pub mod shell;
 pub mod text;
+pub mod values;
 
 pub use diagnostic::{Code, Diagnostic, Fix, Severity, TextEdit};
 pub use text::{LineIndex, Span};

@@ -22,11 +22,15 @@ pub enum Format {
     Png,
 }
 
-/// Prints the plan; returns the exit status (2 when the script has a syntax error, as bash; bash
-/// is asked as a run asks it, see `offload::rewrite`).
+/// Prints the plan of the script run with `inputs` (its environment and arguments, as the run
+/// would get them: words that read them are planned with their values); returns the exit status
+/// (2 when the script has a syntax error, as bash; bash is asked as a run asks it, see
+/// `offload::rewrite`).
+#[allow(clippy::too_many_arguments)]
 pub fn run(
     name: &str,
     source: &str,
+    inputs: &posh_core::values::Inputs,
     library: &Library,
     config: &Config,
     ratios: &Ratios,
@@ -38,7 +42,7 @@ pub fn run(
     let script = posh_core::shell::parse_as_bash(source, bash);
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
     let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd, options, ratios };
-    let mut plan = planner::plan_script(&ctx, source, &script);
+    let mut plan = planner::plan_script_given(&ctx, source, &script, inputs);
     let bash_rejects = script.bash_rejects.clone().or_else(|| plan.confirm_with_bash(source, &script, bash));
     // Made whole before anything is printed: a drawing that fails prints nothing.
     let out = match format {

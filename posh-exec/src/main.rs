@@ -239,7 +239,18 @@ fn run(cli: Cli) -> Result<u8> {
             Placement::Greedy => Strategy::Greedy,
         };
         let options = PlanOptions { strategy, copies_per_mount: cli.copies_per_mount };
-        let code = explain::run(&name, &source, &library, &config, &measured_ratios(), options, cli.format)?;
+        // As the run would get them: this environment, and the words after the script (after
+        // `$0` with -c).
+        let all: Vec<_> = std::env::vars_os().collect();
+        let env: std::collections::BTreeMap<String, String> =
+            all.iter().filter_map(|(k, v)| Some((k.to_str()?.to_string(), v.to_str()?.to_string()))).collect();
+        let inputs = posh_core::values::Inputs {
+            // A variable posh cannot read as text is not unset: then none is known unset.
+            env_complete: env.len() == all.len(),
+            env,
+            args: Some(cli.args.get(1..).unwrap_or_default().to_vec()),
+        };
+        let code = explain::run(&name, &source, &inputs, &library, &config, &measured_ratios(), options, cli.format)?;
         return Ok(if annotation_errors { code.max(1) } else { code });
     }
     let (name, source) = match (&cli.command, cli.args.first()) {

@@ -45,7 +45,10 @@ pub fn run(paths: &[PathBuf], deny_warnings: bool) -> ExitCode {
                     }
                     world
                 });
-                let analysis = ide::analyze_script(world, &fs.budgeted(Duration::from_secs(30)), &text);
+                let budget = fs.budgeted(Duration::from_secs(30));
+                let path = std::path::absolute(file).ok();
+                let analysis =
+                    ide::analyze_script_at(world, &budget, path.as_deref(), &text, &mut ide::AnalysisCache::default());
                 ide::diagnostics::script_diagnostics(world, &analysis)
             }
             _ => ide::diagnostics::annotation_diagnostics(&text),

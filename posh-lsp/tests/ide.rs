@@ -206,7 +206,8 @@ fn cached_plans_equal_fresh_ones_after_edits() {
         let cached = ide::analyze_script_cached(&world, &fs, text, &mut cache);
         let fresh = ide::analyze_script(&world, &fs, text);
         assert_eq!(cached.plan.to_plan(), fresh.plan.to_plan(), "{text}");
-        // And both are the plan posh-exec makes of the whole text.
+        // And both are the plan `posh-exec --explain` makes of the whole text, given what the
+        // editor knows of the run (no `[[run]]` here: nothing).
         let ctx = posh_core::planner::PlanContext {
             library: &world.library,
             config: &world.config,
@@ -215,7 +216,8 @@ fn cached_plans_equal_fresh_ones_after_edits() {
             options: world.settings.plan.clone(),
             ratios: &world.ratios,
         };
-        let whole = posh_core::planner::plan_script(&ctx, text, &posh_core::shell::parse_tolerant(text));
+        let inputs = ide::inputs_of(&world, None);
+        let whole = posh_core::planner::plan_script_given(&ctx, text, &posh_core::shell::parse_tolerant(text), &inputs);
         assert_eq!(cached.plan.to_plan(), whole, "{text}");
         // Hover finds the last pipeline's commands where they are now.
         let grep = text.rfind("| grep").unwrap() + 2;
@@ -351,4 +353,44 @@ fn splits_show_their_copies_as_posh_exec_will_run_them() {
     world.settings.update(&serde_json::json!({"placement": "greedy", "copiesPerMount": 1}));
     let analysis = ide::analyze_script(&world, &fs, script);
     assert_eq!(analysis.plan.strategy, posh_core::planner::Strategy::Greedy);
+}
+
+/// posh.toml's `[[run]]` gives a script its arguments and environment: its words are planned
+/// with them, the hover says which values, and a word still unknown says how to declare it.
+#[test]
+fn a_run_configuration_gives_the_values_the_editor_plans_with() {
+    let mut fs = file_system();
+    let config = format!(
+        "{}\n[[run]]\nscript = \"jobs/count.sh\"\nargs = [\"/mnt/a/big.txt\"]\nenv = {{ LOGS = \"/mnt/logs\" }}\n",
+        common::CONFIG
+    );
+    fs.add_text("/proj/posh.toml", &config);
+    let world = world(&fs);
+    assert_eq!(world.config_error, None);
+    let script = "grep -c x \"$1\"\nfor f in \"$LOGS\"/ray*.log; do\n  wc -l \"$f\"\ndone\nsort \"$OUT\"\n";
+    let path = Path::new("/proj/jobs/count.sh");
+    let mut cache = ide::AnalysisCache::default();
+    let analysis = ide::analyze_script_at(&world, &fs, Some(path), script, &mut cache);
+    let hover = |at: &str| {
+        let offset = script.find(at).unwrap();
+        ide::hover::script_hover(&world, &analysis, offset).expect("a hover").markdown
+    };
+    let grep = hover("grep");
+    assert!(grep.contains("Runs at **@a**"), "{grep}");
+    assert!(grep.contains("Value: the arguments (`$@`) are /mnt/a/big.txt, at a."), "{grep}");
+    let wc = hover("wc");
+    assert!(wc.contains("Runs at **@logs**"), "{wc}");
+    assert!(
+        wc.contains("Value: `$f`: 5 values (/mnt/logs/ray0.log, /mnt/logs/ray1.log, /mnt/logs/ray2.log, …), at logs."),
+        "{wc}"
+    );
+    let sort = hover("sort");
+    assert!(sort.contains("Not known before the run: `$OUT`"), "{sort}");
+    assert!(sort.contains("`env = { OUT = \"...\" }`"), "{sort}");
+    // Another script gets no run's values; an edit elsewhere keeps them.
+    let elsewhere = ide::analyze_script_at(&world, &fs, Some(Path::new("/proj/other.sh")), script, &mut cache);
+    let offset = script.find("grep").unwrap();
+    let grep = ide::hover::script_hover(&world, &elsewhere, offset).expect("a hover").markdown;
+    assert!(grep.contains("Not known before the run: `$@`"), "{grep}");
+    assert!(grep.contains("`args = [\"...\"]`"), "{grep}");
 }

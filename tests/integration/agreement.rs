@@ -64,6 +64,49 @@ fn handed_calls(pipeline: &Value) -> Vec<(u64, Vec<Planned>)> {
         .collect()
 }
 
+/// Of the commands the `--stats` records (JSON lines) say ran at a proxy (each copy counted), how
+/// many `explain` placed there before the run (not `depends_on_shell`, which is placed when it
+/// runs): (stated, at a proxy).
+pub(crate) fn stated_before(explain: &Value, stats: &str) -> (usize, usize) {
+    let pipelines = explain["pipelines"].as_array().cloned().unwrap_or_default();
+    let (mut stated, mut at_proxy) = (0, 0);
+    for record in stats.lines().filter_map(|line| serde_json::from_str::<Value>(line).ok()) {
+        let line = record["line"].as_u64().unwrap_or(0);
+        let ran: Vec<(String, Vec<String>)> = record["commands"]
+            .as_array()
+            .into_iter()
+            .flatten()
+            .map(|c| {
+                let places = match &c["location"] {
+                    Value::Array(places) => places.iter().map(|p| p.as_str().unwrap_or("?").to_string()).collect(),
+                    place => vec![place.as_str().unwrap_or("?").to_string()],
+                };
+                (c["command"].as_str().unwrap_or_default().to_string(), places)
+            })
+            .collect();
+        let plan = pipelines.iter().flat_map(handed_calls).find(|(at, planned)| {
+            *at == line
+                && planned.len() == ran.len()
+                && planned.iter().zip(&ran).all(|((program, ..), (ran_program, _))| program == ran_program)
+        });
+        for (i, (_, places)) in ran.iter().enumerate() {
+            let remote = places.iter().filter(|p| *p != "client").count();
+            if remote == 0 {
+                continue;
+            }
+            at_proxy += remote;
+            if let Some((_, planned)) = &plan
+                && let Some((_, why, planned_places)) = planned.get(i)
+                && why != "depends_on_shell"
+                && planned_places == places
+            {
+                stated += remote;
+            }
+        }
+    }
+    (stated, at_proxy)
+}
+
 /// Every command of the `--stats` records (JSON lines) that ran elsewhere than the plan in
 /// `explain` said, described for people. A command whose words only bash can tell
 /// (`depends_on_shell`) is placed when the script runs, so it has no static place to agree with.
@@ -134,12 +177,17 @@ pub(crate) fn disagreements(explain: &Value, stats: &str) -> Vec<String> {
 /// (`--stats` says `run at the client: FACT`): the runtime's own words.
 const RUN_ONLY_FACTS: &[&str] = &["the working directory was removed"];
 
-/// Runs `posh-exec --explain --format json SCRIPT` as `command` would run the script (same
-/// program, working directory and the environment it sets; `command` clears the rest), or says
-/// why it failed.
-pub(crate) fn explain_like(command: &Command, script: &Path) -> Result<Value, String> {
+/// Runs `posh-exec --explain --format json SCRIPT ARGS` as `command` would run the script with
+/// `args` (same program, working directory, arguments and the environment it sets; `command`
+/// clears the rest), or says why it failed.
+pub(crate) fn explain_like(command: &Command, script: &Path, args: &[String]) -> Result<Value, String> {
     let mut explain = Command::new(command.get_program());
-    explain.args(["--explain", "--format", "json"]).arg(script).env_clear().stdin(std::process::Stdio::null());
+    explain
+        .args(["--explain", "--format", "json"])
+        .arg(script)
+        .args(args)
+        .env_clear()
+        .stdin(std::process::Stdio::null());
     if let Some(dir) = command.get_current_dir() {
         explain.current_dir(dir);
     }

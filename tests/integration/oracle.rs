@@ -486,7 +486,7 @@ pub(crate) fn run_case(case: &Case, setting: &Setting, shell: &Path) -> Run {
             command.stdin(Stdio::null());
         }
     }
-    let explained = stats.as_ref().map(|_| agreement::explain_like(&command, Path::new("case.sh")));
+    let explained = stats.as_ref().map(|_| agreement::explain_like(&command, Path::new("case.sh"), &case.args));
     let outcome = run_captured(command, setting.timeout, setting.capture);
     let plan_disagreements = match (explained, &stats) {
         (Some(Ok(explain)), Some(stats)) => {

@@ -38,6 +38,31 @@ pub struct Config {
     pub client: Link,
     /// The file the configuration came from; `None` for the default configuration.
     pub origin: Option<PathBuf>,
+    /// How scripts are run (`[[run]]`): the environment and arguments the editor plans a script
+    /// with, as `posh-exec --explain` plans with its own.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub runs: Vec<RunConfig>,
+}
+
+/// One `[[run]]`: a script, and what it is run with.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize)]
+pub struct RunConfig {
+    /// Absolute (a relative `script` is relative to the configuration file's directory) and
+    /// lexically normalized.
+    pub script: PathBuf,
+    /// Its arguments (`$1`...).
+    pub args: Vec<String>,
+    /// Variables of its environment; the others are not known (an editor's environment is not
+    /// the run's).
+    pub env: std::collections::BTreeMap<String, String>,
+}
+
+impl Config {
+    /// What the configuration says `script` (an absolute path) is run with, if it names it.
+    pub fn run_of(&self, script: &Path) -> Option<&RunConfig> {
+        let script = normalize_path(script);
+        self.runs.iter().find(|run| run.script == script)
+    }
 }
 
 /// One `[[mount]]`: a client path prefix served by a proxy.
@@ -378,7 +403,8 @@ impl ConfigError {
     }
 }
 
-const TOP_KEYS: &[&str] = &["mount", "client"];
+const TOP_KEYS: &[&str] = &["mount", "client", "run"];
+const RUN_KEYS: &[&str] = &["script", "args", "env"];
 const MOUNT_KEYS: &[&str] = &["path", "proxy", "name", "export", "bandwidth", "rtt", "proxy_program", "linger"];
 const CLIENT_KEYS: &[&str] = &["bandwidth", "rtt"];
 
@@ -440,8 +466,17 @@ impl<'a> Parser<'a> {
         let root = DeTable::parse(self.text).map_err(|e| self.syntax_error(&e))?;
         let mut mounts: Vec<PartialMount> = Vec::new();
         let mut client = (None, None);
+        let mut runs = Vec::new();
         for (key, key_span, value) in in_file_order(root.get_ref()) {
             match key {
+                "run" => {
+                    let DeValue::Array(array) = value.get_ref() else {
+                        return Err(self.wrong_type("run", value, "an array of tables (`[[run]]`)"));
+                    };
+                    for item in array.iter() {
+                        runs.push(self.run(runs.len() + 1, item)?);
+                    }
+                }
                 "mount" => {
                     let DeValue::Array(array) = value.get_ref() else {
                         return Err(self.wrong_type("mount", value, "an array of tables (`[[mount]]`)"));
@@ -472,7 +507,7 @@ impl<'a> Parser<'a> {
                 ..partial.mount
             })
             .collect();
-        Ok(Config { mounts, client, origin: Some(self.origin.to_path_buf()) })
+        Ok(Config { mounts, client, origin: Some(self.origin.to_path_buf()), runs })
     }
 
     fn syntax_error(&self, error: &toml::de::Error) -> ConfigError {
@@ -591,6 +626,43 @@ impl<'a> Parser<'a> {
             }
         }
         Ok((bandwidth, rtt))
+    }
+
+    /// The `number`th `[[run]]` (from 1).
+    fn run(&self, number: usize, value: &Value<'_>) -> Result<RunConfig, ConfigError> {
+        let prefix = format!("run[{number}]");
+        let table = self.table(&prefix, value, "a table (`[[run]]`)")?;
+        let (mut script, mut args, mut env) = (None, Vec::new(), std::collections::BTreeMap::new());
+        for (key, key_span, value) in in_file_order(table) {
+            let dotted = format!("{prefix}.{key}");
+            match key {
+                "script" => script = Some(self.client_path(&dotted, value)?),
+                "args" => {
+                    let DeValue::Array(array) = value.get_ref() else {
+                        return Err(self.wrong_type(&dotted, value, "an array of strings"));
+                    };
+                    for item in array.iter() {
+                        args.push(self.string(&dotted, item)?.to_string());
+                    }
+                }
+                "env" => {
+                    let table = self.table(&dotted, value, "a table of strings (`env = { IN = \"/data\" }`)")?;
+                    for (name, _, value) in in_file_order(table) {
+                        env.insert(name.to_string(), self.string(&format!("{dotted}.{name}"), value)?.to_string());
+                    }
+                }
+                _ => return Err(self.unknown_key(dotted, key, key_span, RUN_KEYS)),
+            }
+        }
+        let Some(script) = script else {
+            return Err(self.error(
+                ConfigErrorKind::MissingKey,
+                to_span(value.span()),
+                Some(format!("{prefix}.script")),
+                "missing required key; set it to the script's path (relative to this file), e.g. \"jobs/count.sh\"",
+            ));
+        };
+        Ok(RunConfig { script, args, env })
     }
 
     /// The `number`th `[[mount]]` (from 1), checked against the mounts before it.

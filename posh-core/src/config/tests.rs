@@ -591,3 +591,19 @@ fn xdg_base_directories_fall_back_to_home() {
     assert_eq!(xdg_base_dir(None, some("/home/u"), ".config"), Some(PathBuf::from("/home/u/.config")));
     assert_eq!(xdg_base_dir(None, None, ".config"), None);
 }
+
+#[test]
+fn a_run_says_what_a_script_is_run_with() {
+    let config = parse_ok(
+        "[[run]]\nscript = \"jobs/count.sh\"\nargs = [\"/data/in.txt\", \"-\"]\nenv = { IN = \"/data\", ENTRIES = \"3\" }\n",
+    );
+    let origin_dir = Path::new(ORIGIN).parent().expect("the origin has a directory");
+    let run = config.run_of(&origin_dir.join("jobs/./count.sh")).expect("the run is found by its script");
+    assert_eq!(run.args, ["/data/in.txt", "-"]);
+    assert_eq!(run.env.get("ENTRIES").map(String::as_str), Some("3"));
+    assert!(config.run_of(Path::new("/elsewhere.sh")).is_none());
+    let missing = parse("[[run]]\nargs = []\n").expect_err("a run names its script");
+    assert_eq!(missing.key.as_deref(), Some("run[1].script"));
+    let typo = parse("[[run]]\nscript = \"a.sh\"\nargv = []\n").expect_err("an unknown key");
+    assert!(typo.message.contains("`args`"), "{}", typo.message);
+}

@@ -112,7 +112,8 @@ impl Pattern {
         if quote.is_some() {
             return None;
         }
-        let absolute = raw.starts_with('/');
+        // `/x/*`, and `"/x"/*` or `'/'x/*` alike: the first component is empty.
+        let absolute = components.len() > 1 && components[0].is_empty();
         if absolute {
             components.remove(0);
         }
@@ -200,7 +201,7 @@ fn matches(pattern: &[Piece], name: &str) -> bool {
     go(pattern, &name)
 }
 
-fn class_matches(class: &str, c: char) -> bool {
+pub(crate) fn class_matches(class: &str, c: char) -> bool {
     let (negated, body) = match class.strip_prefix(['!', '^']) {
         Some(rest) => (true, rest),
         None => (false, class),
@@ -263,6 +264,8 @@ mod tests {
         assert_eq!(expand("\"x\"*"), words(&["x1.csv", "x2.csv"]));
         assert_eq!(expand("nothing*"), words(&["nothing*"]));
         assert_eq!(expand("'*'x*"), words(&["*x*"]));
+        assert_eq!(expand("\"/mnt/logs\"/*.log"), words(&["/mnt/logs/a.log", "/mnt/logs/b.log"]));
+        assert_eq!(expand("'/mnt'/logs/[ab].log"), words(&["/mnt/logs/a.log", "/mnt/logs/b.log"]));
     }
 
     #[test]

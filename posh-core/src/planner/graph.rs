@@ -311,6 +311,9 @@ pub(crate) fn build_pipeline(
         between_proxies_bytes: 0,
         stays_with_bash: None,
         handed_parts: Vec::new(),
+        values: Vec::new(),
+        unknown_values: Vec::new(),
+        from_values: false,
     };
     let could_stream = facts.iter().any(|f| matches!(f.reach, Reach::ClientOr(_)) && f.spans_mounts(ctx));
     Built { plan, pinned: graph.pinned, allowed: graph.allowed, could_stream, pipe_merge: graph.pipe_merge }

@@ -6,6 +6,7 @@
 //! serialised [`Plan`]. `measured` holds what earlier runs measured of commands' outputs, which
 //! the byte predictions prefer to the annotations' assumptions.
 
+mod by_value;
 pub mod coverage;
 mod expand;
 mod graph;
@@ -25,6 +26,7 @@ use crate::fs::FileSystem;
 use crate::library::Library;
 use crate::shell::{Context, Pipeline, Script};
 
+pub(crate) use expand::class_matches;
 pub use expand::{Expanded, expand_word};
 pub use loops::{
     LoopPlan, LoopRuns, MOST_PIPELINES_PLANNED_AHEAD, body_of, one_job_at, one_proxy_for_all, plan_loops,
@@ -65,9 +67,66 @@ impl Default for PlanOptions {
     }
 }
 
-/// Plans every pipeline of the script parsed from `source`.
+/// Plans every pipeline of the script parsed from `source`, its words known only as written
+/// (what `posh-exec` hands over is chosen so: see `PipelinePlan::from_values`).
 pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan {
+    plan_script_in(ctx, script, ScriptScope::new(source, script, ctx.library))
+}
+
+/// Plans every pipeline of the script parsed from `source` as it runs given `inputs` (its
+/// environment and arguments): words that read variables the value analysis knows are planned
+/// with their values (`crate::values`).
+pub fn plan_script_given(ctx: &PlanContext<'_>, source: &str, script: &Script, inputs: &crate::values::Inputs) -> Plan {
     let scope = ScriptScope::new(source, script, ctx.library);
+    let values = values_of(ctx, source, script, &scope, inputs);
+    plan_script_in(ctx, script, scope.with_values(values))
+}
+
+/// The value analysis of `script` given `inputs`, its globs expanded as the planner expands
+/// them (from each loop's working directory).
+pub fn values_of(
+    ctx: &PlanContext<'_>,
+    source: &str,
+    script: &Script,
+    scope: &ScriptScope<'_>,
+    inputs: &crate::values::Inputs,
+) -> crate::values::Values {
+    crate::values::analyse(source, script, inputs, &ScriptFiles { ctx, script, scope })
+}
+
+/// The file system as the value analysis asks it, from where the script is.
+struct ScriptFiles<'a> {
+    ctx: &'a PlanContext<'a>,
+    script: &'a Script,
+    scope: &'a ScriptScope<'a>,
+}
+
+impl ScriptFiles<'_> {
+    /// Where the script is at `at`: where the next pipeline starts, when the planner knows it.
+    fn cwd(&self, at: usize) -> Option<PathBuf> {
+        let next = self.script.pipelines.iter().find(|p| p.span.start >= at)?;
+        let WorkingDir::Known(steps) = self.scope.working_dir(next) else { return None };
+        Some(steps.iter().fold(self.ctx.cwd.clone(), |dir, step| crate::fs::normalize_path(&dir.join(step))))
+    }
+}
+
+impl crate::values::Files for ScriptFiles<'_> {
+    fn glob(&self, word: &crate::shell::Word, at: usize) -> Option<Vec<String>> {
+        match expand_word(word, self.ctx.fs, &self.cwd(at)?) {
+            Expanded::Words(words) => Some(words),
+            Expanded::Unknown(_) => None,
+        }
+    }
+
+    fn list(&self, dir: &str, at: usize) -> Option<Vec<String>> {
+        let path = crate::fs::normalize_path(&self.cwd(at)?.join(dir));
+        let meta = self.ctx.fs.metadata(&path)?;
+        (meta.kind == crate::fs::FileKind::Directory)
+            .then(|| self.ctx.fs.read_dir(&path).into_iter().filter(|name| !name.starts_with('.')).collect())
+    }
+}
+
+fn plan_script_in(ctx: &PlanContext<'_>, script: &Script, scope: ScriptScope<'_>) -> Plan {
     let pipelines: Vec<PipelinePlan> = script.pipelines.iter().map(|p| plan_pipeline_in(ctx, p, &scope)).collect();
     Plan {
         loops: loops::plan_loops(ctx, script, &scope, &pipelines),
@@ -80,7 +139,8 @@ pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan
 
 /// Plans one pipeline of the script `scope` describes. A pipeline bash keeps only in part (some
 /// of its commands cannot go to the runtime) is planned as its parts, each as the runtime or bash
-/// will run it: see `parts`.
+/// will run it: see `parts`. With the script's values (`ScriptScope::with_values`), words that
+/// read parameters it knows are planned with their values: see `by_value`.
 pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &ScriptScope<'_>) -> PipelinePlan {
     let stays = scope.why_stays(ctx.library, pipeline);
     let (cwd, cwd_known) = match scope.working_dir(pipeline) {
@@ -89,14 +149,62 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
         }
         WorkingDir::Unknown => (ctx.cwd.clone(), false),
     };
-    let alone = Alone { functions: &scope.functions, cwd, cwd_known, fifos: scope.fifos_before(pipeline, &ctx.cwd) };
-    if stays.is_some()
-        && let Some(reasons) = scope.command_reasons(ctx.library, pipeline)
-        && let Some(plan) = parts::plan_in_parts(ctx, pipeline, &reasons, &alone)
-    {
-        return plan;
+    let mut alone = Alone {
+        functions: &scope.functions,
+        cwd,
+        cwd_known,
+        fifos: scope.fifos_before(pipeline, &ctx.cwd),
+        valued: Vec::new(),
+    };
+    let reasons = if stays.is_some() { scope.command_reasons(ctx.library, pipeline) } else { None };
+    let plan_one = |written: &Pipeline, alone: &Alone<'_>| {
+        if let Some(reasons) = &reasons
+            && let Some(plan) = parts::plan_in_parts(ctx, written, reasons, alone)
+        {
+            return plan;
+        }
+        plan_alone(ctx, written, stays.clone(), alone)
+    };
+    // A FIFO made under a name only bash knows could be any path a value names: the planner
+    // would plan it as a file.
+    let values = scope.values.as_deref().filter(|_| !scope.unnamed_fifos);
+    let Some(variants) = values.and_then(|values| by_value::variants(pipeline, values)) else {
+        return plan_one(pipeline, &alone);
+    };
+    let by_value::Variants { pipelines, mut uses, unknown } = variants;
+    let mut plan: Option<PipelinePlan> = None;
+    let mut agree = true;
+    for (written, valued) in &pipelines {
+        alone.valued = valued.clone();
+        let made = plan_one(written, &alone);
+        match &plan {
+            Some(first) => {
+                if by_value::places_of(first) != by_value::places_of(&made) {
+                    agree = false;
+                    break;
+                }
+            }
+            None => plan = Some(made),
+        }
     }
-    plan_alone(ctx, pipeline, stays, &alone)
+    let mut plan = match plan {
+        Some(plan) if agree => plan,
+        _ => {
+            // Placed when it runs, as a word only bash knows is.
+            for value_use in &mut uses {
+                value_use.one_plan = false;
+            }
+            alone.valued = pipelines.iter().flat_map(|(_, valued)| valued.iter().copied()).collect();
+            let mut plan = plan_one(pipeline, &alone);
+            plan.from_values |= !alone.valued.is_empty();
+            plan
+        }
+    };
+    let state = scope.values.as_deref().and_then(|values| values.before(pipeline.span.start));
+    by_value::places(ctx.config, &alone.cwd, state, &mut uses);
+    plan.values = uses;
+    plan.unknown_values = unknown;
+    plan
 }
 
 /// What planning a pipeline (or a part of one) on its own takes from the script around it.
@@ -107,6 +215,8 @@ struct Alone<'s> {
     cwd_known: bool,
     /// FIFOs the script has made by then.
     fifos: Vec<PathBuf>,
+    /// The spans of the words the value analysis gave (see `PipelinePlan::from_values`).
+    valued: Vec<crate::text::Span>,
 }
 
 /// Plans `pipeline` as one call of the runtime would run it, or as bash runs it when it `stays`.
@@ -158,6 +268,7 @@ fn plan_alone(ctx: &PlanContext<'_>, pipeline: &Pipeline, stays: Option<String>,
         }
     }
     built.plan.stays_with_bash = stays;
+    built.plan.from_values = alone.valued.iter().any(|s| pipeline.span.start <= s.start && s.end <= pipeline.span.end);
     built.plan
 }
 
@@ -245,6 +356,10 @@ pub struct ScriptScope<'a> {
     fifos: Vec<(usize, PathBuf)>,
     /// What of the whole script bears on every loop.
     pub(crate) loops: crate::rewrite::LoopScope,
+    /// What the script's variables hold before each pipeline, when the planner is given them.
+    values: Option<std::sync::Arc<crate::values::Values>>,
+    /// The script makes FIFOs under names the planner does not know (`mkfifo "$d/p"`).
+    unnamed_fifos: bool,
 }
 
 impl<'a> ScriptScope<'a> {
@@ -256,10 +371,22 @@ impl<'a> ScriptScope<'a> {
             functions: function_names_around(source, script),
             script_stays: crate::rewrite::why_script_stays(source),
             fifos: made_fifos(library, script, &working_dirs),
+            unnamed_fifos: unnamed_fifos(library, script, &working_dirs),
             working_dirs,
             handed_over: false,
             loops: crate::rewrite::LoopScope::of(source),
+            values: None,
         }
+    }
+
+    /// This scope, its pipelines planned with the script's `values` (see [`values_of`]).
+    pub fn with_values(self, values: impl Into<std::sync::Arc<crate::values::Values>>) -> ScriptScope<'a> {
+        ScriptScope { values: Some(values.into()), ..self }
+    }
+
+    /// The values the scope plans with, if any.
+    pub fn values(&self) -> Option<&crate::values::Values> {
+        self.values.as_deref()
     }
 
     /// The FIFOs the script has made (or may have) by the time `pipeline` runs, from `cwd`.
@@ -279,6 +406,8 @@ impl<'a> ScriptScope<'a> {
             handed_over: true,
             fifos: Vec::new(),
             loops: crate::rewrite::LoopScope::default(),
+            values: None,
+            unnamed_fifos: false,
         }
     }
 
@@ -370,6 +499,18 @@ fn made_fifos(library: &Library, script: &Script, working_dirs: &[(usize, Workin
         }
     }
     fifos
+}
+
+/// Whether the script makes FIFOs (an annotation's `makes_fifos`) under names [`made_fifos`]
+/// does not know: words only bash knows, or a working directory it does not know.
+fn unnamed_fifos(library: &Library, script: &Script, working_dirs: &[(usize, WorkingDir)]) -> bool {
+    script.pipelines.iter().zip(working_dirs).any(|(pipeline, (_, dir))| {
+        pipeline.commands.iter().any(|command| {
+            let name = command.words.first().and_then(|w| w.literal.as_deref());
+            name.is_some_and(|name| library.candidates(name).iter().any(|e| e.options.makes_fifos))
+                && (*dir == WorkingDir::Unknown || command.words.iter().any(|w| w.literal.is_none()))
+        })
+    })
 }
 
 /// [`function_names`], and every name the statements posh could not parse may define as a

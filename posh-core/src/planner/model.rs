@@ -130,6 +130,90 @@ pub struct PipelinePlan {
     /// between them). Empty when the pipeline goes whole, or stays whole.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub handed_parts: Vec<HandedPart>,
+    /// The values its words were planned with, from the value analysis (`crate::values`): each
+    /// parameter they read, what it may hold and where that lies.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub values: Vec<ValueUse>,
+    /// Parameters its words read whose values posh does not know before the run, and why.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub unknown_values: Vec<UnknownValue>,
+    /// Some of its words were known only through the value analysis: without it they would be
+    /// words only bash knows, so the pipeline may touch a mount as far as handing it to the
+    /// runtime goes (that choice does not depend on the values: see `may_touch_a_mount`).
+    #[serde(skip)]
+    pub from_values: bool,
+}
+
+/// A parameter a pipeline's words read, with the values the plan was made with.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct ValueUse {
+    /// As the script writes it: `$IN`, `$1`, `$@` (all the positional parameters).
+    pub parameter: String,
+    /// How many values it may hold there.
+    pub count: usize,
+    /// The first few of them (the positional parameters' lists joined by spaces).
+    pub values: Vec<String>,
+    /// Where its values lie, as paths from the pipeline's working directory: each mount holding
+    /// some (or `client` for those on no mount) with how many. Empty when none is on a mount.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub at: Vec<(String, usize)>,
+    /// Every combination of the values gives the pipeline the same places: the plan holds for
+    /// each. `false`: they lead to different places, which the runtime decides when it runs.
+    pub one_plan: bool,
+}
+
+/// How many values the first of a list shows.
+pub const VALUES_SHOWN: usize = 3;
+
+impl ValueUse {
+    /// For people: "`$f`: 1,000 values (notes/a.txt, notes/b.txt, ...), at notes".
+    pub fn describe(&self) -> String {
+        let arguments = self.parameter == "$@";
+        let empty = if arguments { "none" } else { "\"\"" };
+        let shown: Vec<String> =
+            self.values.iter().map(|v| if v.is_empty() { empty.to_string() } else { v.clone() }).collect();
+        let name = if arguments { "the arguments (`$@`)".to_string() } else { format!("`{}`", self.parameter) };
+        let mut text = if self.count == 1 {
+            format!("{name} {} {}", if arguments { "are" } else { "is" }, shown.first().map_or("unset", String::as_str))
+        } else {
+            let more = if self.count > shown.len() { ", …" } else { "" };
+            format!("{name}: {} values ({}{more})", group_digits(self.count), shown.join(", "))
+        };
+        match &self.at[..] {
+            [] => {}
+            [(place, _)] if place == "client" => text.push_str(", on no mount"),
+            [(place, _)] => text.push_str(&format!(", at {place}")),
+            many => {
+                let parts: Vec<String> = many.iter().map(|(place, n)| format!("{n} at {place}")).collect();
+                text.push_str(&format!(", {}", parts.join(", ")));
+            }
+        }
+        if !self.one_plan {
+            text.push_str(": they run in different places, decided when the script runs");
+        }
+        text
+    }
+}
+
+/// `1,000`.
+fn group_digits(n: usize) -> String {
+    let digits = n.to_string();
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i).is_multiple_of(3) {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    out
+}
+
+/// A parameter whose value posh does not know before the run.
+#[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct UnknownValue {
+    /// As the script writes it (`$IN`), or the word that reads it.
+    pub parameter: String,
+    pub why: String,
 }
 
 /// Commands of a pipeline that go to the runtime together while bash keeps the others.
@@ -390,7 +474,7 @@ impl PipelinePlan {
     /// runtime places it when it runs): only then is a pipeline that may be handed to the
     /// runtime worth its call.
     pub fn may_touch_a_mount(&self) -> bool {
-        self.runs_at_a_proxy() || self.nodes.iter().any(|n| matches!(n.why, Why::DependsOnShell(_)))
+        self.runs_at_a_proxy() || self.from_values || self.nodes.iter().any(|n| matches!(n.why, Why::DependsOnShell(_)))
     }
 
     pub fn crossing_edges(&self) -> impl Iterator<Item = &Edge> {

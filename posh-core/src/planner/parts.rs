@@ -74,6 +74,9 @@ fn join(pipeline: &Pipeline, parts: Vec<Part>) -> PipelinePlan {
         between_proxies_bytes: 0,
         stays_with_bash: None,
         handed_parts: Vec::new(),
+        values: Vec::new(),
+        unknown_values: Vec::new(),
+        from_values: false,
     };
     let mut stderr: Option<NodeId> = None;
     // The edges into the standard output of the part before: the pipe to this part.
@@ -121,6 +124,7 @@ fn join(pipeline: &Pipeline, parts: Vec<Part>) -> PipelinePlan {
         joined.bash_bytes += part.plan.bash_bytes;
         joined.posh_bytes += part.plan.posh_bytes;
         joined.between_proxies_bytes += part.plan.between_proxies_bytes;
+        joined.from_values |= part.plan.from_values;
         if part.handed {
             joined
                 .handed_parts

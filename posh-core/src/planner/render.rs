@@ -210,6 +210,12 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
                 out.push_str(&format!("      output: {}\n", describe_output(output)));
             }
         }
+        for value_use in &pipeline.values {
+            out.push_str(&format!("  value: {}\n", value_use.describe()));
+        }
+        for unknown in &pipeline.unknown_values {
+            out.push_str(&format!("  not known before the run: `{}`: {}\n", unknown.parameter, unknown.why));
+        }
         for edge in pipeline.crossing_edges().filter(|e| e.bytes > 0) {
             let (from, to) = (pipeline.node(edge.from), pipeline.node(edge.to));
             let how = if edge.between_proxies { ", streamed from proxy to proxy" } else { "" };

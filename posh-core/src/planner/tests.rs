@@ -616,3 +616,60 @@ fn home_context<'a>(config: &'a Config, fs: &'a dyn FileSystem, library: &'a Lib
         ratios: &measured::NO_RATIOS,
     }
 }
+
+/// The `--explain` text of `script` run with `env` (the whole environment) and `args`.
+fn explain_given(script: &str, env: &[(&str, &str)], args: &[&str]) -> String {
+    let config = Config::parse(CONFIG, Path::new("posh.toml")).expect("the test config parses");
+    let library = Library::builtin();
+    let fs = file_system();
+    let ctx = PlanContext {
+        library: &library,
+        config: &config,
+        fs: &fs,
+        cwd: "/home/user".into(),
+        options: PlanOptions::default(),
+        ratios: &measured::NO_RATIOS,
+    };
+    let parsed = crate::shell::parse(script);
+    let inputs = crate::values::Inputs {
+        env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        env_complete: true,
+        args: Some(args.iter().map(|a| a.to_string()).collect()),
+    };
+    let plan = plan_script_given(&ctx, script, &parsed, &inputs);
+    render_text("s.sh", script, &plan)
+}
+
+#[test]
+fn words_are_planned_with_the_values_the_script_is_given() {
+    // The environment, the arguments, assignments and defaults.
+    insta::assert_snapshot!(explain_given(
+        "IN=${IN:-/mnt/a/x.log}\nOUT=${2:-/home/user/out}\ncat \"$IN\" | grep error | sort > $OUT/errors\nwc -l \"$1\"\n",
+        &[("IN", "/mnt/b/y.log")],
+        &["/mnt/a/big.txt"],
+    ));
+}
+
+#[test]
+fn loop_variables_are_planned_with_every_value() {
+    // Every file of the glob is at logs: the loop runs there, and says so before the run.
+    insta::assert_snapshot!(explain_given(
+        "for f in /mnt/logs/ray*.log; do\n  grep -c rays \"$f\"\ndone\nfor g in /mnt/a/x.log /mnt/b/y.log; do\n  grep -c rays \"$g\"\ndone\n",
+        &[],
+        &[],
+    ));
+}
+
+#[test]
+fn what_the_analysis_does_not_know_is_placed_when_the_script_runs() {
+    let text = explain_given("read IN\ncat \"$IN\" | sort\nX=$(ls)\ngrep a $X\n", &[], &[]);
+    assert!(text.contains("[@client]cat \"$IN\""), "{text}");
+    assert!(text.contains("not known before the run: `$IN`: `read` assigns it"), "{text}");
+    assert!(text.contains("not known before the run: `$X`"), "{text}");
+    // A FIFO made under a name only bash knows may be any path a value names.
+    let fifo = explain_given("D=/mnt/a\nmkfifo \"$D/p\"\nwc -l \"$D/x.log\"\n", &[], &[]);
+    assert!(fifo.contains("[@client]wc -l \"$D/x.log\""), "{fifo}");
+    // Handed to the runtime as before the values were known: the choice does not depend on them.
+    let plan_text = explain_given("X=/home/user/notes.txt\ncat \"$X\" | sort\n", &[], &[]);
+    assert!(plan_text.contains("1 of 2 pipelines go to the posh runtime"), "{plan_text}");
+}

@@ -72,6 +72,8 @@ pub fn parse_around(source: &str, bash: &mut dyn FnMut(&str) -> BashSyntax) -> S
             return all_left_to_bash(source, &alone.errors[0].message);
         }
         let error = &alone.errors[0];
+        // What it does is bash's alone: the value analysis gives up on what it may assign.
+        script.flow.push(crate::shell::Flow::Opaque(source[start..cuts[end]].to_string()));
         script.left_to_bash.push(LeftToBash {
             span: Span::new(start, cuts[end]),
             error: Span::new(error.span.start + start, error.span.end + start),
@@ -85,7 +87,11 @@ pub fn parse_around(source: &str, bash: &mut dyn FnMut(&str) -> BashSyntax) -> S
 /// The whole script left to bash, brush-parser's first complaint about it said.
 fn all_left_to_bash(source: &str, message: &str) -> Script {
     let span = Span::new(0, source.len());
-    Script { left_to_bash: vec![LeftToBash { span, error: span, message: message.to_string() }], ..Script::default() }
+    Script {
+        left_to_bash: vec![LeftToBash { span, error: span, message: message.to_string() }],
+        flow: vec![crate::shell::Flow::Opaque(source.to_string())],
+        ..Script::default()
+    }
 }
 
 /// Appends a piece parsed alone, which starts at `start` in the script.
@@ -98,6 +104,30 @@ fn append(script: &mut Script, piece: Script, start: usize) {
         move_loop(&mut l, |offset| offset + start);
         l
     }));
+    script.flow.extend(piece.flow.into_iter().map(|mut step| {
+        move_flow(&mut step, &|offset| offset + start);
+        step
+    }));
+}
+
+/// Applies `by` to every offset in a step of a script's flow.
+pub fn move_flow(step: &mut crate::shell::Flow, by: &dyn Fn(usize) -> usize) {
+    use crate::shell::Flow;
+    let all = |steps: &mut Vec<Flow>| steps.iter_mut().for_each(|s| move_flow(s, by));
+    match step {
+        Flow::Pipeline(start) => *start = by(*start),
+        Flow::Isolated(steps) | Flow::Maybe(steps) | Flow::Loop(steps) | Flow::Function { body: steps, .. } => {
+            all(steps)
+        }
+        Flow::Choice(arms) => arms.iter_mut().for_each(all),
+        Flow::For { words, body, .. } => {
+            for word in words.iter_mut().flatten() {
+                word.span = Span::new(by(word.span.start), by(word.span.end));
+            }
+            all(body)
+        }
+        Flow::Opaque(_) => {}
+    }
 }
 
 /// Applies `by` to every offset in a loop.

@@ -130,7 +130,13 @@ pub fn parse_tolerant_with_recovery(source: &str) -> (Script, Recovery) {
             }
             // A loop reaching into the closer is not the script's.
             let loops = fixed.loops.into_iter().filter(|l| l.span.end <= source.len()).collect();
-            let script = Script { pipelines: fixed.pipelines, loops, errors: script.errors, ..Script::default() };
+            let script = Script {
+                pipelines: fixed.pipelines,
+                loops,
+                errors: script.errors,
+                flow: fixed.flow,
+                ..Script::default()
+            };
             return (script, Recovery::Closer(closer));
         }
     }

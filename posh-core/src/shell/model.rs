@@ -25,6 +25,37 @@ pub struct Script {
     /// message): bash reports the error itself, so nothing of the script is handed over.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub bash_rejects: Option<String>,
+    /// How control flows through the script's statements, for the value analysis
+    /// (`crate::values`): which pipelines run in order, which may run or not, which repeat, which
+    /// run in a subshell. Derived from the same parse as `pipelines` (not serialised: it refers to
+    /// them by their spans).
+    #[serde(skip)]
+    pub flow: Vec<Flow>,
+}
+
+/// A step of a script's control flow. Pipelines are named by where their span starts (a
+/// pipeline of `Script::pipelines`); a step whose pipeline is not listed (a function definition
+/// alone) names none.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Flow {
+    /// The pipeline of `Script::pipelines` whose span starts here.
+    Pipeline(usize),
+    /// Runs in a subshell (`( ... )`, `&`, a command or process substitution, a compound element
+    /// of a pipeline of several commands): nothing it assigns outlives it.
+    Isolated(Vec<Flow>),
+    /// May run or not (the right side of `&&` or `||`, an arm of `case`).
+    Maybe(Vec<Flow>),
+    /// Exactly one of these runs (`if`'s branches; an `if` without `else` has an empty one).
+    Choice(Vec<Vec<Flow>>),
+    /// Runs any number of times (`while`, `until`, arithmetic `for`: condition and body).
+    Loop(Vec<Flow>),
+    /// `for variable in words`: the body runs once per word (`words: None`: `"$@"`).
+    For { variable: String, words: Option<Vec<Word>>, body: Vec<Flow> },
+    /// A function's definition: its body runs where the function is called.
+    Function { name: String, body: Vec<Flow> },
+    /// Something posh does not follow (an arithmetic command): the value analysis gives up on
+    /// every variable it may assign (`text` is its source).
+    Opaque(String),
 }
 
 /// Whole statements of a script that bash accepts and brush-parser does not read.

@@ -6,7 +6,8 @@ use brush_parser::ast::{self, SourceLocation};
 use brush_parser::{ParseError, ParserOptions, SourcePosition, SourceSpan, Token, TokenizerError};
 
 use super::model::{
-    Command, CommandKind, Context, ForLoop, Pipeline, Redirect, RedirectOp, RedirectTarget, Script, ShellError, Word,
+    Command, CommandKind, Context, Flow, ForLoop, Pipeline, Redirect, RedirectOp, RedirectTarget, Script, ShellError,
+    Word,
 };
 use super::words::{self, WordRole};
 use crate::text::Span;
@@ -59,6 +60,11 @@ pub(super) struct Walker<'s> {
     pipelines: Vec<Pipeline>,
     loops: Vec<ForLoop>,
     errors: Vec<ShellError>,
+    /// The script's control flow (`Script::flow`), from its top-level texts.
+    flow: Vec<Flow>,
+    /// The flow of substitutions met in the words of the command being walked, which run before
+    /// it (each `Flow::Isolated`): taken by the pipeline around them.
+    substituted: Vec<Flow>,
 }
 
 /// Why a text did not parse.
@@ -85,6 +91,8 @@ impl<'s> Walker<'s> {
             pipelines: Vec::new(),
             loops: Vec::new(),
             errors: Vec::new(),
+            flow: Vec::new(),
+            substituted: Vec::new(),
         }
     }
 
@@ -92,7 +100,9 @@ impl<'s> Walker<'s> {
         self.pipelines.sort_by_key(|p| p.span.start);
         self.errors.sort_by_key(|e| e.span.start);
         self.loops.sort_by_key(|l| l.span.start);
-        Script { pipelines: self.pipelines, loops: self.loops, errors: self.errors, ..Script::default() }
+        let mut flow = self.flow;
+        flow.append(&mut self.substituted);
+        Script { pipelines: self.pipelines, loops: self.loops, errors: self.errors, flow, ..Script::default() }
     }
 
     pub(super) fn push_error(&mut self, error: ShellError) {
@@ -127,6 +137,7 @@ impl<'s> Walker<'s> {
         let options = self.options.clone();
         let tokenized =
             catch_unwind(AssertUnwindSafe(|| brush_parser::uncached_tokenize_str(&text, &options.tokenizer_options())));
+        let substitution = to_script.is_some();
         let mut frame = Frame { char_bytes: char_bytes(&text), text, to_script, tokens: Vec::new() };
         let tokens = match tokenized {
             Ok(Ok(tokens)) => tokens,
@@ -144,8 +155,14 @@ impl<'s> Walker<'s> {
                 return Err(self.failure_at_end(&frame, "the shell parser failed on this text".into()));
             }
         };
+        let mut flow = Vec::new();
         for list in &program.complete_commands {
-            self.list(&frame, list, ctx, depth);
+            flow.extend(self.list(&frame, list, ctx, depth));
+        }
+        if !substitution {
+            self.flow.extend(flow);
+        } else {
+            self.substituted.push(Flow::Isolated(flow));
         }
         Ok(())
     }
@@ -241,23 +258,36 @@ impl<'s> Walker<'s> {
 
     // ---- lists and pipelines ----
 
-    fn list(&mut self, f: &Frame, list: &ast::CompoundList, ctx: &[Context], depth: usize) {
+    /// Walks a list's pipelines; returns its flow.
+    fn list(&mut self, f: &Frame, list: &ast::CompoundList, ctx: &[Context], depth: usize) -> Vec<Flow> {
+        let mut flow = Vec::new();
         for ast::CompoundListItem(and_or, separator) in &list.0 {
             let background = matches!(separator, ast::SeparatorOperator::Async);
             let ctx = if and_or.additional.is_empty() { ctx.to_vec() } else { with(ctx, Context::AndOr) };
-            self.pipeline(f, &and_or.first, &ctx, background, depth);
+            let mut steps = self.pipeline(f, &and_or.first, &ctx, background, depth);
             for next in &and_or.additional {
                 let (ast::AndOr::And(p) | ast::AndOr::Or(p)) = next;
-                self.pipeline(f, p, &ctx, background, depth);
+                steps.push(Flow::Maybe(self.pipeline(f, p, &ctx, background, depth)));
+            }
+            if background {
+                flow.push(Flow::Isolated(steps));
+            } else {
+                flow.extend(steps);
             }
         }
+        flow
     }
 
-    fn pipeline(&mut self, f: &Frame, p: &ast::Pipeline, ctx: &[Context], background: bool, depth: usize) {
+    /// Walks a pipeline; returns its flow: the substitutions in its words, then the pipeline
+    /// (its compound commands' own flow when it is one alone, else in subshells).
+    fn pipeline(&mut self, f: &Frame, p: &ast::Pipeline, ctx: &[Context], background: bool, depth: usize) -> Vec<Flow> {
         if depth > MAX_DEPTH {
-            return;
+            return vec![Flow::Opaque(String::new())];
         }
         let slot = self.pipelines.len();
+        let substituted_before = self.substituted.len();
+        let alone = p.seq.len() == 1;
+        let mut inner: Vec<Flow> = Vec::new();
         let mut commands = Vec::new();
         let mut worth_listing = p.seq.len() > 1;
         for command in &p.seq {
@@ -271,25 +301,31 @@ impl<'s> Walker<'s> {
                     let end = self.compound_end(f, compound);
                     let statement = ctx.is_empty() && !background && !p.bang && p.seq.len() == 1 && redirects.is_none();
                     if let (true, ast::CompoundCommand::ForClause(fc)) = (statement, compound) {
-                        self.for_loop(f, fc, self.span(start, end), depth);
+                        inner.extend(self.for_loop(f, fc, self.span(start, end), depth));
                         continue;
                     }
                     let c = self.compound_command(f, start, end, redirects.as_ref(), ctx, depth);
                     worth_listing |= !c.redirects.is_empty();
                     commands.push(c);
-                    let inner = if background { with(ctx, Context::Background) } else { ctx.to_vec() };
-                    self.compound(f, compound, &inner, depth);
+                    let inner_ctx = if background { with(ctx, Context::Background) } else { ctx.to_vec() };
+                    let steps = self.compound(f, compound, &inner_ctx, depth);
+                    if alone { inner.extend(steps) } else { inner.push(Flow::Isolated(steps)) }
                 }
                 ast::Command::Function(def) => {
                     let start = def.fname.loc.as_ref().map(|l| f.pos(&l.start)).unwrap_or(0);
                     let end = self.compound_end(f, &def.body.0);
                     commands.push(self.compound_command(f, start, end, def.body.1.as_ref(), ctx, depth));
                     let ctx = with(ctx, Context::Function(def.fname.value.clone()));
-                    match &def.body.0 {
+                    // Its redirections' substitutions run at each call, not here.
+                    let body = match &def.body.0 {
                         // The braces of `f() { ...; }` are the function's own, not a group.
                         ast::CompoundCommand::BraceGroup(group) => self.list(f, &group.list, &ctx, depth + 1),
                         body => self.compound(f, body, &ctx, depth),
-                    }
+                    };
+                    let mut body = body;
+                    body.splice(0..0, self.substituted.drain(substituted_before..));
+                    let definition = Flow::Function { name: def.fname.value.clone(), body };
+                    if alone { inner.push(definition) } else { inner.push(Flow::Isolated(vec![definition])) }
                 }
                 ast::Command::ExtendedTest(test, redirects) => {
                     let start = f.pos(&test.loc.start);
@@ -301,12 +337,16 @@ impl<'s> Walker<'s> {
                 }
             }
         }
-        if !worth_listing || commands.is_empty() {
-            return;
+        let mut flow: Vec<Flow> = self.substituted.drain(substituted_before..).collect();
+        let listed = worth_listing && !commands.is_empty();
+        if listed {
+            let span = commands[0].span.cover(commands[commands.len() - 1].span);
+            flow.push(Flow::Pipeline(span.start));
+            let pipeline = Pipeline { span, commands, negated: p.bang, background, context: ctx.to_vec() };
+            self.pipelines.insert(slot, pipeline);
         }
-        let span = commands[0].span.cover(commands[commands.len() - 1].span);
-        let pipeline = Pipeline { span, commands, negated: p.bang, background, context: ctx.to_vec() };
-        self.pipelines.insert(slot, pipeline);
+        flow.extend(inner);
+        flow
     }
 
     fn compound_command(
@@ -330,62 +370,92 @@ impl<'s> Walker<'s> {
         Command { span, kind: CommandKind::Compound, assignments: Vec::new(), words: Vec::new(), redirects: converted }
     }
 
-    /// Walks the pipelines inside a compound command.
-    fn compound(&mut self, f: &Frame, c: &ast::CompoundCommand, ctx: &[Context], depth: usize) {
+    /// Walks the pipelines inside a compound command; returns its flow (the substitutions in the
+    /// words it expands itself, a `for`'s or a `case`'s, are left in `substituted`: they run
+    /// first).
+    fn compound(&mut self, f: &Frame, c: &ast::CompoundCommand, ctx: &[Context], depth: usize) -> Vec<Flow> {
         let depth = depth + 1;
         if depth > MAX_DEPTH {
-            return;
+            return vec![Flow::Opaque(String::new())];
         }
         use ast::CompoundCommand as C;
         match c {
-            C::Arithmetic(_) => {}
-            C::ArithmeticForClause(a) => self.list(f, &a.body.list, &with(ctx, Context::Loop), depth),
+            C::Arithmetic(a) => vec![Flow::Opaque(a.expr.value.clone())],
+            C::ArithmeticForClause(a) => {
+                let opaque =
+                    |t: &Option<ast::UnexpandedArithmeticExpr>| t.as_ref().map(|t| Flow::Opaque(t.value.clone()));
+                let mut body: Vec<Flow> = opaque(&a.condition).into_iter().collect();
+                body.extend(self.list(f, &a.body.list, &with(ctx, Context::Loop), depth));
+                body.extend(opaque(&a.updater));
+                let mut flow: Vec<Flow> = opaque(&a.initializer).into_iter().collect();
+                flow.push(Flow::Loop(body));
+                flow
+            }
             C::BraceGroup(g) => self.list(f, &g.list, &with(ctx, Context::BraceGroup), depth),
-            C::Subshell(s) => self.list(f, &s.list, &with(ctx, Context::Subshell), depth),
+            C::Subshell(s) => vec![Flow::Isolated(self.list(f, &s.list, &with(ctx, Context::Subshell), depth))],
             C::ForClause(fc) => {
                 let ctx = with(ctx, Context::Loop);
-                for w in fc.values.iter().flatten() {
-                    self.word(f, w, WordRole::Argument, &ctx, depth);
-                }
-                self.list(f, &fc.body.list, &ctx, depth);
+                let words: Option<Vec<Word>> = fc
+                    .values
+                    .as_ref()
+                    .map(|values| values.iter().map(|w| self.word(f, w, WordRole::Argument, &ctx, depth)).collect());
+                let body = self.list(f, &fc.body.list, &ctx, depth);
+                vec![Flow::For { variable: fc.variable_name.clone(), words, body }]
             }
             C::CaseClause(cc) => {
                 let ctx = with(ctx, Context::Conditional);
                 self.word(f, &cc.value, WordRole::HereString, &ctx, depth);
+                let mut arms = Vec::new();
                 for item in &cc.cases {
                     for pattern in &item.patterns {
                         self.word(f, pattern, WordRole::HereString, &ctx, depth);
                     }
                     if let Some(list) = &item.cmd {
-                        self.list(f, list, &ctx, depth);
+                        // Each arm may run (`;&` and `;;&` run the next ones too).
+                        arms.push(Flow::Maybe(self.list(f, list, &ctx, depth)));
                     }
                 }
+                arms
             }
             C::IfClause(ic) => {
                 let ctx = with(ctx, Context::Conditional);
-                self.list(f, &ic.condition, &ctx, depth);
-                self.list(f, &ic.then, &ctx, depth);
+                let mut flow = self.list(f, &ic.condition, &ctx, depth);
+                let then = self.list(f, &ic.then, &ctx, depth);
+                // `elif c; then b; else e` is `else if c; then b; else e; fi`.
+                let mut otherwise: Vec<Flow> = Vec::new();
+                let mut rest: Vec<(Option<Vec<Flow>>, Vec<Flow>)> = Vec::new();
                 for clause in ic.elses.iter().flatten() {
-                    if let Some(condition) = &clause.condition {
-                        self.list(f, condition, &ctx, depth);
-                    }
-                    self.list(f, &clause.body, &ctx, depth);
+                    let condition = clause.condition.as_ref().map(|c| self.list(f, c, &ctx, depth));
+                    let body = self.list(f, &clause.body, &ctx, depth);
+                    rest.push((condition, body));
                 }
+                for (condition, body) in rest.into_iter().rev() {
+                    otherwise = match condition {
+                        Some(mut condition) => {
+                            condition.push(Flow::Choice(vec![body, otherwise]));
+                            condition
+                        }
+                        None => body,
+                    };
+                }
+                flow.push(Flow::Choice(vec![then, otherwise]));
+                flow
             }
             C::WhileClause(w) | C::UntilClause(w) => {
                 let ctx = with(ctx, Context::Loop);
-                self.list(f, &w.0, &ctx, depth);
-                self.list(f, &w.1.list, &ctx, depth);
+                let mut flow = self.list(f, &w.0, &ctx, depth);
+                flow.extend(self.list(f, &w.1.list, &ctx, depth));
+                vec![Flow::Loop(flow)]
             }
             C::Coprocess(co) => {
                 let pipeline = ast::Pipeline { timed: None, bang: false, seq: vec![(*co.body).clone()] };
-                self.pipeline(f, &pipeline, &with(ctx, Context::Subshell), true, depth);
+                vec![Flow::Isolated(self.pipeline(f, &pipeline, &with(ctx, Context::Subshell), true, depth))]
             }
         }
     }
 
     /// A top-level `for` statement: walked as any compound, and written down.
-    fn for_loop(&mut self, f: &Frame, fc: &ast::ForClauseCommand, span: Span, depth: usize) {
+    fn for_loop(&mut self, f: &Frame, fc: &ast::ForClauseCommand, span: Span, depth: usize) -> Vec<Flow> {
         let ctx = [Context::Loop];
         let mut words = fc.values.as_ref().map(|values| {
             values.iter().map(|w| self.word(f, w, WordRole::Argument, &ctx, depth + 1)).collect::<Vec<_>>()
@@ -400,8 +470,16 @@ impl<'s> Walker<'s> {
                 && !matches!(separator, ast::SeparatorOperator::Async)
                 && and_or.first.seq.iter().all(|c| matches!(c, ast::Command::Simple(_)))
         });
-        self.list(f, &fc.body.list, &ctx, depth + 1);
-        self.loops.push(ForLoop { span, variable: fc.variable_name.clone(), words, body, body_is_plain });
+        let flow = self.list(f, &fc.body.list, &ctx, depth + 1);
+        self.loops.push(ForLoop {
+            span,
+            variable: fc.variable_name.clone(),
+            words: words.clone(),
+            body,
+            body_is_plain,
+        });
+        // `for f in; do` runs nothing, as `Some(vec![])` says.
+        vec![Flow::For { variable: fc.variable_name.clone(), words, body: flow }]
     }
 
     fn test_words(&mut self, f: &Frame, e: &ast::ExtendedTestExpr, ctx: &[Context], depth: usize) {
@@ -549,7 +627,8 @@ impl<'s> Walker<'s> {
             let to_script: Vec<usize> =
                 sub.offsets.iter().map(|&i| f.script_offset(start + table[i.min(table.len() - 1)])).collect();
             let first = to_script.first().copied().unwrap_or(0);
-            if let Err(failure) = self.parse_text(sub.text, Some(to_script), &ctx, depth + 1) {
+            if let Err(failure) = self.parse_text(sub.text.clone(), Some(to_script), &ctx, depth + 1) {
+                self.substituted.push(Flow::Isolated(vec![Flow::Opaque(sub.text)]));
                 let mut error = failure.error;
                 error.message = format!("in command substitution: {}", error.message);
                 if error.span.start < first {
@@ -566,7 +645,8 @@ impl<'s> Walker<'s> {
         let start = if start > 0 && matches!(f.text.as_bytes()[start - 1], b'<' | b'>') { start - 1 } else { start };
         let span = self.span(f.script_offset(start), f.script_offset(end));
         if depth < MAX_DEPTH {
-            self.list(f, &sub.list, &with(ctx, Context::ProcessSubstitution), depth + 1);
+            let flow = self.list(f, &sub.list, &with(ctx, Context::ProcessSubstitution), depth + 1);
+            self.substituted.push(Flow::Isolated(flow));
         }
         Word { span, raw: self.source[span.range()].to_string(), literal: None, glob: false }
     }

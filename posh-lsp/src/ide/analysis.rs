@@ -99,11 +99,34 @@ pub fn analyze_script(world: &World, fs: &dyn FileSystem, text: &str) -> ScriptA
     analyze_script_cached(world, fs, text, &mut AnalysisCache::default())
 }
 
-/// [`analyze_script`], re-parsing and re-planning only the chunks `cache` has not seen: after a
-/// keystroke, the one typed in. The cache must be dropped when the world or the files change.
+/// [`analyze_script_at`] for a script whose path is not known (no `[[run]]` applies).
 pub fn analyze_script_cached(
     world: &World,
     fs: &dyn FileSystem,
+    text: &str,
+    cache: &mut AnalysisCache,
+) -> ScriptAnalysis {
+    analyze_script_at(world, fs, None, text, cache)
+}
+
+/// What the script at `path` is run with, as posh.toml's `[[run]]` for it says: its arguments and
+/// the variables it names (the others unknown); nothing known without one.
+pub fn inputs_of(world: &World, path: Option<&std::path::Path>) -> posh_core::values::Inputs {
+    match path.and_then(|path| world.config.run_of(path)) {
+        Some(run) => {
+            posh_core::values::Inputs { env: run.env.clone(), env_complete: false, args: Some(run.args.clone()) }
+        }
+        None => posh_core::values::Inputs::unknown(),
+    }
+}
+
+/// [`analyze_script`] of the script at `path` (for its `[[run]]`), re-parsing and re-planning
+/// only the chunks `cache` has not seen: after a keystroke, the one typed in. The cache must be
+/// dropped when the world or the files change.
+pub fn analyze_script_at(
+    world: &World,
+    fs: &dyn FileSystem,
+    path: Option<&std::path::Path>,
     text: &str,
     cache: &mut AnalysisCache,
 ) -> ScriptAnalysis {
@@ -132,6 +155,10 @@ pub fn analyze_script_cached(
         ratios: &world.ratios,
     };
     let scope = planner::ScriptScope::new(text, &script, &world.library);
+    // What the script's variables hold before each pipeline, from its `[[run]]`.
+    let values = planner::values_of(&ctx, text, &script, &scope, &inputs_of(world, path));
+    let scope = scope.with_values(values);
+    let values = scope.values().expect("given just now");
     cache.reused = 0;
     let pipelines: Vec<PlacedPlan> = if cache.chunks.layout.is_empty() {
         // Parsed whole (the text does not parse): nothing to reuse.
@@ -150,15 +177,18 @@ pub fn analyze_script_cached(
             let ours = &script.pipelines[next..next + count];
             next += count;
             let working_dirs: Vec<_> = ours.iter().map(|p| scope.working_dir(p)).collect();
+            let keys: Vec<u64> = ours.iter().map(|p| values.key_of(p)).collect();
             let plans = match &chunk.plans {
                 Some((made_with, plans))
-                    if made_with.functions == scope.functions() && made_with.working_dirs == working_dirs =>
+                    if made_with.functions == scope.functions()
+                        && made_with.working_dirs == working_dirs
+                        && made_with.values == keys =>
                 {
                     cache.reused += count;
                     plans
                 }
                 _ => {
-                    let with = PlannedWith { functions: scope.functions().to_vec(), working_dirs };
+                    let with = PlannedWith { functions: scope.functions().to_vec(), working_dirs, values: keys };
                     let plans = ours.iter().map(|p| {
                         let mut plan = planner::plan_pipeline_in(&ctx, p, &scope);
                         move_plan(&mut plan, |offset| offset - start);

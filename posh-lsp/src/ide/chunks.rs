@@ -15,8 +15,8 @@ use std::collections::HashMap;
 
 use posh_core::Span;
 use posh_core::planner::PipelinePlan;
-use posh_core::shell::chunks::{MAX_JOINS, move_loop, move_pipeline, top_level_cuts};
-use posh_core::shell::{self, ForLoop, Pipeline, Recovery, Script, ShellError};
+use posh_core::shell::chunks::{MAX_JOINS, move_flow, move_loop, move_pipeline, top_level_cuts};
+use posh_core::shell::{self, Flow, ForLoop, Pipeline, Recovery, Script, ShellError};
 
 /// Fewer lines than this never make a chunk of their own.
 const MIN_LINES: usize = 8;
@@ -30,12 +30,15 @@ pub struct ChunkCache {
     pub(crate) layout: Vec<(usize, String)>,
 }
 
-/// What a chunk's plans depend on besides its text: the script's function names and the working
-/// directory each of its pipelines starts from (a `cd` in an earlier chunk moves them).
+/// What a chunk's plans depend on besides its text: the script's function names, the working
+/// directory each of its pipelines starts from (a `cd` in an earlier chunk moves them), and the
+/// values of the variables they read (an assignment in an earlier chunk, the run configuration).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct PlannedWith {
     pub functions: Vec<String>,
     pub working_dirs: Vec<posh_core::planner::WorkingDir>,
+    /// [`posh_core::values::Values::key_of`] of each pipeline.
+    pub values: Vec<u64>,
 }
 
 #[derive(Debug, Clone)]
@@ -43,6 +46,8 @@ pub(crate) struct Chunk {
     pub pipelines: Vec<Pipeline>,
     /// Its top-level `for` loops (a loop is one statement: never cut).
     pub loops: Vec<ForLoop>,
+    /// Its control flow (`Script::flow`).
+    pub flow: Vec<Flow>,
     /// Parse errors of a chunk that parsed only with a closer appended.
     pub errors: Vec<ShellError>,
     pub recovery: Recovery,
@@ -66,6 +71,7 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
     let mut kept: HashMap<String, Chunk> = HashMap::new();
     let mut pipelines = Vec::new();
     let mut loops = Vec::new();
+    let mut flow = Vec::new();
     let mut errors = Vec::new();
     let mut recovery = Recovery::None;
     cache.reused = 0;
@@ -86,6 +92,7 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
                 let chunk = Chunk {
                     pipelines: script.pipelines,
                     loops: script.loops,
+                    flow: script.flow,
                     errors: Vec::new(),
                     recovery: Recovery::None,
                     plans: None,
@@ -103,6 +110,7 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
             let chunk = Chunk {
                 pipelines: script.pipelines,
                 loops: script.loops,
+                flow: script.flow,
                 errors: script.errors,
                 recovery: how,
                 plans: None,
@@ -128,12 +136,16 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
             move_loop(&mut l, |offset| offset + start);
             l
         }));
+        flow.extend(chunk.flow.iter().cloned().map(|mut step| {
+            move_flow(&mut step, &|offset| offset + start);
+            step
+        }));
         cache.layout.push((start, text.to_string()));
         kept.insert(text.to_string(), chunk);
         i = end_index;
     }
     cache.chunks = kept;
-    (Script { pipelines, loops, errors, ..Script::default() }, recovery)
+    (Script { pipelines, loops, errors, flow, ..Script::default() }, recovery)
 }
 
 /// `0`, the chosen cuts, and the text's length. A cut is chosen by the line before it (a blank

@@ -58,6 +58,7 @@ pub fn script_hover(world: &World, analysis: &ScriptAnalysis, offset: usize) -> 
             break;
         }
     }
+    md.push_str(&values_text(plan));
     match (annotation, world.library.match_argv(argv)) {
         (Some(annotation), Ok(invocation)) => {
             let _ = writeln!(md, "Annotation: `{annotation}`\n");
@@ -93,6 +94,39 @@ pub fn script_hover(world: &World, analysis: &ScriptAnalysis, offset: usize) -> 
     md.push_str(&code_docs(&diagnostics::script_diagnostics(world, analysis), offset));
     md.push_str(HINTS_LEGEND);
     Some(Hover { span: placed.place(*span), markdown: md })
+}
+
+/// What the pipeline's words were planned with, and which words the plan could not know, with
+/// how to declare them (a `[[run]]` of posh.toml).
+fn values_text(plan: &posh_core::planner::PipelinePlan) -> String {
+    let mut md = String::new();
+    for value_use in &plan.values {
+        let _ = writeln!(
+            md,
+            "Value: {}.
+",
+            value_use.describe()
+        );
+    }
+    for unknown in &plan.unknown_values {
+        let declare = match unknown.parameter.strip_prefix('$') {
+            Some(name)
+                if !name.is_empty()
+                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                    && !name.starts_with(|c: char| c.is_ascii_digit()) =>
+            {
+                format!("`env = {{ {name} = \"...\" }}`")
+            }
+            _ => "`args = [\"...\"]`".to_string(),
+        };
+        let _ = writeln!(
+            md,
+            "Not known before the run: `{}` ({}). If the script is run with it, say so in posh.toml: \
+             `[[run]]` with `script = \"...\"` and {declare}.\n",
+            unknown.parameter, unknown.why
+        );
+    }
+    md
 }
 
 /// What the inlay hints say, for whoever meets them first in a hover.

@@ -22,7 +22,9 @@ use std::sync::Arc;
 
 use posh_core::Span;
 
-pub use analysis::{AnalysisCache, ScriptAnalysis, Shift, analyze_script, analyze_script_cached};
+pub use analysis::{
+    AnalysisCache, ScriptAnalysis, Shift, analyze_script, analyze_script_at, analyze_script_cached, inputs_of,
+};
 pub use world::{Settings, UserDirs, World};
 
 /// The two kinds of documents posh-lsp serves.

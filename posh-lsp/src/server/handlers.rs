@@ -64,9 +64,11 @@ impl Backend {
         budget: std::time::Duration,
     ) -> (Arc<ScriptAnalysis>, ide::AnalysisCache) {
         let (world, fs, text) = (self.world(), self.fs.clone(), snapshot.text.clone());
+        // Its `[[run]]` in posh.toml, if any, gives its arguments and environment.
+        let path = snapshot.uri.to_file_path().ok();
         tokio::task::spawn_blocking(move || {
             let fs = fs.budgeted(budget);
-            let mut analysis = ide::analyze_script_cached(&world, &fs, &text, &mut plans);
+            let mut analysis = ide::analyze_script_at(&world, &fs, path.as_deref(), &text, &mut plans);
             analysis.partial = fs.ran_out();
             (Arc::new(analysis), plans)
         })

@@ -1,0 +1,1330 @@
+//! What the script's variables hold before each pipeline runs, as far as posh can be sure: a
+//! flow-sensitive abstract interpretation of the script (`shell::Flow`) whose values are sets of
+//! strings (each possible value; `None` for unset), or unknown. The planner reads the words of a
+//! pipeline through it (`planner::plan_script` with [`Values`]), so `cat "$IN" | sort` is
+//! planned where `$IN` lies, before the run, and `--explain` and posh-lsp say which values.
+//!
+//! Sources of values: the script's assignments (literals, concatenations, `${X:-d}`, `${X:=d}`,
+//! `${X#p}` and their kin on known values, `export`, `local`, `readonly`, `declare`), the
+//! environment and the arguments the script is given ([`Inputs`]), `for` words (literal lists,
+//! globs, `"$@"`), and a function's call sites for its positional parameters. Branches join
+//! (union), loops run to a fixed point. A variable is unknown when a command substitution,
+//! `read`, `eval`, `source`, a trap, arithmetic or anything posh does not follow may assign it;
+//! nothing assigned in a subshell, a pipeline of several commands or a substitution outlives it.
+//! Unquoted values must hold no blank or glob character (with `IFS` as bash starts with it), or
+//! the word is unknown: posh never claims a value it is not sure of.
+
+mod expand;
+
+use std::collections::{BTreeMap, BTreeSet, HashMap};
+
+pub use expand::{Expansion, Lookup, Mode, Param, Written, expand, params_in, single_quoted};
+
+use crate::shell::{CommandKind, Flow, Pipeline, Script, Word};
+
+/// The most values a variable (or the positional parameters, as lists) holds before it is
+/// unknown; also the most combinations of values a word or a pipeline is expanded with.
+pub const MOST_VALUES: usize = 4096;
+
+/// What a variable may hold.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Value {
+    /// One of these (`None`: unset).
+    Known(BTreeSet<Option<String>>),
+    /// Why posh cannot tell.
+    Unknown(String),
+}
+
+impl Value {
+    pub fn one(value: Option<String>) -> Value {
+        Value::Known(BTreeSet::from([value]))
+    }
+
+    fn join(&self, other: &Value) -> Value {
+        match (self, other) {
+            (Value::Unknown(why), _) | (_, Value::Unknown(why)) => Value::Unknown(why.clone()),
+            (Value::Known(a), Value::Known(b)) => {
+                let joined: BTreeSet<Option<String>> = a.union(b).cloned().collect();
+                if joined.len() > MOST_VALUES {
+                    Value::Unknown(format!("it may hold more than {MOST_VALUES} values"))
+                } else {
+                    Value::Known(joined)
+                }
+            }
+        }
+    }
+}
+
+/// What the positional parameters may be: lists of arguments.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Positionals {
+    Known(BTreeSet<Vec<String>>),
+    Unknown(String),
+}
+
+impl Positionals {
+    fn join(&self, other: &Positionals) -> Positionals {
+        match (self, other) {
+            (Positionals::Unknown(why), _) | (_, Positionals::Unknown(why)) => Positionals::Unknown(why.clone()),
+            (Positionals::Known(a), Positionals::Known(b)) => {
+                let joined: BTreeSet<Vec<String>> = a.union(b).cloned().collect();
+                if joined.len() > MOST_VALUES {
+                    Positionals::Unknown(format!("they may be more than {MOST_VALUES} lists"))
+                } else {
+                    Positionals::Known(joined)
+                }
+            }
+        }
+    }
+}
+
+/// The script's variables at one point.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct State {
+    vars: BTreeMap<String, Value>,
+    /// What a variable not in `vars` holds: unset, when the environment is known whole.
+    others: Value,
+    positional: Positionals,
+}
+
+/// Variables bash sets or changes itself: never known before the run.
+const SET_BY_BASH: &[&str] = &[
+    "BASH",
+    "BASHOPTS",
+    "BASHPID",
+    "BASH_ALIASES",
+    "BASH_ARGC",
+    "BASH_ARGV",
+    "BASH_ARGV0",
+    "BASH_CMDS",
+    "BASH_COMMAND",
+    "BASH_EXECUTION_STRING",
+    "BASH_LINENO",
+    "BASH_REMATCH",
+    "BASH_SOURCE",
+    "BASH_SUBSHELL",
+    "BASH_VERSINFO",
+    "BASH_VERSION",
+    "COLUMNS",
+    "COMP_CWORD",
+    "COMP_LINE",
+    "COMP_POINT",
+    "COMP_WORDS",
+    "DIRSTACK",
+    "EPOCHREALTIME",
+    "EPOCHSECONDS",
+    "EUID",
+    "FUNCNAME",
+    "GROUPS",
+    "HISTCMD",
+    "HOSTNAME",
+    "HOSTTYPE",
+    "LINENO",
+    "LINES",
+    "MACHTYPE",
+    "MAPFILE",
+    "OLDPWD",
+    "OPTARG",
+    "OPTERR",
+    "OPTIND",
+    "OSTYPE",
+    "PIPESTATUS",
+    "PPID",
+    "PWD",
+    "RANDOM",
+    "REPLY",
+    "SECONDS",
+    "SHELLOPTS",
+    "SHLVL",
+    "SRANDOM",
+    "UID",
+    "_",
+];
+
+/// `IFS` as bash starts with it (bash does not take it from the environment).
+const DEFAULT_IFS: &str = " \t\n";
+
+impl State {
+    /// What `name` holds here.
+    pub fn get(&self, name: &str) -> Value {
+        if SET_BY_BASH.contains(&name) {
+            return Value::Unknown(format!("bash sets `{name}` itself"));
+        }
+        self.vars.get(name).cloned().unwrap_or_else(|| self.others.clone())
+    }
+
+    pub fn positional(&self) -> &Positionals {
+        &self.positional
+    }
+
+    fn set(&mut self, name: &str, value: Value) {
+        self.vars.insert(name.to_string(), value);
+    }
+
+    fn join(&self, other: &State) -> State {
+        let mut vars = BTreeMap::new();
+        for name in self.vars.keys().chain(other.vars.keys()) {
+            if !vars.contains_key(name) {
+                vars.insert(name.clone(), self.get_raw(name).join(&other.get_raw(name)));
+            }
+        }
+        State { vars, others: self.others.join(&other.others), positional: self.positional.join(&other.positional) }
+    }
+
+    fn get_raw(&self, name: &str) -> Value {
+        self.vars.get(name).cloned().unwrap_or_else(|| self.others.clone())
+    }
+
+    /// Everything unknown, for `why`.
+    fn unknown(why: &str) -> State {
+        State {
+            vars: BTreeMap::from([("IFS".to_string(), Value::Unknown(why.to_string()))]),
+            others: Value::Unknown(why.to_string()),
+            positional: Positionals::Unknown(why.to_string()),
+        }
+    }
+
+    fn forget_everything(&mut self, why: &str) {
+        *self = State::unknown(why);
+    }
+
+    /// Variables whose values differ from `other`'s become unknown (a loop that does not settle).
+    fn widen(&self, other: &State, why: &str) -> State {
+        let mut widened = self.join(other);
+        for (name, value) in widened.vars.iter_mut() {
+            if self.get_raw(name) != other.get_raw(name) {
+                *value = Value::Unknown(why.to_string());
+            }
+        }
+        if self.others != other.others {
+            widened.others = Value::Unknown(why.to_string());
+        }
+        if self.positional != other.positional {
+            widened.positional = Positionals::Unknown(why.to_string());
+        }
+        widened
+    }
+
+    /// Whether bash splits unquoted values as posh does (on blanks and newlines).
+    fn default_ifs(&self) -> bool {
+        match self.get_raw("IFS") {
+            Value::Known(values) => values.iter().all(|v| v.as_deref().is_none_or(|v| v == DEFAULT_IFS)),
+            Value::Unknown(_) => false,
+        }
+    }
+}
+
+/// What the script is given.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Inputs {
+    /// Environment variables.
+    pub env: BTreeMap<String, String>,
+    /// `env` is the whole environment (`--explain`'s own): any other variable is unset. Else
+    /// (an editor's run configuration) any other variable is unknown.
+    pub env_complete: bool,
+    /// The arguments (`$1`...), when known.
+    pub args: Option<Vec<String>>,
+}
+
+impl Inputs {
+    /// Nothing known of the environment or the arguments.
+    pub fn unknown() -> Inputs {
+        Inputs::default()
+    }
+
+    fn state(&self) -> State {
+        let mut vars: BTreeMap<String, Value> = self
+            .env
+            .iter()
+            .filter(|(name, _)| valid_name(name))
+            .map(|(name, value)| (name.clone(), Value::one(Some(value.clone()))))
+            .collect();
+        vars.insert("IFS".to_string(), Value::one(Some(DEFAULT_IFS.to_string())));
+        let others = if self.env_complete {
+            Value::one(None)
+        } else {
+            Value::Unknown(
+                "it is not given: posh knows the environment only of a run (`--explain`, or a `[[run]]` of posh.toml)"
+                    .into(),
+            )
+        };
+        let positional = match &self.args {
+            Some(args) => Positionals::Known(BTreeSet::from([args.clone()])),
+            None => Positionals::Unknown(
+                "the script's arguments are not given (`posh-exec --explain SCRIPT ARGS`, or a `[[run]]` of posh.toml)"
+                    .into(),
+            ),
+        };
+        State { vars, others, positional }
+    }
+}
+
+fn valid_name(name: &str) -> bool {
+    let mut bytes = name.bytes();
+    bytes.next().is_some_and(|b| b.is_ascii_alphabetic() || b == b'_')
+        && bytes.all(|b| b.is_ascii_alphanumeric() || b == b'_')
+}
+
+/// The values before each pipeline of a script.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Values {
+    at: HashMap<usize, State>,
+    /// Globbing works otherwise than posh expands globs (`shopt -s nullglob`, `set -f`...).
+    globs_differ: bool,
+}
+
+impl Values {
+    /// The state before the pipeline whose span starts at `start`, if the analysis reached it.
+    pub fn before(&self, start: usize) -> Option<&State> {
+        self.at.get(&start)
+    }
+
+    /// Expands `raw` as a word (`mode`) before the pipeline at `start`: every possible
+    /// expansion, or why posh cannot tell.
+    pub fn expansions(&self, start: usize, raw: &str, mode: Mode) -> Result<Vec<Expansion>, String> {
+        let state = self.before(start).ok_or_else(|| "posh did not follow the script there".to_string())?;
+        expansions(state, raw, mode, self.globs_differ)
+    }
+
+    /// Whether globs expand as posh expands them.
+    pub fn globs_differ(&self) -> bool {
+        self.globs_differ
+    }
+
+    /// A digest of what `pipeline`'s words read here (the values of their parameters): two
+    /// analyses that give it the same key plan it alike (an editor reuses its plan).
+    pub fn key_of(&self, pipeline: &Pipeline) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.globs_differ.hash(&mut hasher);
+        let state = self.before(pipeline.span.start);
+        state.is_some().hash(&mut hasher);
+        let Some(state) = state else { return hasher.finish() };
+        state.default_ifs().hash(&mut hasher);
+        for command in &pipeline.commands {
+            let targets = command.redirects.iter().filter_map(|r| match &r.target {
+                crate::shell::RedirectTarget::File(word) => Some(word),
+                _ => None,
+            });
+            for word in command.words.iter().chain(targets) {
+                for param in params_in(&word.raw) {
+                    match &param {
+                        Param::Named(name) => state.get(name).hash(&mut hasher),
+                        Param::Positional => state.positional.hash(&mut hasher),
+                    }
+                    param.hash(&mut hasher);
+                }
+            }
+        }
+        hasher.finish()
+    }
+}
+
+/// A state where some parameters are pinned to one value each.
+#[derive(Debug)]
+pub struct Pinned<'s> {
+    pub state: &'s State,
+    pub named: BTreeMap<String, Option<String>>,
+    pub positional: Option<Vec<String>>,
+}
+
+impl Lookup for Pinned<'_> {
+    fn named(&self, name: &str) -> Result<Option<String>, String> {
+        if let Some(value) = self.named.get(name) {
+            return Ok(value.clone());
+        }
+        match self.state.get(name) {
+            Value::Known(values) if values.len() == 1 => Ok(values.into_iter().next().expect("one value")),
+            Value::Known(values) => Err(format!("`${name}` may hold {} values", values.len())),
+            Value::Unknown(why) => Err(format!("`${name}` is not known: {why}")),
+        }
+    }
+
+    fn positional(&self) -> Result<Vec<String>, String> {
+        if let Some(list) = &self.positional {
+            return Ok(list.clone());
+        }
+        match &self.state.positional {
+            Positionals::Known(lists) if lists.len() == 1 => Ok(lists.iter().next().expect("one list").clone()),
+            Positionals::Known(lists) => Err(format!("the positional parameters may be {} lists", lists.len())),
+            Positionals::Unknown(why) => Err(format!("the positional parameters are not known: {why}")),
+        }
+    }
+}
+
+/// Every combination of the values of `params` in `state` (at most [`MOST_VALUES`]).
+pub fn pinnings<'s>(state: &'s State, params: &[Param]) -> Result<Vec<Pinned<'s>>, String> {
+    let mut all = vec![Pinned { state, named: BTreeMap::new(), positional: None }];
+    for param in params {
+        let mut next = Vec::new();
+        match param {
+            Param::Named(name) => {
+                let values = match state.get(name) {
+                    Value::Known(values) => values,
+                    Value::Unknown(why) => return Err(format!("`${name}` is not known: {why}")),
+                };
+                if all.len() * values.len() > MOST_VALUES {
+                    return Err(format!("`${name}` and the others it is used with have too many values to plan each"));
+                }
+                for pinned in &all {
+                    for value in &values {
+                        let mut named = pinned.named.clone();
+                        named.insert(name.clone(), value.clone());
+                        next.push(Pinned { state, named, positional: pinned.positional.clone() });
+                    }
+                }
+            }
+            Param::Positional => {
+                let lists = match &state.positional {
+                    Positionals::Known(lists) => lists,
+                    Positionals::Unknown(why) => return Err(format!("the positional parameters are not known: {why}")),
+                };
+                if all.len() * lists.len() > MOST_VALUES {
+                    return Err("the positional parameters have too many values to plan each".to_string());
+                }
+                for pinned in &all {
+                    for list in lists {
+                        next.push(Pinned { state, named: pinned.named.clone(), positional: Some(list.clone()) });
+                    }
+                }
+            }
+        }
+        all = next;
+    }
+    Ok(all)
+}
+
+/// `raw` expanded in `state` with the values `pinned` gives its parameters: [`expand`], refused
+/// also where the script may have changed `IFS` (an unquoted expansion) or how bash globs (a
+/// glob).
+pub fn expand_with(
+    state: &State,
+    pinned: &Pinned<'_>,
+    raw: &str,
+    mode: Mode,
+    globs_differ: bool,
+) -> Result<Expansion, String> {
+    if mode == Mode::Word && !state.default_ifs() && unquoted_expansion(raw) {
+        return Err(format!("`{raw}` is unquoted and `IFS` may have changed"));
+    }
+    let expansion = expand(raw, pinned, mode)?;
+    if globs_differ && expansion.words.iter().any(|w| w.glob) {
+        return Err(format!("`{raw}` is a glob, and the script changes how bash matches globs"));
+    }
+    Ok(expansion)
+}
+
+/// Every expansion of `raw` in `state`.
+fn expansions(state: &State, raw: &str, mode: Mode, globs_differ: bool) -> Result<Vec<Expansion>, String> {
+    let params = params_in(raw);
+    if mode == Mode::Word && !params.is_empty() && !state.default_ifs() && unquoted_expansion(raw) {
+        return Err(format!("`{raw}` is unquoted and `IFS` may have changed"));
+    }
+    let mut found: Vec<Expansion> = Vec::new();
+    for pinned in pinnings(state, &params)? {
+        let expansion = expand(raw, &pinned, mode)?;
+        if globs_differ && expansion.words.iter().any(|w| w.glob) {
+            return Err(format!("`{raw}` is a glob, and the script changes how bash matches globs"));
+        }
+        if !found.contains(&expansion) {
+            found.push(expansion);
+        }
+    }
+    Ok(found)
+}
+
+/// Whether `raw` has a `$` outside double and single quotes.
+fn unquoted_expansion(raw: &str) -> bool {
+    let bytes = raw.as_bytes();
+    let mut quoted = false;
+    let mut i = 0;
+    while i < bytes.len() {
+        match bytes[i] {
+            b'\\' => i += 1,
+            b'\'' if !quoted => i += raw[i + 1..].find('\'').map_or(bytes.len(), |e| e + 1),
+            b'"' => quoted = !quoted,
+            b'$' if !quoted => return true,
+            _ => {}
+        }
+        i += 1;
+    }
+    false
+}
+
+/// What the analysis asks of the file system, from where the script is at an offset of its text.
+pub trait Files {
+    /// The files a glob word names, as bash would give them; `None` when posh cannot tell.
+    fn glob(&self, word: &Word, at: usize) -> Option<Vec<String>>;
+    /// The names in directory `dir` (as the script writes it), as `ls DIR` prints them (hidden
+    /// ones left out); `None` when it is no directory posh can list.
+    fn list(&self, dir: &str, at: usize) -> Option<Vec<String>>;
+}
+
+/// Follows `script` (parsed from `source`) from what it is given.
+pub fn analyse(source: &str, script: &Script, inputs: &Inputs, glob: &dyn Files) -> Values {
+    let mut analysis = Analysis::new(source, script, glob);
+    // Functions bash imports from the environment may be called by any name.
+    analysis.hidden_functions |= inputs.env.keys().any(|name| name.starts_with("BASH_FUNC_"));
+    analysis.run_script(&inputs.state());
+    if let Some(why) = &analysis.gives_up {
+        // Anything may change anywhere.
+        for state in analysis.at.values_mut() {
+            *state = State::unknown(why);
+        }
+    }
+    Values { at: analysis.at, globs_differ: analysis.globs_differ }
+}
+
+/// How many times the functions' call sites are gathered before their bodies' values are
+/// given up on, and how many times a loop runs before the variables that still change are.
+const ROUNDS: usize = 6;
+
+struct Analysis<'a> {
+    script: &'a Script,
+    by_start: HashMap<usize, &'a Pipeline>,
+    functions: BTreeMap<String, Vec<&'a [Flow]>>,
+    /// Functions whose names the script uses otherwise than to call them (`export -f f`,
+    /// `trap f`, `xargs f`): their bodies may run from anywhere.
+    escaping: BTreeSet<String>,
+    /// Names any function may assign; `None`: anything.
+    function_assigns: Option<BTreeSet<String>>,
+    /// Names assigned in arithmetic (`(( i++ ))`, `$((x=1))`, `let`): never known.
+    arithmetic: BTreeSet<String>,
+    /// Names made read-only somewhere: their assignments may fail, so they only add values.
+    readonly: BTreeSet<String>,
+    /// `shopt -s lastpipe`: the last command of a pipeline may run in the script's shell.
+    lastpipe: bool,
+    /// The script may turn on POSIX mode.
+    posix: bool,
+    /// Functions posh does not see may exist (from `source`, `eval`, a statement posh does not
+    /// parse, the environment): a command posh does not know to be a builtin or the script's
+    /// function may be one, and assign anything.
+    hidden_functions: bool,
+    globs_differ: bool,
+    /// The script sets traps or namerefs: posh gives up on its values.
+    gives_up: Option<String>,
+    glob: &'a dyn Files,
+    at: HashMap<usize, State>,
+    /// The states at calls of each function (its positional parameters the call's arguments).
+    calls: BTreeMap<String, State>,
+    /// The join of the states at the pipelines of each loop being run (innermost last): a
+    /// `break` or `continue` there goes to the loop's end or start with it.
+    seen: Vec<Option<State>>,
+}
+
+impl<'a> Analysis<'a> {
+    fn new(source: &str, script: &'a Script, glob: &'a dyn Files) -> Analysis<'a> {
+        let mut functions: BTreeMap<String, Vec<&'a [Flow]>> = BTreeMap::new();
+        collect_functions(&script.flow, &mut functions);
+        let words =
+            || script.pipelines.iter().flat_map(|p| &p.commands).flat_map(|c| c.words.iter().chain(&c.assignments));
+        let mut escaping = BTreeSet::new();
+        for pipeline in &script.pipelines {
+            for command in &pipeline.commands {
+                for (i, word) in command.words.iter().enumerate() {
+                    for name in functions.keys() {
+                        if (i > 0 || word.literal.as_deref() != Some(name)) && mentions(&word.raw, name) {
+                            escaping.insert(name.clone());
+                        }
+                    }
+                }
+            }
+        }
+        let mut opaque = Vec::new();
+        collect_opaque(&script.flow, &mut opaque);
+        for text in &opaque {
+            escaping.extend(functions.keys().filter(|name| mentions(text, name)).cloned());
+        }
+        let gives_up = if words().any(|w| w.literal.as_deref() == Some("trap")) {
+            Some("the script sets a trap, which may assign anything at any time".to_string())
+        } else if script.pipelines.iter().flat_map(|p| &p.commands).any(declares_nameref) {
+            Some("the script declares a name reference".to_string())
+        } else {
+            None
+        };
+        let globs_differ =
+            ["nullglob", "failglob", "dotglob", "nocaseglob", "globstar", "extglob", "GLOBIGNORE", "noglob"]
+                .iter()
+                .any(|option| source.contains(option))
+                || script.pipelines.iter().flat_map(|p| &p.commands).any(|c| {
+                    c.words.first().and_then(|w| w.literal.as_deref()) == Some("set")
+                        && c.words[1..]
+                            .iter()
+                            .any(|w| w.raw.starts_with('-') && !w.raw.starts_with("--") && w.raw.contains('f'))
+                });
+        let mut analysis = Analysis {
+            script,
+            by_start: script.pipelines.iter().map(|p| (p.span.start, p)).collect(),
+            function_assigns: None,
+            functions,
+            escaping,
+            arithmetic: arithmetic_names(source),
+            readonly: BTreeSet::new(),
+            lastpipe: source.contains("lastpipe"),
+            posix: source.contains("posix"),
+            hidden_functions: !opaque.is_empty()
+                || script.pipelines.iter().flat_map(|p| &p.commands).any(|c| {
+                    c.words.iter().take(3).any(|w| matches!(w.literal.as_deref(), Some("source" | "." | "eval")))
+                }),
+            globs_differ,
+            gives_up,
+            glob,
+            at: HashMap::new(),
+            calls: BTreeMap::new(),
+            seen: Vec::new(),
+        };
+        analysis.readonly = analysis.readonly_names();
+        analysis.function_assigns = analysis.assigned_in_functions();
+        analysis
+    }
+
+    fn run_script(&mut self, initial: &State) {
+        let mut entries: BTreeMap<String, State> = BTreeMap::new();
+        for round in 0..=ROUNDS {
+            self.at.clear();
+            self.calls.clear();
+            self.run(&self.script.flow, initial.clone());
+            let names: Vec<String> = self.functions.keys().cloned().collect();
+            for name in &names {
+                let entry = match entries.get(name) {
+                    Some(entry) if !self.escaping.contains(name) && round < ROUNDS => entry.clone(),
+                    Some(_) if round == ROUNDS => State::unknown("the function's callers do not settle"),
+                    _ if self.escaping.contains(name) => {
+                        State::unknown(&format!("`{name}` may be called from where posh does not see"))
+                    }
+                    // Not called (yet): its body runs nowhere posh has seen.
+                    _ => State::unknown(&format!("posh sees no call of `{name}`")),
+                };
+                let bodies = self.functions[name].clone();
+                for body in bodies {
+                    self.run(body, entry.clone());
+                }
+            }
+            if self.calls == entries || round == ROUNDS {
+                break;
+            }
+            entries = self.calls.clone();
+        }
+    }
+
+    fn record(&mut self, start: usize, state: &State) {
+        let joined = match self.at.get(&start) {
+            Some(before) => before.join(state),
+            None => state.clone(),
+        };
+        self.at.insert(start, joined);
+        if let Some(seen) = self.seen.last_mut() {
+            *seen = Some(match seen.take() {
+                Some(before) => before.join(state),
+                None => state.clone(),
+            });
+        }
+    }
+
+    fn run(&mut self, flow: &[Flow], mut state: State) -> State {
+        for step in flow {
+            state = self.step(step, state);
+        }
+        state
+    }
+
+    fn step(&mut self, step: &Flow, state: State) -> State {
+        match step {
+            Flow::Pipeline(start) => self.pipeline(*start, state),
+            Flow::Isolated(steps) => {
+                self.run(steps, state.clone());
+                state
+            }
+            Flow::Maybe(steps) => {
+                let after = self.run(steps, state.clone());
+                state.join(&after)
+            }
+            Flow::Choice(arms) => {
+                let mut joined: Option<State> = None;
+                for arm in arms {
+                    let after = self.run(arm, state.clone());
+                    joined = Some(match joined {
+                        Some(j) => j.join(&after),
+                        None => after,
+                    });
+                }
+                joined.unwrap_or(state)
+            }
+            Flow::Loop(body) => self.run_loop(body, state, None),
+            Flow::For { variable, words, body } => {
+                let values = self.for_values(words.as_deref(), &state);
+                self.run_loop(body, state, Some((variable, values)))
+            }
+            // Runs where it is called (see `run_script`).
+            Flow::Function { .. } => state,
+            Flow::Opaque(text) => self.opaque(text, state),
+        }
+    }
+
+    /// A loop's body run until its start settles; the state after it.
+    fn run_loop(&mut self, body: &[Flow], before: State, variable: Option<(&String, Value)>) -> State {
+        let enter = |mut state: State| {
+            if let Some((name, values)) = &variable {
+                state.set(name, values.clone());
+            }
+            state
+        };
+        let mut start = before.clone();
+        for round in 0..=ROUNDS {
+            self.seen.push(None);
+            let after = self.run(body, enter(start.clone()));
+            let seen = self.seen.pop().flatten();
+            if let (Some(seen), Some(outer)) = (&seen, self.seen.last_mut()) {
+                *outer = Some(match outer.take() {
+                    Some(before) => before.join(seen),
+                    None => seen.clone(),
+                });
+            }
+            let mut next = before.join(&after);
+            if let Some(seen) = &seen {
+                next = next.join(seen);
+            }
+            if next == start {
+                return start;
+            }
+            start = if round + 1 == ROUNDS { start.widen(&next, "it changes as a loop runs") } else { next };
+        }
+        start
+    }
+
+    /// The values a `for` loop's variable takes.
+    fn for_values(&self, words: Option<&[Word]>, state: &State) -> Value {
+        let Some(words) = words else {
+            return match &state.positional {
+                Positionals::Known(lists) => Value::Known(lists.iter().flatten().map(|w| Some(w.clone())).collect()),
+                Positionals::Unknown(why) => Value::Unknown(format!("it takes the positional parameters: {why}")),
+            };
+        };
+        let mut values: BTreeSet<Option<String>> = BTreeSet::new();
+        for word in words {
+            if let Some(listed) = self.listing(word, state) {
+                match listed {
+                    Ok(names) => values.extend(names.into_iter().map(Some)),
+                    Err(why) => return Value::Unknown(why),
+                }
+                continue;
+            }
+            let expanded = match expansions(state, &word.raw, Mode::Word, self.globs_differ) {
+                Ok(expanded) => expanded,
+                Err(why) => return Value::Unknown(why),
+            };
+            for expansion in expanded {
+                for written in expansion.words {
+                    if written.glob {
+                        let as_word = Word { span: word.span, raw: written.raw.clone(), literal: None, glob: true };
+                        match self.glob.glob(&as_word, word.span.start) {
+                            Some(files) => values.extend(files.into_iter().map(Some)),
+                            None => return Value::Unknown(format!("posh cannot expand `{}` here", word.raw)),
+                        }
+                    } else {
+                        values.insert(written.literal);
+                    }
+                }
+                if values.len() > MOST_VALUES {
+                    return Value::Unknown(format!("it takes more than {MOST_VALUES} values"));
+                }
+            }
+        }
+        Value::Known(values)
+    }
+
+    /// A `for` word that lists a directory, `$(ls DIR | FILTERS)` unquoted, where each filter
+    /// prints some of its input lines (`head -n N`, `tail -n N`, `sort`, `uniq`, `grep -v P`) or
+    /// their base names (`xargs -I R basename R`): the names the loop may take (a superset:
+    /// every name in the directory). `None` for any other word.
+    fn listing(&self, word: &Word, state: &State) -> Option<Result<Vec<String>, String>> {
+        let inner = word.raw.strip_prefix("$(")?.strip_suffix(')')?;
+        let inside = self.script.pipelines.iter().find(|p| {
+            word.span.start + 2 <= p.span.start
+                && p.span.end < word.span.end
+                && p.context.last() == Some(&crate::shell::Context::CommandSubstitution)
+                && p.span.len() == inner.trim().len()
+        })?;
+        let refuse = |why: &str| Some(Err(format!("`{}` {why}", word.raw)));
+        let words_of = |command: &crate::shell::Command| -> Option<Vec<String>> {
+            let mut all = Vec::new();
+            for w in &command.words {
+                let expanded = expansions(state, &w.raw, Mode::Word, self.globs_differ).ok()?;
+                let [one] = &expanded[..] else { return None };
+                for written in &one.words {
+                    all.push(written.literal.clone()?);
+                }
+            }
+            (command.assignments.is_empty() && command.redirects.is_empty()).then_some(all)
+        };
+        let (first, filters) = inside.commands.split_first()?;
+        let Some(ls) = words_of(first) else { return refuse("lists a directory posh does not know") };
+        let [program, dir] = &ls[..] else { return refuse("runs `ls` with options or several names") };
+        if program != "ls" || dir.starts_with('-') {
+            return None;
+        }
+        let Some(mut names) = self.glob.list(dir, word.span.start) else {
+            return refuse(&format!("lists `{dir}`, which posh cannot list"));
+        };
+        for filter in filters {
+            let Some(argv) = words_of(filter) else {
+                return refuse("filters the listing with words posh does not know");
+            };
+            let count = |n: &str| n.trim_start_matches('+').parse::<u64>().is_ok();
+            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
+            let keeps_lines = match argv[..] {
+                ["head" | "tail"] | ["sort" | "uniq"] => true,
+                ["head" | "tail", "-n", n] => count(n),
+                ["head" | "tail", flag] => flag.strip_prefix("-n").or(flag.strip_prefix('-')).is_some_and(count),
+                ["sort", flags] => flags.starts_with('-') && flags[1..].chars().all(|c| "rnuf".contains(c)),
+                ["grep", "-v", pattern] => !pattern.starts_with('-'),
+                ["xargs", "-I", r, "basename", r2] if r == r2 => {
+                    // Each name its own base name: names with a slash or starting with `-` are not
+                    // followed, nor what xargs would read as quotes or blanks.
+                    if names.iter().any(|n| n.starts_with('-') || n.contains(['/', '\\', '\'', '"', ' ', '\t'])) {
+                        return refuse("hands names to `xargs` that posh does not follow");
+                    }
+                    true
+                }
+                _ => false,
+            };
+            if !keeps_lines {
+                return refuse(&format!("filters the listing with `{}`, which posh does not follow", argv.join(" ")));
+            }
+        }
+        // The unquoted substitution is split on blanks and globbed.
+        if !state.default_ifs() || names.iter().any(|n| n.contains([' ', '\t', '\n', '*', '?', '[', '\\'])) {
+            return refuse("gives names bash would split or glob");
+        }
+        names.sort();
+        Some(Ok(names))
+    }
+
+    fn opaque(&mut self, text: &str, mut state: State) -> State {
+        let calls = self.functions.keys().any(|name| mentions(text, name));
+        if text.trim().is_empty()
+            || calls
+            || ["eval", "source", ". ", "read", "declare", "typeset", "export", "local"]
+                .iter()
+                .any(|w| text.contains(w))
+        {
+            state.forget_everything("posh does not follow a statement that may assign it");
+            return state;
+        }
+        for name in identifiers(text) {
+            state.set(&name, Value::Unknown(format!("`{text}` may assign it, which posh does not follow")));
+        }
+        state.positional = Positionals::Unknown("a statement posh does not follow may set them".into());
+        state
+    }
+
+    /// Assigns `value` to `name`: only adds values when an assignment may fail (a read-only
+    /// name) or when posh never knows it (arithmetic).
+    fn assign(&self, state: &mut State, name: &str, value: Value) {
+        let value = if self.arithmetic.contains(name) {
+            Value::Unknown("arithmetic may assign it, which posh does not follow".into())
+        } else if self.readonly.contains(name) {
+            state.get_raw(name).join(&value)
+        } else {
+            value
+        };
+        state.set(name, value);
+    }
+
+    /// The values of an assignment's value (`X=$Y/z`) in `state`, and what it assigns itself.
+    fn assigned_value(&self, raw_value: &str, state: &State) -> (Value, Vec<(String, Value)>) {
+        match expansions(state, raw_value, Mode::Assignment, false) {
+            Ok(expanded) => {
+                let mut side: BTreeMap<String, Value> = BTreeMap::new();
+                let mut values = BTreeSet::new();
+                for expansion in &expanded {
+                    values.insert(expansion.words.first().and_then(|w| w.literal.clone()));
+                    for (name, value) in &expansion.assigns {
+                        let value = Value::one(Some(value.clone()));
+                        let joined = side.get(name).map_or(value.clone(), |v| v.join(&value));
+                        side.insert(name.clone(), joined);
+                    }
+                }
+                (Value::Known(values), side.into_iter().collect())
+            }
+            Err(why) => {
+                let side = assigning_expansions(raw_value)
+                    .into_iter()
+                    .map(|name| (name, Value::Unknown(why.clone())))
+                    .collect();
+                (Value::Unknown(why), side)
+            }
+        }
+    }
+
+    /// A pipeline, run from `state`; the state after it.
+    fn pipeline(&mut self, start: usize, mut state: State) -> State {
+        let Some(pipeline) = self.by_start.get(&start).copied() else { return state };
+        // What its words assign (`${X:=d}`) they assign before its later words read it.
+        let mut recorded = state.clone();
+        for command in &pipeline.commands {
+            for word in command.words.iter().chain(redirect_words(command)) {
+                for name in assigning_expansions(&word.raw) {
+                    let joined = recorded.get_raw(&name).join(&self.side_effect(&word.raw, &name, &state));
+                    recorded.set(&name, joined);
+                }
+            }
+        }
+        self.record(start, &recorded);
+        if pipeline.commands.len() > 1 || pipeline.background {
+            // Each command runs in a subshell (but a `lastpipe` script's last one, maybe).
+            if self.lastpipe && !pipeline.background {
+                let last = pipeline.commands.last().expect("a pipeline has commands");
+                let after = self.command(last, pipeline, state.clone());
+                return state.join(&after);
+            }
+            return state;
+        }
+        let command = &pipeline.commands[0];
+        if command.kind == CommandKind::Compound {
+            return state;
+        }
+        state = self.command(command, pipeline, state);
+        state
+    }
+
+    /// The value `${name:=...}` in `raw` leaves `name` with, from `state`.
+    fn side_effect(&self, raw: &str, name: &str, state: &State) -> Value {
+        match expansions(state, raw, Mode::Assignment, false) {
+            Ok(expanded) => {
+                let mut value = state.get(name);
+                for expansion in expanded {
+                    for (assigned, text) in expansion.assigns {
+                        if assigned == name {
+                            value = value.join(&Value::one(Some(text)));
+                        }
+                    }
+                }
+                value
+            }
+            Err(why) => Value::Unknown(why),
+        }
+    }
+
+    /// A simple command run in the script's shell; the state after it.
+    fn command(&mut self, command: &crate::shell::Command, pipeline: &Pipeline, mut state: State) -> State {
+        // What its words assign as they expand.
+        for word in command.words.iter().chain(redirect_words(command)) {
+            for name in assigning_expansions(&word.raw) {
+                let value = self.side_effect(&word.raw, &name, &state);
+                self.assign(&mut state, &name, value);
+            }
+        }
+        let Some(first) = command.words.first() else {
+            // Assignments alone, in order.
+            for assignment in &command.assignments {
+                state = self.assignment(&assignment.raw, state, false);
+            }
+            return state;
+        };
+        let Some(name) = first.literal.clone() else {
+            state
+                .forget_everything(&format!("the command `{}` may be a function or a builtin that assigns", first.raw));
+            return state;
+        };
+        let mut words: Vec<&Word> = command.words.iter().collect();
+        let mut name = name;
+        while matches!(name.as_str(), "command" | "builtin") && words.len() > 1 {
+            words.remove(0);
+            while words.len() > 1
+                && words[0].raw.starts_with('-')
+                && !matches!(words[0].literal.as_deref(), Some(n) if !n.starts_with('-'))
+            {
+                words.remove(0);
+            }
+            match words[0].literal.clone() {
+                Some(next) => name = next,
+                None => {
+                    state.forget_everything("a command runs a name posh does not know");
+                    return state;
+                }
+            }
+        }
+        let function = self.functions.contains_key(&name);
+        if !command.assignments.is_empty() && self.posix && crate::shell::is_builtin(&name) {
+            // `X=1 export Y`: in POSIX mode a special builtin keeps X (bash's own mode keeps no
+            // assignment made for one command).
+            for assignment in &command.assignments {
+                if let Some((assigned, _)) = assignment.raw.split_once('=') {
+                    let assigned = assigned.trim_end_matches('+');
+                    self.assign(
+                        &mut state,
+                        assigned,
+                        Value::Unknown(format!("`{}` assigns it for one command", assignment.raw)),
+                    );
+                }
+            }
+        }
+        let args: Vec<&Word> = words[1..].to_vec();
+        let names = |args: &[&Word]| -> Vec<String> {
+            args.iter().filter_map(|w| w.literal.clone()).filter(|w| valid_name(w)).collect()
+        };
+        if function {
+            self.call(&name, &args, &state, pipeline);
+            match &self.function_assigns {
+                Some(assigned) => {
+                    for assigned in assigned.clone() {
+                        self.assign(
+                            &mut state,
+                            &assigned,
+                            Value::Unknown(format!("the function `{name}` may assign it")),
+                        );
+                    }
+                }
+                None => state.forget_everything(&format!("the function `{name}` may assign anything")),
+            }
+            return state;
+        }
+        match name.as_str() {
+            "export" | "readonly" | "declare" | "typeset" | "local" => {
+                let mut rest = args.as_slice();
+                let mut flags = String::new();
+                while let Some(word) = rest.first().filter(|w| w.raw.starts_with(['-', '+'])) {
+                    flags.push_str(&word.raw);
+                    rest = &rest[1..];
+                }
+                if flags.contains('n') && name != "export" {
+                    state.forget_everything("the script declares a name reference");
+                    return state;
+                }
+                let odd = flags.contains(['a', 'A', 'i', 'l', 'u', 'c']) || flags.contains(['f', 'F', 'p']);
+                for word in rest {
+                    match word.raw.split_once('=') {
+                        Some((assigned, _)) if odd => {
+                            let assigned = assigned.trim_end_matches('+');
+                            if valid_name(assigned) {
+                                self.assign(
+                                    &mut state,
+                                    assigned,
+                                    Value::Unknown(format!("`{name} {flags}` assigns it")),
+                                );
+                            }
+                        }
+                        Some(_) => state = self.assignment(&word.raw, state, name == "local"),
+                        None if valid_name(&word.raw) && name == "local" => {
+                            let value = state.get_raw(&word.raw).join(&Value::one(None));
+                            self.assign(&mut state, &word.raw, value);
+                        }
+                        None if valid_name(&word.raw) && odd && !flags.contains(['f', 'F', 'p']) => {
+                            self.assign(&mut state, &word.raw, Value::Unknown(format!("`{name} {flags}` changes it")));
+                        }
+                        None if valid_name(&word.raw) => {}
+                        None => {
+                            state.forget_everything(&format!("`{name}` assigns names posh cannot read"));
+                            return state;
+                        }
+                    }
+                }
+            }
+            "read" | "mapfile" | "readarray" | "getopts" | "printf" => {
+                let why = format!("`{name}` assigns it");
+                let all: Vec<String> = if name == "printf" {
+                    args.iter()
+                        .position(|w| w.raw == "-v")
+                        .and_then(|i| args.get(i + 1))
+                        .map(|w| vec![w.raw.clone()])
+                        .unwrap_or_default()
+                } else {
+                    names(&args)
+                };
+                if name == "printf" && args.iter().any(|w| w.literal.is_none() && w.raw.starts_with("-v")) {
+                    state.forget_everything("`printf -v` assigns a name posh cannot read");
+                }
+                for assigned in all {
+                    self.assign(&mut state, &assigned, Value::Unknown(why.clone()));
+                }
+                if args.iter().any(|w| w.literal.is_none()) && name != "printf" {
+                    state.forget_everything(&format!("`{name}` assigns names posh cannot read"));
+                }
+            }
+            "unset" if !args.iter().any(|w| w.raw == "-f") => {
+                for assigned in names(&args) {
+                    self.assign(&mut state, &assigned, Value::one(None));
+                }
+            }
+            "set" if args.iter().any(|w| !w.raw.starts_with(['-', '+']) || w.raw == "--" || w.raw == "-") => {
+                state.positional = Positionals::Unknown("`set` sets them".into());
+            }
+            "shift" => {
+                let by = match args.first() {
+                    None => Some(1),
+                    Some(word) => word.literal.as_deref().and_then(|n| n.parse::<usize>().ok()),
+                };
+                state.positional = match (&state.positional, by) {
+                    (Positionals::Known(lists), Some(by)) => Positionals::Known(
+                        lists.iter().map(|l| if by <= l.len() { l[by..].to_vec() } else { l.clone() }).collect(),
+                    ),
+                    (Positionals::Known(_), None) => {
+                        Positionals::Unknown("`shift` by a count posh does not know".into())
+                    }
+                    (unknown, _) => unknown.clone(),
+                };
+            }
+            "source" | "." => state.forget_everything(&format!("`{name}` runs a file posh does not follow")),
+            "eval" => state.forget_everything("`eval` runs text posh does not follow"),
+            "let" => {
+                for assigned in identifiers(&args.iter().map(|w| w.raw.as_str()).collect::<Vec<_>>().join(" ")) {
+                    self.assign(&mut state, &assigned, Value::Unknown("`let` assigns it".into()));
+                }
+            }
+            _ if self.hidden_functions && !crate::shell::is_builtin(&name) => state.forget_everything(&format!(
+                "`{name}` may be a function the script gets from where posh does not look (`source`, `eval`, the \
+                 environment), which may assign anything"
+            )),
+            _ => {}
+        }
+        state
+    }
+
+    /// `NAME=value` (or `NAME+=value`) run in `state`.
+    fn assignment(&self, raw: &str, mut state: State, local: bool) -> State {
+        let Some((target, value_raw)) = raw.split_once('=') else { return state };
+        let (target, append) = match target.strip_suffix('+') {
+            Some(target) => (target, true),
+            None => (target, false),
+        };
+        if !valid_name(target) {
+            // `X[1]=...`: an array.
+            let name: String = target.chars().take_while(|c| c.is_ascii_alphanumeric() || *c == '_').collect();
+            if valid_name(&name) {
+                self.assign(&mut state, &name, Value::Unknown("the script makes it an array".into()));
+            } else {
+                state.forget_everything(&format!("`{raw}` assigns a name posh cannot read"));
+            }
+            return state;
+        }
+        if value_raw.starts_with('(') {
+            self.assign(&mut state, target, Value::Unknown("the script makes it an array".into()));
+            return state;
+        }
+        let (mut value, side) = self.assigned_value(value_raw, &state);
+        for (name, v) in side {
+            self.assign(&mut state, &name, v);
+        }
+        if append {
+            value = match (state.get(target), value) {
+                (Value::Known(before), Value::Known(added)) => {
+                    let mut joined = BTreeSet::new();
+                    for b in &before {
+                        for a in &added {
+                            joined.insert(Some(format!(
+                                "{}{}",
+                                b.clone().unwrap_or_default(),
+                                a.clone().unwrap_or_default()
+                            )));
+                        }
+                    }
+                    if joined.len() > MOST_VALUES {
+                        Value::Unknown("too many values".into())
+                    } else {
+                        Value::Known(joined)
+                    }
+                }
+                (Value::Unknown(why), _) | (_, Value::Unknown(why)) => Value::Unknown(why),
+            };
+        }
+        let _ = local;
+        self.assign(&mut state, target, value);
+        state
+    }
+
+    /// A call of the script's function `name` with `args`, from `state`.
+    fn call(&mut self, name: &str, args: &[&Word], state: &State, pipeline: &Pipeline) {
+        let mut lists: BTreeSet<Vec<String>> = BTreeSet::from([Vec::new()]);
+        let mut known = true;
+        for word in args {
+            match expansions(state, &word.raw, Mode::Word, self.globs_differ) {
+                Ok(expanded) if expanded.iter().all(|e| e.words.iter().all(|w| !w.glob)) => {
+                    let mut next = BTreeSet::new();
+                    for list in &lists {
+                        for expansion in &expanded {
+                            let mut list = list.clone();
+                            list.extend(expansion.words.iter().filter_map(|w| w.literal.clone()));
+                            next.insert(list);
+                        }
+                    }
+                    if next.len() > MOST_VALUES {
+                        known = false;
+                        break;
+                    }
+                    lists = next;
+                }
+                _ => {
+                    known = false;
+                    break;
+                }
+            }
+        }
+        let mut entry = state.clone();
+        entry.positional = if known {
+            Positionals::Known(lists)
+        } else {
+            Positionals::Unknown(format!("a call of `{name}` gives arguments posh does not know"))
+        };
+        let _ = pipeline;
+        let joined = match self.calls.get(name) {
+            Some(before) => before.join(&entry),
+            None => entry,
+        };
+        self.calls.insert(name.to_string(), joined);
+    }
+
+    /// Names any function of the script may assign; `None`: anything.
+    fn assigned_in_functions(&self) -> Option<BTreeSet<String>> {
+        let mut names = BTreeSet::new();
+        for bodies in self.functions.values() {
+            for body in bodies {
+                let mut starts = Vec::new();
+                let mut loops = Vec::new();
+                collect_pipelines(body, &mut starts, &mut loops);
+                names.extend(loops);
+                for start in starts {
+                    let pipeline = self.by_start.get(&start)?;
+                    for command in &pipeline.commands {
+                        let name = command.words.first().map(|w| w.literal.as_deref());
+                        if matches!(name, Some(None) | Some(Some("eval" | "source" | "."))) {
+                            return None;
+                        }
+                        for word in command.words.iter().chain(&command.assignments).chain(redirect_words(command)) {
+                            names.extend(identifiers(&word.raw));
+                        }
+                    }
+                }
+            }
+        }
+        Some(names)
+    }
+
+    fn readonly_names(&self) -> BTreeSet<String> {
+        let mut names = BTreeSet::new();
+        for command in self.script.pipelines.iter().flat_map(|p| &p.commands) {
+            let first = command.words.first().and_then(|w| w.literal.as_deref());
+            let readonly = first == Some("readonly")
+                || (matches!(first, Some("declare" | "typeset" | "local"))
+                    && command.words.iter().any(|w| w.raw.starts_with('-') && w.raw.contains('r')));
+            if readonly {
+                for word in &command.words[1..] {
+                    let name = word.raw.split('=').next().unwrap_or_default();
+                    if valid_name(name) {
+                        names.insert(name.to_string());
+                    }
+                }
+            }
+        }
+        names
+    }
+}
+
+fn declares_nameref(command: &crate::shell::Command) -> bool {
+    let first = command.words.first().and_then(|w| w.literal.as_deref());
+    matches!(first, Some("declare" | "typeset" | "local"))
+        && command.words[1..].iter().any(|w| w.raw.starts_with('-') && w.raw.contains('n'))
+}
+
+fn redirect_words(command: &crate::shell::Command) -> impl Iterator<Item = &Word> {
+    command.redirects.iter().filter_map(|r| match &r.target {
+        crate::shell::RedirectTarget::File(word) | crate::shell::RedirectTarget::Text(word) => Some(word),
+        _ => None,
+    })
+}
+
+/// Names `${NAME:=...}` or `${NAME=...}` in `raw` assign.
+fn assigning_expansions(raw: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    for (at, _) in raw.match_indices("${") {
+        let rest = &raw[at + 2..];
+        let len = rest.bytes().take_while(|b| b.is_ascii_alphanumeric() || *b == b'_').count();
+        let after = &rest[len..];
+        if len > 0 && (after.starts_with(":=") || after.starts_with('=')) && valid_name(&rest[..len]) {
+            names.push(rest[..len].to_string());
+        }
+    }
+    names
+}
+
+/// Every word-like name in `text`.
+fn identifiers(text: &str) -> BTreeSet<String> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+        .filter(|w| valid_name(w))
+        .map(str::to_string)
+        .collect()
+}
+
+/// Whether `text` holds `name` as a word of its own.
+fn mentions(text: &str, name: &str) -> bool {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' || c == ':'))
+        .any(|w| w == name)
+}
+
+/// Names arithmetic may assign: every name inside `((...))`, `$((...))` and `$[...]`.
+fn arithmetic_names(source: &str) -> BTreeSet<String> {
+    let mut names = BTreeSet::new();
+    for (at, _) in source.match_indices("((") {
+        let rest = &source[at + 2..];
+        let end = rest.find("))").unwrap_or(rest.len());
+        names.extend(identifiers(&rest[..end]));
+    }
+    for (at, _) in source.match_indices("$[") {
+        let rest = &source[at + 2..];
+        let end = rest.find(']').unwrap_or(rest.len());
+        names.extend(identifiers(&rest[..end]));
+    }
+    names
+}
+
+fn collect_functions<'a>(flow: &'a [Flow], into: &mut BTreeMap<String, Vec<&'a [Flow]>>) {
+    for step in flow {
+        match step {
+            Flow::Function { name, body } => {
+                into.entry(name.clone()).or_default().push(body);
+                collect_functions(body, into);
+            }
+            Flow::Isolated(steps) | Flow::Maybe(steps) | Flow::Loop(steps) | Flow::For { body: steps, .. } => {
+                collect_functions(steps, into)
+            }
+            Flow::Choice(arms) => arms.iter().for_each(|arm| collect_functions(arm, into)),
+            Flow::Pipeline(_) | Flow::Opaque(_) => {}
+        }
+    }
+}
+
+fn collect_opaque<'a>(flow: &'a [Flow], into: &mut Vec<&'a str>) {
+    for step in flow {
+        match step {
+            Flow::Opaque(text) => into.push(text),
+            Flow::Isolated(steps)
+            | Flow::Maybe(steps)
+            | Flow::Loop(steps)
+            | Flow::For { body: steps, .. }
+            | Flow::Function { body: steps, .. } => collect_opaque(steps, into),
+            Flow::Choice(arms) => arms.iter().for_each(|arm| collect_opaque(arm, into)),
+            Flow::Pipeline(_) => {}
+        }
+    }
+}
+
+/// The pipelines of a flow (by start) and the `for` variables in it.
+fn collect_pipelines(flow: &[Flow], starts: &mut Vec<usize>, loops: &mut Vec<String>) {
+    for step in flow {
+        match step {
+            Flow::Pipeline(start) => starts.push(*start),
+            Flow::For { variable, body, .. } => {
+                loops.push(variable.clone());
+                collect_pipelines(body, starts, loops);
+            }
+            Flow::Isolated(steps) | Flow::Maybe(steps) | Flow::Loop(steps) | Flow::Function { body: steps, .. } => {
+                collect_pipelines(steps, starts, loops)
+            }
+            Flow::Choice(arms) => arms.iter().for_each(|arm| collect_pipelines(arm, starts, loops)),
+            Flow::Opaque(text) => loops.extend(identifiers(text)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,185 @@
+use std::collections::BTreeMap;
+
+use super::*;
+
+/// The values of `name` before the pipeline whose text starts with `at`, in `script` run with
+/// `env` (the whole environment) and `args`.
+fn value_at(script: &str, at: &str, name: &str, env: &[(&str, &str)], args: Option<&[&str]>) -> Value {
+    let parsed = crate::shell::parse(script);
+    let inputs = Inputs {
+        env: env.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect::<BTreeMap<_, _>>(),
+        env_complete: true,
+        args: args.map(|a| a.iter().map(|s| s.to_string()).collect()),
+    };
+    let values = analyse(script, &parsed, &inputs, &TestFiles);
+    let start = script.find(at).unwrap_or_else(|| panic!("`{at}` is not in the script"));
+    let pipeline = parsed.pipelines.iter().find(|p| p.span.start == start).expect("a pipeline starts there");
+    match name {
+        "1" => match values.before(pipeline.span.start).expect("reached").positional() {
+            Positionals::Known(lists) => Value::Known(lists.iter().map(|l| l.first().cloned()).collect()),
+            Positionals::Unknown(why) => Value::Unknown(why.clone()),
+        },
+        _ => values.before(pipeline.span.start).expect("reached").get(name),
+    }
+}
+
+/// `/data` holds `a.txt` and `b.txt`.
+struct TestFiles;
+
+impl Files for TestFiles {
+    fn glob(&self, word: &Word, _at: usize) -> Option<Vec<String>> {
+        matches!(word.raw.as_str(), "'/data'/*.txt" | "/data/*.txt")
+            .then(|| vec!["/data/a.txt".to_string(), "/data/b.txt".to_string()])
+    }
+
+    fn list(&self, dir: &str, _at: usize) -> Option<Vec<String>> {
+        (dir == "/data").then(|| vec!["a.txt".to_string(), "b.txt".to_string()])
+    }
+}
+
+fn known(values: &[&str]) -> Value {
+    Value::Known(values.iter().map(|v| Some(v.to_string())).collect())
+}
+
+fn is_unknown(value: &Value) -> bool {
+    matches!(value, Value::Unknown(_))
+}
+
+#[test]
+fn assignments_follow_the_script_in_order() {
+    let script = "A=/data\nB=\"$A/x\"\nC=${B%/x}.d\nD=${NOPE:-$A}/y\nE=${E:=dflt}\nF=$A$B\ncat $F\n";
+    assert_eq!(value_at(script, "cat", "B", &[], None), known(&["/data/x"]));
+    assert_eq!(value_at(script, "cat", "C", &[], None), known(&["/data.d"]));
+    assert_eq!(value_at(script, "cat", "D", &[], None), known(&["/data/y"]));
+    assert_eq!(value_at(script, "cat", "E", &[], None), known(&["dflt"]));
+    assert_eq!(value_at(script, "cat", "F", &[], None), known(&["/data/data/x"]));
+    let removal = "P=/a/b/c.tar.gz\nQ=${P##*/}\nR=${P%%.*}\nS=${P#/a}\nexport T=$Q\ncat x\n";
+    assert_eq!(value_at(removal, "cat", "Q", &[], None), known(&["c.tar.gz"]));
+    assert_eq!(value_at(removal, "cat", "R", &[], None), known(&["/a/b/c"]));
+    assert_eq!(value_at(removal, "cat", "S", &[], None), known(&["/b/c.tar.gz"]));
+    assert_eq!(value_at(removal, "cat", "T", &[], None), known(&["c.tar.gz"]));
+}
+
+#[test]
+fn the_environment_and_the_arguments_are_inputs() {
+    let script = "IN=${IN:-/default}\nOUT=${1:-/out}\ncat $IN > $OUT\n";
+    assert_eq!(value_at(script, "cat", "IN", &[("IN", "/given")], Some(&[])), known(&["/given"]));
+    assert_eq!(value_at(script, "cat", "IN", &[], Some(&[])), known(&["/default"]));
+    assert_eq!(value_at(script, "cat", "OUT", &[], Some(&["/o"])), known(&["/o"]));
+    assert_eq!(value_at(script, "cat", "OUT", &[], Some(&[])), known(&["/out"]));
+    // Unknown arguments (an editor without a run configuration).
+    assert!(is_unknown(&value_at(script, "cat", "OUT", &[], None)));
+    // bash sets these itself.
+    assert!(is_unknown(&value_at("cat x\n", "cat", "PWD", &[("PWD", "/x")], None)));
+}
+
+#[test]
+fn branches_join_and_loops_settle() {
+    let script = "X=a\nif test -f q; then X=b; elif test -f r; then X=c; fi\ncat $X\n";
+    assert_eq!(value_at(script, "cat", "X", &[], None), known(&["a", "b", "c"]));
+    let both = "if test -f q; then X=b; else X=c; fi\ncat $X\n";
+    assert_eq!(value_at(both, "cat", "X", &[], None), known(&["b", "c"]));
+    let and_or = "X=a\ntest -f q && X=b\ncat $X\n";
+    assert_eq!(value_at(and_or, "cat", "X", &[], None), known(&["a", "b"]));
+    // The second iteration reads what the first assigned.
+    let looped = "X=a\nwhile test -f q; do\n  cat $X\n  X=b\ndone\nsort $X\n";
+    assert_eq!(value_at(looped, "cat", "X", &[], None), known(&["a", "b"]));
+    assert_eq!(value_at(looped, "sort", "X", &[], None), known(&["a", "b"]));
+    // A value that grows at each iteration is given up on.
+    let growing = "X=a\nwhile test -f q; do\n  X=$X/a\ndone\nsort $X\n";
+    assert!(is_unknown(&value_at(growing, "sort", "X", &[], None)));
+    // A break leaves with the values it sees.
+    let broken = "for i in 1 2; do\n  X=a\n  break\n  X=b\ndone\nsort $X\n";
+    assert_eq!(
+        value_at(broken, "sort", "X", &[], None),
+        Value::Known([None, Some("a".into()), Some("b".into())].into())
+    );
+}
+
+#[test]
+fn loop_variables_take_their_words() {
+    let script = "for f in /data/*.txt; do\n  grep -c TODO \"$f\"\ndone\n";
+    assert_eq!(value_at(script, "grep", "f", &[], None), known(&["/data/a.txt", "/data/b.txt"]));
+    let listed = "D=/data\nfor f in a \"$D/b\" \"$@\"; do\n  grep x \"$f\"\ndone\n";
+    assert_eq!(value_at(listed, "grep", "f", &[], Some(&["c", "d"])), known(&["/data/b", "a", "c", "d"]));
+    let args = "for f; do\n  grep x \"$f\"\ndone\n";
+    assert_eq!(value_at(args, "grep", "f", &[], Some(&["c", "d"])), known(&["c", "d"]));
+    // A listing of a directory, filtered by commands that print some of its lines.
+    let listed = "D=/data\nfor f in $(ls $D | head -n $N | xargs -I a basename a); do\n  grep x \"$f\"\ndone\n";
+    assert_eq!(value_at(listed, "grep", "f", &[("N", "3")], None), known(&["a.txt", "b.txt"]));
+    for other in
+        ["$(ls /data | cut -c 1-2)", "$(ls -a /data)", "$(cat /data/list)", "$(ls /elsewhere)", "\"$(ls /data)\""]
+    {
+        let script = format!("for f in {other}; do\n  grep x \"$f\"\ndone\n");
+        assert!(is_unknown(&value_at(&script, "grep", "f", &[("N", "3")], None)), "{other}");
+    }
+}
+
+#[test]
+fn functions_get_their_callers_arguments() {
+    let script = "count() {\n  grep -c x \"$1\"\n}\ncount /a\ncount /b\n";
+    assert_eq!(value_at(script, "grep", "1", &[], Some(&[])), known(&["/a", "/b"]));
+    // A call may assign what the function assigns.
+    let assigns = "X=a\nset_x() { X=b; }\nset_x\ncat $X\n";
+    assert!(is_unknown(&value_at(assigns, "cat", "X", &[], None)));
+    // A function never called, or exported, runs with what posh does not know.
+    let exported = "f() { grep x \"$1\"; }\nexport -f f\nf /a\n";
+    assert!(is_unknown(&value_at(exported, "grep", "1", &[], Some(&[]))));
+}
+
+#[test]
+fn what_posh_cannot_follow_is_unknown() {
+    let cases = [
+        ("X=$(ls)\ncat $X\n", "X"),
+        ("X=a\nread X\ncat $X\n", "X"),
+        ("X=a\n. ./lib.sh\ncat $X\n", "X"),
+        // A command after a `source` may be a function it defined.
+        ("X=a\n. ./lib.sh\nX=b\nmy_tool\ncat $X\n", "X"),
+        ("X=a\neval \"X=b\"\ncat $X\n", "X"),
+        ("X=a\n(( X = 2 ))\ncat $X\n", "X"),
+        ("X=a\ntrap 'X=b' USR1\ncat $X\n", "X"),
+        ("X=a\nY=(1 2)\ncat $Y\n", "Y"),
+        ("X=a\ndeclare -i X=3\ncat $X\n", "X"),
+    ];
+    for (script, name) in cases {
+        assert!(is_unknown(&value_at(script, "cat", name, &[], None)), "{script}");
+    }
+    // Nothing assigned in a subshell or a pipeline outlives it.
+    let isolated = "X=a\n( X=b )\necho x | X=c\nX=d &\ncat $X\n";
+    assert_eq!(value_at(isolated, "cat", "X", &[], None), known(&["a"]));
+    // An assignment for one command lasts only for it.
+    let one_command = "X=a\nX=b true\ncat $X\n";
+    assert_eq!(value_at(one_command, "cat", "X", &[], None), known(&["a"]));
+}
+
+/// A word's expansions in a state with `IN=/data`, `S="a b"`, `E=` and two arguments.
+fn expanded(raw: &str) -> Result<Vec<String>, String> {
+    let inputs = Inputs {
+        env: [("IN", "/data"), ("S", "a b"), ("E", "")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        env_complete: true,
+        args: Some(vec!["x y".into(), "z".into()]),
+    };
+    let state = inputs.state();
+    let found = expansions(&state, raw, Mode::Word, false)?;
+    Ok(found.into_iter().flat_map(|e| e.words).map(|w| w.raw).collect())
+}
+
+#[test]
+fn words_are_written_back_with_their_values_quoted() {
+    assert_eq!(expanded("$IN/x"), Ok(vec!["'/data'/x".to_string()]));
+    assert_eq!(expanded("\"$IN/a b\""), Ok(vec!["\"\"'/data'\"/a b\"".to_string()]));
+    assert_eq!(expanded("${IN}/*.csv"), Ok(vec!["'/data'/*.csv".to_string()]));
+    assert_eq!(expanded("\"$@\""), Ok(vec!["'x y'".to_string(), "'z'".to_string()]));
+    assert_eq!(expanded("\"$S\""), Ok(vec!["\"\"'a b'\"\"".to_string()]));
+    // An unquoted expansion of nothing is no word; a quoted one is an empty word.
+    assert_eq!(expanded("$E"), Ok(vec![]));
+    assert_eq!(expanded("\"$E\""), Ok(vec!["\"\"".to_string()]));
+    // bash would split or glob these, or run something.
+    assert!(expanded("$S").is_err());
+    assert!(expanded("$1").is_err());
+    assert!(expanded("$(cat f)").is_err());
+    assert!(expanded("~/x").is_err());
+    assert!(expanded("{a,b}$IN").is_err());
+    assert!(expanded("$@").is_err());
+    assert!(expanded("${IN/a/b}").is_err());
+}
