@@ -1759,7 +1759,7 @@ async fn a_job_that_asks_is_told_what_its_commands_read() {
         let traffic = Traffic::default();
         let ended = conn.run_job(&job, Some(input), &mut Vec::new(), &mut Vec::new(), &traffic).await.unwrap();
         assert!(ended.commands.iter().all(|exit| exit.status() == 0), "{ended:?}");
-        let read = traffic.read().expect("reported") as usize;
+        let read = traffic.read().unwrap_or_else(|| panic!("reported: {:?} {ended:?}", job.commands)) as usize;
         assert!((least..least + start_up).contains(&read), "{:?}: read {read}", job.commands);
     }
     let traffic = Traffic::default();

@@ -268,6 +268,7 @@ impl Supervisor<'_> {
             };
             write_report(self.reports, report);
         }
+        self.open_missing_counts();
         self.keep_only_own_descriptors();
         while !ending {
             let mut fds = [
@@ -281,6 +282,33 @@ impl Supervisor<'_> {
             self.reap_ended();
         }
         self.end_job();
+    }
+
+    /// Opens again the counts that could not be opened as their command started: the supervisor
+    /// wakes when the command's exec has replaced its memory, which for a moment still carries
+    /// the proxy's "not dumpable" mark (refusing the open) until the exec clears it. A few
+    /// yields let it; a command that ended meanwhile keeps no counts, as before.
+    fn open_missing_counts(&self) {
+        for _ in 0..64 {
+            let mut missing = false;
+            for (index, pid) in self.pids.iter().enumerate() {
+                let Some(pid) = Pid::from_raw(pid.load(Ordering::Relaxed)) else { continue };
+                if self.counts[index].load(Ordering::Relaxed) >= 0 {
+                    continue;
+                }
+                match open_io(pid) {
+                    Some(counts) => {
+                        self.counts[index].store(counts, Ordering::Relaxed);
+                        self.opened[index].store(counts, Ordering::Relaxed);
+                    }
+                    None => missing = true,
+                }
+            }
+            if !missing {
+                return;
+            }
+            rustix::thread::sched_yield();
+        }
     }
 
     /// Leaves the descriptor table it shares with the proxy for a copy of its own, holding only
