@@ -754,13 +754,17 @@ where
     // Every command that can start starts under the job's supervisor, which ends with the job
     // and kills whatever of it is left then (see `supervisor`).
     let mut processes = None;
+    // Where each command is among those the supervisor started (the reports' numbering): a
+    // command that could not start (a failed redirection) has no place there.
+    let mut launched_as = vec![usize::MAX; commands.len()];
     if let Ok(confinement) = &confinement
         && !launches.is_empty()
     {
         let (indices, launches): (Vec<usize>, Vec<Launch>) = launches.into_iter().unzip();
         match JobProcesses::start(confinement.clone(), launches, place.dir.life()).await {
             Ok((started_processes, started)) => {
-                for (i, started) in indices.into_iter().zip(started) {
+                for (launched, (i, started)) in indices.into_iter().zip(started).enumerate() {
+                    launched_as[i] = launched;
                     match started {
                         Ok(pid) => {
                             // Written down before anything waits: a proxy killed with its
@@ -911,7 +915,7 @@ where
         // Commands that write nothing back (`sort big > out`) are reported on while they run.
         let Ending { code, signal, io } = loop {
             tokio::select! {
-                ending = processes.wait(i) => break ending?,
+                ending = processes.wait(launched_as[i]) => break ending?,
                 _ = ticks.tick(), if completed && meter.is_some() => {
                     if let Some(report) = meter.as_mut().and_then(|m| m.report(fed.load(Relaxed)))
                         && protocol::write_frame(send, TAG_PROGRESS, &report).await.is_err()
