@@ -47,8 +47,9 @@ pub(crate) fn first_listing(word: &Word, cwd: &Path) -> Option<PathBuf> {
     Some(dir)
 }
 
+/// One piece of a glob pattern (also of `${X#...}` and its kin, see `values`).
 #[derive(Clone, Debug, PartialEq, Eq)]
-enum Piece {
+pub(crate) enum Piece {
     Char(char),
     /// `*`
     Any,
@@ -189,16 +190,18 @@ impl Pattern {
 
 fn matches(pattern: &[Piece], name: &str) -> bool {
     let name: Vec<char> = name.chars().collect();
-    fn go(p: &[Piece], n: &[char]) -> bool {
-        match p.first() {
-            None => n.is_empty(),
-            Some(Piece::Any) => (0..=n.len()).any(|skip| go(&p[1..], &n[skip..])),
-            Some(Piece::One) => !n.is_empty() && go(&p[1..], &n[1..]),
-            Some(Piece::Char(c)) => n.first() == Some(c) && go(&p[1..], &n[1..]),
-            Some(Piece::Class(class)) => !n.is_empty() && class_matches(class, n[0]) && go(&p[1..], &n[1..]),
-        }
+    matches_chars(pattern, &name)
+}
+
+/// Whether `pattern` matches all of `text`, as bash's pattern matching does.
+pub(crate) fn matches_chars(p: &[Piece], n: &[char]) -> bool {
+    match p.first() {
+        None => n.is_empty(),
+        Some(Piece::Any) => (0..=n.len()).any(|skip| matches_chars(&p[1..], &n[skip..])),
+        Some(Piece::One) => !n.is_empty() && matches_chars(&p[1..], &n[1..]),
+        Some(Piece::Char(c)) => n.first() == Some(c) && matches_chars(&p[1..], &n[1..]),
+        Some(Piece::Class(class)) => !n.is_empty() && class_matches(class, n[0]) && matches_chars(&p[1..], &n[1..]),
     }
-    go(pattern, &name)
 }
 
 pub(crate) fn class_matches(class: &str, c: char) -> bool {

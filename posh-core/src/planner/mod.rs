@@ -26,8 +26,8 @@ use crate::fs::FileSystem;
 use crate::library::Library;
 use crate::shell::{Context, Pipeline, Script};
 
-pub(crate) use expand::class_matches;
 pub use expand::{Expanded, expand_word};
+pub(crate) use expand::{Piece, matches_chars};
 pub use loops::{
     LoopPlan, LoopRuns, MOST_PIPELINES_PLANNED_AHEAD, body_of, one_job_at, one_proxy_for_all, plan_loops,
     why_with_bash as why_loop_stays_with_bash,

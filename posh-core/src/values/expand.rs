@@ -6,6 +6,8 @@
 //! assignments and prefix and suffix removal, and an unquoted value that bash would split or
 //! glob.
 
+use crate::planner::Piece;
+
 /// A parameter a word reads.
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Param {
@@ -401,15 +403,8 @@ fn matching_brace(text: &str) -> Option<usize> {
     None
 }
 
-/// A pattern of `${X#...}` and its kin: characters, `*`, `?` and `[...]`.
+/// A pattern of `${X#...}` and its kin (the planner's glob pieces, one path component): characters, `*`, `?` and `[...]`.
 struct Pattern(Vec<Piece>);
-
-enum Piece {
-    Char(char),
-    Any,
-    One,
-    Class(String),
-}
 
 impl Pattern {
     /// `None` for anything but plain characters, `*`, `?` and closed `[...]` classes.
@@ -445,17 +440,6 @@ impl Pattern {
     }
 
     fn matches(&self, text: &[char]) -> bool {
-        fn go(p: &[Piece], n: &[char]) -> bool {
-            match p.first() {
-                None => n.is_empty(),
-                Some(Piece::Any) => (0..=n.len()).any(|skip| go(&p[1..], &n[skip..])),
-                Some(Piece::One) => !n.is_empty() && go(&p[1..], &n[1..]),
-                Some(Piece::Char(c)) => n.first() == Some(c) && go(&p[1..], &n[1..]),
-                Some(Piece::Class(class)) => {
-                    !n.is_empty() && crate::planner::class_matches(class, n[0]) && go(&p[1..], &n[1..])
-                }
-            }
-        }
-        go(&self.0, text)
+        crate::planner::matches_chars(&self.0, text)
     }
 }
