@@ -136,19 +136,14 @@ pub fn roll_forward(root: &Root, record: &Record) -> Result<Outcome, FsError> {
                 None => root.rename_new(temp, target).map(|()| Outcome::Done),
                 Some(now) if FileId::of(&now) == *target_file && confined_fs::is_regular(&now) => {
                     // As bash's `>`: the file keeps its inode, owner, mode, links and attributes.
-                    let from = root.open_regular(temp, OFlags::RDONLY)?;
-                    let to = root.open_regular(target, OFlags::WRONLY)?;
-                    if FileId::of_file(&from).ok() != Some(*temp_file) {
-                        return Ok(not_the_one(root, temp, "the temporary file"));
+                    match copy_over(root, (temp, *temp_file), (target, *target_file))? {
+                        Copied::Done => Ok(Outcome::Done),
+                        Copied::SourceChanged => Ok(not_the_one(root, temp, "the temporary file")),
+                        Copied::TargetChanged => {
+                            remove_ours(root, temp, *temp_file)?;
+                            Ok(not_the_one(root, target, "the file the job's `>` opened"))
+                        }
                     }
-                    if FileId::of_file(&to).ok() != Some(*target_file) {
-                        remove_ours(root, temp, *temp_file)?;
-                        return Ok(not_the_one(root, target, "the file the job's `>` opened"));
-                    }
-                    confined_fs::copy_contents(&from, &to)
-                        .map_err(|source| FsError::Os { place: root.place(target), source })?;
-                    root.remove_file(temp)?;
-                    Ok(Outcome::Done)
                 }
                 // The job's own commands made it another file (a directory, a link): as under
                 // bash, whose `>` wrote into the file it opened, the name keeps what they made.
@@ -164,6 +159,31 @@ pub fn roll_forward(root: &Root, record: &Record) -> Result<Outcome, FsError> {
         | Record::Commit { .. }
         | Record::Settled { .. } => Ok(Outcome::Done),
     }
+}
+
+/// What [`copy_over`] did.
+enum Copied {
+    Done,
+    /// The file to copy from is no longer the one recorded: nothing was copied.
+    SourceChanged,
+    /// The file to copy into is no longer the one recorded: nothing was copied.
+    TargetChanged,
+}
+
+/// Copies `source`'s content into `target` (which keeps its inode) and removes `source`, each
+/// opened from `root` and checked to be the file recorded (its device and inode) first.
+fn copy_over(root: &Root, source: (&Path, FileId), target: (&Path, FileId)) -> Result<Copied, FsError> {
+    let from = root.open_regular(source.0, OFlags::RDONLY)?;
+    let to = root.open_regular(target.0, OFlags::WRONLY)?;
+    if FileId::of_file(&from).ok() != Some(source.1) {
+        return Ok(Copied::SourceChanged);
+    }
+    if FileId::of_file(&to).ok() != Some(target.1) {
+        return Ok(Copied::TargetChanged);
+    }
+    confined_fs::copy_contents(&from, &to).map_err(|e| FsError::Os { place: root.place(target.0), source: e })?;
+    root.remove_file(source.0)?;
+    Ok(Copied::Done)
 }
 
 /// Puts the output back as it was before the job. Idempotent, like [`roll_forward`].
@@ -197,15 +217,12 @@ pub fn roll_back(root: &Root, record: &Record) -> Result<Outcome, FsError> {
                 // replaces the name itself, never what a link there points at).
                 None => root.rename_new(backup, path).map(|()| Outcome::Done),
                 Some(now) if FileId::of(&now) == *file && confined_fs::is_regular(&now) => {
-                    let from = root.open_regular(backup, OFlags::RDONLY)?;
-                    let to = root.open_regular(path, OFlags::WRONLY)?;
-                    if FileId::of_file(&to).ok() != Some(*file) || FileId::of_file(&from).ok() != Some(*backup_file) {
-                        return Ok(not_the_one(root, path, "the file backed up"));
+                    match copy_over(root, (backup, *backup_file), (path, *file))? {
+                        Copied::Done => Ok(Outcome::Done),
+                        Copied::SourceChanged | Copied::TargetChanged => {
+                            Ok(not_the_one(root, path, "the file backed up"))
+                        }
                     }
-                    confined_fs::copy_contents(&from, &to)
-                        .map_err(|source| FsError::Os { place: root.place(path), source })?;
-                    root.remove_file(backup)?;
-                    Ok(Outcome::Done)
                 }
                 Some(now) if !confined_fs::is_dir(&now) => root.rename(backup, path).map(|()| Outcome::Done),
                 Some(_) => {
