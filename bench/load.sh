@@ -76,10 +76,20 @@ for i in $(seq "$clients"); do
 done
 toml=$work/posh.toml
 : > "$toml"
+# As root, posh-proxy serves only as another user (SECURITY.md): the exports and its state are
+# that user's, as in a deployment.
+as_user=()
+if [ "$(id -u)" = 0 ]; then
+  as_user=(--user nobody)
+  chmod o+x "$work"
+  mkdir -p "${mounts[@]/#/$work/proxy-}"
+  chown -R nobody: "$data" "${mounts[@]/#/$work/proxy-}" "$work/authorized"
+fi
 for n in 0 1 2; do
   m=${mounts[n]} port=$((47600 + n))
   "$rig" exec storage "$bin/posh-proxy" --export "$data/$m" --listen "$NETRIG_STORAGE_IP:$port" \
-    --state-dir "$work/proxy-$m" --authorized-clients "$work/authorized" "${slots[@]}" > "$work/proxy-$m.log" 2>&1 &
+    --state-dir "$work/proxy-$m" --authorized-clients "$work/authorized" "${slots[@]}" "${as_user[@]}" \
+    > "$work/proxy-$m.log" 2>&1 &
   proxies+=($!)
   printf '[[mount]]\nname = "%s"\npath = "%s/%s"\nexport = "%s/%s"\nproxy = "%s:%s"\nrtt = "%sms"\nbandwidth = "%sMbit"\n\n' \
     "$m" "$mnt" "$m" "$data" "$m" "$NETRIG_STORAGE_IP" "$port" "$rtt" "$rate" >> "$toml"

@@ -83,8 +83,15 @@ cat "$data/big.bin" > /dev/null # into the page cache: both sides read it from m
 
 # The proxy serves only this client; it picks a free port and prints it.
 "$posh" --print-identity > "$work/authorized-clients" 2> /dev/null
+# As root, posh-proxy serves only as another user (SECURITY.md): the export and its state are that user's.
+as_user=()
+if [ "$(id -u)" = 0 ]; then
+  as_user=(--user nobody)
+  chmod o+x "$work"
+  chown -R nobody: "$data" "$work/proxy-state" "$work/authorized-clients"
+fi
 "$proxy" --export "$data" --listen 127.0.0.1:0 --state-dir "$work/proxy-state" \
-  --authorized-clients "$work/authorized-clients" 2> "$work/proxy.log" &
+  --authorized-clients "$work/authorized-clients" "${as_user[@]}" 2> "$work/proxy.log" &
 proxy_pid=$!
 addr=
 for _ in $(seq 100); do

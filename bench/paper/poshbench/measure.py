@@ -104,6 +104,11 @@ def base_env(home: Path, extra: dict[str, str]) -> dict[str, str]:
         "LC_ALL": "C",
         "XDG_CONFIG_HOME": str(home / "config"),
         "XDG_STATE_HOME": str(home / "state"),
+        # The storage's files belong to the proxies' user (settings.PROXY_USER) while the bash
+        # runs and resets are root's: git would refuse their repositories as another user's.
+        "GIT_CONFIG_COUNT": "1",
+        "GIT_CONFIG_KEY_0": "safe.directory",
+        "GIT_CONFIG_VALUE_0": "*",
     }
     env.update(extra)
     return env
@@ -238,6 +243,9 @@ class WorkloadRun:
         tag = f"{system}-{index}"
         out, err, stats = self.dir / f"{tag}.out", self.dir / f"{tag}.err", self.dir / f"{tag}.stats"
         reset(self.truth(), self.workload, self.env)
+        if system == "b":
+            # What the baselines and the reset made, as root, is the proxies' user's again.
+            self.setting.hand_over(self.truth())
         cold = None
         stdin = None
         env = dict(self.env)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import pwd
 import queue
 import re
 import shlex
@@ -99,6 +100,33 @@ class Proxies:
         self.children.clear()
 
 
+# The user the emulated storage's proxies run as: a posh-proxy started as root refuses to serve
+# without `--user` (SECURITY.md), and in a deployment the export is that user's.
+PROXY_USER = "nobody"
+
+
+def hand_over(path: Path, uid: int, gid: int) -> None:
+    """What root owns under `path` made the proxy user's (links themselves, not followed), and
+    the directories above it searchable, as an export belongs to the proxy's user in a deployment.
+    The bash baselines run as root, which may still change it all."""
+    def chown_if_root(p: Path) -> None:
+        if p.lstat().st_uid == 0:
+            os.chown(p, uid, gid, follow_symlinks=False)
+    if not path.exists():
+        return
+    chown_if_root(path)
+    if path.is_dir() and not path.is_symlink():
+        for dirpath, dirnames, filenames in os.walk(path):
+            for name in dirnames + filenames:
+                chown_if_root(Path(dirpath) / name)
+    for above in path.resolve().parents:
+        if above == Path("/"):
+            break
+        mode = above.stat().st_mode
+        if not mode & 0o001:
+            os.chmod(above, mode | 0o001)
+
+
 class EmulatedLink:
     """Client and storage network namespaces joined by ../shared/rig's delayed, rate-limited link,
     with the storage directory mounted over sshfs at the client; proxies run in the storage
@@ -176,6 +204,11 @@ class EmulatedLink:
     def storage(self, argv: list[str]) -> list[str]:
         return ["ip", "netns", "exec", f"{self.prefix}-storage", *argv]
 
+    def hand_over(self, path: Path) -> None:
+        """`path` (the storage's files, before posh-exec runs on them) made the proxies' user's."""
+        user = pwd.getpwnam(PROXY_USER)
+        hand_over(path, user.pw_uid, user.pw_gid)
+
     def cold(self, readahead_kb: int) -> str:
         self.remount(readahead_kb)
         return "fresh sshfs mount"
@@ -221,9 +254,12 @@ class EmulatedLink:
             for name, client_path, export in layout.mounts:
                 state = work / "proxy-state" / name
                 state.mkdir(parents=True, exist_ok=True)
+                for path in (state, export, authorized):
+                    self.hand_over(path)
                 addr = proxies.start(name, self.storage([
                     str(proxy_bin), "--export", str(export), "--listen", f"{self.storage_ip}:0",
-                    "--state-dir", str(state), "--authorized-clients", str(authorized)]), work / f"proxy-{name}.log")
+                    "--state-dir", str(state), "--authorized-clients", str(authorized),
+                    "--user", PROXY_USER]), work / f"proxy-{name}.log")
                 toml.append(
                     f'[[mount]]\nname = "{name}"\npath = "{client_path}"\nproxy = "{addr}"\nexport = "{export}"\n'
                     f'rtt = "{profile["rtt_ms"]}ms"\nbandwidth = "{profile["rate_mbit"]}Mbit"\n')
@@ -329,6 +365,9 @@ class RealDeployment:
         subprocess.run(["sync"], check=False)
         Path("/proc/sys/vm/drop_caches").write_text("3\n")
         return "client caches dropped"
+
+    def hand_over(self, path: Path) -> None:
+        """Nothing: a real deployment's proxies already own their exports."""
 
     def settle(self) -> None:
         subprocess.run(["sync"], check=False)
