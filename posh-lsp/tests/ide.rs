@@ -56,6 +56,26 @@ fn diagnostics_only_for_what_can_be_acted_on() {
     )));
 }
 
+/// A command without annotation amid a pipeline whose other commands go to the runtime (bash
+/// keeps it, in part) gets `S001` as in a pipeline that stays whole, a function there does not;
+/// a command reading files of two mounts, which runs at the client, shows that it does, why
+/// (the hint's tooltip) and what crosses.
+#[test]
+fn commands_kept_in_part_and_commands_over_two_mounts_say_so() {
+    insta::assert_snapshot!(annotate(concat!(
+        "cat /mnt/logs/ray0.log | grep x | mytool | sort | head\n",
+        "grep -c error /mnt/logs/ray1.log /mnt/a/t.csv\n",
+        "f() { sort; }\n",
+        "cat /mnt/logs/ray2.log | f\n",
+    )));
+    let fs = file_system();
+    let world = world(&fs);
+    let script = "grep -c error /mnt/logs/ray1.log /mnt/a/t.csv\n";
+    let analysis = ide::analyze_script(&world, &fs, script);
+    let hints = ide::inlay_hints::inlay_hints(&world, script, &analysis, None);
+    assert!(hints[0].tooltip.starts_with("reads files on several mounts"), "{hints:?}");
+}
+
 #[test]
 fn nothing_mounted_no_hints() {
     let fs = posh_core::fs::MemoryFileSystem::new();
@@ -320,7 +340,7 @@ fn the_user_s_annotations_load_and_the_workspace_s_win() {
     let hints = ide::inlay_hints::inlay_hints(&world, script, &analysis, None);
     assert_eq!(
         ide::inlay_hints::render(script, &hints),
-        "‹on logs›mytool /mnt/logs/ray1.log | sort‹moves 250 MB›\n‹on a›wc2 /mnt/a/big.txt‹moves 450 MB›\n"
+        "‹on logs›mytool /mnt/logs/ray1.log | sort‹moves ~250 MB›\n‹on a›wc2 /mnt/a/big.txt‹moves ~450 MB›\n"
     );
     assert_eq!(
         ide::diagnostics::script_diagnostics(&world, &analysis)

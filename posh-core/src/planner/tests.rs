@@ -352,7 +352,7 @@ fn no_split_predicts_more_than_bash_moves() {
     let rendered: Vec<String> = plan.pipelines.iter().map(|p| render_inline(script, p)).collect();
     insta::assert_snapshot!(rendered.join("\n"), @"
     [@client ⇐1.4 GB]inflate /mnt/a/x.log /mnt/b/y.log | [@client]sort
-    [@a, @b]cat /mnt/a/x.log /mnt/b/y.log | [@a, @b]grep x [700 MB, concat @client]
+    [@a, @b]cat /mnt/a/x.log /mnt/b/y.log | [@a, @b]grep x [~700 MB, concat @client]
     ");
     assert!(plan.pipelines.iter().all(|p| p.posh_bytes <= p.bash_bytes));
 }
@@ -370,9 +370,9 @@ fn pieces_reach_later_commands_only_at_line_ends() {
     let (plan, _) = plan_in(&Library::builtin(), CONFIG, &fs, "/home/user", script, PlanOptions::default());
     let rendered: Vec<String> = plan.pipelines.iter().map(|p| render_inline(script, p)).collect();
     insta::assert_snapshot!(rendered.join("\n"), @"
-    [@a, @b]cat /mnt/a/cut.txt /mnt/b/rest.txt |[4 B, concat @a] [@a]grep x [⇒ output 9 B]
-    [@a, @b]cat /mnt/a/x.log /mnt/b/y.log | [@a, @b]grep x | [@a, @b]tr a b |[700 MB, concat @client] [@client]sort
-    [@a, @b]grep -h x /mnt/a/cut.txt /mnt/b/rest.txt | [@a, @b]sort [9 B, sort_merge @client]
+    [@a, @b]cat /mnt/a/cut.txt /mnt/b/rest.txt |[4 B, concat @a] [@a]grep x [⇒ output ~9 B]
+    [@a, @b]cat /mnt/a/x.log /mnt/b/y.log | [@a, @b]grep x | [@a, @b]tr a b |[~700 MB, concat @client] [@client]sort
+    [@a, @b]grep -h x /mnt/a/cut.txt /mnt/b/rest.txt | [@a, @b]sort [~9 B, sort_merge @client]
     ");
 }
 
