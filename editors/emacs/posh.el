@@ -88,7 +88,7 @@ The language server takes no arguments."
   '("needs_current_dir" "splittable_across_input" "filters_input" "reduces_input"
     "long_arg_single_dash" "long_args_single_dash" "merge" "output_ratio"
     "output_per_input" "output_within_smallest_input" "output_ends_lines"
-    "output_ends_as_input" "no_match_status" "reads_env" "reads_home"
+    "output_ends_as_input" "output_holds_input" "no_match_status" "reads_env" "reads_home"
     "ignores_stdin" "makes_fifos" "output_to_stdout_too" "stdin_file_list")
   "The command options of an annotation entry, in its header's brackets.")
 
