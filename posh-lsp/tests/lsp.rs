@@ -499,6 +499,8 @@ async fn an_annotation_file_in_a_new_directory_is_seen_at_the_next_save() {
     client.notify("textDocument/didSave", json!({"textDocument": {"uri": uri}})).await;
     let diagnostics = client.diagnostics("file://ROOT/new.sh", 1).await;
     assert!(!codes(&diagnostics).contains(&"S001".to_string()), "{diagnostics}");
-    let hints = client.request("textDocument/inlayHint", json!({"textDocument": {"uri": uri}, "range": range(0, 0, 1, 0)})).await;
+    let hints = client
+        .request("textDocument/inlayHint", json!({"textDocument": {"uri": uri}, "range": range(0, 0, 1, 0)}))
+        .await;
     assert_eq!(hint_summary(&hints)[0], "0:0 on logs");
 }

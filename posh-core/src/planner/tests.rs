@@ -440,7 +440,9 @@ fn a_measured_ratio_never_goes_below_what_the_annotation_states() {
     assert_eq!(output("cat /mnt/a/x.log | sort\n"), OutputEstimate::Annotation { ratio: 1.0 });
     assert!(matches!(output("cat -A /mnt/a/x.log | sort\n"), OutputEstimate::Measured { ratio, .. } if ratio > 1.9));
     // A command whose annotation states nothing of the kind learns what runs measured.
-    assert!(matches!(output("sed s/x// /mnt/a/x.log | sort\n"), OutputEstimate::Measured { ratio, .. } if ratio < 0.01));
+    assert!(
+        matches!(output("sed s/x// /mnt/a/x.log | sort\n"), OutputEstimate::Measured { ratio, .. } if ratio < 0.01)
+    );
 }
 
 /// Planning a pipeline asks the file system each question once, though the pipeline is built

@@ -43,7 +43,11 @@ pub fn script_diagnostics(world: &World, analysis: &ScriptAnalysis) -> Vec<Diagn
                     ),
                 ));
             } else if let Why::NoEntryFits(why) = &node.why {
-                out.push(Diagnostic::new(Code::ScriptNoEntryFits, name.span, format!("{why}, so it runs at the client")));
+                out.push(Diagnostic::new(
+                    Code::ScriptNoEntryFits,
+                    name.span,
+                    format!("{why}, so it runs at the client"),
+                ));
             }
         }
         if plan.posh_bytes > world.settings.max_moved_bytes {

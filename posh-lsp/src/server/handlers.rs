@@ -241,8 +241,11 @@ impl Backend {
                 })
             })
             .collect();
-        let known: std::collections::BTreeSet<&String> =
-            world.annotation_texts.keys().filter(|path| dirs.iter().any(|d| std::path::Path::new(path).parent() == Some(d))).collect();
+        let known: std::collections::BTreeSet<&String> = world
+            .annotation_texts
+            .keys()
+            .filter(|path| dirs.iter().any(|d| std::path::Path::new(path).parent() == Some(d)))
+            .collect();
         on_disk.iter().any(|path| !known.contains(path)) || known.iter().any(|path| !on_disk.contains(*path))
     }
 

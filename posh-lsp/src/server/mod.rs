@@ -168,9 +168,10 @@ pub async fn serve_with(
     debounce: Duration,
     user_dirs: UserDirPaths,
 ) {
-    let (service, socket) = LspService::build(move |client| Backend::with_debounce(client, debounce, user_dirs.clone()))
-        .custom_method(framing::LOST_CHANGE, Backend::lost_change)
-        .finish();
+    let (service, socket) =
+        LspService::build(move |client| Backend::with_debounce(client, debounce, user_dirs.clone()))
+            .custom_method(framing::LOST_CHANGE, Backend::lost_change)
+            .finish();
     let (service, exit) = Compat::new(service);
     let (to_server, server_reads) = tokio::io::duplex(1 << 16);
     let (server_writes, from_server) = tokio::io::duplex(1 << 16);
