@@ -271,6 +271,8 @@ fn chunked_parsing_equals_whole_parsing_on_the_oracle_scripts() {
     let mut cache = ide::chunks::ChunkCache::default();
     let whole = posh_core::shell::parse_tolerant_with_recovery(&source);
     assert_eq!(whole.0.errors, vec![]);
+    let bash = posh_core::shell::BashSyntax::from(posh_cli::bash_syntax::check(&source));
+    assert_eq!(bash, posh_core::shell::BashSyntax::Accepted, "bash -n");
     assert_eq!(ide::chunks::parse(&source, &mut cache), whole);
     let mut reused = 0;
     for (n, at) in (0..source.len()).step_by(source.len() / 97).enumerate() {
@@ -371,4 +373,29 @@ fn splits_show_their_copies_as_posh_exec_will_run_them() {
     world.settings.update(&serde_json::json!({"placement": "greedy", "copiesPerMount": 1}));
     let analysis = ide::analyze_script(&world, &fs, script);
     assert_eq!(analysis.plan.strategy, posh_core::planner::Strategy::Greedy);
+}
+
+/// The benchmarks' varied scripts are valid shell, vary (few chunks alike), and parse chunk by
+/// chunk as they parse whole, also edited.
+#[test]
+fn varied_scripts_parse_and_their_chunks_differ() {
+    let source = common::varied_script(5_000, 1);
+    assert!(source.lines().count() >= 5_000);
+    let whole = posh_core::shell::parse_tolerant_with_recovery(&source);
+    assert_eq!(whole.0.errors, vec![]);
+    let mut cache = ide::chunks::ChunkCache::default();
+    assert_eq!(ide::chunks::parse(&source, &mut cache), whole);
+    // Parsed again, every chunk comes from the cache; a script of one block repeated would have
+    // had most of them there the first time.
+    let again = ide::chunks::parse(&source, &mut cache);
+    assert_eq!(again, whole);
+    let chunks = cache.reused();
+    let mut fresh = ide::chunks::ChunkCache::default();
+    let other = common::varied_script(5_000, 2);
+    ide::chunks::parse(&other, &mut fresh);
+    ide::chunks::parse(&source, &mut fresh);
+    assert!(fresh.reused() * 20 < chunks, "{} of {chunks} chunks alike", fresh.reused());
+    assert_ne!(source, other);
+    let edited = source.replacen("grep -v DEBUG", "grep -v DEBUGx", 40);
+    assert_eq!(ide::chunks::parse(&edited, &mut cache).0, posh_core::shell::parse(&edited));
 }
