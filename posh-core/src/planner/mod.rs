@@ -245,6 +245,8 @@ pub struct ScriptScope<'a> {
     fifos: Vec<(usize, PathBuf)>,
     /// What of the whole script bears on every loop.
     pub(crate) loops: crate::rewrite::LoopScope,
+    /// What of the whole script's text bears on every pipeline, scanned once.
+    text: crate::rewrite::TextScope,
 }
 
 impl<'a> ScriptScope<'a> {
@@ -259,6 +261,7 @@ impl<'a> ScriptScope<'a> {
             working_dirs,
             handed_over: false,
             loops: crate::rewrite::LoopScope::of(source),
+            text: crate::rewrite::TextScope::default(),
         }
     }
 
@@ -279,6 +282,7 @@ impl<'a> ScriptScope<'a> {
             handed_over: true,
             fifos: Vec::new(),
             loops: crate::rewrite::LoopScope::default(),
+            text: crate::rewrite::TextScope::default(),
         }
     }
 
@@ -307,7 +311,7 @@ impl<'a> ScriptScope<'a> {
         let unannotated = || pipeline.commands.iter().find_map(|c| unannotated(library, c));
         self.script_stays
             .clone()
-            .or_else(|| crate::rewrite::why_not(self.source, pipeline, &self.functions))
+            .or_else(|| crate::rewrite::why_not_in(self.source, pipeline, &self.functions, &self.text))
             .or_else(unannotated)
     }
 
@@ -323,7 +327,7 @@ impl<'a> ScriptScope<'a> {
     fn command_reasons(&self, library: &Library, pipeline: &Pipeline) -> Option<Vec<Option<String>>> {
         if self.handed_over
             || self.script_stays.is_some()
-            || crate::rewrite::why_pipeline_stays(self.source, pipeline).is_some()
+            || crate::rewrite::why_pipeline_stays_in(self.source, pipeline, &self.text).is_some()
         {
             return None;
         }
