@@ -165,9 +165,9 @@ pub fn why_pipeline_stays_in(script_text: &str, pipeline: &Pipeline, scope: &Tex
     // call goes), and posh-exec stays until it ends, as it would go on after bash. Only `jobs`
     // would show the call's text instead of the pipeline's.
     let lists_jobs = || {
-        *scope.lists_jobs.get_or_init(|| {
-            script_text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "jobs")
-        })
+        *scope
+            .lists_jobs
+            .get_or_init(|| script_text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "jobs"))
     };
     if pipeline.background && lists_jobs() {
         return Some("runs in the background of a script that lists its jobs (`jobs` would show the call)".into());
