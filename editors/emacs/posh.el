@@ -7,7 +7,6 @@
 ;; Version: 0.1.0
 ;; Package-Requires: ((emacs "28.1") (eglot "1.9"))
 ;; Keywords: languages, tools, processes
-;; URL: https://github.com/posh-shell/posh
 ;; SPDX-License-Identifier: MIT OR Apache-2.0
 
 ;; This file is not part of GNU Emacs.
@@ -68,8 +67,7 @@
 (defgroup posh nil
   "Posh: shell pipelines placed next to their data."
   :group 'tools
-  :prefix "posh-"
-  :link '(url-link "https://github.com/posh-shell/posh"))
+  :prefix "posh-")
 
 (defcustom posh-lsp-program "posh-lsp"
   "The posh-lsp executable, a file name or a name found in variable `exec-path'.
@@ -90,7 +88,7 @@ The language server takes no arguments."
   '("needs_current_dir" "splittable_across_input" "filters_input" "reduces_input"
     "long_arg_single_dash" "long_args_single_dash" "merge" "output_ratio"
     "output_per_input" "output_within_smallest_input" "output_ends_lines"
-    "output_ends_as_input" "no_match_status" "reads_env" "reads_home"
+    "output_ends_as_input" "output_holds_input" "no_match_status" "reads_env" "reads_home"
     "ignores_stdin" "makes_fifos" "output_to_stdout_too" "stdin_file_list")
   "The command options of an annotation entry, in its header's brackets.")
 
@@ -401,7 +399,7 @@ that posh-lsp does not take (see `posh-eglot-shell-scripts') keeps
 the server eglot would give it without posh: bash-language-server
 unless you changed that.  Turns on `posh-hints-mode' in the buffers
 posh-lsp manages when `posh-hints-auto' is non-nil, and shows its
-hover as plain text when markdown-mode is missing (see
+hover as plain text when `markdown-mode' is missing (see
 `posh-hover-render-markdown').
 
 Starts no server: add `eglot-ensure' to `posh-annotation-mode-hook',
@@ -465,8 +463,8 @@ posh-lsp does not take; see `posh-eglot-shell-scripts'."
 (defcustom posh-hover-render-markdown 'auto
   "Whether posh renders posh-lsp's hover markdown itself.
 posh-lsp writes its hover in markdown.  Eglot renders markdown with
-markdown-mode's `gfm-view-mode'; without markdown-mode it shows the
-markup as it stands.
+`gfm-view-mode' (of the package `markdown-mode'); without it, it shows
+the markup as it stands.
 
 `auto': posh renders it when `gfm-view-mode' is missing.
 t: posh renders it always.
@@ -537,7 +535,7 @@ nil: eglot renders it."
     (propertize code 'face 'posh-hover-code-face)))
 
 (defun posh--render-markdown (markdown)
-  "Return MARKDOWN as text to read without markdown-mode.
+  "Return MARKDOWN as text to read without `markdown-mode'.
 Renders what posh-lsp writes: fenced code blocks (shell code is
 fontified), `inline code', **bold**, *emphasis*, links, headings,
 backslash escapes and rules (---)."

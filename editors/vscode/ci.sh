@@ -27,7 +27,9 @@ npm test
 step "package (vsce package: production bundle)"
 rm -f ./*.vsix
 vsix="posh-$(node -p 'require("./package.json").version').vsix"
-npx --no-install vsce package --no-dependencies --out "$vsix"
+# No repository link: the project has no public URL yet (the root Cargo.toml's `repository` is a
+# placeholder), and vsce asks about a missing one unless told.
+npx --no-install vsce package --no-dependencies --allow-missing-repository --out "$vsix"
 
 step "check the .vsix"
 listing=$(mktemp)

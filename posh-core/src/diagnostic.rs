@@ -189,6 +189,12 @@ codes! {
     /// them as they are and nothing in them is offloaded; the rest of the script is planned as
     /// usual. Rewrite the statement in a form posh reads to have its pipelines placed.
     ScriptNotParsed = "S004", "not-parsed", Warning;
+    /// posh-lsp could not read an edit the editor sent of this file (a message that was not
+    /// UTF-8, not JSON, or not an edit), so its copy of the text is no longer the editor's:
+    /// hints, lenses and other diagnostics of the file are withheld rather than shown in the
+    /// wrong places. Close and reopen the file (or have the editor send it whole) to
+    /// resynchronise; the editor's log or posh-lsp's standard error names the message.
+    ScriptOutOfStep = "S005", "out-of-step", Warning;
     /// posh.toml cannot be used as posh's configuration: it is not TOML, or names a key posh
     /// does not know, or gives a value of the wrong type or one that makes no sense, or mounts
     /// one path twice. posh-exec refuses to run with it, and posh-lsp plans as if nothing were

@@ -133,17 +133,43 @@ pub struct Rewritten {
 /// Why a pipeline stays with bash; `None` when it can be handed to the runtime. Ask
 /// [`why_script_stays`] first: it rules out whole scripts.
 pub fn why_not(script_text: &str, pipeline: &Pipeline, functions: &[String]) -> Option<String> {
-    why_pipeline_stays(script_text, pipeline)
+    why_not_in(script_text, pipeline, functions, &TextScope::default())
+}
+
+/// [`why_not`], with what of the script's text bears on every pipeline scanned once for all of
+/// them (`scope`, made for this `script_text`).
+pub fn why_not_in(script_text: &str, pipeline: &Pipeline, functions: &[String], scope: &TextScope) -> Option<String> {
+    why_pipeline_stays_in(script_text, pipeline, scope)
         .or_else(|| (0..pipeline.commands.len()).find_map(|i| why_command_stays(pipeline, i, functions)))
+}
+
+/// What of a whole script's text the rules for each of its pipelines read (whether it lists its
+/// jobs, whether it prints or exports functions), each scanned at most once for all of them: a
+/// scan per pipeline made a 5,000-line script with a few hundred functions take seconds to
+/// plan. For one script only.
+#[derive(Clone, Debug, Default)]
+pub struct TextScope {
+    lists_jobs: std::sync::OnceLock<bool>,
+    shows_functions: std::sync::OnceLock<bool>,
 }
 
 /// Why `pipeline` stays with bash as a whole, whatever its commands.
 pub fn why_pipeline_stays(script_text: &str, pipeline: &Pipeline) -> Option<String> {
+    why_pipeline_stays_in(script_text, pipeline, &TextScope::default())
+}
+
+/// [`why_pipeline_stays`], with `scope` made for this `script_text` (see [`TextScope`]).
+pub fn why_pipeline_stays_in(script_text: &str, pipeline: &Pipeline, scope: &TextScope) -> Option<String> {
     // In the background the call is the job bash sees: `$!` stands for the whole pipeline, `wait`
     // gives its status, a signal to it ends every command (the runtime cancels a pipeline whose
     // call goes), and posh-exec stays until it ends, as it would go on after bash. Only `jobs`
     // would show the call's text instead of the pipeline's.
-    if pipeline.background && script_text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "jobs") {
+    let lists_jobs = || {
+        *scope
+            .lists_jobs
+            .get_or_init(|| script_text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "jobs"))
+    };
+    if pipeline.background && lists_jobs() {
         return Some("runs in the background of a script that lists its jobs (`jobs` would show the call)".into());
     }
     if pipeline.context.iter().any(|c| matches!(c, Context::ProcessSubstitution)) {
@@ -151,7 +177,9 @@ pub fn why_pipeline_stays(script_text: &str, pipeline: &Pipeline) -> Option<Stri
     }
     // A function's text is bash's to print (`declare -f`, `type`, `set`) and to export to other
     // bash processes (`export -f`), which have no runtime: it keeps its pipelines as written.
-    if pipeline.context.iter().any(|c| matches!(c, Context::Function(_))) && shows_functions(script_text) {
+    if pipeline.context.iter().any(|c| matches!(c, Context::Function(_)))
+        && *scope.shows_functions.get_or_init(|| shows_functions(script_text))
+    {
         return Some("in a function the script prints or exports (`declare -f`, `type`, `set`, `export -f`)".into());
     }
     if script_text[pipeline.span.range()].contains("<<") && script_text[pipeline.span.range()].contains('\n') {

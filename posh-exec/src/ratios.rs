@@ -34,12 +34,12 @@ pub fn load(path: &Path) -> Ratios {
     }
 }
 
-/// Adds `runs` (shape, bytes read, bytes written) to the file at `path`, when its directory
+/// Adds `runs` (shape, bytes read, bytes written, processes) to the file at `path`, when its directory
 /// exists. A failure (a full disk, a read-only home) costs only the figures, so it is logged,
 /// not reported.
-pub fn record(path: &Path, runs: &[(String, u64, u64)]) {
+pub fn record(path: &Path, runs: &[(String, u64, u64, u32)]) {
     // Most pipelines read too little to tell: they leave the file alone.
-    if runs.iter().all(|(_, read, _)| *read < MIN_MEASURED_READ) {
+    if runs.iter().all(|(_, read, _, _)| *read < MIN_MEASURED_READ) {
         return;
     }
     if let Err(e) = try_record(path, runs) {
@@ -47,7 +47,7 @@ pub fn record(path: &Path, runs: &[(String, u64, u64)]) {
     }
 }
 
-fn try_record(path: &Path, runs: &[(String, u64, u64)]) -> std::io::Result<()> {
+fn try_record(path: &Path, runs: &[(String, u64, u64, u32)]) -> std::io::Result<()> {
     let dir = path.parent().unwrap_or(Path::new("."));
     if !dir.is_dir() {
         return Ok(());
@@ -56,8 +56,8 @@ fn try_record(path: &Path, runs: &[(String, u64, u64)]) -> std::io::Result<()> {
     rustix::fs::flock(&lock, rustix::fs::FlockOperation::LockExclusive)?;
     let mut ratios = std::fs::read_to_string(path).ok().and_then(|t| Ratios::parse(&t).ok()).unwrap_or_default();
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_secs());
-    for (shape, read, written) in runs {
-        ratios.record(shape, *read, *written, now);
+    for (shape, read, written, processes) in runs {
+        ratios.record(shape, *read, *written, *processes, now);
     }
     // Replaced whole, so a reader never sees half a file.
     let mut staged = tempfile::NamedTempFile::new_in(dir)?;
@@ -69,20 +69,21 @@ fn try_record(path: &Path, runs: &[(String, u64, u64)]) -> std::io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use posh_core::planner::measured::STARTUP_READ;
 
     #[test]
     fn runs_are_added_to_what_the_file_holds_and_a_broken_file_is_replaced() {
         let dir = tempfile::tempdir().unwrap();
         let path = file(dir.path());
         assert!(load(&path).is_empty());
-        record(&path, &[("grep IP".into(), 10 << 20, 1 << 20)]);
-        record(&path, &[("sort".into(), 4 << 20, 4 << 20)]);
+        record(&path, &[("grep IP".into(), (10 << 20) + STARTUP_READ, 1 << 20, 1)]);
+        record(&path, &[("sort".into(), (4 << 20) + STARTUP_READ, 4 << 20, 1)]);
         let ratios = load(&path);
         assert_eq!(ratios.get("grep IP").map(|m| (m.ratio, m.runs)), Some((0.1, 1)));
         assert_eq!(ratios.get("sort").map(|m| (m.ratio, m.runs)), Some((1.0, 1)));
         std::fs::write(&path, "{ broken").unwrap();
         assert!(load(&path).is_empty());
-        record(&path, &[("sort".into(), 4 << 20, 2 << 20)]);
+        record(&path, &[("sort".into(), (4 << 20) + STARTUP_READ, 2 << 20, 1)]);
         assert_eq!(load(&path).get("sort").map(|m| (m.ratio, m.runs)), Some((0.5, 1)));
     }
 
@@ -90,7 +91,7 @@ mod tests {
     fn nothing_is_recorded_where_the_state_directory_does_not_exist() {
         let dir = tempfile::tempdir().unwrap();
         let path = file(&dir.path().join("posh"));
-        record(&path, &[("grep IP".into(), 10 << 20, 1 << 20)]);
+        record(&path, &[("grep IP".into(), (10 << 20) + STARTUP_READ, 1 << 20, 1)]);
         assert!(!dir.path().join("posh").exists());
     }
 }

@@ -1,4 +1,5 @@
-//! What a keystroke costs: a 5,000-line script is edited by one character, and the language
+//! What a keystroke costs: a varied 5,000-line script (`common::varied_script`) is edited by one
+//! character, and the language
 //! server's work for the new version is timed, parse and plan included: the inlay hints of the
 //! whole script and its diagnostics. Target: below 50 ms.
 //!
@@ -15,7 +16,7 @@ use posh_lsp::ide::{self, diagnostics, inlay_hints};
 fn bench(c: &mut Criterion) {
     let fs = common::file_system();
     let world = common::world(&fs);
-    let before = common::script(5_000);
+    let before = common::varied_script(5_000, 1);
     // One character typed in the middle: `DEBUG` becomes `DEBUGx` in one pipeline.
     let middle = before.len() / 2;
     let at = middle + before[middle..].find("DEBUG").expect("a DEBUG past the middle") + "DEBUG".len();
@@ -32,7 +33,7 @@ fn bench(c: &mut Criterion) {
         (analysis.plan.pipelines.len(), hints.len(), diags.len())
     };
     let (pipelines, hints, diags) = work(&after, &mut warm.clone());
-    assert!(pipelines > 2_000 && hints > 1_000 && diags > 100, "{pipelines} {hints} {diags}");
+    assert!(pipelines > 1_500 && hints > 500 && diags > 100, "{pipelines} {hints} {diags}");
     let mut group = c.benchmark_group(format!("{lines}-line script, one character edited"));
     group.sample_size(20);
     group.bench_function("inlay hints + diagnostics", |b| {

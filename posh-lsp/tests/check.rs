@@ -84,7 +84,7 @@ fn scripts_get_the_language_server_s_diagnostics() {
     let run = |args: &[&str]| posh_lsp(args, root);
     let out = run(&["check", "scripts", "scripts/run"]);
     insta::assert_snapshot!(String::from_utf8_lossy(&out.stdout), @r"
-    scripts/report.sh:3:1: warning[S003]: this pipeline still moves 400 MB across the network (bash would move 400 MB; threshold 100 MB)
+    scripts/report.sh:3:1: warning[S003]: this pipeline still moves ~400 MB across the network (bash would move 400 MB; threshold 100 MB)
     scripts/report.sh:4:1: warning[S001]: `mytool` has no annotation, so it runs at the client and its input crosses the network
     scripts/run:2:1: warning[S002]: no annotation entry of `sort` fits: the annotation does not know the option `--bogus`, so it runs at the client
     ");

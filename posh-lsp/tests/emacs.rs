@@ -78,7 +78,7 @@ fn emacs_with_eglot_receives_hints_hover_and_diagnostics() {
     let hover = of("HOVER ").join("\n");
     assert!(hover.contains("grep é🎉"), "{hover}");
     assert!(hover.contains("logs"), "{hover}");
-    assert!(hover.contains("bash alone would move 2.5 GB across the network, posh moves 1.2 GB"), "{hover}");
+    assert!(hover.contains("bash alone would move 2.5 GB across the network, posh moves ~1.2 GB"), "{hover}");
     match hover_fn.as_slice() {
         ["posh-hover-eldoc-function"] => assert!(!hover.contains("**") && !hover.contains("```"), "{hover}"),
         ["eglot-hover-eldoc-function"] => {}
@@ -87,7 +87,7 @@ fn emacs_with_eglot_receives_hints_hover_and_diagnostics() {
     assert_eq!(
         of("DIAG "),
         vec![
-            "3: posh [S003]: this pipeline still moves 1.2 GB across the network (bash would move 2.5 GB; threshold 100 MB)",
+            "3: posh [S003]: this pipeline still moves ~1.2 GB across the network (bash would move 2.5 GB; threshold 100 MB)",
             "4: posh [S001]: `mytool` has no annotation, so it runs at the client and its input crosses the network",
         ]
     );

@@ -56,6 +56,26 @@ fn diagnostics_only_for_what_can_be_acted_on() {
     )));
 }
 
+/// A command without annotation amid a pipeline whose other commands go to the runtime (bash
+/// keeps it, in part) gets `S001` as in a pipeline that stays whole, a function there does not;
+/// a command reading files of two mounts, which runs at the client, shows that it does, why
+/// (the hint's tooltip) and what crosses.
+#[test]
+fn commands_kept_in_part_and_commands_over_two_mounts_say_so() {
+    insta::assert_snapshot!(annotate(concat!(
+        "cat /mnt/logs/ray0.log | grep x | mytool | sort | head\n",
+        "grep -c error /mnt/logs/ray1.log /mnt/a/t.csv\n",
+        "f() { sort; }\n",
+        "cat /mnt/logs/ray2.log | f\n",
+    )));
+    let fs = file_system();
+    let world = world(&fs);
+    let script = "grep -c error /mnt/logs/ray1.log /mnt/a/t.csv\n";
+    let analysis = ide::analyze_script(&world, &fs, script);
+    let hints = ide::inlay_hints::inlay_hints(&world, script, &analysis, None);
+    assert!(hints[0].tooltip.starts_with("reads files on several mounts"), "{hints:?}");
+}
+
 #[test]
 fn nothing_mounted_no_hints() {
     let fs = posh_core::fs::MemoryFileSystem::new();
@@ -322,7 +342,7 @@ fn the_user_s_annotations_load_and_the_workspace_s_win() {
     let hints = ide::inlay_hints::inlay_hints(&world, script, &analysis, None);
     assert_eq!(
         ide::inlay_hints::render(script, &hints),
-        "‹on logs›mytool /mnt/logs/ray1.log | sort‹moves 250 MB›\n‹on a›wc2 /mnt/a/big.txt‹moves 450 MB›\n"
+        "‹on logs›mytool /mnt/logs/ray1.log | sort‹moves ~250 MB›\n‹on a›wc2 /mnt/a/big.txt‹moves ~450 MB›\n"
     );
     assert_eq!(
         ide::diagnostics::script_diagnostics(&world, &analysis)
@@ -393,4 +413,31 @@ fn a_run_configuration_gives_the_values_the_editor_plans_with() {
     let grep = ide::hover::script_hover(&world, &elsewhere, offset).expect("a hover").markdown;
     assert!(grep.contains("Not known before the run: `$@`"), "{grep}");
     assert!(grep.contains("`args = [\"...\"]`"), "{grep}");
+}
+
+/// The benchmarks' varied scripts are valid shell, vary (few chunks alike), and parse chunk by
+/// chunk as they parse whole, also edited.
+#[test]
+fn varied_scripts_parse_and_their_chunks_differ() {
+    let source = common::varied_script(5_000, 1);
+    assert!(source.lines().count() >= 5_000);
+    let whole = posh_core::shell::parse_tolerant_with_recovery(&source);
+    assert_eq!(whole.0.errors, vec![]);
+    let bash = posh_core::shell::BashSyntax::from(posh_cli::bash_syntax::check(&source));
+    assert_eq!(bash, posh_core::shell::BashSyntax::Accepted, "bash -n");
+    let mut cache = ide::chunks::ChunkCache::default();
+    assert_eq!(ide::chunks::parse(&source, &mut cache), whole);
+    // Parsed again, every chunk comes from the cache; a script of one block repeated would have
+    // had most of them there the first time.
+    let again = ide::chunks::parse(&source, &mut cache);
+    assert_eq!(again, whole);
+    let chunks = cache.reused();
+    let mut fresh = ide::chunks::ChunkCache::default();
+    let other = common::varied_script(5_000, 2);
+    ide::chunks::parse(&other, &mut fresh);
+    ide::chunks::parse(&source, &mut fresh);
+    assert!(fresh.reused() * 20 < chunks, "{} of {chunks} chunks alike", fresh.reused());
+    assert_ne!(source, other);
+    let edited = source.replacen("grep -v DEBUG", "grep -v DEBUGx", 40);
+    assert_eq!(ide::chunks::parse(&edited, &mut cache).0, posh_core::shell::parse(&edited));
 }

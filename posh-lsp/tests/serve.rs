@@ -74,7 +74,7 @@ async fn the_ratios_a_run_measures_reach_the_hover_at_once() {
     let watchers = &registration["params"]["registrations"][0]["registerOptions"]["watchers"];
     let state = format!("file://{}/state/posh/", root.display());
     let relative = json!({"baseUri": "file://ROOT/state/posh/", "pattern": "ratios.json"});
-    assert_eq!(watchers[2]["globPattern"], relative, "{watchers}");
+    assert_eq!(watchers[4]["globPattern"], relative, "{watchers}");
 
     let script = format!("{uri}/s.sh");
     let text = "grep ERROR data/x.log | sort\n";
@@ -164,5 +164,50 @@ async fn an_analysis_short_of_time_is_done_again_and_the_client_asked_to_refresh
     client.expect("workspace/inlayHint/refresh").await;
     client.expect("workspace/codeLens/refresh").await;
     let again = client.request("textDocument/inlayHint", all).await;
-    assert!(labels(&again).contains(&"moves 250 MB".to_string()), "{again}");
+    assert!(labels(&again).contains(&"moves ~250 MB".to_string()), "{again}");
+}
+
+/// A client that closes the server's output before its input (tower-lsp panicked when it then
+/// had an answer to give): the server exits cleanly, without a panic.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_closed_output_ends_the_server_without_a_panic() {
+    use tokio::io::{AsyncReadExt as _, AsyncWriteExt as _};
+    let dir = common::workspace();
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_posh-lsp"));
+    for name in common::REMOVED {
+        command.env_remove(name);
+    }
+    let mut child = command
+        .current_dir(dir.path())
+        .envs(common::home_env_in(dir.path()))
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let mut stdin = child.stdin.take().unwrap();
+    let root = format!("file://{}", dir.path().display());
+    let script = "cat data/ray0.log | sort\n";
+    let messages = [
+        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"processId": null, "rootUri": root, "capabilities": {}}}),
+        json!({"jsonrpc": "2.0", "method": "initialized", "params": {}}),
+        json!({"jsonrpc": "2.0", "method": "textDocument/didOpen", "params": {"textDocument": {"uri": format!("{root}/a.sh"), "languageId": "sh", "version": 1, "text": script}}}),
+        json!({"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover", "params": {"textDocument": {"uri": format!("{root}/a.sh")}, "position": {"line": 0, "character": 1}}}),
+    ];
+    for message in messages {
+        let body = message.to_string();
+        // The server may be gone already: its input then fails, which is what is tested.
+        let _ = stdin.write_all(format!("Content-Length: {}\r\n\r\n{body}", body.len()).as_bytes()).await;
+    }
+    let status = tokio::time::timeout(Duration::from_secs(20), child.wait())
+        .await
+        .expect("posh-lsp exits once its output is closed, its input still open")
+        .unwrap();
+    let mut stderr = String::new();
+    child.stderr.take().unwrap().read_to_string(&mut stderr).await.unwrap();
+    assert!(status.success(), "{status}: {stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    drop(stdin);
 }

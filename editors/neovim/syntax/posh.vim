@@ -47,7 +47,7 @@ syn match poshExampleItem '^\s\+-\s\+\zs.*$' contained contains=poshComment
 " Command options, in an entry's brackets.
 syn keyword poshOption contained needs_current_dir splittable_across_input filters_input
       \ reduces_input long_arg_single_dash long_args_single_dash merge output_ratio
-      \ output_per_input output_within_smallest_input output_ends_lines output_ends_as_input
+      \ output_per_input output_within_smallest_input output_ends_lines output_ends_as_input output_holds_input
       \ no_match_status reads_env reads_home ignores_stdin makes_fifos output_to_stdout_too
       \ stdin_file_list
 syn keyword poshOption contained concat rerun sum sort_merge uniq_count

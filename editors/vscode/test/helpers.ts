@@ -16,7 +16,7 @@ export interface Manifest {
   license: string;
   main: string;
   engines: { vscode: string };
-  repository: { url: string };
+  repository?: { url: string };
   activationEvents: string[];
   scripts: Record<string, string>;
   devDependencies: Record<string, string>;

@@ -19,6 +19,7 @@ pub fn format_header(entry: &CommandEntry) -> String {
         (o.output_to_stdout_too, "output_to_stdout_too"),
         (o.output_ends_lines, "output_ends_lines"),
         (o.output_ends_as_input, "output_ends_as_input"),
+        (o.output_holds_input, "output_holds_input"),
         (o.output_within_smallest_input, "output_within_smallest_input"),
     ]
     .into_iter()

@@ -83,6 +83,7 @@ fn lower_options(fields: &[RawField], diags: &mut Vec<Diagnostic>) -> CommandOpt
             "output_to_stdout_too" => options.output_to_stdout_too = true,
             "output_ends_lines" => options.output_ends_lines = true,
             "output_ends_as_input" => options.output_ends_as_input = true,
+            "output_holds_input" => options.output_holds_input = true,
             "output_within_smallest_input" => options.output_within_smallest_input = true,
             "merge" => {
                 let word = word_value(field).unwrap_or_default();

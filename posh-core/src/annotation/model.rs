@@ -103,6 +103,9 @@ pub struct CommandOptions {
     pub output_ends_lines: bool,
     /// Every run's output ends as its input ends (`cat`, `sed`).
     pub output_ends_as_input: bool,
+    /// Its output holds every byte of its input, perhaps more (`cat`, `tac`): never predicted,
+    /// nor learned, below its input.
+    pub output_holds_input: bool,
     /// Standard input lists names of files the command opens (`xargs`).
     pub stdin_file_list: bool,
     /// It never reads its standard input (`rm`, `mkdir`, `touch`).

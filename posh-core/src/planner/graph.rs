@@ -167,7 +167,10 @@ impl Facts<'_> {
         let Some(invocation) = &self.invocation else {
             return OutputEstimate::Assumed { ratio: 1.0 };
         };
-        let measured = self.shape().and_then(|shape| ratios.get(&shape).copied());
+        let options = &invocation.entry.options;
+        // What its annotation states it keeps of its input is never undercut by what runs measured.
+        let floor = if options.output_holds_input { 1.0 } else { 0.0 };
+        let measured = self.shape().and_then(|shape| ratios.get(&shape).copied()).filter(|m| m.ratio >= floor);
         match (self.bound, measured) {
             // A bound by the inputs' sizes leaves room for what runs measured below it.
             (Some(Bound::Smallest), Some(measured)) => {
@@ -177,9 +180,9 @@ impl Facts<'_> {
             (None, Some(measured)) => return OutputEstimate::Measured { ratio: measured.ratio, runs: measured.runs },
             (None, None) => {}
         }
-        let options = &invocation.entry.options;
         match options.output_ratio {
-            Some(ratio) => OutputEstimate::Annotation { ratio },
+            Some(ratio) => OutputEstimate::Annotation { ratio: ratio.max(floor) },
+            None if options.output_holds_input => OutputEstimate::Annotation { ratio: 1.0 },
             None => OutputEstimate::Assumed { ratio: if options.filters_input { 0.5 } else { 1.0 } },
         }
     }

@@ -360,6 +360,8 @@ pub struct ScriptScope<'a> {
     values: Option<std::sync::Arc<crate::values::Values>>,
     /// The script makes FIFOs under names the planner does not know (`mkfifo "$d/p"`).
     unnamed_fifos: bool,
+    /// What of the whole script's text bears on every pipeline, scanned once.
+    text: crate::rewrite::TextScope,
 }
 
 impl<'a> ScriptScope<'a> {
@@ -376,6 +378,7 @@ impl<'a> ScriptScope<'a> {
             handed_over: false,
             loops: crate::rewrite::LoopScope::of(source),
             values: None,
+            text: crate::rewrite::TextScope::default(),
         }
     }
 
@@ -408,6 +411,7 @@ impl<'a> ScriptScope<'a> {
             loops: crate::rewrite::LoopScope::default(),
             values: None,
             unnamed_fifos: false,
+            text: crate::rewrite::TextScope::default(),
         }
     }
 
@@ -436,7 +440,7 @@ impl<'a> ScriptScope<'a> {
         let unannotated = || pipeline.commands.iter().find_map(|c| unannotated(library, c));
         self.script_stays
             .clone()
-            .or_else(|| crate::rewrite::why_not(self.source, pipeline, &self.functions))
+            .or_else(|| crate::rewrite::why_not_in(self.source, pipeline, &self.functions, &self.text))
             .or_else(unannotated)
     }
 
@@ -452,7 +456,7 @@ impl<'a> ScriptScope<'a> {
     fn command_reasons(&self, library: &Library, pipeline: &Pipeline) -> Option<Vec<Option<String>>> {
         if self.handed_over
             || self.script_stays.is_some()
-            || crate::rewrite::why_pipeline_stays(self.source, pipeline).is_some()
+            || crate::rewrite::why_pipeline_stays_in(self.source, pipeline, &self.text).is_some()
         {
             return None;
         }

@@ -246,7 +246,7 @@ pub enum OutputEstimate {
     Bounded,
     /// The share of its input that earlier runs of its shape wrote, on average.
     Measured { ratio: f64, runs: u32 },
-    /// The share its annotation states (`output_ratio`).
+    /// The share its annotation states (`output_ratio`, or all of it for `output_holds_input`).
     Annotation { ratio: f64 },
     /// Assumed: half its input for a filter (`filters_input`), all of it otherwise or without
     /// an annotation.

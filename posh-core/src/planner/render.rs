@@ -25,12 +25,90 @@ pub fn format_bytes(bytes: u64) -> String {
     if value < 10.0 { format!("{value:.1} {unit}") } else { format!("{value:.0} {unit}") }
 }
 
+/// A predicted byte count for people, and whether it rests on an assumption (see
+/// [`assumed_edges`]): `12 MB`, or `~12 MB` for an estimate. The one rule by which
+/// `--explain`, the hints, hovers and lenses mark estimates.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Figure {
+    pub bytes: u64,
+    pub assumed: bool,
+}
+
+impl Figure {
+    pub fn new(bytes: u64, assumed: bool) -> Figure {
+        Figure { bytes, assumed }
+    }
+
+    /// The figures together: their sum, assumed when any of them with bytes is.
+    pub fn sum(figures: impl IntoIterator<Item = Figure>) -> Figure {
+        figures.into_iter().fold(Figure::default(), |total, f| Figure {
+            bytes: total.bytes + f.bytes,
+            assumed: total.assumed || (f.assumed && f.bytes > 0),
+        })
+    }
+}
+
+impl std::fmt::Display for Figure {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let tilde = if self.assumed && self.bytes > 0 { "~" } else { "" };
+        write!(f, "{tilde}{}", format_bytes(self.bytes))
+    }
+}
+
+/// For each edge of `plan`, whether its predicted bytes rest on an assumption: some command
+/// before it (on the way from the pipeline's files and input to the edge) had its output share
+/// assumed (`OutputEstimate::Assumed`: half its input for a filter, all of it otherwise),
+/// rather than stated by its annotation, bounded or measured. Such figures can be many times
+/// off (an `awk` that keeps 2% is assumed to keep everything), so they are shown as estimates.
+pub fn assumed_edges(plan: &PipelinePlan) -> Vec<bool> {
+    let mut memo: Vec<Option<bool>> = vec![None; plan.nodes.len()];
+    let mut into: Vec<Vec<usize>> = vec![Vec::new(); plan.nodes.len()];
+    for edge in &plan.edges {
+        into[edge.to].push(edge.from);
+    }
+    fn output_assumed(plan: &PipelinePlan, into: &[Vec<usize>], memo: &mut [Option<bool>], id: usize) -> bool {
+        if let Some(known) = memo[id] {
+            return known;
+        }
+        // A cycle cannot be (plans are DAGs); the mark stops one anyway.
+        memo[id] = Some(false);
+        let assumed = match &plan.nodes[id].kind {
+            NodeKind::Command { output: OutputEstimate::Assumed { .. }, .. } => true,
+            NodeKind::Command { output: OutputEstimate::Bounded, .. } => false,
+            NodeKind::Command { .. } | NodeKind::Merge { .. } => {
+                into[id].iter().any(|&from| output_assumed(plan, into, memo, from))
+            }
+            _ => false,
+        };
+        memo[id] = Some(assumed);
+        assumed
+    }
+    plan.edges.iter().map(|e| output_assumed(plan, &into, &mut memo, e.from)).collect()
+}
+
+/// A pipeline's totals as figures: what bash alone would move (a file it writes on a mount is
+/// as large as predicted), what posh moves through the client and between proxies.
+pub fn pipeline_figures(plan: &PipelinePlan) -> [Figure; 3] {
+    let assumed = assumed_edges(plan);
+    let any = |filter: &dyn Fn(&crate::planner::model::Edge) -> bool| {
+        plan.edges.iter().zip(&assumed).any(|(e, a)| *a && e.bytes > 0 && filter(e))
+    };
+    let into_remote_file = |e: &crate::planner::model::Edge| {
+        matches!(plan.nodes[e.to].kind, NodeKind::WriteFile { .. }) && plan.nodes[e.to].location != Location::Client
+    };
+    [
+        Figure::new(plan.bash_bytes, any(&into_remote_file)),
+        Figure::new(plan.posh_bytes, any(&|e| e.crosses && !e.between_proxies)),
+        Figure::new(plan.between_proxies_bytes, any(&|e| e.crosses && e.between_proxies)),
+    ]
+}
+
 /// What posh moves: `460 MB`, or `460 MB (and 20 MB between proxies)` when files are streamed
-/// from one proxy to another.
-pub fn posh_moves(posh_bytes: u64, between_proxies_bytes: u64) -> String {
-    match between_proxies_bytes {
-        0 => format_bytes(posh_bytes),
-        between => format!("{} (and {} between proxies)", format_bytes(posh_bytes), format_bytes(between)),
+/// from one proxy to another; `~` before an estimate.
+pub fn posh_moves(posh: Figure, between_proxies: Figure) -> String {
+    match between_proxies.bytes {
+        0 => posh.to_string(),
+        _ => format!("{posh} (and {between_proxies} between proxies)"),
     }
 }
 
@@ -58,23 +136,25 @@ pub fn render_inline(source: &str, plan: &PipelinePlan) -> String {
         }
         map
     });
+    let assumed = assumed_edges(plan);
+    let crossing = |filter: &dyn Fn(&crate::planner::model::Edge) -> bool| -> Figure {
+        let edges = plan.edges.iter().zip(&assumed).filter(|(e, _)| e.crosses && filter(e));
+        Figure::sum(edges.map(|(e, a)| Figure::new(e.bytes, *a)))
+    };
     for (&index, copies) in &commands {
         let NodeKind::Command { span, .. } = copies[0].kind else {
             continue;
         };
         let ids: Vec<usize> = copies.iter().map(|n| n.id).collect();
-        let crossing = |filter: &dyn Fn(&crate::planner::model::Edge) -> bool| -> u64 {
-            plan.edges.iter().filter(|e| e.crosses && filter(e)).map(|e| e.bytes).sum()
-        };
         let is_file = |id: usize| matches!(plan.nodes[id].kind, NodeKind::ReadFile { .. } | NodeKind::WriteFile { .. });
         let read = crossing(&|e| ids.contains(&e.to) && is_file(e.from));
         let written = crossing(&|e| ids.contains(&e.from) && is_file(e.to));
         let mut tag = placement_tag(copies);
-        if read > 0 {
-            tag.push_str(&format!(" ⇐{}", format_bytes(read)));
+        if read.bytes > 0 {
+            tag.push_str(&format!(" ⇐{read}"));
         }
-        if written > 0 {
-            tag.push_str(&format!(" ⇒{}", format_bytes(written)));
+        if written.bytes > 0 {
+            tag.push_str(&format!(" ⇒{written}"));
         }
         // The pipe into this command: direct edges from the previous command, or via a merge.
         if let Some(end) = previous_end {
@@ -85,11 +165,11 @@ pub fn render_inline(source: &str, plan: &PipelinePlan) -> String {
             let mut bytes =
                 crossing(&|e| ids.contains(&e.to) && (from_previous(e.from) || merge.is_some_and(|m| m.id == e.from)));
             if let Some(m) = merge {
-                bytes += crossing(&|e| e.to == m.id);
+                bytes = Figure::sum([bytes, crossing(&|e| e.to == m.id)]);
             }
             let mut label = Vec::new();
-            if bytes > 0 {
-                label.push(format_bytes(bytes));
+            if bytes.bytes > 0 {
+                label.push(bytes.to_string());
             }
             if let Some(Node { kind: NodeKind::Merge { kind, .. }, location, .. }) = merge {
                 label.push(format!("{} {}", kind.keyword(), location.label()));
@@ -101,22 +181,17 @@ pub fn render_inline(source: &str, plan: &PipelinePlan) -> String {
         inserts.push((span.start, format!("[{tag}]")));
         previous_end = Some(span.end);
     }
-    let to_terminal: u64 = plan
-        .edges
-        .iter()
-        .filter(|e| e.crosses && matches!(plan.nodes[e.to].kind, NodeKind::Stdout | NodeKind::Stderr))
-        .map(|e| e.bytes)
-        .sum();
+    let to_terminal = crossing(&|e| matches!(plan.nodes[e.to].kind, NodeKind::Stdout | NodeKind::Stderr));
     let merged_last =
         plan.nodes.iter().find(|n| matches!(n.kind, NodeKind::Merge { command, .. } if command + 1 == commands.len()));
     let mut tail = String::new();
     if let Some(Node { id, kind: NodeKind::Merge { kind, .. }, location, .. }) = merged_last {
-        let into: u64 = plan.edges.iter().filter(|e| e.crosses && e.to == *id).map(|e| e.bytes).sum();
-        let bytes = if into > 0 { format!("{}, ", format_bytes(into)) } else { String::new() };
+        let into = crossing(&|e| e.to == *id);
+        let bytes = if into.bytes > 0 { format!("{into}, ") } else { String::new() };
         tail.push_str(&format!(" [{bytes}{} {}]", kind.keyword(), location.label()));
     }
-    if to_terminal > 0 {
-        tail.push_str(&format!(" [⇒ output {}]", format_bytes(to_terminal)));
+    if to_terminal.bytes > 0 {
+        tail.push_str(&format!(" [⇒ output {to_terminal}]"));
     }
     let mut out = String::new();
     let mut at = plan.span.start;
@@ -195,7 +270,7 @@ fn format_share(ratio: f64) -> String {
 pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
     let lines = LineIndex::new(source);
     let mut out = String::new();
-    let (mut bash, mut posh, mut between_proxies) = (0, 0, 0);
+    let (mut bash, mut posh, mut between_proxies) = (Figure::default(), Figure::default(), Figure::default());
     for pipeline in &plan.pipelines {
         let (line, _) = lines.line_col(source, pipeline.span.start);
         out.push_str(&format!("{path}:{line}: {}\n", render_inline(source, pipeline)));
@@ -216,26 +291,27 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
         for unknown in &pipeline.unknown_values {
             out.push_str(&format!("  not known before the run: `{}`: {}\n", unknown.parameter, unknown.why));
         }
-        for edge in pipeline.crossing_edges().filter(|e| e.bytes > 0) {
+        let assumed = assumed_edges(pipeline);
+        for (edge, assumed) in pipeline.edges.iter().zip(assumed).filter(|(e, _)| e.crosses && e.bytes > 0) {
             let (from, to) = (pipeline.node(edge.from), pipeline.node(edge.to));
             let how = if edge.between_proxies { ", streamed from proxy to proxy" } else { "" };
             out.push_str(&format!(
                 "  crosses {} → {}: {} ({} → {}{how})\n",
                 from.location.label(),
                 to.location.label(),
-                format_bytes(edge.bytes),
+                Figure::new(edge.bytes, assumed),
                 node_label(from),
                 node_label(to)
             ));
         }
+        let [bash_figure, posh_figure, between_figure] = pipeline_figures(pipeline);
         out.push_str(&format!(
-            "  bash would move {}, posh moves {}\n\n",
-            format_bytes(pipeline.bash_bytes),
-            posh_moves(pipeline.posh_bytes, pipeline.between_proxies_bytes)
+            "  bash would move {bash_figure}, posh moves {}\n\n",
+            posh_moves(posh_figure, between_figure)
         ));
-        bash += pipeline.bash_bytes;
-        posh += pipeline.posh_bytes;
-        between_proxies += pipeline.between_proxies_bytes;
+        bash = Figure::sum([bash, bash_figure]);
+        posh = Figure::sum([posh, posh_figure]);
+        between_proxies = Figure::sum([between_proxies, between_figure]);
     }
     for the_loop in &plan.loops {
         let (line, _) = lines.line_col(source, the_loop.span.start);
@@ -254,11 +330,13 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
         Strategy::CostBased => "cost-based",
     };
     out.push_str(&format!(
-        "{} pipeline(s), {strategy} placement: bash would move {}, posh moves {}\n",
+        "{} pipeline(s), {strategy} placement: bash would move {bash}, posh moves {}\n",
         plan.pipelines.len(),
-        format_bytes(bash),
         posh_moves(posh, between_proxies)
     ));
+    if [bash, posh, between_proxies].iter().any(|f| f.assumed && f.bytes > 0) {
+        out.push_str("(~: an estimate, from an output share no annotation states and no run measured yet)\n");
+    }
     out.push_str(&super::coverage::coverage(plan).describe());
     out
 }
@@ -282,11 +360,10 @@ pub fn render_dot(path: &str, source: &str, plan: &Plan) -> String {
     );
     for (p, pipeline) in plan.pipelines.iter().enumerate() {
         let (line, _) = lines.line_col(source, pipeline.span.start);
+        let [bash_figure, posh_figure, _] = pipeline_figures(pipeline);
         out.push_str(&format!(
-            "  subgraph cluster_p{p} {{\n    label=\"{}:{line}  bash {} / posh {}\";\n    style=rounded;\n",
+            "  subgraph cluster_p{p} {{\n    label=\"{}:{line}  bash {bash_figure} / posh {posh_figure}\";\n    style=rounded;\n",
             dot_escape(path),
-            format_bytes(pipeline.bash_bytes),
-            format_bytes(pipeline.posh_bytes)
         ));
         let mut by_location: BTreeMap<&Location, Vec<&Node>> = BTreeMap::new();
         for node in &pipeline.nodes {
@@ -312,14 +389,15 @@ pub fn render_dot(path: &str, source: &str, plan: &Plan) -> String {
             }
             out.push_str("    }\n");
         }
-        for edge in &pipeline.edges {
+        let assumed = assumed_edges(pipeline);
+        for (edge, assumed) in pipeline.edges.iter().zip(assumed) {
             // stderr and streams predicted empty are drawn quietly, so the data's path stands out.
             let style = match (edge.stream, edge.crosses) {
                 (Stream::Stderr, _) | (_, true) if edge.bytes == 0 => ", style=dashed, color=gray70",
                 (_, true) => ", color=red, fontcolor=red, penwidth=2",
                 (_, false) => "",
             };
-            let label = if edge.bytes > 0 { format_bytes(edge.bytes) } else { String::new() };
+            let label = if edge.bytes > 0 { Figure::new(edge.bytes, assumed).to_string() } else { String::new() };
             out.push_str(&format!("    p{p}n{} -> p{p}n{} [label=\"{label}\"{style}];\n", edge.from, edge.to));
         }
         out.push_str("  }\n");

@@ -223,10 +223,10 @@ fn same_job_after(merge: &Step, after: &[Unit]) -> Option<Vec<Step>> {
     steps.iter().all(together).then_some(steps)
 }
 
-/// What the pipeline's commands read and wrote, as (shape, read, written), one run per command
-/// (its copies added up). A command counts only when every copy of it was measured and exited
+/// What the pipeline's commands read and wrote, as (shape, read, written, processes), one run
+/// per command (its copies added up, and counted: each read its own start-up). A command counts only when every copy of it was measured and exited
 /// on its own: one killed (by SIGPIPE when `head` had enough) read only part of its input.
-pub(super) fn measured_runs(ends: &[StepEnd], units: &[Unit]) -> Vec<(String, u64, u64)> {
+pub(super) fn measured_runs(ends: &[StepEnd], units: &[Unit]) -> Vec<(String, u64, u64, u32)> {
     let steps: Vec<&Step> = units.iter().flat_map(|u| u.lanes.iter().flatten()).collect();
     let mut runs = Vec::new();
     let commands: std::collections::BTreeSet<usize> = ends.iter().map(|e| e.command).collect();
@@ -235,8 +235,9 @@ pub(super) fn measured_runs(ends: &[StepEnd], units: &[Unit]) -> Vec<(String, u6
             continue;
         };
         let copies = ends.iter().filter(|e| e.command == command);
+        let processes = u32::try_from(copies.clone().count()).unwrap_or(u32::MAX);
         if let Some(total) = IoCount::total(copies.map(|e| e.io.filter(|_| e.status < 128))) {
-            runs.push((shape, total.read, total.written));
+            runs.push((shape, total.read, total.written, processes));
         }
     }
     runs

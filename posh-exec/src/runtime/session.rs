@@ -143,7 +143,7 @@ impl Session {
     }
 
     /// Adds what a pipeline's commands measured to the ratios file, for the runs that follow.
-    pub fn record_ratios(&self, runs: &[(String, u64, u64)]) {
+    pub fn record_ratios(&self, runs: &[(String, u64, u64, u32)]) {
         crate::ratios::record(&self.state.ratios, runs);
     }
 

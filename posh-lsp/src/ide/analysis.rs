@@ -22,6 +22,9 @@ pub struct ScriptAnalysis {
     /// Planned without some answers of the file system (its time budget ran out): some sizes
     /// counted as 0. Shown only where nothing better is known, and never kept.
     pub partial: bool,
+    /// The names the script defines as functions (`ScriptScope::functions`): a command of one
+    /// stays with bash for that, not for want of an annotation.
+    pub functions: Vec<String>,
 }
 
 /// A script's plan as the editor keeps it: [`Plan`], but each pipeline's plan shared with the
@@ -210,7 +213,8 @@ pub fn analyze_script_at(
         plan.hands_nothing = Some(planner::bash_rejects(&message));
         script.bash_rejects = Some(message);
     }
-    ScriptAnalysis { script, recovery, plan, partial: false }
+    let functions = scope.functions().to_vec();
+    ScriptAnalysis { script, recovery, plan, partial: false, functions }
 }
 
 /// What an analysis keeps for the next version of the same document: its chunks, parsed and

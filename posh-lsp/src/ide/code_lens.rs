@@ -4,7 +4,7 @@
 
 use posh_core::Span;
 use posh_core::planner::coverage::Coverage;
-use posh_core::planner::render::{format_bytes, posh_moves};
+use posh_core::planner::render::{pipeline_figures, posh_moves};
 use posh_core::planner::{LoopPlan, LoopRuns};
 
 use super::ScriptAnalysis;
@@ -17,28 +17,37 @@ pub struct CodeLens {
 }
 
 pub fn code_lenses(analysis: &ScriptAnalysis) -> Vec<CodeLens> {
+    let mut lenses = summary_lenses(analysis);
+    lenses.extend(body_lenses(analysis));
+    lenses
+}
+
+/// The lenses atop the script (see [`summary`]); none when nothing is handed over (nothing is
+/// mounted, the script does not parse or bash rejects it).
+pub fn summary_lenses(analysis: &ScriptAnalysis) -> Vec<CodeLens> {
     let coverage = analysis.plan.coverage();
-    let summary = if !analysis.plan.pipelines.is_empty() && coverage.hands_nothing.is_none() {
+    if !analysis.plan.pipelines.is_empty() && coverage.hands_nothing.is_none() {
         summary(&coverage)
     } else {
         Vec::new()
-    };
+    }
+}
+
+/// The lenses above pipelines and loops.
+pub fn body_lenses(analysis: &ScriptAnalysis) -> Vec<CodeLens> {
+    let coverage = analysis.plan.coverage();
     // Only where posh saves on the client's links: one that moves as much as under bash gets none.
     let saves = |p: &&PlacedPlan| p.plan().posh_bytes < p.plan().bash_bytes;
     let per_pipeline = analysis.plan.pipelines.iter().filter(saves).map(|placed| (placed.span(), placed.plan()));
-    let per_pipeline = per_pipeline.map(|(span, p)| CodeLens {
-        span,
-        title: format!(
-            "bash moves {}, posh moves {}",
-            format_bytes(p.bash_bytes),
-            posh_moves(p.posh_bytes, p.between_proxies_bytes)
-        ),
+    let per_pipeline = per_pipeline.map(|(span, p)| {
+        let [bash, posh, between] = pipeline_figures(p);
+        CodeLens { span, title: format!("bash moves {bash}, posh moves {}", posh_moves(posh, between)) }
     });
     // Not above loops posh leaves alone: nothing in them touches a mount.
     let shown = |l: &&LoopPlan| coverage.hands_nothing.is_none() && l.runs != LoopRuns::TouchesNoMount;
     let per_loop =
         analysis.plan.loops.iter().filter(shown).map(|l| CodeLens { span: l.span, title: loop_title(&l.runs) });
-    summary.into_iter().chain(per_pipeline).chain(per_loop).collect()
+    per_pipeline.chain(per_loop).collect()
 }
 
 /// Above a `for` loop: who runs it and how its iterations reach the data, in a few words (the

@@ -5,7 +5,7 @@
 //! the parser and the validator report.
 
 use posh_core::fs::normalize_path;
-use posh_core::planner::render::format_bytes;
+use posh_core::planner::render::{Figure, pipeline_figures};
 use posh_core::planner::{NodeKind, Why};
 use posh_core::shell::{Pipeline, RedirectTarget};
 use posh_core::{Code, Diagnostic, annotation};
@@ -27,32 +27,37 @@ pub fn script_diagnostics(world: &World, analysis: &ScriptAnalysis) -> Vec<Diagn
             let Some(name) = pipeline.commands.get(*command).and_then(|c| c.words.first()) else {
                 continue;
             };
-            match &node.why {
-                Why::NoAnnotation => out.push(Diagnostic::new(
+            // In a pipeline bash keeps in part, its commands say that bash keeps them; one kept
+            // for want of an annotation (no function, builtin or compound command, and no
+            // entry of its name) is the same S001 as in a pipeline that stays whole.
+            let kept_unannotated = matches!(node.why, Why::KeptWithBash(_))
+                && posh_core::rewrite::why_command_stays(pipeline, *command, &analysis.functions).is_none()
+                && name.literal.as_deref().is_some_and(|n| world.library.candidates(n).is_empty());
+            if node.why == Why::NoAnnotation || kept_unannotated {
+                out.push(Diagnostic::new(
                     Code::ScriptNoAnnotation,
                     name.span,
                     format!(
                         "`{}` has no annotation, so it runs at the client and its input crosses the network",
                         name.raw
                     ),
-                )),
-                Why::NoEntryFits(why) => out.push(Diagnostic::new(
+                ));
+            } else if let Why::NoEntryFits(why) = &node.why {
+                out.push(Diagnostic::new(
                     Code::ScriptNoEntryFits,
                     name.span,
                     format!("{why}, so it runs at the client"),
-                )),
-                _ => {}
+                ));
             }
         }
         if plan.posh_bytes > world.settings.max_moved_bytes {
+            let [bash, posh, _] = pipeline_figures(plan);
             out.push(Diagnostic::new(
                 Code::ScriptMovesMuch,
                 placed.span(),
                 format!(
-                    "this pipeline still moves {} across the network (bash would move {}; threshold {})",
-                    format_bytes(plan.posh_bytes),
-                    format_bytes(plan.bash_bytes),
-                    format_bytes(world.settings.max_moved_bytes)
+                    "this pipeline still moves {posh} across the network (bash would move {bash}; threshold {})",
+                    Figure::new(world.settings.max_moved_bytes, false)
                 ),
             ));
         }

@@ -5,8 +5,8 @@
 use std::fmt::Write as _;
 
 use posh_core::annotation::{self, keywords::KeywordKind};
-use posh_core::planner::render::{describe_output, format_bytes, posh_moves};
-use posh_core::planner::{Location, NodeKind};
+use posh_core::planner::render::{Figure, assumed_edges, describe_output, pipeline_figures, posh_moves};
+use posh_core::planner::{Edge, Location, NodeKind};
 use posh_core::{Code, Diagnostic, Span};
 
 use super::{ScriptAnalysis, World};
@@ -69,28 +69,27 @@ pub fn script_hover(world: &World, analysis: &ScriptAnalysis, offset: usize) -> 
         }
         (None, _) => {}
     }
-    let bytes_in: u64 = plan.edges.iter().filter(|e| ids.contains(&e.to)).map(|e| e.bytes).sum();
-    let bytes_out: u64 = plan.edges.iter().filter(|e| ids.contains(&e.from)).map(|e| e.bytes).sum();
-    let crossing: u64 = plan
-        .edges
-        .iter()
-        .filter(|e| e.crosses && (ids.contains(&e.to) || ids.contains(&e.from)))
-        .map(|e| e.bytes)
-        .sum();
+    let assumed = assumed_edges(plan);
+    let figure = |filter: &dyn Fn(&Edge) -> bool| {
+        Figure::sum(plan.edges.iter().zip(&assumed).filter(|(e, _)| filter(e)).map(|(e, a)| Figure::new(e.bytes, *a)))
+    };
+    let bytes_in = figure(&|e| ids.contains(&e.to));
+    let bytes_out = figure(&|e| ids.contains(&e.from));
+    let crossing = figure(&|e| e.crosses && (ids.contains(&e.to) || ids.contains(&e.from)));
     let _ = writeln!(
         md,
-        "Predicted: {} in, {} out, {} of it across the network. Output: {}.\n",
-        format_bytes(bytes_in),
-        format_bytes(bytes_out),
-        format_bytes(crossing),
+        "Predicted: {bytes_in} in, {bytes_out} out, {crossing} of it across the network. Output: {}.\n",
         describe_output(output)
     );
+    let [bash, posh, between] = pipeline_figures(plan);
     let _ = write!(
         md,
-        "This pipeline: bash alone would move {} across the network, posh moves {}.",
-        format_bytes(plan.bash_bytes),
-        posh_moves(plan.posh_bytes, plan.between_proxies_bytes)
+        "This pipeline: bash alone would move {bash} across the network, posh moves {}.",
+        posh_moves(posh, between)
     );
+    if [bytes_in, bytes_out, crossing, bash, posh, between].iter().any(|f| f.assumed && f.bytes > 0) {
+        md.push_str(" (~: an estimate, from an output share no annotation states and no run measured yet.)");
+    }
     md.push_str(&code_docs(&diagnostics::script_diagnostics(world, analysis), offset));
     md.push_str(HINTS_LEGEND);
     Some(Hover { span: placed.place(*span), markdown: md })
@@ -132,7 +131,7 @@ fn values_text(plan: &posh_core::planner::PipelinePlan) -> String {
 /// What the inlay hints say, for whoever meets them first in a hover.
 const HINTS_LEGEND: &str = "\n\n---\n\nHints: *on logs*: the machine that runs the command, and the ones after it \
      until the next such hint; *moves 12 MB*: bytes predicted to cross the network on that pipe or \
-     output; *reads 5 MB remotely*, *writes 5 MB remotely*: file bytes a command moves across it.";
+     output (*~12 MB*: an estimate); *reads 5 MB remotely*, *writes 5 MB remotely*: file bytes a command moves across it.";
 
 /// The documentation of the diagnostic codes reported at `offset` (each code's doc comment is
 /// its documentation everywhere: here, in `posh-lsp explain`, in the docs).

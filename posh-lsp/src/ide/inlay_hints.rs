@@ -1,13 +1,15 @@
 //! Inlay hints for scripts, in words a newcomer reads without the docs: where the machine changes
 //! along a pipeline (`on logs`, `on client`, `on logs ×5` for a split) and the predicted bytes on
 //! each pipe and output that crosses the network (`moves 12 MB`), or of files a command reads or
-//! writes across it (`reads 5 MB remotely`). Only in pipelines posh places off the client: where
-//! everything runs at the client posh changes nothing, and the diagnostics say why.
+//! writes across it (`reads 5 MB remotely`); `~` before a figure that rests on an assumed output
+//! share (`render::Figure`). In pipelines posh places off the client, and in those that run at
+//! the client while bytes cross the network (`grep -c x logs/a archive/b`: files on two mounts),
+//! where `on client` says why it runs there; where nothing crosses, nothing is shown.
 
 use std::collections::{BTreeMap, HashMap};
 
 use posh_core::Span;
-use posh_core::planner::render::format_bytes;
+use posh_core::planner::render::{self, Figure};
 use posh_core::planner::{Location, Node, NodeKind, PipelinePlan};
 
 use super::{ScriptAnalysis, Target, World};
@@ -62,24 +64,27 @@ pub fn inlay_hints(world: &World, text: &str, analysis: &ScriptAnalysis, range: 
             continue;
         };
         let commands = plan.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Command { .. }));
-        if commands.clone().all(|n| n.location == Location::Client) {
+        let at_client = commands.clone().all(|n| n.location == Location::Client);
+        if at_client && !plan.crossing_edges().any(|e| e.bytes > 0) {
             continue;
         }
         let command_spans: Vec<Span> = pipeline.commands.iter().map(|c| c.span).collect();
-        pipeline_hints(world, text, plan, span, &command_spans, &mut hints);
+        pipeline_hints(world, text, plan, span, &command_spans, at_client, &mut hints);
     }
     hints.sort_by_key(|h| h.offset);
     hints
 }
 
 /// The hints of one pipeline: `plan` (its spans relative) made for the pipeline at `span` whose
-/// commands are at `command_spans` in `text`.
+/// commands are at `command_spans` in `text`. One that runs `at_client` whole starts with
+/// `on client`, whose tooltip says why.
 fn pipeline_hints(
     world: &World,
     text: &str,
     plan: &PipelinePlan,
     span: Span,
     command_spans: &[Span],
+    at_client: bool,
     hints: &mut Vec<InlayHint>,
 ) {
     let mut copies: BTreeMap<usize, Vec<&Node>> = BTreeMap::new();
@@ -96,7 +101,7 @@ fn pipeline_hints(
         };
         let [piped, read, written] = crossing.by_command.get(&index).copied().unwrap_or_default();
         if let Some((end, from)) = &previous
-            && piped > 0
+            && piped.bytes > 0
         {
             // Just after the `|` between the two commands.
             let offset = text[*end..span.start].rfind('|').map_or(span.start, |bar| end + bar + 1);
@@ -104,11 +109,11 @@ fn pipeline_hints(
             hints.push(bytes_hint(offset, "moves", piped, "", &format!("the pipe from {from} to {to}")));
         }
         let label = placement_label(nodes);
-        let before = previous.as_ref().map_or("on client", |(_, l)| l.as_str());
+        let before = previous.as_ref().map_or(if at_client { "" } else { "on client" }, |(_, l)| l.as_str());
         if label != before {
             hints.push(placement_hint(world, span.start, nodes));
         }
-        if read > 0 {
+        if read.bytes > 0 {
             hints.push(bytes_hint(
                 span.end,
                 "reads",
@@ -117,7 +122,7 @@ fn pipeline_hints(
                 "files this command reads from another machine",
             ));
         }
-        if written > 0 {
+        if written.bytes > 0 {
             hints.push(bytes_hint(
                 span.end,
                 "writes",
@@ -131,10 +136,15 @@ fn pipeline_hints(
     // What is left leaves the last command: its copies to their merge, the merge or the last
     // command to the script's output or a file.
     // Commands without a span (none in a parsed script) showed nothing of theirs.
-    let shown: u64 =
-        copies.keys().filter(|i| *i < &command_spans.len()).filter_map(|i| crossing.by_command.get(i)).flatten().sum();
-    let rest = crossing.total - shown;
-    if rest > 0 {
+    let shown: u64 = copies
+        .keys()
+        .filter(|i| *i < &command_spans.len())
+        .filter_map(|i| crossing.by_command.get(i))
+        .flatten()
+        .map(|f| f.bytes)
+        .sum();
+    let rest = Figure::new(crossing.total.bytes - shown, crossing.rest_assumed);
+    if rest.bytes > 0 {
         let from = previous.map_or_else(|| "on client".to_string(), |(_, l)| l);
         let merge = plan
             .nodes
@@ -160,19 +170,23 @@ fn pipeline_hints(
 /// last command. Indexed once, so a pipeline's hints take time linear in its length.
 struct Crossing {
     /// By command index: [piped in, files read, files written].
-    by_command: HashMap<usize, [u64; 3]>,
-    total: u64,
+    by_command: HashMap<usize, [Figure; 3]>,
+    total: Figure,
+    /// Whether an edge counted by no command (what leaves the last one) rests on an assumption.
+    rest_assumed: bool,
 }
 
 fn crossing_bytes(plan: &PipelinePlan) -> Crossing {
+    let assumed = render::assumed_edges(plan);
     let command_of = |id: usize| match plan.nodes[id].kind {
         NodeKind::Command { command, .. } => Some(command),
         _ => None,
     };
     let is_file = |id: usize| matches!(plan.nodes[id].kind, NodeKind::ReadFile { .. } | NodeKind::WriteFile { .. });
-    let mut crossing = Crossing { by_command: HashMap::new(), total: 0 };
-    for edge in plan.edges.iter().filter(|e| e.crosses) {
-        crossing.total += edge.bytes;
+    let mut crossing = Crossing { by_command: HashMap::new(), total: Figure::default(), rest_assumed: false };
+    for (edge, assumed) in plan.edges.iter().zip(assumed).filter(|(e, _)| e.crosses) {
+        let figure = Figure::new(edge.bytes, assumed);
+        crossing.total = Figure::sum([crossing.total, figure]);
         let from_command = match plan.nodes[edge.from].kind {
             NodeKind::Command { command, .. } | NodeKind::Merge { command, .. } => Some(command + 1),
             _ => None,
@@ -188,8 +202,12 @@ fn crossing_bytes(plan: &PipelinePlan) -> Crossing {
             .map(|c| (c, 0))
             .or_else(|| command_of(edge.to).filter(|_| is_file(edge.from)).map(|c| (c, 1)))
             .or_else(|| command_of(edge.from).filter(|_| is_file(edge.to)).map(|c| (c, 2)));
-        if let Some((command, slot)) = slot {
-            crossing.by_command.entry(command).or_default()[slot] += edge.bytes;
+        match slot {
+            Some((command, slot)) => {
+                let counted = &mut crossing.by_command.entry(command).or_default()[slot];
+                *counted = Figure::sum([*counted, figure]);
+            }
+            None => crossing.rest_assumed |= assumed && edge.bytes > 0,
         }
     }
     crossing
@@ -263,13 +281,18 @@ fn placement_hint(world: &World, offset: usize, nodes: &[&Node]) -> InlayHint {
     InlayHint { offset, kind: HintKind::Placement, parts, tooltip }
 }
 
-/// `moves 12 MB`, `reads 5 MB remotely`.
-fn bytes_hint(offset: usize, verb: &str, bytes: u64, how: &str, what: &str) -> InlayHint {
+/// `moves 12 MB`, `reads 5 MB remotely`, `moves ~12 MB` (an estimate).
+fn bytes_hint(offset: usize, verb: &str, bytes: Figure, how: &str, what: &str) -> InlayHint {
+    let estimate = if bytes.assumed {
+        " (~: an estimate, from an output share no annotation states and no run measured yet)"
+    } else {
+        ""
+    };
     InlayHint {
         offset,
         kind: HintKind::Bytes,
-        parts: vec![LabelPart::plain(format!("{verb} {}{how}", format_bytes(bytes)))],
-        tooltip: format!("{} predicted across the network: {what}", format_bytes(bytes)),
+        parts: vec![LabelPart::plain(format!("{verb} {bytes}{how}"))],
+        tooltip: format!("{bytes} predicted across the network: {what}{estimate}"),
     }
 }
 

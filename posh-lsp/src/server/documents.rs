@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use posh_core::shell::Recovery;
 
+use crate::ide::code_lens::{CodeLens, summary_lenses};
 use crate::ide::{AnalysisCache, Language, ScriptAnalysis, Shift};
 use crate::memory::free_later;
 
@@ -31,6 +32,13 @@ pub struct Document {
     pub plans: Option<(Instant, AnalysisCache)>,
     /// Held while this document is analysed: one analysis at a time.
     pub turn: Arc<tokio::sync::Mutex<()>>,
+    /// The lenses atop the script of its latest analysis whose text parsed: shown while an
+    /// edit leaves a `$(`, an `if` or a `{` open (bash then rejects the text, and nothing would
+    /// be there: the lines below would jump).
+    pub summary: Vec<CodeLens>,
+    /// Why the text is no longer the editor's (an edit could not be read), until the editor
+    /// sends the whole text or reopens the document.
+    pub out_of_step: Option<String>,
 }
 
 /// What a request works on: one version of one document.
@@ -41,6 +49,8 @@ pub struct Snapshot {
     pub version: i32,
     pub text: Arc<str>,
     pub language: Language,
+    /// See [`Document::out_of_step`].
+    pub out_of_step: Option<String>,
 }
 
 /// The analysis to show for a snapshot: its own, or the last good one shifted into its text.
@@ -71,11 +81,15 @@ impl Store {
             good: None,
             plans: None,
             turn: Arc::default(),
+            summary: Vec::new(),
+            out_of_step: None,
         };
         self.docs.insert(uri, doc);
     }
 
     /// Applies the changes in order; an older or equal version than the one held is dropped.
+    /// A document out of step takes only what follows a change that gives the whole text,
+    /// which puts it back in step.
     pub fn change(&mut self, uri: &Url, version: i32, changes: &[TextDocumentContentChangeEvent]) -> bool {
         let Some(doc) = self.docs.get_mut(uri) else {
             return false;
@@ -83,6 +97,15 @@ impl Store {
         if version <= doc.version {
             return false;
         }
+        let whole = changes.iter().rposition(|c| c.range.is_none());
+        let changes = match (whole, &doc.out_of_step) {
+            (Some(at), _) => {
+                doc.out_of_step = None;
+                &changes[at..]
+            }
+            (None, Some(_)) => &[][..],
+            (None, None) => changes,
+        };
         let mut text = doc.text.to_string();
         for change in changes {
             apply_change(&mut text, change);
@@ -91,6 +114,23 @@ impl Store {
         doc.version = version;
         free_later(doc.analysis.take());
         true
+    }
+
+    /// Marks the document `uri` out of step with the editor (see [`Document::out_of_step`]), or
+    /// every script and annotation document when the lost edit's document is not known.
+    /// Returns the documents newly marked.
+    pub fn lose_step(&mut self, uri: Option<&Url>, why: &str) -> Vec<Url> {
+        let mut marked = Vec::new();
+        for (doc_uri, doc) in &mut self.docs {
+            if uri.is_some_and(|u| u != doc_uri) || doc.out_of_step.is_some() {
+                continue;
+            }
+            doc.out_of_step = Some(why.to_string());
+            free_later((doc.analysis.take(), doc.good.take(), doc.plans.take()));
+            doc.summary.clear();
+            marked.push(doc_uri.clone());
+        }
+        marked
     }
 
     /// Removes the document, handed back to be freed outside the lock.
@@ -106,6 +146,7 @@ impl Store {
             version: doc.version,
             text: doc.text.clone(),
             language: doc.language,
+            out_of_step: doc.out_of_step.clone(),
         })
     }
 
@@ -135,7 +176,15 @@ impl Store {
         if analysis.is_good() && good {
             free_later(doc.good.replace((snapshot.text.clone(), analysis.clone())));
         }
+        if analysis.script.errors.is_empty() && !analysis.partial {
+            doc.summary = summary_lenses(&analysis);
+        }
         free_later(doc.analysis.replace(analysis));
+    }
+
+    /// The lenses atop the script of its latest analysis whose text parsed.
+    pub fn last_summary(&self, uri: &Url) -> Vec<CodeLens> {
+        self.docs.get(uri).map(|d| d.summary.clone()).unwrap_or_default()
     }
 
     /// What to show for this snapshot, given its own analysis.

@@ -8,9 +8,16 @@
 //! JSON-RPC parse error, carrying the request's `id` when it can still be read, and dropped.
 //! Answers are written between whole frames of tower-lsp's output, never inside one.
 //!
+//! An edit (`textDocument/didChange`) that cannot be read this way, or whose params are not an
+//! edit (tower-lsp would drop it with a line in its log), leaves the server's copy of the text
+//! out of step with the editor's, and every later edit would land in the wrong place: it is
+//! passed on as [`LOST_CHANGE`] instead, naming the document when its URI can still be read, and
+//! the server says so (see `Backend::lost_change`).
+//!
 //! The end of the client's input is the end of the server: tower-lsp alone would wait for every
 //! task still holding its client handle.
 
+use serde::Deserialize as _;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufRead, AsyncBufReadExt as _, AsyncRead, AsyncReadExt as _, AsyncWrite, AsyncWriteExt as _};
 use tokio::sync::mpsc;
@@ -21,6 +28,10 @@ pub const MAX_BODY: usize = 64 << 20;
 /// The largest header line.
 const MAX_HEADER_LINE: usize = 8 << 10;
 
+/// The notification an unreadable edit is passed on as: `{"uri": ..., "why": ...}` (`uri` when it
+/// could be read).
+pub const LOST_CHANGE: &str = "posh/lostChange";
+
 /// One message read from the client.
 #[derive(Debug, PartialEq)]
 pub enum Incoming {
@@ -28,6 +39,8 @@ pub enum Incoming {
     Message(Vec<u8>),
     /// A malformed one: the error answer to send the client (`None` for a notification).
     Malformed { answer: Option<Vec<u8>>, why: String },
+    /// An edit that could not be read: [`LOST_CHANGE`] to pass on in its place.
+    LostChange { notification: Vec<u8>, why: String },
     /// The client closed its output.
     End,
 }
@@ -101,27 +114,56 @@ fn check_body(body: Vec<u8>) -> Incoming {
     let why = match std::str::from_utf8(&body) {
         Err(e) => format!("the body is not UTF-8 (byte {})", e.valid_up_to()),
         Ok(text) => match serde_json::from_str::<Value>(text) {
+            Ok(Value::Object(message)) if message.get("method").and_then(Value::as_str) == Some(DID_CHANGE) => {
+                let params = message.get("params").unwrap_or(&Value::Null);
+                match tower_lsp::lsp_types::DidChangeTextDocumentParams::deserialize(params) {
+                    Ok(_) => return Incoming::Message(framed(&body)),
+                    Err(e) => {
+                        let uri = params.pointer("/textDocument/uri").and_then(Value::as_str).map(str::to_string);
+                        return lost_change(uri, format!("an edit that is not one: {e}"));
+                    }
+                }
+            }
             Ok(Value::Object(_)) => return Incoming::Message(framed(&body)),
             Ok(_) => "the body is no JSON object".to_string(),
             Err(e) => format!("the body is no JSON: {e}"),
         },
     };
-    malformed(recover(&body), why)
+    match recover(&body) {
+        Recovered::Edit(uri) => lost_change(uri, why),
+        recovered => malformed(recovered, why),
+    }
+}
+
+const DID_CHANGE: &str = "textDocument/didChange";
+
+fn lost_change(uri: Option<String>, why: String) -> Incoming {
+    let body = json!({"jsonrpc": "2.0", "method": LOST_CHANGE, "params": {"uri": uri, "why": why}}).to_string();
+    Incoming::LostChange { notification: framed(body.as_bytes()), why }
 }
 
 /// What can still be read of a malformed body.
 enum Recovered {
     Request(Value),
     Notification,
+    /// An edit, of the document with this URI when it can be read.
+    Edit(Option<String>),
     Unknown,
 }
 
 fn recover(body: &[u8]) -> Recovered {
     let lossy = String::from_utf8_lossy(body);
     let Ok(value) = serde_json::from_str::<Value>(&without_lone_surrogates(&lossy)) else {
+        // Cut short: an edit still says so near its start.
+        if lossy.contains(&format!("\"method\":\"{DID_CHANGE}\"")) {
+            return Recovered::Edit(None);
+        }
         return Recovered::Unknown;
     };
     match (value.get("method"), value.get("id")) {
+        (Some(method), None) if method == DID_CHANGE => {
+            Recovered::Edit(value.pointer("/params/textDocument/uri").and_then(Value::as_str).map(str::to_string))
+        }
         (Some(_), Some(id)) => Recovered::Request(id.clone()),
         (Some(_), None) => Recovered::Notification,
         _ => Recovered::Unknown,
@@ -166,7 +208,7 @@ fn malformed(recovered: Recovered, why: String) -> Incoming {
     // with `id: null`, as JSON-RPC says for a parse error.
     let answer = match recovered {
         Recovered::Request(id) => Some(error_frame(id, &why)),
-        Recovered::Notification => None,
+        Recovered::Notification | Recovered::Edit(_) => None,
         Recovered::Unknown => Some(error_frame(Value::Null, &why)),
     };
     Incoming::Malformed { answer, why }
@@ -180,6 +222,13 @@ fn error_frame(id: Value, why: &str) -> Vec<u8> {
     })
     .to_string();
     framed(body.as_bytes())
+}
+
+/// A line on standard error, if it can be written (a client may have closed it: `eprintln!` would
+/// panic).
+pub fn log(line: &str) {
+    use std::io::Write as _;
+    let _ = writeln!(std::io::stderr(), "posh-lsp: {line}");
 }
 
 /// Passes the client's messages from `input` to `server_input`, sends the answers to malformed
@@ -197,8 +246,14 @@ pub async fn filter_input(
                     return;
                 }
             }
+            Ok(Incoming::LostChange { notification, why }) => {
+                log(&format!("an edit from the client could not be read: {why}"));
+                if server_input.write_all(&notification).await.is_err() {
+                    return;
+                }
+            }
             Ok(Incoming::Malformed { answer, why }) => {
-                eprintln!("posh-lsp: a malformed message from the client: {why}");
+                log(&format!("a malformed message from the client: {why}"));
                 if let Some(answer) = answer {
                     let _ = answers.send(answer);
                 }
@@ -209,11 +264,14 @@ pub async fn filter_input(
 }
 
 /// Copies tower-lsp's output `server_output` to `output` frame by frame, with the frames of
-/// `answers` written between them; returns when both have ended.
+/// `answers` written between them; returns when both have ended. When `output` cannot be
+/// written to any more (the client closed it), `gone` is told, and what follows is read and
+/// dropped: tower-lsp panics when its output fails while it still has answers to give.
 pub async fn merge_output(
     server_output: impl AsyncRead + Unpin + Send + 'static,
     mut output: impl AsyncWrite + Unpin,
     mut answers: mpsc::UnboundedReceiver<Vec<u8>>,
+    gone: tokio::sync::oneshot::Sender<()>,
 ) {
     let (frames_tx, mut frames) = mpsc::unbounded_channel();
     let split = tokio::spawn(async move {
@@ -226,15 +284,17 @@ pub async fn merge_output(
         }
     });
     let (mut frames_open, mut answers_open) = (true, true);
+    let mut gone = Some(gone);
     while frames_open || answers_open {
         let frame = tokio::select! {
             frame = frames.recv(), if frames_open => frame.or_else(|| { frames_open = false; None }),
             answer = answers.recv(), if answers_open => answer.or_else(|| { answers_open = false; None }),
         };
-        if let Some(frame) = frame
+        if let Some(frame) = frame.filter(|_| gone.is_some())
             && (output.write_all(&frame).await.is_err() || output.flush().await.is_err())
+            && let Some(gone) = gone.take()
         {
-            break;
+            let _ = gone.send(());
         }
     }
     split.abort();
@@ -279,6 +339,33 @@ mod tests {
         assert_eq!(answer_of(&all[3])["id"], 4);
         assert_eq!(answer_of(&all[4])["id"], Value::Null);
         assert_eq!(all[5], Incoming::Message(framed(good)), "the stream goes on after each");
+    }
+
+    /// An edit that cannot be read, whatever is wrong with it, is passed on as a lost change,
+    /// naming its document when it still can.
+    #[tokio::test]
+    async fn an_unreadable_edit_is_passed_on_as_a_lost_change() {
+        let good = br#"{"jsonrpc":"2.0","method":"textDocument/didChange","params":{"textDocument":{"uri":"file:///a.sh","version":2},"contentChanges":[{"text":"x"}]}}"#;
+        let mut stream = framed(good);
+        // A lone surrogate in the new text: not JSON.
+        stream.extend(framed(br#"{"jsonrpc":"2.0","method":"textDocument/didChange","params":{"textDocument":{"uri":"file:///a.sh","version":3},"contentChanges":[{"text":"\ud800"}]}}"#));
+        // JSON, but no edit: a range of words.
+        stream.extend(framed(br#"{"jsonrpc":"2.0","method":"textDocument/didChange","params":{"textDocument":{"uri":"file:///b.sh","version":3},"contentChanges":[{"range":"x","text":""}]}}"#));
+        // Cut short, its URI not readable.
+        stream.extend(framed(br#"{"jsonrpc":"2.0","method":"textDocument/didChange","params":{"textDoc"#));
+        let all = read(&stream).await;
+        assert_eq!(all[0], Incoming::Message(framed(good)));
+        let lost: Vec<Value> = all[1..]
+            .iter()
+            .map(|m| {
+                let Incoming::LostChange { notification, .. } = m else { panic!("{m:?}") };
+                let text = String::from_utf8(notification.clone()).unwrap();
+                serde_json::from_str(text.split_once("\r\n\r\n").unwrap().1).unwrap()
+            })
+            .collect();
+        let uris: Vec<&Value> = lost.iter().map(|l| &l["params"]["uri"]).collect();
+        assert_eq!(uris, [&json!("file:///a.sh"), &json!("file:///b.sh"), &Value::Null]);
+        assert!(lost.iter().all(|l| l["method"] == LOST_CHANGE), "{lost:?}");
     }
 
     #[tokio::test]

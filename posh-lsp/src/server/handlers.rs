@@ -149,8 +149,16 @@ impl Backend {
         }
     }
 
-    /// The document's diagnostics, with spans in its own text.
+    /// The document's diagnostics, with spans in its own text: for a document out of step with
+    /// the editor, only the one that says so.
     async fn document_diagnostics(&self, snapshot: &Snapshot) -> Vec<Diagnostic> {
+        if let Some(why) = &snapshot.out_of_step {
+            let message = format!(
+                "posh-lsp lost an edit of this file ({why}): its hints and diagnostics are withheld until the file is \
+                 closed and reopened"
+            );
+            return vec![Diagnostic::new(posh_core::Code::ScriptOutOfStep, Span::new(0, 0), message)];
+        }
         match snapshot.language {
             Language::Annotation => ide::diagnostics::annotation_diagnostics(&snapshot.text),
             Language::Script => {
@@ -212,6 +220,73 @@ impl Backend {
         let before = std::mem::replace(&mut self.state().config_diagnostics, published.clone());
         for uri in before.into_iter().filter(|uri| !published.contains(uri)) {
             self.client.publish_diagnostics(uri, Vec::new(), None).await;
+        }
+    }
+
+    /// Whether the annotation files of the workspace's directories (`world::annotation_dirs`,
+    /// listed again from the disk) are others than the world holds.
+    fn annotation_files_changed(&self) -> bool {
+        let (world, root, config_dir) = {
+            let state = self.state();
+            (state.world.clone(), state.root.clone(), state.user_config_dir.clone())
+        };
+        let Some(root) = root else { return false };
+        let dirs = ide::world::annotation_dirs(&root, config_dir.as_deref());
+        let on_disk: std::collections::BTreeSet<String> = dirs
+            .iter()
+            .filter_map(|dir| std::fs::read_dir(dir).ok().map(|entries| (dir, entries)))
+            .flat_map(|(dir, entries)| {
+                entries.filter_map(|e| e.ok()).filter_map(move |e| {
+                    let name = e.file_name().to_string_lossy().into_owned();
+                    (name.ends_with(".posh") && e.file_type().is_ok_and(|t| t.is_file()))
+                        .then(|| dir.join(name).display().to_string())
+                })
+            })
+            .collect();
+        let known: std::collections::BTreeSet<&String> = world
+            .annotation_texts
+            .keys()
+            .filter(|path| dirs.iter().any(|d| std::path::Path::new(path).parent() == Some(d)))
+            .collect();
+        on_disk.iter().any(|path| !known.contains(path)) || known.iter().any(|path| !on_disk.contains(*path))
+    }
+
+    /// `posh/lostChange`, from `framing`: an edit of `uri` (or of an unknown document) could not
+    /// be read. The document is marked out of step (`S005`, nothing else shown) until the editor
+    /// sends its whole text or reopens it, and the user is told.
+    pub async fn lost_change(&self, params: serde_json::Value) {
+        let uri = params.get("uri").and_then(|u| u.as_str()).and_then(|u| Url::parse(u).ok());
+        let why = params.get("why").and_then(|w| w.as_str()).unwrap_or("an unreadable message").to_string();
+        let marked = self.state().store.lose_step(uri.as_ref(), &why);
+        if marked.is_empty() {
+            return;
+        }
+        let names: Vec<String> =
+            marked.iter().map(|u| u.path().rsplit('/').next().unwrap_or_default().to_string()).collect();
+        self.client
+            .show_message(
+                MessageType::WARNING,
+                format!(
+                    "posh-lsp lost an edit of {} ({why}) and is out of step with the editor: close and reopen the file \
+                     to resynchronise",
+                    names.join(", ")
+                ),
+            )
+            .await;
+        for uri in marked {
+            if let Some(snapshot) = self.snapshot(&uri) {
+                self.publish(snapshot).await;
+            }
+        }
+        let (inlay_refresh, lens_refresh) = {
+            let state = self.state();
+            (state.inlay_refresh, state.lens_refresh)
+        };
+        if inlay_refresh {
+            let _ = self.client.inlay_hint_refresh().await;
+        }
+        if lens_refresh {
+            let _ = self.client.code_lens_refresh().await;
         }
     }
 
@@ -362,7 +437,9 @@ impl LanguageServer for Backend {
         if !dynamic {
             return;
         }
-        let mut watchers: Vec<FileSystemWatcher> = ["**/posh.toml", "**/*.posh"]
+        // The annotation directories too: a client that watches the directories it found when
+        // it registered (eglot) sees one made later through its parent.
+        let mut watchers: Vec<FileSystemWatcher> = ["**/posh.toml", "**/*.posh", "**/annotations", "**/.posh"]
             .into_iter()
             .map(|glob| FileSystemWatcher { glob_pattern: GlobPattern::String(glob.to_string()), kind: None })
             .collect();
@@ -407,8 +484,12 @@ impl LanguageServer for Backend {
     }
 
     async fn did_save(&self, params: DidSaveTextDocumentParams) {
-        // A saved annotation file changes what every script's commands fit.
-        if self.snapshot(&params.text_document.uri).is_some_and(|s| s.language == Language::Annotation) {
+        // A saved annotation file changes what every script's commands fit; so does one that
+        // appeared where the editor may not watch (a directory made after it registered its
+        // watchers), which any save has the annotation directories listed again for.
+        if self.snapshot(&params.text_document.uri).is_some_and(|s| s.language == Language::Annotation)
+            || self.annotation_files_changed()
+        {
             self.reload_world().await;
         }
     }
@@ -434,6 +515,9 @@ impl LanguageServer for Backend {
         let Some(snapshot) = self.snapshot(&params.text_document.uri).filter(|s| s.language == Language::Script) else {
             return Ok(None);
         };
+        if snapshot.out_of_step.is_some() {
+            return Ok(Some(Vec::new()));
+        }
         let lines = Lines::new(&snapshot.text);
         let range = lines.span(params.range);
         let deferred = self.state().deferred;
@@ -471,7 +555,7 @@ impl LanguageServer for Backend {
 
     async fn hover(&self, params: HoverParams) -> Result<Option<Hover>> {
         let position = params.text_document_position_params;
-        let Some(snapshot) = self.snapshot(&position.text_document.uri) else {
+        let Some(snapshot) = self.snapshot(&position.text_document.uri).filter(|s| s.out_of_step.is_none()) else {
             return Ok(None);
         };
         let lines = Lines::new(&snapshot.text);
@@ -493,11 +577,27 @@ impl LanguageServer for Backend {
         let Some(snapshot) = self.snapshot(&params.text_document.uri).filter(|s| s.language == Language::Script) else {
             return Ok(None);
         };
+        if snapshot.out_of_step.is_some() {
+            return Ok(Some(Vec::new()));
+        }
         let shown = self.shown(&snapshot).await;
         let lines = Lines::new(&snapshot.text);
-        let lenses = ide::code_lens::code_lenses(&shown.analysis)
+        // While an edit leaves the text unparsed (a `$(`, an `if` or a `{` open: bash rejects
+        // it, so nothing would be handed over), the summary of the last text that parsed stays
+        // atop the script, so the lines below it do not jump.
+        let summary = if shown.analysis.script.errors.is_empty() {
+            ide::code_lens::summary_lenses(&shown.analysis)
+        } else {
+            self.state().store.last_summary(&snapshot.uri)
+        };
+        let lenses = summary
             .into_iter()
-            .filter_map(|lens| {
+            .map(|lens| CodeLens {
+                range: lines.range(lens.span),
+                command: Some(Command { title: lens.title, command: String::new(), arguments: None }),
+                data: None,
+            })
+            .chain(ide::code_lens::body_lenses(&shown.analysis).into_iter().filter_map(|lens| {
                 let span = match shown.shift {
                     Some(shift) => shift.span(lens.span)?,
                     None => lens.span,
@@ -507,7 +607,7 @@ impl LanguageServer for Backend {
                     command: Some(Command { title: lens.title, command: String::new(), arguments: None }),
                     data: None,
                 })
-            })
+            }))
             .collect();
         Ok(Some(lenses))
     }

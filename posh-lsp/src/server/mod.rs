@@ -168,12 +168,16 @@ pub async fn serve_with(
     debounce: Duration,
     user_dirs: UserDirPaths,
 ) {
-    let (service, socket) = LspService::new(move |client| Backend::with_debounce(client, debounce, user_dirs.clone()));
+    let (service, socket) =
+        LspService::build(move |client| Backend::with_debounce(client, debounce, user_dirs.clone()))
+            .custom_method(framing::LOST_CHANGE, Backend::lost_change)
+            .finish();
     let (service, exit) = Compat::new(service);
     let (to_server, server_reads) = tokio::io::duplex(1 << 16);
     let (server_writes, from_server) = tokio::io::duplex(1 << 16);
     let (answers, answered) = tokio::sync::mpsc::unbounded_channel();
-    let written = tokio::spawn(framing::merge_output(from_server, output, answered));
+    let (gone, output_gone) = tokio::sync::oneshot::channel();
+    let written = tokio::spawn(framing::merge_output(from_server, output, answered, gone));
     {
         let client_input = framing::filter_input(input, to_server, answers);
         let server = Server::new(server_reads, server_writes, socket).serve(service);
@@ -181,6 +185,9 @@ pub async fn serve_with(
             () = server => {}
             () = exit.notified() => {}
             () = client_input => {}
+            // The client closed the server's output before its input: nothing can reach it any
+            // more, so the server ends (cleanly: its output is drained meanwhile).
+            Ok(()) = output_gone => framing::log("the client closed the server's output; exiting"),
         }
     }
     // The server and the filter are dropped: what they wrote is flushed, then the output ends.

@@ -81,6 +81,106 @@ echo \"$total\" && sort -u /proj/counts.txt | head
     chunk.repeat(lines.div_ceil(per_chunk))
 }
 
+/// About `lines` lines of varied script, the same for the same `seed`: no two blocks alike (a
+/// script of one block repeated is mostly cache hits for a server that keeps parsed chunks by
+/// their text). Pipelines of 1 to 6 stages over the mounts and local files, with different
+/// commands, options, patterns and outputs; functions and their calls, `for` and `while` loops,
+/// conditionals, `case`, substitutions, here-documents, comments. Many pipelines hold a
+/// `grep -v DEBUG` for the benchmarks to edit.
+pub fn varied_script(lines: usize, seed: u64) -> String {
+    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
+    let mut next = move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    };
+    let inputs = [
+        "/mnt/logs/ray0.log",
+        "/mnt/logs/ray1.log",
+        "/mnt/logs/ray2.log",
+        "/mnt/logs/ray3.log",
+        "/mnt/logs/ray4.log",
+        "/mnt/logs/ray*.log",
+        "/mnt/a/big.txt",
+        "/mnt/a/t.csv",
+        "/proj/notes.txt",
+    ];
+    let words = ["rays", "traced", "ERROR", "WARN", "timeout", "frame", "pixel", "GET", "POST", "Zählung"];
+    let mut out = String::from("#!/bin/bash\n# Generated: varied pipelines, functions, loops 🎉\nset -u\n");
+    let mut functions: Vec<String> = Vec::new();
+    let mut i = 0;
+    while out.lines().count() < lines {
+        i += 1;
+        let word = format!("{}{i}", words[next(words.len())]);
+        let input = inputs[next(inputs.len())];
+        let stage = |k: usize, next: &mut dyn FnMut(usize) -> usize| -> String {
+            match (k + next(13)) % 13 {
+                0 => "grep -v DEBUG".to_string(),
+                1 => format!("grep -i '{word}'"),
+                2 => format!("cut -d ' ' -f {}", 1 + next(6)),
+                3 => "sort".to_string(),
+                4 => format!("sort -k {} -n", 1 + next(4)),
+                5 => "uniq -c".to_string(),
+                6 => format!("head -n {}", 1 + next(50)),
+                7 => format!("tail -n {}", 1 + next(50)),
+                8 => "wc -l".to_string(),
+                9 => "tr a-z A-Z".to_string(),
+                10 => format!("sed 's/{word}/x/g'"),
+                11 => format!("awk '{{print ${}}}'", 1 + next(5)),
+                _ => "grep -v DEBUG".to_string(),
+            }
+        };
+        let stages = 1 + next(5);
+        let pipeline: Vec<String> = (0..stages).map(|k| stage(k, &mut next)).collect();
+        let sink = match next(4) {
+            0 => format!(" > /proj/out{i}.txt"),
+            1 => format!(" >> /proj/all{}.txt", next(9)),
+            _ => String::new(),
+        };
+        match next(10) {
+            0..=2 => out.push_str(&format!("cat {input} | {}{sink}\n", pipeline.join(" | "))),
+            3 => {
+                let name = format!("count_{word}").to_lowercase().replace('ä', "a");
+                out.push_str(&format!(
+                    "{name}() {{\n  local f=\"$1\"\n  grep -c '{word}' \"$f\" | sort -n\n  {} < \"$f\"\n}}\n",
+                    pipeline.join(" | ")
+                ));
+                functions.push(name);
+            }
+            4 => out.push_str(&format!(
+                "for f in {input} /mnt/logs/ray{}.log; do\n  {} \"$f\" | {}\n  echo \"$f done {i}\"\ndone\n",
+                next(5),
+                stage(0, &mut next).split(' ').next().unwrap_or("cat"),
+                pipeline.join(" | ")
+            )),
+            5 => out.push_str(&format!(
+                "if [ -s /proj/out{}.txt ]; then\n  grep '{word}' {input} | {}{sink}\nelse\n  echo 'no {word}' >&2\nfi\n",
+                next(i),
+                pipeline.join(" | ")
+            )),
+            6 => out.push_str(&format!("n{i}=$(grep -c '{word}' {input})\necho \"{word}: $n{i}\"\n")),
+            7 if !functions.is_empty() => {
+                let f = &functions[next(functions.len())];
+                out.push_str(&format!("{f} {input}{sink}\n"));
+            }
+            7 => out.push_str(&format!("# {word}: nothing yet\n\n")),
+            8 => out.push_str(&format!(
+                "while read -r line; do\n  echo \"$line\" | {}\ndone < /proj/list{i}.txt\n",
+                pipeline.join(" | ")
+            )),
+            _ => out.push_str(&format!(
+                "case \"${{MODE:-{word}}}\" in\n  a) sort {input} | {} ;;\n  *) cat <<EOF | grep '{word}'\n{word} {i}\nEOF\n  ;;\nesac\n",
+                pipeline.join(" | ")
+            )),
+        }
+        if next(6) == 0 {
+            out.push('\n');
+        }
+    }
+    out
+}
+
 /// The workspace of [`file_system`] on disk under `dir` (sparse files of the same sizes), and
 /// [`script`] with its paths moved there: for the benchmark that drives the real server.
 pub fn workspace_on_disk(dir: &Path, lines: usize) -> String {
@@ -97,6 +197,13 @@ pub fn workspace_on_disk(dir: &Path, lines: usize) -> String {
     }
     let root = dir.display().to_string();
     script(lines).replace("/mnt/", &format!("{root}/mnt/")).replace("/proj/", &format!("{root}/proj/"))
+}
+
+/// [`workspace_on_disk`] with [`varied_script`] instead of one block repeated.
+pub fn varied_workspace_on_disk(dir: &Path, lines: usize, seed: u64) -> String {
+    workspace_on_disk(dir, 1);
+    let root = dir.display().to_string();
+    varied_script(lines, seed).replace("/mnt/", &format!("{root}/mnt/")).replace("/proj/", &format!("{root}/proj/"))
 }
 
 /// The home every process a test starts gets (`isolate_in`, `home_env_in`): one file for the
