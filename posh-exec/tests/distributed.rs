@@ -498,7 +498,7 @@ fn split_reducers_written_to_a_mount_merge_at_its_proxy() {
 fn a_merge_feeding_the_rest_of_the_pipeline_runs_with_it_at_a_proxy() {
     let cluster = Cluster::new(&[]);
     let script = "set -o pipefail\n\
-                  cat logs/big.log archive/old.log | grep INFO | sort | uniq -c | sort -rn | head -n 3\n\
+                  cat logs/big.log archive/old.log | grep served | sort | uniq -c | sort -rn | head -n 3\n\
                   echo \"status $?\"\n\
                   cat logs/big.log archive/old.log | grep o | cut -d ' ' -f 2 | sort | uniq -c\n";
     let (_, stats) = cluster.same_as_bash(script, &[]);
