@@ -287,9 +287,10 @@ impl Supervisor<'_> {
     /// Opens again the counts that could not be opened as their command started: the supervisor
     /// wakes when the command's exec has replaced its memory, which for a moment still carries
     /// the proxy's "not dumpable" mark (refusing the open) until the exec clears it. A few
-    /// yields let it; a command that ended meanwhile keeps no counts, as before.
+    /// yields let it, then short sleeps (on a loaded machine the command may wait for a CPU to
+    /// finish its exec), for at most about 100 ms; a command that ended meanwhile keeps no counts.
     fn open_missing_counts(&self) {
-        for _ in 0..64 {
+        for attempt in 0..164 {
             let mut missing = false;
             for (index, pid) in self.pids.iter().enumerate() {
                 let Some(pid) = Pid::from_raw(pid.load(Ordering::Relaxed)) else { continue };
@@ -307,7 +308,13 @@ impl Supervisor<'_> {
             if !missing {
                 return;
             }
-            rustix::thread::sched_yield();
+            if attempt < 64 {
+                rustix::thread::sched_yield();
+            } else {
+                let millisecond = libc::timespec { tv_sec: 0, tv_nsec: 1_000_000 };
+                // SAFETY: nanosleep(2) with a valid request and no remainder wanted.
+                unsafe { libc::nanosleep(&millisecond, std::ptr::null_mut()) };
+            }
         }
     }
 
