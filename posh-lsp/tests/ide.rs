@@ -9,7 +9,7 @@ use common::{file_system, world};
 use posh_core::Span;
 use posh_core::shell::Recovery;
 use posh_lsp::check::render;
-use posh_lsp::ide::{self, Language, Shift};
+use posh_lsp::ide::{self, Language, Settings, Shift, UserDirs, World};
 
 /// Each script with its hints written in, then its lenses and diagnostics.
 fn annotate(script: &str) -> String {
@@ -440,4 +440,41 @@ fn varied_scripts_parse_and_their_chunks_differ() {
     assert_ne!(source, other);
     let edited = source.replacen("grep -v DEBUG", "grep -v DEBUGx", 40);
     assert_eq!(ide::chunks::parse(&edited, &mut cache).0, posh_core::shell::parse(&edited));
+}
+
+/// A word posh does not know, on which a command's place depends, says so where it stands and
+/// how to declare it; the editor's `posh.run` setting declares it as posh.toml's `[[run]]` does
+/// (before posh.toml's), and a setting that cannot be used is said, naming it.
+#[test]
+fn an_unknown_word_says_how_to_declare_it_and_the_editor_settings_can() {
+    let fs = file_system();
+    let script = "grep -c x \"$1\" | sort\necho \"$1\"\nexit \"$1\"\n";
+    let path = Path::new("/proj/jobs/count.sh");
+    let hints_with = |settings: Settings| {
+        let world = World::load(&fs, Path::new("/proj"), UserDirs::default(), &[], settings);
+        let analysis = ide::analyze_script_at(&world, &fs, Some(path), script, &mut ide::AnalysisCache::default());
+        let hints = ide::inlay_hints::inlay_hints(&world, script, &analysis, None);
+        (ide::inlay_hints::render(script, &hints), hints)
+    };
+    let (rendered, hints) = hints_with(Settings::default());
+    assert_eq!(rendered, "grep -c x \"$1\"‹placed when run: $@ unknown› | sort\necho \"$1\"\nexit \"$1\"\n");
+    let unknown = hints.iter().find(|h| h.kind == ide::inlay_hints::HintKind::Unknown).expect("the hint");
+    assert!(unknown.tooltip.contains("`args = [\"...\"]`"), "{}", unknown.tooltip);
+    assert!(unknown.tooltip.contains("`posh.run` setting"), "{}", unknown.tooltip);
+
+    let mut settings = Settings::default();
+    settings.update(&serde_json::json!({
+        "posh": { "run": [{ "script": "jobs/count.sh", "args": ["/mnt/a/big.txt"], "env": { "LOGS": "/mnt/logs" } }] }
+    }));
+    assert_eq!(settings.problems, Vec::<String>::new());
+    let (rendered, _) = hints_with(settings.clone());
+    assert!(rendered.starts_with("‹on a›grep -c x \"$1\""), "{rendered}");
+    assert!(!rendered.contains("unknown"), "{rendered}");
+
+    // A broken setting is said and keeps the runs there were.
+    settings.update(&serde_json::json!({ "run": [{ "script": "jobs/count.sh", "args": "/mnt/a/big.txt" }] }));
+    assert_eq!(settings.problems, vec!["the setting posh.run[0].args: a list of strings is expected".to_string()]);
+    assert_eq!(settings.runs.len(), 1);
+    settings.update(&serde_json::json!({ "run": "jobs/count.sh" }));
+    assert_eq!(settings.problems, vec!["the setting posh.run: a list of {script, args, env} is expected".to_string()]);
 }

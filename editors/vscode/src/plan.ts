@@ -2,7 +2,7 @@
 // is installed. No vscode import; the programs run through a `Runner`, a fake one in tests.
 
 import type { Runner } from "./process";
-import { explainArgs, type ServerSettings } from "./settings";
+import { explainArgs, runFor, type ServerSettings } from "./settings";
 
 export interface PlanRequest {
   /** posh-exec, as found by discover(). */
@@ -40,8 +40,12 @@ function firstLine(text: string): string {
 
 export async function computePlan(request: PlanRequest, run: Runner): Promise<PlanOutcome> {
   const timeoutMs = request.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const args = explainArgs(request.settings, request.script);
-  const explained = await run(request.execPath, args, { cwd: request.cwd, env: request.env, timeoutMs });
+  // The script's `posh.run`: its arguments after it, its variables in posh-exec's environment,
+  // as the hints plan with them.
+  const scriptRun = runFor(request.settings, request.script, request.cwd);
+  const args = explainArgs(request.settings, request.script, scriptRun);
+  const env = scriptRun ? { ...(request.env ?? process.env), ...scriptRun.env } : request.env;
+  const explained = await run(request.execPath, args, { cwd: request.cwd, env, timeoutMs });
   const commandLine = [request.execPath, ...args].join(" ");
   if (explained.error !== undefined) {
     return { kind: "error", message: explained.error, detail: `${commandLine}\n${explained.stderr}` };

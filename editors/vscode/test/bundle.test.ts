@@ -204,7 +204,7 @@ describe("the shipped bundle with the real language client", { skip }, () => {
     assert.ok(text().includes(`[posh] starting ${server} (found: setting)`), text());
     assert.ok(text().includes("Received response 'initialize"), "no answer to initialize");
     const init = /"initializationOptions": (\{[^}]*\})/.exec(text())?.[1];
-    assert.deepEqual(JSON.parse(init ?? "null"), { maxMovedBytes: 12345, copiesPerMount: 1, placement: "greedy" });
+    assert.deepEqual(JSON.parse(init ?? "null"), { maxMovedBytes: 12345, copiesPerMount: 1, placement: "greedy", run: [] });
     assert.deepEqual(commands.sort(), ["posh.restartServer", "posh.showOutput", "posh.showPlan"]);
     assert.equal(children("posh-lsp").length, 1, "one posh-lsp child");
 

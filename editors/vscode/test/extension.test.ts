@@ -128,7 +128,7 @@ describe("the extension in a fake VS Code", () => {
     assert.equal(c.serverOptions.transport, 0); // stdio
     assert.equal(c.serverOptions.options?.env?.["POSH_TEST_VAR"], "1");
     assert.equal(c.serverOptions.options?.env?.["BAD"], undefined);
-    assert.deepEqual(c.clientOptions.initializationOptions, { maxMovedBytes: 5_000, copiesPerMount: 1, placement: "greedy" });
+    assert.deepEqual(c.clientOptions.initializationOptions, { maxMovedBytes: 5_000, copiesPerMount: 1, placement: "greedy", run: [] });
     assert.deepEqual(c.clientOptions.documentSelector, [
       { scheme: "file", language: "shellscript" },
       { scheme: "file", language: "posh" },
@@ -153,7 +153,7 @@ describe("the extension in a fake VS Code", () => {
     assert.deepEqual(c?.notifications, [
       {
         method: "workspace/didChangeConfiguration",
-        params: { settings: { posh: { maxMovedBytes: 100_000_000, copiesPerMount: 3, placement: "cost-based" } } },
+        params: { settings: { posh: { maxMovedBytes: 100_000_000, copiesPerMount: 3, placement: "cost-based", run: [] } } },
       },
     ]);
     assert.equal(clients.length, 1, "no restart for a live setting");
@@ -190,7 +190,7 @@ describe("the extension in a fake VS Code", () => {
     assert.equal(clients[0]?.serverOptions.command, user);
     assert.equal(clients[0]?.serverOptions.options?.env?.["LD_PRELOAD"], process.env["LD_PRELOAD"]);
     // Thresholds choose no program: the workspace's value applies.
-    assert.deepEqual(clients[0]?.clientOptions.initializationOptions, { maxMovedBytes: 7, copiesPerMount: 1, placement: "cost-based" });
+    assert.deepEqual(clients[0]?.clientOptions.initializationOptions, { maxMovedBytes: 7, copiesPerMount: 1, placement: "cost-based", run: [] });
 
     fake.trusted = true;
     fake.trustGranted.fire();

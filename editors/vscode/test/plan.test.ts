@@ -39,6 +39,14 @@ const request = (over: Partial<PlanRequest> = {}): PlanRequest => ({
 });
 
 describe("computePlan", () => {
+  it("plans a script with its posh.run: arguments after it, variables in posh-exec's environment", async () => {
+    const { run, calls } = fakeRunner({ "/bin/posh-exec": { stdout: DOT }, "/usr/bin/dot": { stdout: "<svg></svg>" } });
+    const settings = { ...SERVER_SETTING_DEFAULTS, run: [{ script: "s.sh", args: ["/mnt/a/x"], env: { IN: "/mnt/a/y" } }] };
+    await computePlan(request({ settings, env: { PATH: "/bin" } }), run);
+    assert.deepEqual(calls[0]?.args.slice(-2), ["/w/s.sh", "/mnt/a/x"]);
+    assert.deepEqual(calls[0]?.options.env, { PATH: "/bin", IN: "/mnt/a/y" });
+  });
+
   it("runs posh-exec in the workspace, then dot -Tsvg on its output", async () => {
     const { run, calls } = fakeRunner({
       "/bin/posh-exec": { stdout: DOT },

@@ -14,6 +14,7 @@ import {
   initializationOptions,
   readExtraEnv,
   readServerSettings,
+  runFor,
 } from "../src/settings";
 import { REPO_DIR, manifest } from "./helpers";
 
@@ -22,7 +23,7 @@ const reader = (values: Record<string, unknown>) => (key: string) => values[key]
 describe("settings → initializationOptions", () => {
   it("passes valid values through, as the three keys posh-lsp reads", () => {
     const s = readServerSettings(reader({ maxMovedBytes: 5_000, copiesPerMount: 4, placement: "greedy", other: 1 }));
-    assert.deepEqual(initializationOptions(s), { maxMovedBytes: 5_000, copiesPerMount: 4, placement: "greedy" });
+    assert.deepEqual(initializationOptions(s), { maxMovedBytes: 5_000, copiesPerMount: 4, placement: "greedy", run: [] });
     assert.deepEqual(Object.keys(initializationOptions(s)).sort(), [...SERVER_SETTING_KEYS].sort());
   });
 
@@ -31,6 +32,7 @@ describe("settings → initializationOptions", () => {
       maxMovedBytes: 100_000_000,
       copiesPerMount: 1,
       placement: "cost-based",
+      run: [],
     });
   });
 
@@ -39,7 +41,8 @@ describe("settings → initializationOptions", () => {
       { maxMovedBytes: -1, copiesPerMount: 0, placement: "fastest" },
       { maxMovedBytes: "100", copiesPerMount: "2", placement: 3 },
       { maxMovedBytes: Number.NaN, copiesPerMount: Number.POSITIVE_INFINITY, placement: null },
-      { maxMovedBytes: 1e300, copiesPerMount: -3, placement: "Greedy" },
+      { maxMovedBytes: 1e300, copiesPerMount: -3, placement: "Greedy", run: {} },
+      { run: [{ args: ["x"] }, { script: "a.sh", args: "x" }, { script: "a.sh", env: { A: 1 } }, null, "a.sh"] },
     ];
     for (const values of bad) {
       assert.deepEqual(readServerSettings(reader(values)), SERVER_SETTING_DEFAULTS, JSON.stringify(values));
@@ -50,14 +53,14 @@ describe("settings → initializationOptions", () => {
     const s = readServerSettings(reader({ maxMovedBytes: 1500.7, copiesPerMount: 2.9 }));
     assert.equal(s.maxMovedBytes, 1500);
     assert.equal(s.copiesPerMount, 2);
-    assert.equal(JSON.stringify(initializationOptions(s)), '{"maxMovedBytes":1500,"copiesPerMount":2,"placement":"cost-based"}');
+    assert.equal(JSON.stringify(initializationOptions(s)), '{"maxMovedBytes":1500,"copiesPerMount":2,"placement":"cost-based","run":[]}');
     assert.equal(readServerSettings(reader({ maxMovedBytes: 0 })).maxMovedBytes, 0);
   });
 
   it("nests a configuration change under posh", () => {
     const s = readServerSettings(reader({ placement: "greedy" }));
     assert.deepEqual(didChangeConfigurationSettings(s), {
-      posh: { maxMovedBytes: 100_000_000, copiesPerMount: 1, placement: "greedy" },
+      posh: { maxMovedBytes: 100_000_000, copiesPerMount: 1, placement: "greedy", run: [] },
     });
   });
 
@@ -74,6 +77,18 @@ describe("settings → initializationOptions", () => {
       "/w/run.sh",
     ]);
     assert.equal(explainArgs(s, "-odd.sh").at(-1), "./-odd.sh");
+  });
+
+  it("gives posh-exec and posh-lsp a script's posh.run: its arguments after it", () => {
+    const s = readServerSettings(
+      reader({ run: [{ script: "jobs/count.sh", args: ["/mnt/a/x"], env: { LOGS: "/mnt/logs" } }, { script: "" }] }),
+    );
+    assert.deepEqual(s.run, [{ script: "jobs/count.sh", args: ["/mnt/a/x"], env: { LOGS: "/mnt/logs" } }]);
+    assert.deepEqual(initializationOptions(s).run, s.run);
+    const run = runFor(s, "/w/jobs/count.sh", "/w");
+    assert.deepEqual(run?.env, { LOGS: "/mnt/logs" });
+    assert.equal(runFor(s, "/w/other.sh", "/w"), undefined);
+    assert.deepEqual(explainArgs(s, "/w/jobs/count.sh", run).slice(-2), ["/w/jobs/count.sh", "/mnt/a/x"]);
   });
 
   it("keeps only string values of posh.server.extraEnv", () => {

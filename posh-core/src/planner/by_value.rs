@@ -43,19 +43,24 @@ pub(super) fn variants(pipeline: &Pipeline, values: &Values) -> Option<Variants>
     let state = values.before(pipeline.span.start)?;
     let mut unknown: Vec<UnknownValue> = Vec::new();
     let mut known: Vec<Param> = Vec::new();
-    for param in reading.iter().flat_map(|(_, params)| params) {
+    for (word, param) in reading.iter().flat_map(|(word, params)| params.iter().map(move |p| (word, p))) {
         if known.contains(param) || unknown.iter().any(|u| u.parameter == label(param)) {
             continue;
         }
         match why_unknown(state, param) {
-            Some(why) => unknown.push(UnknownValue { parameter: label(param), why }),
+            Some(why) => unknown.push(UnknownValue { parameter: label(param), why, span: word.span }),
             None => known.push(param.clone()),
         }
     }
     let pinnings = match values::pinnings(state, &known) {
         Ok(pinnings) => pinnings,
         Err(why) => {
-            unknown.extend(known.iter().map(|p| UnknownValue { parameter: label(p), why: why.clone() }));
+            let first_reading = |p: &Param| reading.iter().find(|(_, params)| params.contains(p)).map(|(w, _)| w.span);
+            unknown.extend(known.iter().map(|p| UnknownValue {
+                parameter: label(p),
+                why: why.clone(),
+                span: first_reading(p).unwrap_or(pipeline.span),
+            }));
             known.clear();
             vec![values::Pinned { state, named: Default::default(), positional: None }]
         }
@@ -91,7 +96,7 @@ pub(super) fn variants(pipeline: &Pipeline, values: &Values) -> Option<Variants>
                 Ok(_) => None,
                 Err(why) => {
                     if !unknown.iter().any(|u| u.parameter == word.raw) {
-                        unknown.push(UnknownValue { parameter: word.raw.clone(), why });
+                        unknown.push(UnknownValue { parameter: word.raw.clone(), why, span: word.span });
                     }
                     None
                 }

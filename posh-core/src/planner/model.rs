@@ -214,6 +214,9 @@ pub struct UnknownValue {
     /// As the script writes it (`$IN`), or the word that reads it.
     pub parameter: String,
     pub why: String,
+    /// The first word of the pipeline that reads it (relative as the plan's spans are).
+    #[serde(skip)]
+    pub span: Span,
 }
 
 /// Commands of a pipeline that go to the runtime together while bash keeps the others.

@@ -100,32 +100,33 @@ pub fn script_hover(world: &World, analysis: &ScriptAnalysis, offset: usize) -> 
 fn values_text(plan: &posh_core::planner::PipelinePlan) -> String {
     let mut md = String::new();
     for value_use in &plan.values {
-        let _ = writeln!(
-            md,
-            "Value: {}.
-",
-            value_use.describe()
-        );
+        let _ = writeln!(md, "Value: {}.\n", value_use.describe());
     }
     for unknown in &plan.unknown_values {
-        let declare = match unknown.parameter.strip_prefix('$') {
-            Some(name)
-                if !name.is_empty()
-                    && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
-                    && !name.starts_with(|c: char| c.is_ascii_digit()) =>
-            {
-                format!("`env = {{ {name} = \"...\" }}`")
-            }
-            _ => "`args = [\"...\"]`".to_string(),
-        };
-        let _ = writeln!(
-            md,
-            "Not known before the run: `{}` ({}). If the script is run with it, say so in posh.toml: \
-             `[[run]]` with `script = \"...\"` and {declare}.\n",
-            unknown.parameter, unknown.why
-        );
+        let _ = writeln!(md, "{}\n", how_to_declare(unknown));
     }
     md
+}
+
+/// `Not known before the run: `$OUT` (why). If the script is run with it, ...`: where to declare
+/// a value so the editor plans with it (posh.toml's `[[run]]`, or the editor's `posh.run`
+/// setting), for the hover and the hint of a word posh does not know.
+pub(crate) fn how_to_declare(unknown: &posh_core::planner::UnknownValue) -> String {
+    let declare = match unknown.parameter.strip_prefix('$') {
+        Some(name)
+            if !name.is_empty()
+                && name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+                && !name.starts_with(|c: char| c.is_ascii_digit()) =>
+        {
+            format!("`env = {{ {name} = \"...\" }}`")
+        }
+        _ => "`args = [\"...\"]`".to_string(),
+    };
+    format!(
+        "Not known before the run: `{}` ({}). If the script is run with it, say so in posh.toml: \
+         `[[run]]` with `script = \"...\"` and {declare} (or in the editor's `posh.run` setting).",
+        unknown.parameter, unknown.why
+    )
 }
 
 /// What the inlay hints say, for whoever meets them first in a hover.

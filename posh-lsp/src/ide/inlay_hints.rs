@@ -10,7 +10,7 @@ use std::collections::{BTreeMap, HashMap};
 
 use posh_core::Span;
 use posh_core::planner::render::{self, Figure};
-use posh_core::planner::{Location, Node, NodeKind, PipelinePlan};
+use posh_core::planner::{Location, Node, NodeKind, PipelinePlan, Why};
 
 use super::{ScriptAnalysis, Target, World};
 
@@ -20,6 +20,9 @@ pub enum HintKind {
     Placement,
     /// Bytes crossing the network (after a `|`, after a command or a pipeline).
     Bytes,
+    /// A word whose value posh does not know before the run, where the command's place depends on
+    /// it (after the word): how to declare it.
+    Unknown,
 }
 
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
@@ -63,6 +66,9 @@ pub fn inlay_hints(world: &World, text: &str, analysis: &ScriptAnalysis, range: 
         let Some(pipeline) = analysis.script.pipelines.get(index) else {
             continue;
         };
+        if let Some(hint) = unknown_hint(plan, |span| placed.place(span)) {
+            hints.push(hint);
+        }
         let commands = plan.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Command { .. }));
         let at_client = commands.clone().all(|n| n.location == Location::Client);
         if at_client && !plan.crossing_edges().any(|e| e.bytes > 0) {
@@ -279,6 +285,34 @@ fn placement_hint(world: &World, offset: usize, nodes: &[&Node]) -> InlayHint {
         parts[0].target = world.entry_target(entry);
     }
     InlayHint { offset, kind: HintKind::Placement, parts, tooltip }
+}
+
+/// `placed when run: $OUT unknown` after the first word whose value posh does not know, in a
+/// pipeline the runtime places when it runs because of such words; its tooltip says how to
+/// declare them. `place` gives the plan's spans in the text.
+fn unknown_hint(plan: &PipelinePlan, place: impl Fn(Span) -> Span) -> Option<InlayHint> {
+    let first = plan.unknown_values.first()?;
+    if plan.stays_with_bash.is_some() || !plan.nodes.iter().any(|n| matches!(n.why, Why::DependsOnShell(_))) {
+        return None;
+    }
+    let names: Vec<&str> = plan.unknown_values.iter().map(|u| u.parameter.as_str()).collect();
+    let shown = match names.as_slice() {
+        [one] => format!("{one} unknown"),
+        [one, two] => format!("{one}, {two} unknown"),
+        [one, rest @ ..] => format!("{one} and {} more unknown", rest.len()),
+        [] => return None,
+    };
+    let mut tooltip =
+        String::from("Where this runs is decided when it runs: posh does not know these values before the run.\n");
+    for unknown in &plan.unknown_values {
+        tooltip.push_str(&format!("{}\n", super::hover::how_to_declare(unknown)));
+    }
+    Some(InlayHint {
+        offset: place(first.span).end,
+        kind: HintKind::Unknown,
+        parts: vec![LabelPart::plain(format!("placed when run: {shown}"))],
+        tooltip: tooltip.trim_end().to_string(),
+    })
 }
 
 /// `moves 12 MB`, `reads 5 MB remotely`, `moves ~12 MB` (an estimate).

@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use posh_core::Span;
 use posh_core::annotation::CommandEntry;
-use posh_core::config::{self, Config};
+use posh_core::config::{self, Config, RunConfig};
 use posh_core::fs::{FileKind, FileSystem};
 use posh_core::library::Library;
 use posh_core::planner::measured::{self, Ratios};
@@ -23,24 +23,39 @@ pub struct Settings {
     /// How posh-exec will plan (its `--placement` and `--copies-per-mount`), so the hints show
     /// what it will do.
     pub plan: PlanOptions,
+    /// How scripts are run, as the editor's settings say (`posh.run`: posh.toml's `[[run]]`
+    /// tables as a list); a relative `script` is relative to the workspace root. They come before
+    /// posh.toml's for the same script.
+    pub runs: Vec<RunConfig>,
+    /// What the last update could not use, each naming the setting (`posh.run[1].args: ...`).
+    pub problems: Vec<String>,
 }
 
 impl Default for Settings {
     fn default() -> Settings {
-        Settings { max_moved_bytes: 100_000_000, plan: PlanOptions::default() }
+        Settings { max_moved_bytes: 100_000_000, plan: PlanOptions::default(), runs: Vec::new(), problems: Vec::new() }
     }
 }
 
 impl Settings {
     /// The options [`Settings::update`] reads: what editor packages offer as settings (a test
     /// checks editors/vscode/package.json against it).
-    pub const OPTIONS: [&str; 3] = ["maxMovedBytes", "copiesPerMount", "placement"];
+    pub const OPTIONS: [&str; 4] = ["maxMovedBytes", "copiesPerMount", "placement", "run"];
 
-    /// Reads `{"maxMovedBytes": N, "copiesPerMount": N, "placement": "cost-based" | "greedy"}`,
-    /// at the top level or under `posh`; anything else keeps the current value.
+    /// Reads `{"maxMovedBytes": N, "copiesPerMount": N, "placement": "cost-based" | "greedy",
+    /// "run": [{"script": "jobs/count.sh", "args": [...], "env": {...}}]}`, at the top level or
+    /// under `posh`; anything else keeps the current value. What it could not use is kept in
+    /// `problems`; a `run` with a problem replaces nothing.
     pub fn update(&mut self, json: &serde_json::Value) {
         let posh = json.get("posh").unwrap_or(json);
-        let [max_moved_bytes, copies_per_mount, placement] = Settings::OPTIONS;
+        let [max_moved_bytes, copies_per_mount, placement, run] = Settings::OPTIONS;
+        let mut problems = Vec::new();
+        if let Some(runs) = posh.get(run) {
+            match runs_of(runs) {
+                Ok(runs) => self.runs = runs,
+                Err(problem) => problems.push(format!("the setting posh.{run}{problem}")),
+            }
+        }
         if let Some(n) = posh.get(max_moved_bytes).and_then(|v| v.as_u64()) {
             self.max_moved_bytes = n;
         }
@@ -52,7 +67,48 @@ impl Settings {
             Some("cost-based") => self.plan.strategy = Strategy::CostBased,
             _ => {}
         }
+        self.problems = problems;
     }
+}
+
+/// The `posh.run` setting: a list of `{script, args, env}` as posh.toml's `[[run]]` tables.
+/// Scripts stay as given (made absolute against the workspace root by [`World::load`]).
+fn runs_of(json: &serde_json::Value) -> Result<Vec<RunConfig>, String> {
+    // Lua's empty table, from Neovim, is sent as an empty object.
+    if json.as_object().is_some_and(serde_json::Map::is_empty) {
+        return Ok(Vec::new());
+    }
+    let list = json.as_array().ok_or(": a list of {script, args, env} is expected")?;
+    let strings = |value: &serde_json::Value, at: &str| -> Result<Vec<String>, String> {
+        let items = value.as_array().ok_or(format!("{at}: a list of strings is expected"))?;
+        items
+            .iter()
+            .map(|v| v.as_str().map(str::to_string).ok_or(format!("{at}: a list of strings is expected")))
+            .collect()
+    };
+    let mut runs = Vec::new();
+    for (index, entry) in list.iter().enumerate() {
+        let at = format!("[{index}]");
+        let script = entry
+            .get("script")
+            .and_then(|s| s.as_str())
+            .filter(|s| !s.is_empty())
+            .ok_or(format!("{at}.script: the script's path is expected"))?;
+        let args = match entry.get("args") {
+            Some(args) => strings(args, &format!("{at}.args"))?,
+            None => Vec::new(),
+        };
+        let mut env = BTreeMap::new();
+        if let Some(vars) = entry.get("env") {
+            let vars = vars.as_object().ok_or(format!("{at}.env: a table of names to strings is expected"))?;
+            for (name, value) in vars {
+                let value = value.as_str().ok_or(format!("{at}.env.{name}: a string is expected"))?;
+                env.insert(name.clone(), value.to_string());
+            }
+        }
+        runs.push(RunConfig { script: PathBuf::from(script), args, env });
+    }
+    Ok(runs)
 }
 
 /// The inputs shared by every document of a workspace. Immutable once built: a change (a saved
@@ -140,6 +196,12 @@ impl World {
             Ok(None) => {}
             Err(e) => world.config_error = Some(e.to_string()),
         }
+        // The editor's runs first: the one found for a script is the first that names it.
+        let from_settings = world.settings.runs.iter().map(|run| RunConfig {
+            script: posh_core::fs::normalize_path(&world.root.join(&run.script)),
+            ..run.clone()
+        });
+        world.config.runs.splice(0..0, from_settings.collect::<Vec<_>>());
         let mut files: Vec<PathBuf> = Vec::new();
         for dir in annotation_dirs(root, user_config_dir) {
             for name in fs.read_dir(&dir).into_iter().filter(|n| n.ends_with(".posh")) {

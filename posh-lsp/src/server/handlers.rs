@@ -317,6 +317,9 @@ impl Backend {
         if let Some(error) = &world.config_error {
             self.client.show_message(MessageType::WARNING, format!("posh: {error}")).await;
         }
+        for problem in &world.settings.problems {
+            self.client.show_message(MessageType::WARNING, format!("posh: {problem}")).await;
+        }
         let (scripts, refresh) = {
             let mut state = self.state();
             state.world = Arc::new(world);
