@@ -19,6 +19,7 @@ mod dash_c;
 mod explain;
 mod offload;
 mod os_fs;
+mod prompt;
 mod ratios;
 mod runtime;
 mod setup_cli;
@@ -87,6 +88,15 @@ struct Cli {
     /// to it, `-h` and `--version` included.
     #[arg(trailing_var_arg = true, allow_hyphen_values = true, value_name = "SCRIPT [ARGS]")]
     args: Vec<String>,
+    /// Open bash's own interactive prompt (your ~/.bashrc, history, completion, jobs), each typed
+    /// line's pipelines that touch a mount run next to their data (docs/interactive.md). The
+    /// default without a script when standard input and error are a terminal.
+    #[arg(short = 'i', long = "interactive", conflicts_with_all = ["explain", "print_rewritten", "command", "args", "check", "suggest_config"])]
+    interactive: bool,
+    /// At the prompt: show where a line would run and what it would move on Alt-p (`key`), or
+    /// also as it is typed, at each space and `|` (`typing`).
+    #[arg(long, value_enum, value_name = "WHEN", default_value = "key")]
+    preview: prompt::Preview,
     /// `-c -- COMMANDS`: bash gets the `--` too.
     #[arg(skip)]
     dashes: bool,
@@ -203,6 +213,38 @@ fn measured_ratios() -> posh_core::planner::measured::Ratios {
     client_state().map(|state| ratios::load(&state.ratios)).unwrap_or_default()
 }
 
+/// The `--stats` file, made empty when it is a regular file, as an absolute path.
+fn stats_file(path: Option<&std::path::Path>) -> Result<Option<String>> {
+    let Some(path) = path else { return Ok(None) };
+    // A regular file starts empty; anything else (`--stats /dev/stderr`, a link to a
+    // terminal, a pipe or whatever the caller's stderr is) is only appended to.
+    let regular = std::fs::symlink_metadata(path).map_or(true, |m| m.is_file());
+    std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .truncate(false)
+        .open(path)
+        .and_then(|file| if regular { file.set_len(0) } else { Ok(()) })
+        .with_context(|| format!("{}: cannot write statistics", path.display()))?;
+    Ok(Some(std::path::absolute(path)?.to_string_lossy().into_owned()))
+}
+
+/// posh's prompt: bash's interactive shell with a session beside it for as long as it lives.
+fn run_prompt(cli: &Cli, config: Config, library: posh_core::library::Library, stats: Option<String>) -> Result<u8> {
+    let socket = runtime::session::RuntimeSocket::bind()?;
+    let builtin = posh_exec::bash_builtin();
+    let init = prompt::init_file(builtin.as_deref(), socket.path(), stats.as_deref().unwrap_or_default(), cli.preview);
+    let init = prompt::write_init(socket.directory(), &init)?;
+    let mut bash = runtime::session::bash_beside_runtime();
+    bash.arg("--rcfile").arg(&init).arg("-i");
+    let state = client_state()?;
+    let ratios = measured_ratios();
+    let _line = runtime::progress::start(cli.progress, &config.mounts);
+    // Separate proxies are connected while bash starts: the first line finds them warm.
+    let mounts: Vec<usize> = (0..config.mounts.len()).collect();
+    runtime::session::run_script(config, library, ratios, state, socket, bash, &mounts, true)
+}
+
 fn run(cli: Cli) -> Result<u8> {
     if cli.print_identity {
         let dir = client_state()?.identity_dir;
@@ -253,6 +295,17 @@ fn run(cli: Cli) -> Result<u8> {
         let code = explain::run(&name, &source, &inputs, &library, &config, &measured_ratios(), options, cli.format)?;
         return Ok(if annotation_errors { code.max(1) } else { code });
     }
+    let stats = stats_file(cli.stats.as_deref())?;
+    let interactive = cli.interactive || {
+        use std::io::IsTerminal as _;
+        cli.command.is_none()
+            && cli.args.is_empty()
+            && std::io::stdin().is_terminal()
+            && std::io::stderr().is_terminal()
+    };
+    if interactive {
+        return run_prompt(&cli, config, library, stats);
+    }
     let (name, source) = match (&cli.command, cli.args.first()) {
         (Some(commands), _) => {
             // As `bash -c COMMANDS` without NAME, whose messages then say `bash:`.
@@ -264,22 +317,6 @@ fn run(cli: Cli) -> Result<u8> {
         (None, None) => {
             anyhow::bail!("no script given (usage: posh-exec SCRIPT [ARGS...] or posh-exec -c COMMANDS)")
         }
-    };
-    let stats = match &cli.stats {
-        Some(path) => {
-            // A regular file starts empty; anything else (`--stats /dev/stderr`, a link to a
-            // terminal, a pipe or whatever the caller's stderr is) is only appended to.
-            let regular = std::fs::symlink_metadata(path).map_or(true, |m| m.is_file());
-            std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .truncate(false)
-                .open(path)
-                .and_then(|file| if regular { file.set_len(0) } else { Ok(()) })
-                .with_context(|| format!("{}: cannot write statistics", path.display()))?;
-            Some(std::path::absolute(path)?.to_string_lossy().into_owned())
-        }
-        None => None,
     };
     // The runtime's socket exists before the rewrite, which names it.
     let socket = (needs_library && !cli.print_rewritten).then(runtime::session::RuntimeSocket::bind).transpose()?;
@@ -312,7 +349,16 @@ fn run(cli: Cli) -> Result<u8> {
             let state = client_state()?;
             // Started before bash, so that every pipeline's jobs count in it.
             let _line = runtime::progress::start(cli.progress, &config.mounts);
-            return runtime::session::run_script(config, library, ratios, state, socket, bash, &hand_over);
+            return runtime::session::run_script(
+                config,
+                library,
+                ratios,
+                state,
+                socket,
+                bash,
+                &hand_over.mounts,
+                hand_over.background,
+            );
         }
         (Some(commands), None) => bash.arg("-c").args(cli.dashes.then_some("--")).arg(commands).args(&cli.args),
         (None, None) => bash.args(&cli.args),

@@ -123,6 +123,69 @@ pub fn rewrite(
     Some(HandOver { text, fallback, mounts, background })
 }
 
+/// What a line typed at posh's prompt is planned with: bash's live state when Enter was
+/// pressed.
+#[derive(Debug)]
+pub struct LiveState {
+    /// bash's working directory.
+    pub cwd: PathBuf,
+    /// bash's scalar variables (others are unknown to the plan).
+    pub variables: std::collections::BTreeMap<String, String>,
+    /// The names of bash's functions and aliases.
+    pub defined: Vec<String>,
+}
+
+/// The line `source` typed at the prompt, its pipelines that may touch a mount made calls of the
+/// builtin (`rewrite::rewrite_line`), as a script's would be; `None` to run it as typed. Planned
+/// with `live`: the values of bash's variables, its working directory, its functions and aliases
+/// (commands that name one stay with bash).
+pub fn rewrite_line(
+    source: &str,
+    library: &Library,
+    config: &Config,
+    ratios: &posh_core::planner::measured::Ratios,
+    live: &LiveState,
+) -> Option<String> {
+    if config.mounts.is_empty() {
+        return None;
+    }
+    let script = posh_core::shell::parse_as_bash(source, &mut crate::bash_syntax::check);
+    if !script.errors.is_empty() || !script.left_to_bash.is_empty() {
+        return None;
+    }
+    let ctx = PlanContext {
+        library,
+        config,
+        fs: &SeamsAssumed,
+        cwd: live.cwd.clone(),
+        options: PlanOptions::default(),
+        ratios,
+    };
+    let scope = ScriptScope::new(source, &script, library).with_functions(live.defined.iter().cloned());
+    let inputs = posh_core::values::Inputs { env: live.variables.clone(), env_complete: false, args: None };
+    let values = planner::values_of(&ctx, source, &script, &scope, &inputs);
+    let scope = scope.with_values(values);
+    let mut chosen = Vec::new();
+    for pipeline in &script.pipelines {
+        if scope.why_stays(library, pipeline).is_some() && !scope.may_go_in_part(library, pipeline) {
+            continue;
+        }
+        let plan = planner::plan_pipeline_in(&ctx, pipeline, &scope);
+        let parts: Vec<posh_core::shell::Pipeline> = if !plan.handed_parts.is_empty() {
+            plan.handed_parts.iter().map(|part| pipeline.part(part.commands.0..part.commands.1)).collect()
+        } else if plan.stays_with_bash.is_none() && plan.may_touch_a_mount() {
+            vec![pipeline.clone()]
+        } else {
+            continue;
+        };
+        chosen.extend(parts);
+    }
+    if chosen.is_empty() || crate::bash_syntax::rejects(source, &script) {
+        return None;
+    }
+    Some(rewrite::rewrite_line(source, &chosen).text)
+}
+
 /// A script given by its file (not `-c`), to be run by bash as a file of its own when the
 /// builtin is there: its name, and where the run keeps the fallback for a bash that cannot load
 /// the builtin.

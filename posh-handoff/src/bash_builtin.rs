@@ -29,6 +29,7 @@ use std::ptr::null;
 
 use super::{Caller, SOCKET_VAR};
 
+mod prompt;
 mod script;
 
 /// `WORD_DESC` of bash's `command.h`.
@@ -114,6 +115,10 @@ fn hand_over(args: Vec<OsString>, env: Vec<Vec<u8>>) -> c_int {
     match args.first().and_then(|first| first.to_str()) {
         Some("__start") => return script::start(&args[1..]),
         Some("__call") => return script::call(&args[1..], env),
+        Some("__prompt") => return prompt::start(&args[1..]),
+        Some("__line") => return prompt::line(),
+        Some("__preview") => return prompt::preview(),
+        Some("__on") => return prompt::on(),
         _ => {}
     }
     let Some(args) = args.get(1..).filter(|_| args[0] == "__run") else {

@@ -117,6 +117,36 @@ pub fn hand_over(socket: &OsStr, caller: &Caller<'_>, args: &[OsString], interru
     })
 }
 
+/// The first word of a question a prompt asks its session about a typed line (then the line,
+/// then the names bash defines: functions and aliases), with the shell's variables in place of
+/// the environment. The answer is a text (see [`ask`]): the line rewritten, or nothing when it
+/// runs as typed.
+pub const ASK_LINE: &str = "\u{1f}P";
+/// The same question for the preview: the answer is the plan in words, for the terminal.
+pub const ASK_PREVIEW: &str = "\u{1f}V";
+
+/// Asks the session at `socket` a question ([`ASK_LINE`], [`ASK_PREVIEW`]) and returns its
+/// answer, a text of any length.
+pub fn ask(socket: &OsStr, caller: &Caller<'_>, args: &[OsString]) -> std::io::Result<Vec<u8>> {
+    let connected = UnixStream::connect(socket)?;
+    let stream = UnixStream::from(rustix::io::fcntl_dupfd_cloexec(&connected, 3)?);
+    drop(connected);
+    send(&stream, caller, args)?;
+    let mut length = [0u8; 4];
+    (&stream).read_exact(&mut length)?;
+    let mut text = vec![0u8; u32::from_be_bytes(length) as usize];
+    (&stream).read_exact(&mut text)?;
+    Ok(text)
+}
+
+/// The session's side of [`ask`]: writes the answer.
+pub fn answer_text(stream: &UnixStream, text: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let mut framed = (text.len() as u32).to_be_bytes().to_vec();
+    framed.extend_from_slice(text);
+    (&*stream).write_all(&framed)
+}
+
 /// [`hand_over`] from a process of its own (`posh-run`), with its own descriptors, working
 /// directory and environment; a signal that interrupts it ends it.
 pub fn hand_over_from_this_process(socket: &OsStr, args: &[OsString]) -> u8 {

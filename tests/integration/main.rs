@@ -13,4 +13,5 @@ mod isolation;
 mod netns;
 mod oracle;
 mod peers;
+mod prompt;
 mod trace;

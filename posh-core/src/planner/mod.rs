@@ -387,6 +387,13 @@ impl<'a> ScriptScope<'a> {
         ScriptScope { values: Some(values.into()), ..self }
     }
 
+    /// This scope with `names` that bash defines besides the script's own functions (a prompt's
+    /// live functions and aliases): a command naming one stays with bash, as a function does.
+    pub fn with_functions(mut self, names: impl IntoIterator<Item = String>) -> ScriptScope<'a> {
+        self.functions.extend(names);
+        self
+    }
+
     /// The values the scope plans with, if any.
     pub fn values(&self) -> Option<&crate::values::Values> {
         self.values.as_deref()

@@ -162,6 +162,10 @@ impl Session {
         &self.library
     }
 
+    pub fn ratios(&self) -> &Ratios {
+        &self.ratios
+    }
+
     /// The embedded proxies' journal, opened on first use (what runs killed mid-job, `kill -9`,
     /// left behind is settled by `embedded_state` first).
     fn journal(&self) -> Arc<Journal> {
@@ -338,13 +342,18 @@ impl Session {
     }
 
     fn answer(self: &Arc<Session>, stream: UnixStream) {
-        let handoff::Handoff { fds, cwd, env, args } = match handoff::receive(&stream) {
+        let handoff = match handoff::receive(&stream) {
             Ok(handoff) => handoff,
             Err(e) => {
                 progress::eprintln(format_args!("posh-exec: a pipeline could not be handed over: {e}"));
                 return;
             }
         };
+        // A question of the prompt about a typed line, not a pipeline.
+        if crate::prompt::answer(self, &handoff, &stream) {
+            return;
+        }
+        let handoff::Handoff { fds, cwd, env, args } = handoff;
         let caller_of = |fds, env| Caller { fds, cwd: Some(cwd.clone()), env: Some(env) };
         match super::loops::decode_loop(&args) {
             Ok(None) => {}
@@ -590,10 +599,11 @@ impl RuntimeSocket {
     }
 }
 
-/// Runs `bash` (already given the rewritten script, which names `socket`) with a session beside
-/// it; returns bash's status as posh-exec's. The proxies of `hand_over.mounts` are connected
-/// first; with background jobs, posh-exec stays after bash until they end (see
+/// Runs `bash` (already given the rewritten script, which names `socket`, or posh's prompt) with
+/// a session beside it; returns bash's status as posh-exec's. The proxies of `connect_first` are
+/// connected first; with `background` jobs, posh-exec stays after bash until they end (see
 /// [`await_background`]).
+#[allow(clippy::too_many_arguments)] // one run's parts, each moved into its session
 pub fn run_script(
     config: Config,
     library: Library,
@@ -601,9 +611,9 @@ pub fn run_script(
     state: ClientState,
     socket: RuntimeSocket,
     mut bash: Command,
-    hand_over: &crate::offload::HandOver,
+    connect_first: &[usize],
+    background: bool,
 ) -> Result<u8> {
-    let (connect_first, background) = (&hand_over.mounts, hand_over.background);
     // One worker: the runtime mostly waits, and on a small machine a second worker costs more in
     // thread hand-offs than it gives (bench/throughput.sh).
     let runtime = tokio::runtime::Builder::new_multi_thread()

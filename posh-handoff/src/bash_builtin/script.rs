@@ -24,22 +24,31 @@ use posh_core::rewrite::{LOOP_VARS, MARK_ASSIGN, MARK_COMMAND, MARK_LAST_ARG, MA
 use super::{WordDesc, WordList};
 
 /// What `__start` was told: the run's socket and `--stats` file (empty for none).
-struct Run {
-    socket: OsString,
+pub(super) struct Run {
+    pub(super) socket: OsString,
     stats: OsString,
 }
 
-static RUN: OnceLock<Run> = OnceLock::new();
+pub(super) static RUN: OnceLock<Run> = OnceLock::new();
+
+/// Keeps the run's socket and statistics file (once: a second start is refused).
+pub(super) fn set_run(socket: OsString, stats: OsString) -> c_int {
+    if RUN.set(Run { socket, stats }).is_err() {
+        eprintln!("__posh_run: the script was started already");
+        return 2;
+    }
+    0
+}
 
 /// `SHELL_VAR` of bash's `variables.h`, as far as it is read here.
 #[repr(C)]
-struct ShellVar {
-    name: *const c_char,
-    value: *mut c_void,
+pub(super) struct ShellVar {
+    pub(super) name: *const c_char,
+    pub(super) value: *mut c_void,
     exportstr: *const c_char,
-    dynamic_value: *const c_void,
+    pub(super) dynamic_value: *const c_void,
     assign_func: *const c_void,
-    attributes: c_int,
+    pub(super) attributes: c_int,
     context: c_int,
 }
 
@@ -83,8 +92,7 @@ pub(super) fn start(args: &[OsString]) -> c_int {
         eprintln!("__posh_run: __start NAME SOCKET STATS LAST (written by posh-exec, not for use by hand)");
         return 2;
     };
-    if RUN.set(Run { socket: socket.clone(), stats: stats.clone() }).is_err() {
-        eprintln!("__posh_run: the script was started already");
+    if set_run(socket.clone(), stats.clone()) != 0 {
         return 2;
     }
     let Ok(name) = CString::new(name.as_bytes()) else { return 2 };
@@ -106,6 +114,8 @@ pub(super) fn start(args: &[OsString]) -> c_int {
 /// `__posh_run __call ␟C ...`: the pipeline handed to the runtime with what `__run` carries
 /// before its marks (the script's name, `$SHELLOPTS`, the statistics file).
 pub(super) fn call(marked: &[OsString], env: Vec<Vec<u8>>) -> c_int {
+    // A line rewritten at the prompt runs its first call: its history and display are back.
+    super::prompt::restore();
     let Some(run) = RUN.get() else {
         eprintln!("__posh_run: __call before __start (written by posh-exec, not for use by hand)");
         return 2;

@@ -1,0 +1,237 @@
+//! posh's prompt (`posh-exec -i`) driven like a person, under tmux: lines typed at it print what
+//! `bash -i` prints for the same lines, a mount's pipelines ran at its proxy (`--stats`), the
+//! history holds the typed lines, Ctrl-C of a remote job brings the prompt back with nothing left
+//! running, and the preview says where a line would run.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+/// A tmux server of the test's own, killed on every path.
+struct Tmux {
+    socket: String,
+}
+
+impl Tmux {
+    fn new() -> Tmux {
+        Tmux { socket: format!("posh-prompt-test-{}-{:?}", std::process::id(), std::thread::current().id()) }
+    }
+
+    fn run(&self, args: &[&str]) -> String {
+        let out = Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null"])
+            .args(args)
+            .output()
+            .expect("tmux runs (apt-get install tmux)");
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    }
+
+    /// A window running `command` (a script path) in a terminal of 120 columns.
+    fn window(&self, name: &str, command: &Path) {
+        let command = command.to_str().expect("a UTF-8 path");
+        if !self.has_session() {
+            self.run(&["new-session", "-d", "-x", "120", "-y", "50", "-n", name, command]);
+            // A window whose shell ended stays, so that a failure shows its last screen.
+            self.run(&["set-option", "-g", "remain-on-exit", "on"]);
+        } else {
+            self.run(&["new-window", "-d", "-n", name, command]);
+        }
+    }
+
+    fn has_session(&self) -> bool {
+        Command::new("tmux")
+            .args(["-L", &self.socket, "-f", "/dev/null", "has-session"])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    }
+
+    /// The window's text, trailing blank lines dropped.
+    fn screen(&self, name: &str) -> String {
+        let text = self.run(&["capture-pane", "-p", "-t", &format!(":={name}")]);
+        text.trim_end().lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
+    }
+
+    /// Waits (bounded) until the window's text satisfies `ready`; returns it.
+    fn wait_for(&self, name: &str, what: &str, ready: impl Fn(&str) -> bool) -> String {
+        let start = Instant::now();
+        loop {
+            let screen = self.screen(name);
+            if ready(&screen) {
+                return screen;
+            }
+            assert!(start.elapsed() < Duration::from_secs(30), "{name}: no {what} within 30 s; the screen:\n{screen}");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    fn keys(&self, name: &str, keys: &[&str]) {
+        let target = format!(":={name}");
+        let mut args = vec!["send-keys", "-t", &target];
+        args.extend_from_slice(keys);
+        self.run(&args);
+    }
+
+    /// Types `line` and Enter, and waits for the next prompt (`$ ` alone on the last line).
+    fn type_line(&self, name: &str, line: &str) -> String {
+        let prompts = |s: &str| s.lines().filter(|l| l.starts_with("$")).count();
+        let before = prompts(&self.screen(name));
+        self.keys(name, &["-l", line]);
+        self.keys(name, &["Enter"]);
+        self.wait_for(name, "prompt after the line", |s| prompts(s) > before && s.lines().last() == Some("$"))
+    }
+}
+
+impl Drop for Tmux {
+    fn drop(&mut self) {
+        let _ = Command::new("tmux").args(["-L", &self.socket, "kill-server"]).output();
+    }
+}
+
+/// The test's world: a home with its own ~/.bashrc, `work/mnt` an embedded mount named `logs`.
+struct World {
+    _dir: tempfile::TempDir,
+    work: PathBuf,
+    home: PathBuf,
+}
+
+fn world() -> World {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let work = dir.path().join("work");
+    std::fs::create_dir_all(work.join("mnt")).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    let numbers: String = (1..=100_000).map(|n| format!("{n}\n")).collect();
+    std::fs::write(work.join("mnt/x.txt"), numbers).unwrap();
+    std::fs::write(work.join("posh.toml"), "[[mount]]\nname = \"logs\"\npath = \"mnt\"\nproxy = \"embedded\"\n")
+        .unwrap();
+    // No history file: each shell starts with an empty history.
+    std::fs::write(home.join(".bashrc"), "PS1='$ '\nunset HISTFILE\nalias ll='ls -l'\n").unwrap();
+    World { _dir: dir, work, home }
+}
+
+/// A script that starts `argv` in `world`'s work directory with the test's home.
+fn launcher(world: &World, name: &str, argv: &[&str]) -> PathBuf {
+    let mut text = format!("#!/bin/sh\ncd '{}' || exit 1\n", world.work.display());
+    for removed in crate::isolation::REMOVED {
+        text.push_str(&format!("unset {removed}\n"));
+    }
+    for (key, value) in crate::isolation::home_env_in(&world.home) {
+        text.push_str(&format!("export {key}='{}'\n", value.display()));
+    }
+    text.push_str("export TERM=screen\n");
+    let quoted: Vec<String> = argv.iter().map(|a| format!("'{a}'")).collect();
+    text.push_str(&format!("exec {}\n", quoted.join(" ")));
+    let path = world.work.parent().unwrap().join(format!("{name}.sh"));
+    std::fs::write(&path, text).unwrap();
+    std::process::Command::new("chmod").arg("+x").arg(&path).status().unwrap();
+    path
+}
+
+fn tmux_missing() -> bool {
+    Command::new("tmux").arg("-V").output().is_err()
+}
+
+const LINES: [&str; 7] = [
+    "f=mnt/x.txt; cat $f | grep 7777 | wc -l",
+    "echo $?",
+    "grep -c 99 $f | sort",
+    "cd mnt && grep -c 12345 x.txt; cd ..",
+    "grep nothing-here $f | wc -l; echo ${PIPESTATUS[@]}",
+    "ll -d mnt | wc -l",
+    "history",
+];
+
+#[test]
+fn prompt_prints_what_bash_prints_and_runs_a_mounts_pipelines_at_its_proxy() {
+    assert!(!tmux_missing(), "tmux is not installed (`.ci/test --deps-only` installs it)");
+    let world = world();
+    let stats = world.work.parent().unwrap().join("stats.jsonl");
+    let posh = crate::oracle::posh_exec();
+    let posh = posh.to_str().unwrap();
+    let stats_arg = stats.to_str().unwrap();
+    let tmux = Tmux::new();
+    tmux.window("posh", &launcher(&world, "posh", &[posh, "-i", "--stats", stats_arg]));
+    tmux.window("bash", &launcher(&world, "bash", &["bash", "-i"]));
+    for name in ["posh", "bash"] {
+        tmux.wait_for(name, "first prompt", |s| s.lines().last() == Some("$"));
+    }
+    for line in LINES {
+        tmux.type_line("posh", line);
+        tmux.type_line("bash", line);
+    }
+    let (posh_screen, bash_screen) = (tmux.screen("posh"), tmux.screen("bash"));
+    assert_eq!(posh_screen, bash_screen, "posh's prompt printed something else than bash -i");
+    assert!(posh_screen.contains("\n19\n"), "{posh_screen}");
+    // The history holds the lines as typed (`history`'s own output, compared above, lists them).
+    assert!(posh_screen.contains("    1  f=mnt/x.txt; cat $f | grep 7777 | wc -l"), "{posh_screen}");
+    assert!(!posh_screen.contains("__posh_run"), "{posh_screen}");
+
+    // The mount's pipelines ran at its proxy.
+    let records: Vec<serde_json::Value> =
+        std::fs::read_to_string(&stats).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+    let at = |command: &str| {
+        records.iter().flat_map(|r| r["commands"].as_array().unwrap().clone()).find(|c| c["command"] == command)
+    };
+    let grep = at("grep").unwrap_or_else(|| panic!("no grep in --stats: {records:?}"));
+    assert_eq!(grep["location"], "logs", "{records:?}");
+    assert_eq!(at("cat").unwrap()["location"], "logs", "{records:?}");
+}
+
+#[test]
+fn ctrl_c_of_a_remote_job_brings_the_prompt_back_with_nothing_left_running() {
+    assert!(!tmux_missing(), "tmux is not installed (`.ci/test --deps-only` installs it)");
+    let world = world();
+    let stats = world.work.parent().unwrap().join("stats.jsonl");
+    let posh = crate::oracle::posh_exec();
+    let tmux = Tmux::new();
+    tmux.window("posh", &launcher(&world, "posh", &[posh.to_str().unwrap(), "-i", "--stats", stats.to_str().unwrap()]));
+    tmux.wait_for("posh", "first prompt", |s| s.lines().last() == Some("$"));
+    let mark = format!("spin{}", std::process::id());
+    let spinning = || Command::new("pgrep").args(["-f", &mark]).output().is_ok_and(|o| !o.stdout.is_empty());
+    tmux.keys("posh", &["-l", &format!("awk '{{while(\"{mark}\"){{}}}}' mnt/x.txt")]);
+    tmux.keys("posh", &["Enter"]);
+    let start = Instant::now();
+    while !spinning() {
+        assert!(start.elapsed() < Duration::from_secs(20), "awk never started: {}", tmux.screen("posh"));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    tmux.keys("posh", &["C-c"]);
+    tmux.type_line("posh", "echo status $?");
+    let screen = tmux.screen("posh");
+    assert!(screen.contains("\nstatus 130"), "{screen}");
+    let start = Instant::now();
+    while spinning() {
+        assert!(start.elapsed() < Duration::from_secs(5), "awk still runs after Ctrl-C");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // `exit` ends posh-exec with bash's status.
+    tmux.keys("posh", &["-l", "exit 3"]);
+    tmux.keys("posh", &["Enter"]);
+    let start = Instant::now();
+    loop {
+        let dead = tmux.run(&["display-message", "-p", "-t", ":=posh", "#{pane_dead} #{pane_dead_status}"]);
+        if dead.trim() == "1 3" {
+            break;
+        }
+        assert!(start.elapsed() < Duration::from_secs(20), "posh-exec did not end with status 3: {dead}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+#[test]
+fn preview_says_where_a_line_would_run_and_leaves_it_to_be_edited() {
+    assert!(!tmux_missing(), "tmux is not installed (`.ci/test --deps-only` installs it)");
+    let world = world();
+    let posh = crate::oracle::posh_exec();
+    let tmux = Tmux::new();
+    tmux.window("posh", &launcher(&world, "posh", &[posh.to_str().unwrap(), "-i"]));
+    tmux.wait_for("posh", "first prompt", |s| s.lines().last() == Some("$"));
+    tmux.keys("posh", &["-l", "grep 7777 mnt/x.txt | wc -l"]);
+    tmux.keys("posh", &["M-p"]);
+    let screen = tmux.wait_for("posh", "preview", |s| s.contains("posh: "));
+    assert!(screen.contains("grep, wc at logs, moves"), "{screen}");
+    assert!(screen.contains("bash would move 589 KB"), "{screen}");
+    // The line is still there, and runs.
+    tmux.keys("posh", &["Enter"]);
+    tmux.wait_for("posh", "the line's output", |s| s.lines().any(|l| l == "19"));
+}
