@@ -95,16 +95,17 @@ say "$(node -p 'require(process.argv[1]).version' "$cs/package.json" | sed 's/^/
 
 work=$(mktemp -d)
 server_pid=
+drive_pid=
 cleanup() {
   local status=$?
   # code-server runs in a process group of its own (setsid): its server, extension host and
   # posh-lsp end with it. Chromium's group is the one whose leader drive.mjs wrote down.
-  local group
-  for group in "$server_pid" "$(cat "$work/chromium.pid" 2>/dev/null)"; do
+  local group groups=("$drive_pid" "$server_pid" "$(cat "$work/chromium.pid" 2>/dev/null)")
+  for group in "${groups[@]}"; do
     [[ -n $group ]] || continue
     kill -TERM -- "-$group" 2>/dev/null || true
   done
-  for group in "$server_pid" "$(cat "$work/chromium.pid" 2>/dev/null)"; do
+  for group in "${groups[@]}"; do
     [[ -n $group ]] || continue
     for _ in $(seq 50); do kill -0 -- "-$group" 2>/dev/null || break; sleep 0.1; done
     kill -KILL -- "-$group" 2>/dev/null || true
@@ -202,7 +203,12 @@ status=0
   --file top-words.sh --out "$out" \
   --expect-hint '^5: on data$' --expect-hint '^5: moves [0-9.]+ [KMGT]?B$' \
   --expect-lens '^posh: 1 of 2 pipelines go to the runtime' --expect-lens '^bash moves [0-9.]+ [KMGT]?B, posh moves [0-9.]+ [KMGT]?B$' \
-  || status=$?
+  &
+# In the background and waited for, so that a signal to this script runs the cleanup at once
+# rather than after drive.mjs; timeout leads a process group of its own, ended there too.
+drive_pid=$!
+wait "$drive_pid" || status=$?
+drive_pid=
 ((status == 0)) || fail "drive.mjs exited $status (a timeout exits 124)"
 
 case $mode in
