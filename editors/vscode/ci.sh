@@ -29,7 +29,10 @@ rm -f ./*.vsix
 vsix="posh-$(node -p 'require("./package.json").version').vsix"
 # No repository link: the project has no public URL yet (the root Cargo.toml's `repository` is a
 # placeholder), and vsce asks about a missing one unless told.
-npx --no-install vsce package --no-dependencies --allow-missing-repository --out "$vsix"
+# The README it holds is this one less the screenshot, which lies outside the extension
+# (package-readme.mjs says why).
+node package-readme.mjs
+npx --no-install vsce package --no-dependencies --allow-missing-repository --readme-path out/README.md --out "$vsix"
 
 step "check the .vsix"
 listing=$(mktemp)
@@ -54,6 +57,7 @@ grep -q $'\textension/dist/extension.js$' "$listing" || fail "the .vsix has no e
 grep -q $'\textension/package.json$' "$listing" || fail "the .vsix has no package.json"
 grep -q $'\textension/syntaxes/posh.tmLanguage.json$' "$listing" || fail "the .vsix has no grammar"
 grep -q $'\textension/LICENSE' "$listing" || fail "the .vsix has no LICENSE"
+grep -qi $'\textension/readme.md$' "$listing" || fail "the .vsix has no README"
 if grep -q 'node_modules/' "$listing"; then fail "the .vsix holds node_modules"; fi
 if grep -Eq $'\textension/(src|test|out)/|\\.map$|\\.ts$' "$listing"; then fail "the .vsix holds sources, tests or source maps"; fi
 ((files <= 20)) || fail "the .vsix holds $files files; expected at most 20 (is the bundle working?)"

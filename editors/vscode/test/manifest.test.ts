@@ -121,9 +121,14 @@ describe("package.json", () => {
     for (const p of kept) {
       assert.ok(!p.includes("node_modules") && !p.startsWith("src") && !p.startsWith("test"), p);
     }
-    for (const p of ["dist/extension.js", "package.json", "README.md", "LICENSE", "language-configuration.json", "syntaxes/**"]) {
+    for (const p of ["dist/extension.js", "package.json", "LICENSE", "language-configuration.json", "syntaxes/**"]) {
       assert.ok(kept.includes(p), `${p} is not shipped`);
     }
+    // The README ships through --readme-path (package-readme.mjs's copy, less the screenshot that
+    // lies outside the extension); naming README.md here too would put two in the .vsix.
+    assert.ok(!kept.includes("README.md"), "README.md comes through --readme-path, not .vscodeignore");
+    const manifest = JSON.parse(fs.readFileSync(path.join(EXT_DIR, "package.json"), "utf8"));
+    assert.match(manifest.scripts.package, /node package-readme\.mjs && .*--readme-path out\/README\.md/);
     assert.ok(lines.includes("dist/**/*.map"), "source maps stay out");
   });
 });
