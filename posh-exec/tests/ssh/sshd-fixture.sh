@@ -91,7 +91,7 @@ UsePAM no
 StrictModes no
 LogLevel VERBOSE
 SetEnv XDG_CACHE_HOME=$dir/host-cache
-Subsystem sftp internal-sftp
+Subsystem sftp /usr/lib/openssh/sftp-server
 Match LocalPort $port
   ForceCommand exec setpriv --reuid=nobody --regid=nogroup --clear-groups env HOME=$dir/host-home PATH=/usr/local/bin:/usr/bin:/bin /bin/bash -c "\$SSH_ORIGINAL_COMMAND"
 EOF
