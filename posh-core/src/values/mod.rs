@@ -17,6 +17,7 @@
 mod expand;
 
 use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::sync::Arc;
 
 pub use expand::{Expansion, Lookup, Mode, Param, Written, expand, params_in, single_quoted};
 
@@ -38,6 +39,14 @@ pub enum Value {
 impl Value {
     pub fn one(value: Option<String>) -> Value {
         Value::Known(BTreeSet::from([value]))
+    }
+
+    /// Whether joining the value with itself gives it back (a set within [`MOST_VALUES`]).
+    fn joins_to_itself(&self) -> bool {
+        match self {
+            Value::Known(values) => values.len() <= MOST_VALUES,
+            Value::Unknown(_) => true,
+        }
     }
 
     fn join(&self, other: &Value) -> Value {
@@ -63,6 +72,14 @@ pub enum Positionals {
 }
 
 impl Positionals {
+    /// See [`Value::joins_to_itself`].
+    fn joins_to_itself(&self) -> bool {
+        match self {
+            Positionals::Known(lists) => lists.len() <= MOST_VALUES,
+            Positionals::Unknown(_) => true,
+        }
+    }
+
     fn join(&self, other: &Positionals) -> Positionals {
         match (self, other) {
             (Positionals::Unknown(why), _) | (_, Positionals::Unknown(why)) => Positionals::Unknown(why.clone()),
@@ -81,7 +98,12 @@ impl Positionals {
 /// The script's variables at one point.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct State {
-    vars: BTreeMap<String, Value>,
+    /// Shared between the states of the pipelines that change nothing: a state is kept before
+    /// every pipeline and carried through every branch, and a copy per pipeline of a few hundred
+    /// variables made the analysis of a 5,000-line script take seconds.
+    /// Names and values are shared too, so that a join of two states that differ in a few
+    /// variables copies no string.
+    vars: Arc<BTreeMap<Arc<str>, Arc<Value>>>,
     /// What a variable not in `vars` holds: unset, when the environment is known whole.
     others: Value,
     positional: Positionals,
@@ -150,7 +172,7 @@ impl State {
         if SET_BY_BASH.contains(&name) {
             return Value::Unknown(format!("bash sets `{name}` itself"));
         }
-        self.vars.get(name).cloned().unwrap_or_else(|| self.others.clone())
+        self.get_raw(name)
     }
 
     pub fn positional(&self) -> &Positionals {
@@ -158,27 +180,74 @@ impl State {
     }
 
     fn set(&mut self, name: &str, value: Value) {
-        self.vars.insert(name.to_string(), value);
+        Arc::make_mut(&mut self.vars).insert(name.into(), Arc::new(value));
     }
 
     fn join(&self, other: &State) -> State {
-        let mut vars = BTreeMap::new();
-        for name in self.vars.keys().chain(other.vars.keys()) {
-            if !vars.contains_key(name) {
-                vars.insert(name.clone(), self.get_raw(name).join(&other.get_raw(name)));
-            }
+        // The same variables on both sides (a branch or a loop that assigns nothing): the join
+        // is the state itself, unless a set is too large to join to itself.
+        if Arc::ptr_eq(&self.vars, &other.vars)
+            && self.others == other.others
+            && self.positional == other.positional
+            && self.others.joins_to_itself()
+            && self.positional.joins_to_itself()
+            && self.vars.values().all(|value| value.joins_to_itself())
+        {
+            return self.clone();
         }
-        State { vars, others: self.others.join(&other.others), positional: self.positional.join(&other.positional) }
+        // Both maps in name order, side by side; a value shared by both sides is kept shared.
+        let join = |mine: Option<&Arc<Value>>, theirs: Option<&Arc<Value>>| match (mine, theirs) {
+            (Some(mine), Some(theirs)) if Arc::ptr_eq(mine, theirs) && mine.joins_to_itself() => mine.clone(),
+            _ => {
+                let mine = mine.map_or(&self.others, |value| value.as_ref());
+                Arc::new(mine.join(theirs.map_or(&other.others, |value| value.as_ref())))
+            }
+        };
+        let (mut mine, mut theirs) = (self.vars.iter().peekable(), other.vars.iter().peekable());
+        let mut vars = Vec::with_capacity(self.vars.len().max(other.vars.len()));
+        loop {
+            let order = match (mine.peek(), theirs.peek()) {
+                (None, None) => break,
+                (Some(_), None) => std::cmp::Ordering::Less,
+                (None, Some(_)) => std::cmp::Ordering::Greater,
+                (Some((a, _)), Some((b, _))) => a.cmp(b),
+            };
+            let (name, value) = match order {
+                std::cmp::Ordering::Less => {
+                    let (name, value) = mine.next().expect("peeked");
+                    (name, join(Some(value), None))
+                }
+                std::cmp::Ordering::Greater => {
+                    let (name, value) = theirs.next().expect("peeked");
+                    (name, join(None, Some(value)))
+                }
+                std::cmp::Ordering::Equal => {
+                    let ((name, a), (_, b)) = (mine.next().expect("peeked"), theirs.next().expect("peeked"));
+                    (name, join(Some(a), Some(b)))
+                }
+            };
+            vars.push((name.clone(), value));
+        }
+        State {
+            vars: Arc::new(vars.into_iter().collect()),
+            others: self.others.join(&other.others),
+            positional: self.positional.join(&other.positional),
+        }
     }
 
     fn get_raw(&self, name: &str) -> Value {
-        self.vars.get(name).cloned().unwrap_or_else(|| self.others.clone())
+        self.raw(name).clone()
+    }
+
+    /// [`State::get_raw`], not copied.
+    fn raw(&self, name: &str) -> &Value {
+        self.vars.get(name).map_or(&self.others, |value| value.as_ref())
     }
 
     /// Everything unknown, for `why`.
     fn unknown(why: &str) -> State {
         State {
-            vars: BTreeMap::from([("IFS".to_string(), Value::Unknown(why.to_string()))]),
+            vars: Arc::new(BTreeMap::from([("IFS".into(), Arc::new(Value::Unknown(why.to_string())))])),
             others: Value::Unknown(why.to_string()),
             positional: Positionals::Unknown(why.to_string()),
         }
@@ -191,9 +260,9 @@ impl State {
     /// Variables whose values differ from `other`'s become unknown (a loop that does not settle).
     fn widen(&self, other: &State, why: &str) -> State {
         let mut widened = self.join(other);
-        for (name, value) in widened.vars.iter_mut() {
-            if self.get_raw(name) != other.get_raw(name) {
-                *value = Value::Unknown(why.to_string());
+        for (name, value) in Arc::make_mut(&mut widened.vars).iter_mut() {
+            if self.raw(name) != other.raw(name) {
+                *value = Arc::new(Value::Unknown(why.to_string()));
             }
         }
         if self.others != other.others {
@@ -207,7 +276,7 @@ impl State {
 
     /// Whether bash splits unquoted values as posh does (on blanks and newlines).
     fn default_ifs(&self) -> bool {
-        match self.get_raw("IFS") {
+        match self.raw("IFS") {
             Value::Known(values) => values.iter().all(|v| v.as_deref().is_none_or(|v| v == DEFAULT_IFS)),
             Value::Unknown(_) => false,
         }
@@ -233,13 +302,13 @@ impl Inputs {
     }
 
     fn state(&self) -> State {
-        let mut vars: BTreeMap<String, Value> = self
+        let mut vars: BTreeMap<Arc<str>, Arc<Value>> = self
             .env
             .iter()
             .filter(|(name, _)| valid_name(name))
-            .map(|(name, value)| (name.clone(), Value::one(Some(value.clone()))))
+            .map(|(name, value)| (name.as_str().into(), Arc::new(Value::one(Some(value.clone())))))
             .collect();
-        vars.insert("IFS".to_string(), Value::one(Some(DEFAULT_IFS.to_string())));
+        vars.insert("IFS".into(), Arc::new(Value::one(Some(DEFAULT_IFS.to_string()))));
         let others = if self.env_complete {
             Value::one(None)
         } else {
@@ -255,7 +324,7 @@ impl Inputs {
                     .into(),
             ),
         };
-        State { vars, others, positional }
+        State { vars: Arc::new(vars), others, positional }
     }
 }
 
@@ -519,11 +588,14 @@ impl<'a> Analysis<'a> {
         let words =
             || script.pipelines.iter().flat_map(|p| &p.commands).flat_map(|c| c.words.iter().chain(&c.assignments));
         let mut escaping = BTreeSet::new();
+        // Each word's names looked up among the functions' (not each function's name searched
+        // in each word: a script of a few hundred functions has thousands of words).
         for pipeline in &script.pipelines {
             for command in &pipeline.commands {
                 for (i, word) in command.words.iter().enumerate() {
-                    for name in functions.keys() {
-                        if (i > 0 || word.literal.as_deref() != Some(name)) && mentions(&word.raw, name) {
+                    let called = |name: &&str| i == 0 && word.literal.as_deref() == Some(*name);
+                    for name in mentioned(&word.raw).filter(|name| !called(name)) {
+                        if let Some((name, _)) = functions.get_key_value(name) {
                             escaping.insert(name.clone());
                         }
                     }
@@ -533,7 +605,11 @@ impl<'a> Analysis<'a> {
         let mut opaque = Vec::new();
         collect_opaque(&script.flow, &mut opaque);
         for text in &opaque {
-            escaping.extend(functions.keys().filter(|name| mentions(text, name)).cloned());
+            for name in mentioned(text) {
+                if let Some((name, _)) = functions.get_key_value(name) {
+                    escaping.insert(name.clone());
+                }
+            }
         }
         let gives_up = if words().any(|w| w.literal.as_deref() == Some("trap")) {
             Some("the script sets a trap, which may assign anything at any time".to_string())
@@ -801,7 +877,7 @@ impl<'a> Analysis<'a> {
     }
 
     fn opaque(&mut self, text: &str, mut state: State) -> State {
-        let calls = self.functions.keys().any(|name| mentions(text, name));
+        let calls = mentioned(text).any(|name| self.functions.contains_key(name));
         if text.trim().is_empty()
             || calls
             || ["eval", "source", ". ", "read", "declare", "typeset", "export", "local"]
@@ -1256,9 +1332,10 @@ fn identifiers(text: &str) -> BTreeSet<String> {
 }
 
 /// Whether `text` holds `name` as a word of its own.
-fn mentions(text: &str, name: &str) -> bool {
+/// The words of `text` that may name a function.
+fn mentioned(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' || c == ':'))
-        .any(|w| w == name)
+        .filter(|w| !w.is_empty())
 }
 
 /// Names arithmetic may assign: every name inside `((...))`, `$((...))` and `$[...]`.

@@ -135,8 +135,18 @@ pub fn analyze_script_at(
 ) -> ScriptAnalysis {
     let (mut script, mut recovery) = chunks::parse(text, &mut cache.chunks);
     // bash is asked as posh-exec asks it (`shell::parse_as_bash`, `planner::rejected_by_bash`),
-    // so that the editor shows the plan a run makes.
-    let mut bash = |text: &str| BashSyntax::from(posh_cli::bash_syntax::check(text));
+    // so that the editor shows the plan a run makes. When the plan may hand something over, bash
+    // will be asked about the whole text at the end: it is started now and checks beside the
+    // planning, and its verdict is waited for where it is needed.
+    let mut started = (script.errors.is_empty() && !world.config.mounts.is_empty())
+        .then(|| posh_cli::bash_syntax::Check::start(text));
+    let mut bash = |asked: &str| {
+        let verdict = match started.take_if(|_| asked == text) {
+            Some(check) => check.verdict(),
+            None => posh_cli::bash_syntax::check(asked),
+        };
+        BashSyntax::from(verdict)
+    };
     if !script.errors.is_empty() {
         match bash(text) {
             BashSyntax::Rejected(message) => script.bash_rejects = Some(message),
