@@ -131,12 +131,18 @@ fn tmux_missing() -> bool {
     Command::new("tmux").arg("-V").output().is_err()
 }
 
-const LINES: [&str; 7] = [
+const LINES: [&str; 11] = [
     "f=mnt/x.txt; cat $f | grep 7777 | wc -l",
     "echo $?",
     "grep -c 99 $f | sort",
     "cd mnt && grep -c 12345 x.txt; cd ..",
     "grep nothing-here $f | wc -l; echo ${PIPESTATUS[@]}",
+    // `PIPESTATUS` after a handed-over pipeline holds each command's status, as bash's does.
+    "cat $f | grep nothing-here | wc -l",
+    "echo ${PIPESTATUS[@]} $?",
+    // A command after it on the line sets it again.
+    "grep -c 5 $f | wc -l; true",
+    "echo ${PIPESTATUS[@]}",
     "ll -d mnt | wc -l",
     "history",
 ];

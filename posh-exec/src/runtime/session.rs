@@ -360,14 +360,12 @@ impl Session {
             Ok(Some(loop_call)) => {
                 let caller = caller_of(fds, env.clone());
                 let status = super::loops::run(self, &loop_call, &caller, &cwd, &env, &stream);
-                use std::io::Write as _;
-                let _ = (&stream).write_all(&[status]);
+                let _ = handoff::answer_status(&stream, status, &[]);
                 return;
             }
             Err(e) => {
                 caller_of(fds, env).warn(&format!("internal call: {e}"));
-                use std::io::Write as _;
-                let _ = (&stream).write_all(&[2]);
+                let _ = handoff::answer_status(&stream, 2, &[]);
                 return;
             }
         }
@@ -378,30 +376,29 @@ impl Session {
             (call, units, planning.into_traffic())
         });
         let caller = Caller { fds, cwd: Some(cwd.clone()), env: Some(env) };
-        let status = match call {
+        let (status, statuses) = match call {
             Ok((call, units, asked)) => {
-                let run = execute::execute(Some(self), &call, &caller, &units, &asked);
+                let run = execute::execute_with_statuses(Some(self), &call, &caller, &units, &asked);
                 // The caller gone (killed, Ctrl-C) ends the pipeline: its jobs are dropped.
                 let gone = wait_until_closed(&stream);
-                let status = self.runtime.block_on(async {
+                let ended = self.runtime.block_on(async {
                     tokio::select! {
                         // A caller already gone starts nothing.
                         biased;
-                        () = gone => 130,
-                        status = run => status,
+                        () = gone => (130, Vec::new()),
+                        ended = run => ended,
                     }
                 });
                 // What the pipeline may have written is asked about again.
                 self.answers.forget(&self.config, call_paths(&call, &cwd));
-                status
+                ended
             }
             Err(e) => {
                 caller.warn(&format!("internal call: {e}"));
-                2
+                (2, Vec::new())
             }
         };
-        use std::io::Write as _;
-        let _ = (&stream).write_all(&[status]);
+        let _ = handoff::answer_status(&stream, status, &statuses);
     }
 }
 
