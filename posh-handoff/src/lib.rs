@@ -135,10 +135,12 @@ pub fn hand_over_with_statuses(
 }
 
 /// The first word of a question a prompt asks its session about a typed line (then the line,
-/// then the names bash defines: functions and aliases), with the shell's variables in place of
-/// the environment. The answer is a text (see [`ask`]): the line rewritten, or nothing when it
+/// then the names of bash's functions, then, when bash expands aliases, [`ALIASES`] and each
+/// alias's name and value), with the shell's variables in place of the environment. The answer is a text (see [`ask`]): the line rewritten, or nothing when it
 /// runs as typed.
 pub const ASK_LINE: &str = "\u{1f}P";
+/// In a question about a typed line, the word after which come bash's aliases, name then value.
+pub const ALIASES: &str = "\u{1f}A";
 /// The same question for the preview: the answer is the plan in words, for the terminal.
 pub const ASK_PREVIEW: &str = "\u{1f}V";
 

@@ -369,7 +369,8 @@ impl Session {
                 return;
             }
         }
-        let call = decode(&args).map(|call| {
+        let call = decode(&args).map(|mut call| {
+            colour_as_on_the_terminal(&mut call, fds[1].as_ref(), &env);
             let planning = metadata::Planning::new(self);
             planning.prefetch(call_paths(&call, &cwd));
             let (_, units) = placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env, &planning);
@@ -399,6 +400,42 @@ impl Session {
             }
         };
         let _ = handoff::answer_status(&stream, status, &statuses);
+    }
+}
+
+/// `grep --color=auto` writing the caller's terminal colours its output there; wherever it runs
+/// the runtime, its output is a pipe, so it is told `--color=always`, which is what `auto` means
+/// on a terminal whose `TERM` is set and not `dumb` (a line typed at the prompt under Debian's
+/// `alias grep='grep --color=auto'`).
+fn colour_as_on_the_terminal(
+    call: &mut super::PipelineCall,
+    stdout: Option<&std::os::fd::OwnedFd>,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+) {
+    let Some(last) = call.commands.last_mut() else { return };
+    let grep = last.argv.first().and_then(|n| n.to_str()).map(|n| n.rsplit('/').next().unwrap_or(n));
+    if !matches!(grep, Some("grep" | "egrep" | "fgrep")) || last.redirects.iter().any(|r| r.0 == 1 || r.1.contains('&'))
+    {
+        return;
+    }
+    let term = env.iter().find(|(k, _)| k == "TERM").map(|(_, v)| v.as_os_str());
+    if !term.is_some_and(|t| !t.is_empty() && t != "dumb") || !stdout.is_some_and(rustix::termios::isatty) {
+        return;
+    }
+    let mut operand = false;
+    for word in last.argv.iter_mut().skip(1) {
+        if word == "--" {
+            break;
+        }
+        // A pattern or a file of patterns is not an option.
+        if std::mem::replace(&mut operand, ["-e", "-f", "--regexp", "--file"].iter().any(|o| word == *o)) {
+            continue;
+        }
+        for option in ["--color", "--colour"] {
+            if word == option || *word == *format!("{option}=auto") {
+                *word = format!("{option}=always").into();
+            }
+        }
     }
 }
 
