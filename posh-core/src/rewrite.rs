@@ -482,17 +482,24 @@ pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prol
     Rewritten { text, replaced: spans.into_iter().map(|(s, _)| s).collect() }
 }
 
-/// Replaces the pipelines `chosen` of one line typed at posh's prompt by the builtin's calls
-/// (`__posh_run __call ...`, as in a [`ScriptFile`]), with no prologue: the prompt loaded the
-/// builtin and gave it the session's socket once (`posh_handoff::bash_builtin`). Loops stay
-/// with bash at the prompt (their pipelines may still be chosen).
-pub fn rewrite_line(source: &str, chosen: &[Pipeline]) -> Rewritten {
+/// The calls [`rewrite_line`] puts in place of the pipelines `chosen` of `source`, with the span
+/// each replaces, in order and not overlapping.
+pub fn line_calls(source: &str, chosen: &[Pipeline]) -> Vec<(Span, String)> {
     let lines = crate::text::LineIndex::new(source);
     let calls = calls(true);
     let mut spans: Vec<(Span, String)> =
         chosen.iter().map(|pipeline| (pipeline.span, runtime_call(source, pipeline, &lines, &calls))).collect();
     spans.sort_by_key(|(span, _)| span.start);
     spans.dedup_by(|later, earlier| later.0.start < earlier.0.end);
+    spans
+}
+
+/// Replaces the pipelines `chosen` of one line typed at posh's prompt by the builtin's calls
+/// (`__posh_run __call ...`, as in a [`ScriptFile`]), with no prologue: the prompt loaded the
+/// builtin and gave it the session's socket once (`posh_handoff::bash_builtin`). Loops stay
+/// with bash at the prompt (their pipelines may still be chosen).
+pub fn rewrite_line(source: &str, chosen: &[Pipeline]) -> Rewritten {
+    let spans = line_calls(source, chosen);
     let mut text = String::new();
     let mut at = 0;
     for (span, call) in &spans {

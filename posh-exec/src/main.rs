@@ -14,6 +14,7 @@ use clap::Parser;
 use posh_core::config::{Config, ProxyAddress};
 use posh_core::planner::{PlanOptions, Strategy};
 
+mod aliases;
 mod bash_syntax;
 mod dash_c;
 mod explain;

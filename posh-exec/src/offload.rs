@@ -131,16 +131,20 @@ pub struct LiveState {
     pub cwd: PathBuf,
     /// bash's scalar variables (others are unknown to the plan).
     pub variables: std::collections::BTreeMap<String, String>,
-    /// The names of bash's functions and aliases.
+    /// The names of bash's functions (and of its aliases, when their definitions are not known).
     pub defined: Vec<String>,
+    /// bash's aliases, name and value, when bash expands them (`shopt expand_aliases`).
+    pub aliases: std::collections::BTreeMap<String, String>,
 }
 
-/// The line `source` typed at the prompt, its pipelines that may touch a mount made calls of the
+/// The line `typed` at the prompt, its pipelines that may touch a mount made calls of the
 /// builtin (`rewrite::rewrite_line`), as a script's would be; `None` to run it as typed. Planned
-/// with `live`: the values of bash's variables, its working directory, its functions and aliases
-/// (commands that name one stay with bash).
+/// with `live`: the values of bash's variables, its working directory, its functions (commands
+/// that name one stay with bash) and aliases, expanded first as bash would expand them
+/// (`aliases`); the handed-over pipelines carry the expansion, the rest of the line is given
+/// back to bash as typed.
 pub fn rewrite_line(
-    source: &str,
+    typed: &str,
     library: &Library,
     config: &Config,
     ratios: &posh_core::planner::measured::Ratios,
@@ -149,6 +153,8 @@ pub fn rewrite_line(
     if config.mounts.is_empty() {
         return None;
     }
+    let expanded = crate::aliases::expand(typed, &live.aliases);
+    let source = expanded.as_ref().map_or(typed, |e| e.text.as_str());
     let script = posh_core::shell::parse_as_bash(source, &mut crate::bash_syntax::check);
     if !script.errors.is_empty() || !script.left_to_bash.is_empty() {
         return None;
@@ -183,7 +189,17 @@ pub fn rewrite_line(
     if chosen.is_empty() || crate::bash_syntax::rejects(source, &script) {
         return None;
     }
-    Some(rewrite::rewrite_line(source, &chosen).text)
+    let Some(expanded) = &expanded else { return Some(rewrite::rewrite_line(source, &chosen).text) };
+    // Each expansion lies in a call, or between them where bash gets the typed words back.
+    let mut text = String::new();
+    let mut at = 0;
+    for (span, call) in rewrite::line_calls(source, &chosen) {
+        text.push_str(expanded.typed(typed, at..span.start)?);
+        text.push_str(&call);
+        at = span.end;
+    }
+    text.push_str(expanded.typed(typed, at..source.len())?);
+    Some(text)
 }
 
 /// A script given by its file (not `-c`), to be run by bash as a file of its own when the

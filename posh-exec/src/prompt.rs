@@ -94,15 +94,26 @@ pub fn answer(session: &Session, handoff: &handoff::Handoff, stream: &UnixStream
         return false;
     }
     let line = handoff.args.get(1).map(|l| l.to_string_lossy().into_owned()).unwrap_or_default();
-    let live = LiveState {
+    let mut live = LiveState {
         cwd: handoff.cwd.clone(),
         variables: handoff
             .env
             .iter()
             .filter_map(|(k, v)| Some((k.to_str()?.to_string(), v.to_str()?.to_string())))
             .collect::<BTreeMap<_, _>>(),
-        defined: handoff.args.iter().skip(2).map(|n| n.to_string_lossy().into_owned()).collect(),
+        defined: Vec::new(),
+        aliases: BTreeMap::new(),
     };
+    let mut words = handoff.args.iter().skip(2).map(|n| n.to_string_lossy().into_owned());
+    for name in words.by_ref() {
+        if name == handoff::ALIASES {
+            break;
+        }
+        live.defined.push(name);
+    }
+    while let (Some(name), Some(value)) = (words.next(), words.next()) {
+        live.aliases.insert(name, value);
+    }
     let text = if preview {
         describe(session, &line, &live)
     } else {
@@ -121,11 +132,14 @@ pub fn describe(session: &Session, line: &str, live: &LiveState) -> String {
     if line.trim().is_empty() {
         return String::new();
     }
+    // Planned as bash will run it: its aliases expanded (the sentences show the expansion).
+    let handed = crate::offload::rewrite_line(line, library, config, session.ratios(), live).is_some();
+    let expanded = crate::aliases::expand(line, &live.aliases);
+    let line = expanded.as_ref().map_or(line, |e| e.text.as_str());
     let script = posh_core::shell::parse_as_bash(line, &mut crate::bash_syntax::check);
     if !script.errors.is_empty() {
         return "posh: the line does not parse yet: bash runs it as it is".to_string();
     }
-    let handed = crate::offload::rewrite_line(line, library, config, session.ratios(), live).is_some();
     let ctx = PlanContext {
         library,
         config,

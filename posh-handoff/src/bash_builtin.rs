@@ -29,6 +29,7 @@ use std::ptr::null;
 
 use super::{Caller, SOCKET_VAR};
 
+mod pipestatus;
 mod prompt;
 mod script;
 
@@ -135,8 +136,14 @@ fn hand_over(args: Vec<OsString>, env: Vec<Vec<u8>>) -> c_int {
 }
 
 /// Hands the call's words `args` (from `__run`'s on) to the runtime at `socket`.
+/// `PIPESTATUS` is left as bash's run of the pipeline would leave it, when the runtime gave each
+/// command's status.
 fn hand_over_to(socket: &std::ffi::OsStr, args: &[OsString], env: Vec<Vec<u8>>) -> c_int {
-    super::hand_over(socket, &Caller::with_env(env), args, interrupted).status().into()
+    let (answer, statuses) = super::hand_over_with_statuses(socket, &Caller::with_env(env), args, interrupted);
+    if let super::Answer::Status(_) = answer {
+        pipestatus::set_after_call(&statuses);
+    }
+    answer.status().into()
 }
 
 /// What a subshell that is about to exit does with a signal that ends the shell: bash's own

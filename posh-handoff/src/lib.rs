@@ -1,6 +1,7 @@
 //! How a rewritten script hands a pipeline to the runtime of its run: over a Unix socket, the
 //! caller's standard descriptors (SCM_RIGHTS), working directory, environment and the call's
-//! words; the runtime answers with the pipeline's status byte.
+//! words; the runtime answers with the pipeline's status byte, then each command's status
+//! (bash's `PIPESTATUS`, see [`answer_status`]).
 //!
 //! Two callers speak it. `posh-run __run` (and `posh-exec __run`) is a process bash starts for
 //! each pipeline; [`bash_builtin`] is the same call loaded into bash (`enable -f`), which spares
@@ -98,12 +99,28 @@ impl Answer {
 /// status it answers (1, with a message, when it does not). `interrupted`, asked each time a
 /// signal cuts the wait short, says whether to give the pipeline up.
 pub fn hand_over(socket: &OsStr, caller: &Caller<'_>, args: &[OsString], interrupted: impl Fn() -> bool) -> Answer {
+    hand_over_with_statuses(socket, caller, args, interrupted).0
+}
+
+/// [`hand_over`], with the status of each of the pipeline's commands when the runtime gave them
+/// (empty otherwise: a loop, a call it could not run, an interrupted wait).
+pub fn hand_over_with_statuses(
+    socket: &OsStr,
+    caller: &Caller<'_>,
+    args: &[OsString],
+    interrupted: impl Fn() -> bool,
+) -> (Answer, Vec<u8>) {
     let answer = UnixStream::connect(socket).and_then(|connected| {
         // A standard descriptor bash closed stays closed, not taken by our socket.
         let stream = UnixStream::from(rustix::io::fcntl_dupfd_cloexec(&connected, 3)?);
         drop(connected);
         send(&stream, caller, args)?;
-        wait_for_status(&stream, interrupted)
+        let answer = wait_for_status(&stream, interrupted)?;
+        let statuses = match answer {
+            Answer::Status(_) => read_statuses(&stream),
+            Answer::Interrupted => Vec::new(),
+        };
+        Ok((answer, statuses))
     });
     answer.unwrap_or_else(|e| {
         // No answer: posh-exec was killed (a live runtime always answers). bash gets its
@@ -113,15 +130,17 @@ pub fn hand_over(socket: &OsStr, caller: &Caller<'_>, args: &[OsString], interru
         // listens does not tell in that window (a loaded CI machine met it), so always wait.
         std::thread::sleep(std::time::Duration::from_secs(1));
         eprintln!("posh-exec: the runtime at {} did not answer: {e}", socket.to_string_lossy());
-        Answer::Status(1)
+        (Answer::Status(1), Vec::new())
     })
 }
 
 /// The first word of a question a prompt asks its session about a typed line (then the line,
-/// then the names bash defines: functions and aliases), with the shell's variables in place of
-/// the environment. The answer is a text (see [`ask`]): the line rewritten, or nothing when it
+/// then the names of bash's functions, then, when bash expands aliases, [`ALIASES`] and each
+/// alias's name and value), with the shell's variables in place of the environment. The answer is a text (see [`ask`]): the line rewritten, or nothing when it
 /// runs as typed.
 pub const ASK_LINE: &str = "\u{1f}P";
+/// In a question about a typed line, the word after which come bash's aliases, name then value.
+pub const ALIASES: &str = "\u{1f}A";
 /// The same question for the preview: the answer is the plan in words, for the terminal.
 pub const ASK_PREVIEW: &str = "\u{1f}V";
 
@@ -151,6 +170,41 @@ pub fn answer_text(stream: &UnixStream, text: &[u8]) -> std::io::Result<()> {
 /// directory and environment; a signal that interrupts it ends it.
 pub fn hand_over_from_this_process(socket: &OsStr, args: &[OsString]) -> u8 {
     hand_over(socket, &Caller::this_process(), args, || false).status()
+}
+
+/// The runtime's answer to a pipeline on `stream`: its status byte, then a count and that many
+/// bytes, the status of each of its commands in order (what bash puts in `PIPESTATUS`); a count
+/// of 0 when it gives none (a loop's call, a call it could not run, more than 255 commands). One
+/// write, so that a caller that reads only the first byte (`posh-run`, which ends with it) and
+/// one that reads all get the same answer; a reader met by the stream's end after the status
+/// byte takes it as a count of 0.
+pub fn answer_status(stream: &UnixStream, status: u8, statuses: &[u8]) -> std::io::Result<()> {
+    use std::io::Write as _;
+    let statuses = u8::try_from(statuses.len()).map_or(&[][..], |_| statuses);
+    let mut answer = vec![status, statuses.len() as u8];
+    answer.extend_from_slice(statuses);
+    (&*stream).write_all(&answer)
+}
+
+/// Reads what follows the status byte of [`answer_status`]: the commands' statuses, or nothing
+/// when the runtime gave none (or the stream ended). The pipeline has ended: a signal does not
+/// cut this short.
+fn read_statuses(stream: &UnixStream) -> Vec<u8> {
+    let mut read = Vec::new();
+    let mut buffer = [0u8; 256];
+    loop {
+        let wanted = read.first().map_or(1, |&count| 1 + usize::from(count));
+        if read.len() >= wanted {
+            break;
+        }
+        match rustix::io::read(stream, &mut buffer[..wanted - read.len()]) {
+            Ok(0) => return Vec::new(),
+            Ok(n) => read.extend_from_slice(&buffer[..n]),
+            Err(rustix::io::Errno::INTR) => {}
+            Err(_) => return Vec::new(),
+        }
+    }
+    read.split_off(1)
 }
 
 /// Reads the status byte; a read a signal interrupted goes on unless `interrupted` says so.
@@ -279,6 +333,28 @@ impl<'a> Iterator for Items<'a> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_answer_carries_each_commands_status_and_a_bare_status_byte_still_reads() {
+        let (caller, runtime) = UnixStream::pair().unwrap();
+        answer_status(&runtime, 1, &[0, 1, 0]).unwrap();
+        assert_eq!(wait_for_status(&caller, || false).unwrap(), Answer::Status(1));
+        assert_eq!(read_statuses(&caller), vec![0, 1, 0]);
+        // A runtime that answers the status alone and closes (as one did before the statuses).
+        let (caller, runtime) = UnixStream::pair().unwrap();
+        {
+            use std::io::Write as _;
+            (&runtime).write_all(&[7]).unwrap();
+        }
+        drop(runtime);
+        assert_eq!(wait_for_status(&caller, || false).unwrap(), Answer::Status(7));
+        assert_eq!(read_statuses(&caller), Vec::<u8>::new());
+        // More commands than a count holds: the status alone.
+        let (caller, runtime) = UnixStream::pair().unwrap();
+        answer_status(&runtime, 0, &[0; 300]).unwrap();
+        assert_eq!(wait_for_status(&caller, || false).unwrap(), Answer::Status(0));
+        assert_eq!(read_statuses(&caller), Vec::<u8>::new());
+    }
 
     #[test]
     fn a_handoff_carries_descriptors_and_words() {

@@ -47,7 +47,19 @@ impl Tmux {
 
     /// The window's text, trailing blank lines dropped.
     fn screen(&self, name: &str) -> String {
-        let text = self.run(&["capture-pane", "-p", "-t", &format!(":={name}")]);
+        self.capture(name, &[])
+    }
+
+    /// The window's text with its colours and attributes (as escape sequences).
+    fn coloured_screen(&self, name: &str) -> String {
+        self.capture(name, &["-e"])
+    }
+
+    fn capture(&self, name: &str, flags: &[&str]) -> String {
+        let target = format!(":={name}");
+        let mut args = vec!["capture-pane", "-p", "-t", &target];
+        args.extend_from_slice(flags);
+        let text = self.run(&args);
         text.trim_end().lines().map(str::trim_end).collect::<Vec<_>>().join("\n")
     }
 
@@ -104,8 +116,13 @@ fn world() -> World {
     std::fs::write(work.join("mnt/x.txt"), numbers).unwrap();
     std::fs::write(work.join("posh.toml"), "[[mount]]\nname = \"logs\"\npath = \"mnt\"\nproxy = \"embedded\"\n")
         .unwrap();
-    // No history file: each shell starts with an empty history.
-    std::fs::write(home.join(".bashrc"), "PS1='$ '\nunset HISTFILE\nalias ll='ls -l'\n").unwrap();
+    // No history file: each shell starts with an empty history. Debian's ~/.bashrc colours
+    // grep's matches on a terminal.
+    std::fs::write(
+        home.join(".bashrc"),
+        "PS1='$ '\nunset HISTFILE\nalias ll='ls -l'\nalias grep='grep --color=auto'\n",
+    )
+    .unwrap();
     World { _dir: dir, work, home }
 }
 
@@ -131,13 +148,21 @@ fn tmux_missing() -> bool {
     Command::new("tmux").arg("-V").output().is_err()
 }
 
-const LINES: [&str; 7] = [
+const LINES: [&str; 12] = [
     "f=mnt/x.txt; cat $f | grep 7777 | wc -l",
     "echo $?",
     "grep -c 99 $f | sort",
     "cd mnt && grep -c 12345 x.txt; cd ..",
     "grep nothing-here $f | wc -l; echo ${PIPESTATUS[@]}",
+    // `PIPESTATUS` after a handed-over pipeline holds each command's status, as bash's does.
+    "cat $f | grep nothing-here | wc -l",
+    "echo ${PIPESTATUS[@]} $?",
+    // A command after it on the line sets it again.
+    "grep -c 5 $f | wc -l; true",
+    "echo ${PIPESTATUS[@]}",
     "ll -d mnt | wc -l",
+    // The alias's `--color=auto` colours the matches on the terminal, as bash's grep does.
+    "grep -w 77777 $f",
     "history",
 ];
 
@@ -159,8 +184,9 @@ fn prompt_prints_what_bash_prints_and_runs_a_mounts_pipelines_at_its_proxy() {
         tmux.type_line("posh", line);
         tmux.type_line("bash", line);
     }
-    let (posh_screen, bash_screen) = (tmux.screen("posh"), tmux.screen("bash"));
+    let (posh_screen, bash_screen) = (tmux.coloured_screen("posh"), tmux.coloured_screen("bash"));
     assert_eq!(posh_screen, bash_screen, "posh's prompt printed something else than bash -i");
+    assert!(posh_screen.contains("\u{1b}["), "grep coloured nothing: {posh_screen}");
     assert!(posh_screen.contains("\n19\n"), "{posh_screen}");
     // The history holds the lines as typed (`history`'s own output, compared above, lists them).
     assert!(posh_screen.contains("    1  f=mnt/x.txt; cat $f | grep 7777 | wc -l"), "{posh_screen}");
@@ -174,6 +200,12 @@ fn prompt_prints_what_bash_prints_and_runs_a_mounts_pipelines_at_its_proxy() {
     };
     let grep = at("grep").unwrap_or_else(|| panic!("no grep in --stats: {records:?}"));
     assert_eq!(grep["location"], "logs", "{records:?}");
+    // Every grep line above named the alias: each was planned (expanded) and ran at the proxy,
+    // but the one that reads `PIPESTATUS` on the same line, which bash keeps.
+    let greps: Vec<&serde_json::Value> =
+        records.iter().flat_map(|r| r["commands"].as_array().unwrap()).filter(|c| c["command"] == "grep").collect();
+    assert_eq!(greps.len(), 6, "{records:?}");
+    assert!(greps.iter().all(|c| c["location"] == "logs"), "{records:?}");
     assert_eq!(at("cat").unwrap()["location"], "logs", "{records:?}");
 }
 

@@ -56,6 +56,17 @@ pub async fn execute(
     units: &[Unit],
     asked: &BTreeMap<usize, Arc<Traffic>>,
 ) -> u8 {
+    execute_with_statuses(session, call, caller, units, asked).await.0
+}
+
+/// [`execute`], with each command's status too, in the pipeline's order (bash's `PIPESTATUS`).
+pub async fn execute_with_statuses(
+    session: Option<&Arc<Session>>,
+    call: &PipelineCall,
+    caller: &Caller,
+    units: &[Unit],
+    asked: &BTreeMap<usize, Arc<Traffic>>,
+) -> (u8, Vec<u8>) {
     let mut started = Started::default();
     let mut traffic: BTreeMap<usize, Arc<Traffic>> = BTreeMap::new();
     let mut input = caller.dup(0);
@@ -207,7 +218,7 @@ pub async fn execute(
         };
         record.append(path, caller);
     }
-    (status & 0xff) as u8
+    ((status & 0xff) as u8, statuses.iter().map(|&s| (s & 0xff) as u8).collect())
 }
 
 /// The steps of `after` (the units after a split whose merge runs as `merge`) when every one of

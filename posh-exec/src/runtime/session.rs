@@ -360,48 +360,82 @@ impl Session {
             Ok(Some(loop_call)) => {
                 let caller = caller_of(fds, env.clone());
                 let status = super::loops::run(self, &loop_call, &caller, &cwd, &env, &stream);
-                use std::io::Write as _;
-                let _ = (&stream).write_all(&[status]);
+                let _ = handoff::answer_status(&stream, status, &[]);
                 return;
             }
             Err(e) => {
                 caller_of(fds, env).warn(&format!("internal call: {e}"));
-                use std::io::Write as _;
-                let _ = (&stream).write_all(&[2]);
+                let _ = handoff::answer_status(&stream, 2, &[]);
                 return;
             }
         }
-        let call = decode(&args).map(|call| {
+        let call = decode(&args).map(|mut call| {
+            colour_as_on_the_terminal(&mut call, fds[1].as_ref(), &env);
             let planning = metadata::Planning::new(self);
             planning.prefetch(call_paths(&call, &cwd));
             let (_, units) = placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env, &planning);
             (call, units, planning.into_traffic())
         });
         let caller = Caller { fds, cwd: Some(cwd.clone()), env: Some(env) };
-        let status = match call {
+        let (status, statuses) = match call {
             Ok((call, units, asked)) => {
-                let run = execute::execute(Some(self), &call, &caller, &units, &asked);
+                let run = execute::execute_with_statuses(Some(self), &call, &caller, &units, &asked);
                 // The caller gone (killed, Ctrl-C) ends the pipeline: its jobs are dropped.
                 let gone = wait_until_closed(&stream);
-                let status = self.runtime.block_on(async {
+                let ended = self.runtime.block_on(async {
                     tokio::select! {
                         // A caller already gone starts nothing.
                         biased;
-                        () = gone => 130,
-                        status = run => status,
+                        () = gone => (130, Vec::new()),
+                        ended = run => ended,
                     }
                 });
                 // What the pipeline may have written is asked about again.
                 self.answers.forget(&self.config, call_paths(&call, &cwd));
-                status
+                ended
             }
             Err(e) => {
                 caller.warn(&format!("internal call: {e}"));
-                2
+                (2, Vec::new())
             }
         };
-        use std::io::Write as _;
-        let _ = (&stream).write_all(&[status]);
+        let _ = handoff::answer_status(&stream, status, &statuses);
+    }
+}
+
+/// `grep --color=auto` writing the caller's terminal colours its output there; wherever it runs
+/// the runtime, its output is a pipe, so it is told `--color=always`, which is what `auto` means
+/// on a terminal whose `TERM` is set and not `dumb` (a line typed at the prompt under Debian's
+/// `alias grep='grep --color=auto'`).
+fn colour_as_on_the_terminal(
+    call: &mut super::PipelineCall,
+    stdout: Option<&std::os::fd::OwnedFd>,
+    env: &[(std::ffi::OsString, std::ffi::OsString)],
+) {
+    let Some(last) = call.commands.last_mut() else { return };
+    let grep = last.argv.first().and_then(|n| n.to_str()).map(|n| n.rsplit('/').next().unwrap_or(n));
+    if !matches!(grep, Some("grep" | "egrep" | "fgrep")) || last.redirects.iter().any(|r| r.0 == 1 || r.1.contains('&'))
+    {
+        return;
+    }
+    let term = env.iter().find(|(k, _)| k == "TERM").map(|(_, v)| v.as_os_str());
+    if !term.is_some_and(|t| !t.is_empty() && t != "dumb") || !stdout.is_some_and(rustix::termios::isatty) {
+        return;
+    }
+    let mut operand = false;
+    for word in last.argv.iter_mut().skip(1) {
+        if word == "--" {
+            break;
+        }
+        // A pattern or a file of patterns is not an option.
+        if std::mem::replace(&mut operand, ["-e", "-f", "--regexp", "--file"].iter().any(|o| word == *o)) {
+            continue;
+        }
+        for option in ["--color", "--colour"] {
+            if word == option || *word == *format!("{option}=auto") {
+                *word = format!("{option}=always").into();
+            }
+        }
     }
 }
 

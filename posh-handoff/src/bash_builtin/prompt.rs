@@ -5,7 +5,7 @@
 //! `__start` does for a script. `__line LAST` is bound to Enter (`bind -x`, before
 //! `accept-line`): on the first line of a command it asks the session about the typed line
 //! (`READLINE_LINE`), with bash's live state: its working directory, its scalar variables, the
-//! names of its functions and aliases. When the session answers with the line rewritten (its
+//! names of its functions, its aliases (names and values, when bash expands them). When the session answers with the line rewritten (its
 //! pipelines that may touch a mount made calls, as a script's are), the line is put in bash's
 //! history as typed, with bash's own rules (`maybe_add_history`: `HISTCONTROL`, `HISTIGNORE`),
 //! and bash gets the rewritten text to run in its place, without adding it to the history
@@ -57,6 +57,8 @@ unsafe extern "C" {
     fn all_shell_variables() -> *mut *mut ShellVar;
     fn all_shell_functions() -> *mut *mut ShellVar;
     fn all_aliases() -> *mut *mut Alias;
+    /// `shopt expand_aliases`.
+    static expand_aliases: c_int;
     fn get_string_value(name: *const c_char) -> *const c_char;
     fn bind_variable(name: *const c_char, value: *const c_char, flags: c_int) -> *mut ShellVar;
     /// `$?`.
@@ -232,7 +234,9 @@ fn variables() -> Vec<Vec<u8>> {
     pairs
 }
 
-/// The names of bash's functions and aliases: a command naming one is bash's to run.
+/// The names of bash's functions (a command naming one is bash's to run), then, when bash
+/// expands aliases, [`ALIASES`](super::super::ALIASES) and each alias's name and value (the
+/// session expands them as bash will).
 fn defined_names() -> Vec<OsString> {
     let mut names = Vec::new();
     // SAFETY: as in `variables`.
@@ -246,11 +250,13 @@ fn defined_names() -> Vec<OsString> {
             }
             libc::free(functions.cast::<c_void>());
         }
-        let aliases = all_aliases();
+        let aliases = if expand_aliases != 0 { all_aliases() } else { std::ptr::null_mut() };
         if !aliases.is_null() {
+            names.push(OsString::from(super::super::ALIASES));
             let mut at = aliases;
             while !(*at).is_null() {
                 names.push(OsString::from_vec(CStr::from_ptr((**at).name).to_bytes().to_vec()));
+                names.push(OsString::from_vec(CStr::from_ptr((**at).value).to_bytes().to_vec()));
                 at = at.add(1);
             }
             libc::free(aliases.cast::<c_void>());

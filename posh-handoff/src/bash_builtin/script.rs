@@ -45,11 +45,11 @@ pub(super) fn set_run(socket: OsString, stats: OsString) -> c_int {
 pub(super) struct ShellVar {
     pub(super) name: *const c_char,
     pub(super) value: *mut c_void,
-    exportstr: *const c_char,
+    pub(super) exportstr: *const c_char,
     pub(super) dynamic_value: *const c_void,
-    assign_func: *const c_void,
+    pub(super) assign_func: *const c_void,
     pub(super) attributes: c_int,
-    context: c_int,
+    pub(super) context: c_int,
 }
 
 /// `att_array` of `variables.h`.
