@@ -403,19 +403,18 @@ impl Session {
     }
 }
 
-/// `grep --color=auto` writing the caller's terminal colours its output there; wherever it runs
-/// the runtime, its output is a pipe, so it is told `--color=always`, which is what `auto` means
-/// on a terminal whose `TERM` is set and not `dumb` (a line typed at the prompt under Debian's
-/// `alias grep='grep --color=auto'`).
+/// `--color=auto` (GNU's convention, shared by grep, ls, diff and others: colour when standard
+/// output is a terminal) on a command writing the caller's terminal: wherever it runs for the
+/// runtime, its output is a pipe, so it is told `--color=always`, which is what `auto` means on a
+/// terminal whose `TERM` is set and not `dumb` (a line typed at the prompt under Debian's
+/// `alias grep='grep --color=auto'`). A convention of option names, not of programs.
 fn colour_as_on_the_terminal(
     call: &mut super::PipelineCall,
     stdout: Option<&std::os::fd::OwnedFd>,
     env: &[(std::ffi::OsString, std::ffi::OsString)],
 ) {
     let Some(last) = call.commands.last_mut() else { return };
-    let grep = last.argv.first().and_then(|n| n.to_str()).map(|n| n.rsplit('/').next().unwrap_or(n));
-    if !matches!(grep, Some("grep" | "egrep" | "fgrep")) || last.redirects.iter().any(|r| r.0 == 1 || r.1.contains('&'))
-    {
+    if last.redirects.iter().any(|r| r.0 == 1 || r.1.contains('&')) {
         return;
     }
     let term = env.iter().find(|(k, _)| k == "TERM").map(|(_, v)| v.as_os_str());
