@@ -49,6 +49,21 @@ impl Value {
         }
     }
 
+    /// [`Value::join`] of two shared values: one of them when the join is it, else a new one.
+    fn join_shared(mine: &Arc<Value>, theirs: &Arc<Value>) -> Arc<Value> {
+        if Arc::ptr_eq(mine, theirs) && mine.joins_to_itself() {
+            return mine.clone();
+        }
+        match (mine.as_ref(), theirs.as_ref()) {
+            // The join keeps the first side's reason.
+            (Value::Unknown(_), _) => mine.clone(),
+            (Value::Known(_), Value::Unknown(_)) => theirs.clone(),
+            (Value::Known(a), Value::Known(b)) if a.len() <= MOST_VALUES && b.is_subset(a) => mine.clone(),
+            (Value::Known(a), Value::Known(b)) if b.len() <= MOST_VALUES && a.is_subset(b) => theirs.clone(),
+            _ => Arc::new(mine.join(theirs)),
+        }
+    }
+
     fn join(&self, other: &Value) -> Value {
         match (self, other) {
             (Value::Unknown(why), _) | (_, Value::Unknown(why)) => Value::Unknown(why.clone()),
@@ -195,14 +210,19 @@ impl State {
         {
             return self.clone();
         }
-        // Both maps in name order, side by side; a value shared by both sides is kept shared.
+        // Both maps in name order, side by side; a value shared by both sides is kept shared, and
+        // a value that the join leaves as one side's is that side's (no copy).
         let join = |mine: Option<&Arc<Value>>, theirs: Option<&Arc<Value>>| match (mine, theirs) {
-            (Some(mine), Some(theirs)) if Arc::ptr_eq(mine, theirs) && mine.joins_to_itself() => mine.clone(),
+            (Some(mine), Some(theirs)) => Value::join_shared(mine, theirs),
             _ => {
                 let mine = mine.map_or(&self.others, |value| value.as_ref());
                 Arc::new(mine.join(theirs.map_or(&other.others, |value| value.as_ref())))
             }
         };
+        // Whether the join is, so far, the same as this state's map, or as `other`'s: it is then
+        // that state, kept shared, instead of a new map (a loop's rounds and the states recorded
+        // at each pipeline in it are mostly joins that add nothing to one side).
+        let (mut same_as_mine, mut same_as_theirs) = (true, true);
         let (mut mine, mut theirs) = (self.vars.iter().peekable(), other.vars.iter().peekable());
         let mut vars = Vec::with_capacity(self.vars.len().max(other.vars.len()));
         loop {
@@ -215,24 +235,37 @@ impl State {
             let (name, value) = match order {
                 std::cmp::Ordering::Less => {
                     let (name, value) = mine.next().expect("peeked");
-                    (name, join(Some(value), None))
+                    same_as_theirs = false;
+                    let joined = join(Some(value), None);
+                    same_as_mine &= joined == *value;
+                    (name, joined)
                 }
                 std::cmp::Ordering::Greater => {
                     let (name, value) = theirs.next().expect("peeked");
-                    (name, join(None, Some(value)))
+                    same_as_mine = false;
+                    let joined = join(None, Some(value));
+                    same_as_theirs &= joined == *value;
+                    (name, joined)
                 }
                 std::cmp::Ordering::Equal => {
                     let ((name, a), (_, b)) = (mine.next().expect("peeked"), theirs.next().expect("peeked"));
-                    (name, join(Some(a), Some(b)))
+                    let joined = join(Some(a), Some(b));
+                    same_as_mine &= joined == *a;
+                    same_as_theirs &= joined == *b;
+                    (name, joined)
                 }
             };
             vars.push((name.clone(), value));
         }
-        State {
-            vars: Arc::new(vars.into_iter().collect()),
-            others: self.others.join(&other.others),
-            positional: self.positional.join(&other.positional),
+        let others = self.others.join(&other.others);
+        let positional = self.positional.join(&other.positional);
+        if same_as_mine && others == self.others && positional == self.positional {
+            return self.clone();
         }
+        if same_as_theirs && others == other.others && positional == other.positional {
+            return other.clone();
+        }
+        State { vars: Arc::new(vars.into_iter().collect()), others, positional }
     }
 
     fn get_raw(&self, name: &str) -> Value {

@@ -183,3 +183,65 @@ fn words_are_written_back_with_their_values_quoted() {
     assert!(expanded("$@").is_err());
     assert!(expanded("${IN/a/b}").is_err());
 }
+
+/// A join as it was before joins kept one side's map or values: a new map, every value joined.
+fn reference_join(a: &State, b: &State) -> State {
+    let names: BTreeSet<&Arc<str>> = a.vars.keys().chain(b.vars.keys()).collect();
+    let vars = names
+        .into_iter()
+        .map(|name| {
+            let mine = a.vars.get(name).map_or(&a.others, |v| v.as_ref());
+            let theirs = b.vars.get(name).map_or(&b.others, |v| v.as_ref());
+            (name.clone(), Arc::new(mine.join(theirs)))
+        })
+        .collect();
+    State { vars: Arc::new(vars), others: a.others.join(&b.others), positional: a.positional.join(&b.positional) }
+}
+
+#[test]
+fn joins_that_keep_a_side_equal_the_full_join() {
+    // A small generator, so that the test is the same every run.
+    let mut seed: u64 = 0x2545_f491_4f6c_dd1d;
+    let mut next = move |n: u64| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        seed % n
+    };
+    let value = |next: &mut dyn FnMut(u64) -> u64| match next(6) {
+        0 => Value::Unknown(format!("why {}", next(2))),
+        _ => Value::Known((0..next(6)).map(|_| (next(5) > 0).then(|| next(6).to_string())).collect()),
+    };
+    let mut states: Vec<State> = Vec::new();
+    for _ in 0..60 {
+        let vars = (0..next(6)).map(|_| (Arc::from(format!("v{}", next(5))), Arc::new(value(&mut next)))).collect();
+        let positional = match next(4) {
+            0 => Positionals::Unknown("args".to_string()),
+            _ => Positionals::Known((0..next(3)).map(|_| vec![next(3).to_string()]).collect()),
+        };
+        states.push(State { vars: Arc::new(vars), others: value(&mut next), positional });
+    }
+    // Shared maps and values too, as the analysis makes them.
+    for i in 0..60 {
+        let mut shared = states[i].clone();
+        if next(2) == 0 {
+            let other = &states[next(60) as usize];
+            if let Some((name, v)) = other.vars.iter().next() {
+                Arc::make_mut(&mut shared.vars).insert(name.clone(), v.clone());
+            }
+        }
+        states.push(shared);
+    }
+    let mut checked = 0;
+    for a in &states {
+        for b in &states {
+            let joined = a.join(b);
+            assert_eq!(joined, reference_join(a, b), "{a:?} joined with {b:?}");
+            // Joined again with either side, as a loop's rounds do.
+            assert_eq!(joined.join(a), reference_join(&joined, a));
+            assert_eq!(b.join(&joined), reference_join(b, &joined));
+            checked += 1;
+        }
+    }
+    assert_eq!(checked, 120 * 120);
+}
