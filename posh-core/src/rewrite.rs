@@ -467,13 +467,7 @@ pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prol
             text
         }
     };
-    let mut at = 0;
-    for (span, call) in &spans {
-        text.push_str(&source[at..span.start]);
-        text.push_str(call);
-        at = span.end;
-    }
-    text.push_str(&source[at..]);
+    splice_into(&mut text, source, &spans);
     // `eval "$(< FILE)"` drops the text's trailing newlines, which would leave a call's padding
     // at the end of the script a literal `\` argument: a comment takes the continuation.
     if prologue.file.is_none() && text.trim_end_matches('\n').ends_with(" \\") {
@@ -501,14 +495,19 @@ pub fn line_calls(source: &str, chosen: &[Pipeline]) -> Vec<(Span, String)> {
 pub fn rewrite_line(source: &str, chosen: &[Pipeline]) -> Rewritten {
     let spans = line_calls(source, chosen);
     let mut text = String::new();
+    splice_into(&mut text, source, &spans);
+    Rewritten { text, replaced: spans.into_iter().map(|(s, _)| s).collect() }
+}
+
+/// `source` onto `text` with each span of `spans` (in order, not overlapping) replaced by its call.
+fn splice_into(text: &mut String, source: &str, spans: &[(Span, String)]) {
     let mut at = 0;
-    for (span, call) in &spans {
+    for (span, call) in spans {
         text.push_str(&source[at..span.start]);
         text.push_str(call);
         at = span.end;
     }
     text.push_str(&source[at..]);
-    Rewritten { text, replaced: spans.into_iter().map(|(s, _)| s).collect() }
 }
 
 /// Sets [`ITEM_VAR`].

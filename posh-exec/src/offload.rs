@@ -137,6 +137,21 @@ pub struct LiveState {
     pub aliases: std::collections::BTreeMap<String, String>,
 }
 
+/// The scope a line typed at the prompt is planned in: bash's live functions (commands naming
+/// one stay with bash) and the values of its variables (the arguments unknown). The line's
+/// rewrite and its preview share it.
+pub fn live_scope<'a>(
+    ctx: &PlanContext<'_>,
+    source: &'a str,
+    script: &posh_core::shell::Script,
+    live: &LiveState,
+) -> ScriptScope<'a> {
+    let scope = ScriptScope::new(source, script, ctx.library).with_functions(live.defined.iter().cloned());
+    let inputs = posh_core::values::Inputs { env: live.variables.clone(), env_complete: false, args: None };
+    let values = planner::values_of(ctx, source, script, &scope, &inputs);
+    scope.with_values(values)
+}
+
 /// The line `typed` at the prompt, its pipelines that may touch a mount made calls of the
 /// builtin (`rewrite::rewrite_line`), as a script's would be; `None` to run it as typed. Planned
 /// with `live`: the values of bash's variables, its working directory, its functions (commands
@@ -167,10 +182,7 @@ pub fn rewrite_line(
         options: PlanOptions::default(),
         ratios,
     };
-    let scope = ScriptScope::new(source, &script, library).with_functions(live.defined.iter().cloned());
-    let inputs = posh_core::values::Inputs { env: live.variables.clone(), env_complete: false, args: None };
-    let values = planner::values_of(&ctx, source, &script, &scope, &inputs);
-    let scope = scope.with_values(values);
+    let scope = live_scope(&ctx, source, &script, live);
     let mut chosen = Vec::new();
     for pipeline in &script.pipelines {
         if scope.why_stays(library, pipeline).is_some() && !scope.may_go_in_part(library, pipeline) {

@@ -16,7 +16,7 @@ use std::os::unix::net::UnixStream;
 use std::path::Path;
 
 use anyhow::{Context as _, Result};
-use posh_core::planner::{self, PlanContext, PlanOptions, ScriptScope, render};
+use posh_core::planner::{self, PlanContext, PlanOptions, render};
 use posh_exec::handoff;
 
 use crate::offload::LiveState;
@@ -148,10 +148,7 @@ pub fn describe(session: &Session, line: &str, live: &LiveState) -> String {
         options: PlanOptions::default(),
         ratios: session.ratios(),
     };
-    let scope = ScriptScope::new(line, &script, library).with_functions(live.defined.iter().cloned());
-    let inputs = posh_core::values::Inputs { env: live.variables.clone(), env_complete: false, args: None };
-    let values = planner::values_of(&ctx, line, &script, &scope, &inputs);
-    let scope = scope.with_values(values);
+    let scope = crate::offload::live_scope(&ctx, line, &script, live);
     let mut out = Vec::new();
     for pipeline in &script.pipelines {
         let plan = planner::plan_pipeline_in(&ctx, pipeline, &scope);
