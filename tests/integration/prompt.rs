@@ -392,3 +392,36 @@ fn ctrl_z_of_a_remote_job_suspends_it_as_bash_would() {
     assert_eq!(record["commands"][0]["command"], "awk", "{records}");
     assert_eq!(record["commands"][0]["location"], "logs", "{records}");
 }
+
+/// Issue 39: a command of a handed-over pipeline that the runtime runs at the client may read
+/// the terminal (it runs in the line's job, which has the terminal), as under bash; in
+/// posh-exec's own process group it would have been stopped by SIGTTIN.
+#[test]
+fn a_client_command_of_a_handed_pipeline_reads_the_terminal() {
+    assert!(!tmux_missing(), "tmux is not installed (`.ci/test --deps-only` installs it)");
+    let world = world();
+    let stats = world.work.parent().unwrap().join("stats.jsonl");
+    let posh = crate::oracle::posh_exec();
+    let tmux = Tmux::new();
+    tmux.window("posh", &launcher(&world, "posh", &[posh.to_str().unwrap(), "-i", "--stats", stats.to_str().unwrap()]));
+    tmux.window("bash", &launcher(&world, "bash", &["bash", "-i"]));
+    for name in ["posh", "bash"] {
+        tmux.wait_for(name, "first prompt", |s| s.lines().last() == Some("$"));
+        tmux.keys(name, &["-l", "cat - mnt/x.txt | grep -c 7777"]);
+        tmux.keys(name, &["Enter"]);
+        // Typed once cat reads (before, readline could still take the keys).
+        let start = Instant::now();
+        while processes_with("^cat - mnt/x.txt$").is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(20), "cat never started: {}", tmux.screen(name));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        tmux.keys(name, &["-l", "77777"]);
+        tmux.keys(name, &["Enter", "C-d"]);
+        tmux.wait_for(name, "grep's count", |s| s.lines().last() == Some("$") && s.lines().any(|l| l == "20"));
+    }
+    assert_eq!(tmux.screen("posh"), tmux.screen("bash"), "posh's prompt printed something else than bash -i");
+    // The pipeline was handed over: the runtime ran cat at the client.
+    let records = std::fs::read_to_string(&stats).unwrap();
+    assert!(records.contains(r#""command":"cat""#), "{records}");
+}
