@@ -665,6 +665,11 @@ impl RemoteGroup {
     /// Streams the group's input and output until its job and the jobs streaming to it end.
     async fn finish(self, running: Running) -> Statuses {
         let Running { job, sources, written, working: _working } = running;
+        // Ctrl-Z of the caller's job stops this one at its proxy, `fg` and `bg` continue it.
+        let job = match &self.caller.job {
+            Some(caller_job) => job.suspended_by(caller_job.suspended.clone()),
+            None => job,
+        };
         let remote = self.steps[0].remote.as_ref().expect("a remote group");
         let line = self.call.commands[self.steps[0].command].line;
         let streams = finish_sources(&self.caller, &self.call.name, line, &self.source_traffic, sources);
