@@ -189,10 +189,8 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
     // be costed at each of a thousand candidates otherwise).
     let local = |n: NodeId| -> Vec<f64> {
         let mut by_place: HashMap<usize, (u64, u32)> = HashMap::new();
-        for e in incident[n].iter().map(|&i| &plan.edges[i]) {
-            if !((e.from == n && !is_free(e.to)) || (e.to == n && !is_free(e.from))) {
-                continue;
-            }
+        let to_pinned = |e: &&Edge| (e.from == n && !is_free(e.to)) || (e.to == n && !is_free(e.from));
+        for e in incident[n].iter().map(|&i| &plan.edges[i]).filter(to_pinned) {
             let other = if e.from == n { e.to } else { e.from };
             let (bytes, round_trips) = by_place.entry(places.of_node[other]).or_default();
             *bytes += e.bytes;
