@@ -118,6 +118,9 @@ const PLAIN_VAR: &str = "__posh_plain";
 
 /// Ends a builtin's call of several commands, before bash's `$_` as it was (see `runtime_call`).
 pub const MARK_LAST_ARG: &str = "\u{1f}_";
+/// Starts a call at posh's prompt, before the pipeline's text as typed (aliases expanded): the
+/// name bash's `jobs` and `fg` give the job the builtin makes of it (see [`line_calls`]).
+pub const MARK_TEXT: &str = "\u{1f}T";
 
 /// The operator of the marker redirection that says the call's input is a here-document or
 /// here-string of its first command.
@@ -478,11 +481,17 @@ pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prol
 
 /// The calls [`rewrite_line`] puts in place of the pipelines `chosen` of `source`, with the span
 /// each replaces, in order and not overlapping.
+/// Each call begins with the pipeline's text ([`MARK_TEXT`]): at the prompt the builtin runs a
+/// call as a job of bash's own, which bash names by it.
 pub fn line_calls(source: &str, chosen: &[Pipeline]) -> Vec<(Span, String)> {
     let lines = crate::text::LineIndex::new(source);
-    let calls = calls(true);
-    let mut spans: Vec<(Span, String)> =
-        chosen.iter().map(|pipeline| (pipeline.span, runtime_call(source, pipeline, &lines, &calls))).collect();
+    let Calls { prefix, file } = calls(true);
+    let call = |pipeline: &Pipeline| {
+        let text = quote(source[pipeline.span.range()].trim());
+        let calls = Calls { prefix: format!("{prefix}{} {text}", mark(MARK_TEXT)), file };
+        (pipeline.span, runtime_call(source, pipeline, &lines, &calls))
+    };
+    let mut spans: Vec<(Span, String)> = chosen.iter().map(call).collect();
     spans.sort_by_key(|(span, _)| span.start);
     spans.dedup_by(|later, earlier| later.0.start < earlier.0.end);
     spans

@@ -420,6 +420,40 @@ fn a_split_output_written_to_a_mount_is_joined_at_its_proxy() {
     assert!(found.len() > 2_000, "the found lines are worth joining at the proxy");
 }
 
+/// A split the plan joins at a proxy whose slots are taken (`--slot-wait 0`: busy at once): the
+/// copies are joined at the client instead, the output is bash's, and `--stats` says why, as it
+/// does for a job a busy proxy did not take (the script's stderr stays bash's).
+#[test]
+fn a_split_whose_joining_proxy_is_busy_is_joined_at_the_client_and_said() {
+    let cluster = Cluster::new(&["--max-jobs", "2", "--slot-wait", "0"]);
+    let root = cluster.root();
+    let fifo = root.join("logs/fifo");
+    mkfifo(&fifo);
+    // One of the logs proxy's two slots is held by another run's job, blocked on a FIFO.
+    std::fs::write(root.join("hold.sh"), "cat logs/big.log logs/fifo > logs/held.txt\n").unwrap();
+    let mut holder = cluster.command(env!("CARGO_BIN_EXE_posh-exec")).arg("hold.sh").spawn().unwrap();
+    let writer = std::fs::OpenOptions::new().write(true).open(&fifo).unwrap();
+    wait_for_file(&root.join("logs/held.txt"));
+
+    // The copy reading logs/big.log takes the other slot; the join, planned at the logs proxy
+    // (its output is written there), finds none.
+    let script = "cat logs/big.log archive/old.log | grep -v served > logs/found.txt\nwc -l logs/found.txt\n";
+    std::fs::write(root.join("s.sh"), script).unwrap();
+    let explain = text(&cluster.posh(&["--explain", "s.sh"]).stdout);
+    assert!(explain.contains("concat @logs]"), "{explain}");
+    let (_, stats) = cluster.same_as_bash(script, &["logs/found.txt"]);
+    let grep = &stats[0]["commands"][1];
+    let why = grep["why"].as_str().unwrap_or_default();
+    // Joined at the client (and, should the copy's second try meet the slot still taken, the
+    // copy run there too, said after it).
+    let busy = format!("proxy {} is busy (mount logs)", cluster.proxies[0].addr);
+    let joined = format!("joined at the client: {busy}");
+    assert!(why == joined || why == format!("{joined}; run at the client: {busy}"), "{grep}");
+
+    drop(writer);
+    assert!(holder.wait().unwrap().success());
+}
+
 /// Split reducers: each proxy reduces its own files, the client merges the copies' outputs as
 /// the annotation says (summed counts, `sort -m`, merged `uniq -c`, a rerun), byte for byte as
 /// bash's unsplit command.

@@ -399,3 +399,39 @@ fn a_run_on_embedded_mounts_leaves_home_as_it_found_it() {
     let state = tree(&home.path().join(".local/state/posh"));
     assert_eq!(state.iter().map(|e| e.split(' ').next().unwrap()).collect::<Vec<_>>(), ["ratios.json", "ratios.lock"]);
 }
+
+/// A pipeline split across 200 embedded mounts (a proxy per mount, each started on first use):
+/// the outputs are bash's, and each mount's copy ran at its own proxy. How long planning and
+/// running take at 100 and 1,000 mounts is measured by `bench/mounts.sh` and
+/// `posh-core/benches/planner.rs`, not here.
+#[test]
+fn a_split_across_two_hundred_embedded_mounts_gives_bashs_output() {
+    const MOUNTS: usize = 200;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut toml = String::new();
+    for m in 0..MOUNTS {
+        let mount = dir.path().join(format!("m{m}"));
+        std::fs::create_dir(&mount).expect("mkdir");
+        let log: String = (0..40).map(|l| format!("{l} {} m{m}\n", ["INFO", "WARN", "ERROR"][(l + m) % 3])).collect();
+        std::fs::write(mount.join("f000.log"), log).expect("write");
+        toml.push_str(&format!("[[mount]]\nname = \"m{m}\"\npath = \"m{m}\"\nproxy = \"embedded\"\n"));
+    }
+    std::fs::write(dir.path().join("posh.toml"), toml).expect("write");
+    let script = "cat m*/f000.log | grep ERROR | wc -l\ngrep -h WARN m*/f000.log | cut -d ' ' -f 3 | sort | uniq -c | sort -rn | head -n 3\n";
+    std::fs::write(dir.path().join("s.sh"), script).expect("write");
+    let bash = common::isolated("bash", dir.path()).arg("s.sh").output().expect("bash runs");
+    let posh = posh_exec(&["--stats", "stats.json", "s.sh"], dir.path());
+    assert_eq!(String::from_utf8_lossy(&posh.stdout), String::from_utf8_lossy(&bash.stdout));
+    assert_eq!(String::from_utf8_lossy(&posh.stderr), String::from_utf8_lossy(&bash.stderr));
+    assert_eq!(posh.status.code(), bash.status.code());
+    assert!(bash.stdout.len() > 10, "the script has output: {bash:?}");
+    let stats = std::fs::read_to_string(dir.path().join("stats.json")).expect("stats");
+    let first: serde_json::Value = serde_json::from_str(stats.lines().next().expect("a record")).expect("JSON");
+    let copies = first["commands"][0]["location"].as_array().cloned().unwrap_or_default();
+    let expected: Vec<String> = {
+        let mut names: Vec<String> = (0..MOUNTS).map(|m| format!("m{m}")).collect();
+        names.sort();
+        names
+    };
+    assert_eq!(copies, expected.iter().map(|n| serde_json::json!(n)).collect::<Vec<_>>(), "{first}");
+}

@@ -29,6 +29,7 @@ use std::ptr::null;
 
 use super::{Caller, SOCKET_VAR};
 
+mod job;
 mod pipestatus;
 mod prompt;
 mod script;

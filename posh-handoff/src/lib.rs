@@ -110,12 +110,20 @@ pub fn hand_over_with_statuses(
     args: &[OsString],
     interrupted: impl Fn() -> bool,
 ) -> (Answer, Vec<u8>) {
-    let answer = UnixStream::connect(socket).and_then(|connected| {
-        // A standard descriptor bash closed stays closed, not taken by our socket.
-        let stream = UnixStream::from(rustix::io::fcntl_dupfd_cloexec(&connected, 3)?);
-        drop(connected);
+    hand_over_waiting(socket, caller, args, |stream| wait_for_status(stream, interrupted))
+}
+
+/// [`hand_over_with_statuses`], waiting for the status byte with `wait` (which may tell the
+/// runtime of the caller's suspensions, see [`STOPPED`]).
+fn hand_over_waiting(
+    socket: &OsStr,
+    caller: &Caller<'_>,
+    args: &[OsString],
+    wait: impl FnOnce(&UnixStream) -> std::io::Result<Answer>,
+) -> (Answer, Vec<u8>) {
+    let answer = connect(socket).and_then(|stream| {
         send(&stream, caller, args)?;
-        let answer = wait_for_status(&stream, interrupted)?;
+        let answer = wait(&stream)?;
         let statuses = match answer {
             Answer::Status(_) => read_statuses(&stream),
             Answer::Interrupted => Vec::new(),
@@ -134,6 +142,24 @@ pub fn hand_over_with_statuses(
     })
 }
 
+/// Connects to the runtime at `socket`, on a descriptor above 2: a standard descriptor bash
+/// closed stays closed, not taken by our socket.
+fn connect(socket: &OsStr) -> std::io::Result<UnixStream> {
+    let connected = UnixStream::connect(socket)?;
+    Ok(UnixStream::from(rustix::io::fcntl_dupfd_cloexec(&connected, 3)?))
+}
+
+/// The first words of a call made by a job of its own (see `bash_builtin::job`), before the
+/// call's: this mark, then the job's process group, which the runtime starts the pipeline's
+/// commands at the client in (as bash starts a job's), so that the terminal's signals (Ctrl-C,
+/// Ctrl-Z) and `fg`/`bg` reach them as they reach bash's, and they may read the terminal.
+pub const JOB: &str = "\u{1f}J";
+/// What a job's caller writes on its stream when the terminal suspended it (Ctrl-Z): the
+/// runtime stops the pipeline's jobs at proxies (see `posh_wire::protocol::TAG_STOP`).
+pub const STOPPED: u8 = b'S';
+/// What it writes when it was continued (`fg`, `bg`): the jobs at proxies go on.
+pub const CONTINUED: u8 = b'C';
+
 /// The first word of a question a prompt asks its session about a typed line (then the line,
 /// then the names of bash's functions, then, when bash expands aliases, [`ALIASES`] and each
 /// alias's name and value), with the shell's variables in place of the environment. The answer is a text (see [`ask`]): the line rewritten, or nothing when it
@@ -147,9 +173,7 @@ pub const ASK_PREVIEW: &str = "\u{1f}V";
 /// Asks the session at `socket` a question ([`ASK_LINE`], [`ASK_PREVIEW`]) and returns its
 /// answer, a text of any length.
 pub fn ask(socket: &OsStr, caller: &Caller<'_>, args: &[OsString]) -> std::io::Result<Vec<u8>> {
-    let connected = UnixStream::connect(socket)?;
-    let stream = UnixStream::from(rustix::io::fcntl_dupfd_cloexec(&connected, 3)?);
-    drop(connected);
+    let stream = connect(socket)?;
     send(&stream, caller, args)?;
     let mut length = [0u8; 4];
     (&stream).read_exact(&mut length)?;

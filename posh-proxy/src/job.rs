@@ -18,10 +18,10 @@ use super::confine::{Checked, CheckedRedirect, PATH, WordChange};
 use super::confined_fs::{self, FileId, Root, RootKind};
 use super::journal::{self, At, Journal, Outcome, Record};
 use super::peer::Expected;
-use super::process::{Ending, JobProcesses};
+use super::process::{Ending, JobProcesses, Suspender};
 use super::protocol::{
-    self, Ended, Exit, StartError, TAG_EXIT, TAG_PROGRESS, TAG_STDERR, TAG_STDIN, TAG_STDIN_END, TAG_STDOUT,
-    TAG_STDOUT_CLOSED, os_message,
+    self, Ended, Exit, StartError, TAG_CONTINUE, TAG_EXIT, TAG_PROGRESS, TAG_STDERR, TAG_STDIN, TAG_STDIN_END,
+    TAG_STDOUT, TAG_STDOUT_CLOSED, TAG_STOP, os_message,
 };
 use super::sandbox::Launch;
 use crate::measure::{IoCount, read_counts};
@@ -796,6 +796,11 @@ where
     ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     let fed = std::sync::atomic::AtomicU64::new(0);
     let fed_by_input = &fed;
+    // The client's job suspended and resumed: every process of this job stopped and continued.
+    let suspender = match &processes {
+        Some(processes) => Some(processes.suspender()?),
+        None => None,
+    };
     // Frames are read by one long-lived future: a frame read is not safe to cancel halfway.
     let input = async move {
         while let Some((tag, bytes)) = protocol::read_frame(recv).await? {
@@ -813,6 +818,8 @@ where
                 TAG_STDOUT_CLOSED => {
                     let _ = closed_tx.send(true);
                 }
+                TAG_STOP => suspender.iter().for_each(Suspender::stop),
+                TAG_CONTINUE => suspender.iter().for_each(Suspender::resume),
                 tag => anyhow::bail!("unexpected frame {tag} from the client"),
             }
         }

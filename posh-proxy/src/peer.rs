@@ -246,14 +246,14 @@ pub async fn serve_fetch(
         if let Some(admission) = admission {
             admission.release(&mut outputs.state());
         }
-        let header = Header { ok: false, error: Some(FetchRefused::Unknown.to_string()) };
+        let header = Header::refused(FetchRefused::Unknown.to_string());
         protocol::write_line(&mut send, &header).await?;
         let _ = send.finish();
         // Stay until the other proxy has the answer: the connection ends after it.
         let _ = tokio::time::timeout(Duration::from_secs(5), send.stopped()).await;
         return Err(FetchRefused::Unknown);
     };
-    protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
+    protocol::write_line(&mut send, &Header::accepted()).await?;
     let (back, returned) = oneshot::channel();
     waiting.deliver.send(Arrival { send, back }).map_err(|_| FetchRefused::Ended)?;
     Ok(returned)

@@ -32,6 +32,8 @@ pub struct JobProcesses {
     filled: usize,
     /// Closing it asks the supervisor to end the job.
     control: Option<OwnedFd>,
+    /// Where the supervisor is asked to stop or continue the job (see [`Suspender`]).
+    suspend: OwnedFd,
     /// Ends reported and not yet asked for, by command.
     endings: Vec<Option<Ending>>,
 }
@@ -48,13 +50,22 @@ impl JobProcesses {
         let count = launches.len();
         let (reports_read, reports_write) = std::io::pipe()?;
         let (control_read, control_write) = std::io::pipe()?;
+        let (suspend_read, suspend_write) = std::io::pipe()?;
+        rustix::io::ioctl_fionbio(&suspend_read, true)?;
+        rustix::io::ioctl_fionbio(&suspend_write, true)?;
         let reports = tokio::net::unix::pipe::Receiver::from_owned_fd(reports_read.into())?;
-        super::supervisor::start(confinement, launches, reports_write.into(), control_read.into(), life)?;
+        let pipes = super::supervisor::Pipes {
+            reports: reports_write.into(),
+            control: control_read.into(),
+            suspend: suspend_read.into(),
+        };
+        super::supervisor::start(confinement, launches, pipes, life)?;
         let mut processes = JobProcesses {
             reports,
             record: [0; REPORT_LEN],
             filled: 0,
             control: Some(control_write.into()),
+            suspend: suspend_write.into(),
             endings: vec![None; count],
         };
         let mut started: Vec<Option<std::io::Result<u32>>> = (0..count).map(|_| None).collect();
@@ -93,6 +104,11 @@ impl JobProcesses {
         }
     }
 
+    /// What stops and continues the job's processes, for as long as the job lives.
+    pub fn suspender(&self) -> std::io::Result<Suspender> {
+        Ok(Suspender(self.suspend.try_clone()?))
+    }
+
     /// Kills every process of the job now, `setsid` ones included: their ends are still
     /// reported, as killed.
     pub fn abort(&mut self) {
@@ -121,6 +137,31 @@ impl JobProcesses {
         Report::decode(&self.record)
             .map(Some)
             .ok_or_else(|| std::io::Error::other("the job's supervisor sent a report of no known kind"))
+    }
+}
+
+/// Stops and continues every process of a job, `setsid` ones included, through its supervisor
+/// (see `supervisor::signal_job`): the client's job was suspended (Ctrl-Z at posh's prompt),
+/// then resumed (`fg`, `bg`). A stopped job keeps its slot, its memory and its directory; it
+/// still ends as any job does (killed when aborted, its client gone, or the proxy stopping).
+#[derive(Debug)]
+pub struct Suspender(OwnedFd);
+
+impl Suspender {
+    /// SIGSTOP to every process of the job.
+    pub fn stop(&self) {
+        self.ask(super::supervisor::STOP);
+    }
+
+    /// SIGCONT to every process of the job.
+    pub fn resume(&self) {
+        self.ask(super::supervisor::CONTINUE);
+    }
+
+    /// One byte to the supervisor, which reads them as they come (a full pipe, thousands of
+    /// requests it has not read yet, drops this one: the last one read wins).
+    fn ask(&self, request: u8) {
+        let _ = rustix::io::write(&self.0, &[request]);
     }
 }
 
@@ -267,6 +308,53 @@ mod tests {
         assert_eq!(running(&["sleep", "301.25"]), [] as [u32; 0], "the background child ended with its job");
         assert_eq!(running(&["sleep", "301.5"]), [] as [u32; 0], "the setsid child ended with its job");
         assert!(!life.held_elsewhere(), "released once nothing of the job lives");
+    }
+
+    /// The state of process `pid` (`/proc/PID/stat`'s field after the name): `T` when stopped.
+    fn state(pid: u32) -> char {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        stat.rsplit_once(')').and_then(|(_, rest)| rest.trim_start().chars().next()).unwrap_or('?')
+    }
+
+    /// Waits (bounded) until each of `pids` is in a state `wanted` accepts.
+    fn until_all(pids: &[u32], what: &str, wanted: impl Fn(char) -> bool) {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while !pids.iter().all(|pid| wanted(state(*pid))) {
+            let states: Vec<char> = pids.iter().map(|pid| state(*pid)).collect();
+            assert!(std::time::Instant::now() < deadline, "never all {what}: {pids:?} are {states:?}");
+            std::thread::sleep(std::time::Duration::from_millis(10));
+        }
+    }
+
+    /// Issue 39: a suspended job is stopped whole, a child in a session of its own (whose parent
+    /// lives, so it is no child of the supervisor) included; it goes on when resumed, and a job
+    /// still stopped is killed whole when it is aborted.
+    #[tokio::test]
+    async fn a_suspended_job_stops_whole_and_goes_on_when_resumed() {
+        let export = tempfile::tempdir().unwrap();
+        let script = "sleep 302.25 >/dev/null 2>&1 & setsid sleep 302.5 >/dev/null 2>&1 & wait";
+        let (mut processes, pid, _output) =
+            start(export.path(), &["sh", "-c", script], empty_input(), JobLife::default()).await;
+        until_running(&["sleep", "302.25"]);
+        until_running(&["sleep", "302.5"]);
+        let setsid_child = running(&["sleep", "302.5"])[0];
+        let stat = std::fs::read_to_string(format!("/proc/{setsid_child}/stat")).unwrap();
+        let parent: u32 = stat.rsplit_once(')').unwrap().1.split_whitespace().nth(1).unwrap().parse().unwrap();
+        assert_eq!(parent, pid.as_ref().copied().unwrap(), "the setsid child's parent is the job's shell");
+        let job = [pid.unwrap(), running(&["sleep", "302.25"])[0], setsid_child];
+        let suspender = processes.suspender().unwrap();
+        suspender.stop();
+        until_all(&job, "stopped", |state| state == 'T');
+        suspender.resume();
+        until_all(&job, "running again", |state| state == 'S');
+        suspender.stop();
+        until_all(&job, "stopped again", |state| state == 'T');
+        processes.abort();
+        let end = processes.wait(0).await.unwrap();
+        assert_eq!((end.code, end.signal), (None, Some(libc::SIGKILL)));
+        processes.end().await.unwrap();
+        assert_eq!(running(&["sleep", "302.25"]), [] as [u32; 0]);
+        assert_eq!(running(&["sleep", "302.5"]), [] as [u32; 0]);
     }
 
     #[tokio::test]

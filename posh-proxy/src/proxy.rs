@@ -385,7 +385,7 @@ async fn serve_connection(incoming: quinn::Incoming, shared: &Arc<Shared>) -> Re
 async fn refuse(mut send: quinn::SendStream, recv: &mut quinn::RecvStream, error: String) -> Result<()> {
     tracing::info!("refused a job: {error}");
     let _ = recv.stop(0u32.into());
-    protocol::write_line(&mut send, &Header { ok: false, error: Some(error) }).await?;
+    protocol::write_line(&mut send, &Header::refused(error)).await?;
     let _ = send.finish();
     // Stay until the client has the data: shutting down earlier would cut the stream.
     let _ = tokio::time::timeout(Duration::from_secs(5), send.stopped()).await;
@@ -541,7 +541,7 @@ async fn answer_question(
         Err(e) => return refuse(send, recv.get_mut(), e).await,
     };
     let _ = recv.get_mut().stop(0u32.into());
-    protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
+    protocol::write_line(&mut send, &Header::accepted()).await?;
     protocol::write_line(&mut send, &answer).await?;
     let _ = send.finish();
     // Stay until the client has the answer: shutting down earlier would cut the stream.
@@ -592,7 +592,7 @@ async fn send_files(
             Err(e) => return refuse(send, recv.get_mut(), e).await,
         }
     }
-    protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
+    protocol::write_line(&mut send, &Header::accepted()).await?;
     let sending = futures_util::future::join_all(opened.into_iter().zip(outputs).map(|(f, o)| peer::send_file(f, o)));
     // A client that drops the request (it runs the group elsewhere) resets its side.
     let cancelled = async {
@@ -669,7 +669,7 @@ async fn handle_sequence(
         };
         checked_jobs.push((cwd, checked));
     }
-    protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
+    protocol::write_line(&mut send, &Header::accepted()).await?;
     // The client's frames, read by one task for every job: "stdout closed" holds from then on, a
     // reset stream (the client dropped the loop) ends the job running and the sequence.
     let (client_tx, client_state) = watch::channel(ClientSide::default());
@@ -890,7 +890,7 @@ async fn handle_job(
             Err(e) => return refuse(send, recv.get_mut(), e).await,
         },
     };
-    protocol::write_line(&mut send, &Header { ok: true, error: None }).await?;
+    protocol::write_line(&mut send, &Header { suspends: true, ..Header::accepted() }).await?;
     let place = job::JobPlace { export: &shared.config.export, cwd: &cwd, dir: &tmp, journal: &shared.config.journal };
     let options = job::JobOptions::of(&request);
     // The job ends early at shutdown, when a stream it reads breaks, or when the client drops it

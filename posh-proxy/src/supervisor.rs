@@ -109,29 +109,44 @@ impl Report {
 pub(super) fn start(
     confinement: Arc<Confinement>,
     launches: Vec<Launch>,
-    reports: OwnedFd,
-    control: OwnedFd,
+    pipes: Pipes,
     life: JobLife,
 ) -> std::io::Result<()> {
     // A small stack: the thread only starts the supervisor and waits for it.
     std::thread::Builder::new()
         .name("posh-job-supervisor".into())
         .stack_size(64 * 1024)
-        .spawn(move || hold(&confinement, launches, reports, control, life))?;
+        .spawn(move || hold(&confinement, launches, pipes, life))?;
     Ok(())
 }
+
+/// The supervisor's ends of its pipes with the proxy.
+pub(super) struct Pipes {
+    /// Where it writes its [`Report`]s.
+    pub(super) reports: OwnedFd,
+    /// Closed by the proxy to end the job.
+    pub(super) control: OwnedFd,
+    /// Where the proxy asks it to stop ([`STOP`]) or continue ([`CONTINUE`]) the whole job.
+    pub(super) suspend: OwnedFd,
+}
+
+/// On the suspend pipe: SIGSTOP to every process of the job.
+pub(super) const STOP: u8 = b'S';
+/// On the suspend pipe: SIGCONT to every process of the job.
+pub(super) const CONTINUE: u8 = b'C';
 
 /// The thread's part: starts the supervisor and stays suspended until it exited. What it owns is
 /// dropped in the order the proxy relies on: the commands' descriptors (closed by the
 /// supervisor already, unless it never ran), then `life`, then `reports`.
-fn hold(confinement: &Confinement, launches: Vec<Launch>, reports: OwnedFd, control: OwnedFd, life: JobLife) {
-    supervise_job(confinement, launches, reports.as_raw_fd(), control);
+fn hold(confinement: &Confinement, launches: Vec<Launch>, pipes: Pipes, life: JobLife) {
+    let Pipes { reports, control, suspend } = pipes;
+    supervise_job(confinement, launches, reports.as_raw_fd(), control, suspend);
     drop(life);
     drop(reports);
 }
 
 /// Makes everything the supervisor needs, starts it, waits for its end and reaps it.
-fn supervise_job(confinement: &Confinement, launches: Vec<Launch>, reports: RawFd, control: OwnedFd) {
+fn supervise_job(confinement: &Confinement, launches: Vec<Launch>, reports: RawFd, control: OwnedFd, suspend: OwnedFd) {
     let ready: Vec<Ready<'_>> = launches.into_iter().map(|launch| confinement.ready(launch)).collect();
     let not_started = |errno: i32| {
         for index in 0..ready.len() {
@@ -156,6 +171,7 @@ fn supervise_job(confinement: &Confinement, launches: Vec<Launch>, reports: RawF
         command_stack: RefCell::new(ChildStack::new()),
         reports,
         control: control.as_raw_fd(),
+        suspend: suspend.as_raw_fd(),
         signals: signals.as_raw_fd(),
         proxy: rustix::process::getpid(),
     };
@@ -227,6 +243,8 @@ struct Supervisor<'a> {
     command_stack: RefCell<ChildStack>,
     reports: RawFd,
     control: RawFd,
+    /// Read for [`STOP`] and [`CONTINUE`] (non-blocking).
+    suspend: RawFd,
     signals: RawFd,
     /// The proxy's pid: the supervisor's parent while the proxy lives.
     proxy: Pid,
@@ -270,18 +288,47 @@ impl Supervisor<'_> {
         }
         self.open_missing_counts();
         self.keep_only_own_descriptors();
+        // The suspend pipe, until its writing end is gone (poll skips a negative descriptor).
+        let mut suspend = self.suspend;
         while !ending {
             let mut fds = [
                 libc::pollfd { fd: self.signals, events: libc::POLLIN, revents: 0 },
                 libc::pollfd { fd: self.control, events: libc::POLLIN, revents: 0 },
+                libc::pollfd { fd: suspend, events: libc::POLLIN, revents: 0 },
             ];
-            // SAFETY: poll(2) on two descriptors of this process, described by `fds`. It fails
+            // SAFETY: poll(2) on three descriptors of this process, described by `fds`. It fails
             // only without memory: the job ends rather than this loop spin.
-            let failed = unsafe { libc::poll(fds.as_mut_ptr(), 2, -1) } < 0;
+            let failed = unsafe { libc::poll(fds.as_mut_ptr(), 3, -1) } < 0;
             ending = self.take_signals() || fds[1].revents != 0 || failed;
+            if !ending && fds[2].revents != 0 && !self.take_suspensions() {
+                suspend = -1;
+            }
             self.reap_ended();
         }
         self.end_job();
+    }
+
+    /// Acts on what the suspend pipe holds: the last request wins. False once the proxy's end
+    /// of it is closed.
+    fn take_suspensions(&self) -> bool {
+        let mut buf = [0u8; 64];
+        let mut last = None;
+        let open = loop {
+            // SAFETY: read(2) into `buf`, of its length, from the non-blocking suspend pipe.
+            match unsafe { libc::read(self.suspend, buf.as_mut_ptr().cast(), buf.len()) } {
+                0 => break false,
+                n @ 1.. => {
+                    last = buf[..n as usize].iter().rev().find(|b| **b == STOP || **b == CONTINUE).copied().or(last);
+                }
+                _ => break std::io::Error::last_os_error().raw_os_error() != Some(libc::EBADF),
+            }
+        };
+        match last {
+            Some(STOP) => signal_job(Signal::STOP),
+            Some(_) => signal_job(Signal::CONT),
+            None => {}
+        }
+        open
     }
 
     /// Opens again the counts that could not be opened as their command started: the supervisor
@@ -330,7 +377,7 @@ impl Supervisor<'_> {
                 return;
             }
             self.own_table.store(true, Ordering::Relaxed);
-            let own = [self.reports, self.control, self.signals];
+            let own = [self.reports, self.control, self.suspend, self.signals];
             let counts = self.counts.iter().map(|fd| fd.load(Ordering::Relaxed)).filter(|fd| *fd >= 0);
             // The kept descriptors in ascending order, without a list to sort (nothing is
             // allocated here): each time the least one above the last.
@@ -441,34 +488,16 @@ impl Supervisor<'_> {
 const SIGNALFD_INFO_LEN: usize = 128;
 
 /// Sends SIGKILL to each of the calling process's children, as `/proc/thread-self/children`
-/// lists them (a child's pid is not reused before it is reaped, by the caller alone); false when
-/// that list cannot be read.
-#[expect(clippy::disallowed_methods, reason = "fixed /proc names of the supervisor's own children")]
+/// lists them (a child's pid is not reused before it is reaped, by the caller alone), up to
+/// [`MOST_PROCESSES`] (the caller comes again for the rest); false when that list cannot be read.
 fn kill_children() -> bool {
-    let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
-    let Ok(list) = rustix::fs::open(c"/proc/thread-self/children", flags, rustix::fs::Mode::empty()) else {
+    let mut found = [0i32; MOST_PROCESSES];
+    let Some(count) = read_pids(ProcPath::new().push(b"/proc/thread-self/children"), &mut found, 0) else {
         return false;
     };
-    let mut buf = [0u8; 1024];
-    // A pid may span two reads.
-    let mut pid: i32 = 0;
-    let kill = |pid: i32| {
-        if let Some(pid) = Pid::from_raw(pid) {
-            let _ = rustix::process::kill_process(pid, Signal::KILL);
-        }
-    };
-    while let Ok(n @ 1..) = rustix::io::read(&list, &mut buf) {
-        for byte in &buf[..n] {
-            match byte {
-                b'0'..=b'9' => pid = pid.saturating_mul(10).saturating_add(i32::from(byte - b'0')),
-                _ => {
-                    kill(pid);
-                    pid = 0;
-                }
-            }
-        }
+    for pid in found[..count].iter().filter_map(|pid| Pid::from_raw(*pid)) {
+        let _ = rustix::process::kill_process(pid, Signal::KILL);
     }
-    kill(pid);
     true
 }
 
@@ -483,29 +512,145 @@ fn read_io(pid: Pid) -> Option<(u64, u64)> {
 }
 
 /// Opens process `pid`'s `/proc/PID/io` (close-on-exec), as a raw descriptor the caller closes.
-#[expect(clippy::disallowed_methods, reason = "fixed /proc names of the supervisor's own children")]
 fn open_io(pid: Pid) -> Option<RawFd> {
-    let mut path = [0u8; 32];
-    let mut len = 0;
-    let mut push = |bytes: &[u8]| {
-        path[len..len + bytes.len()].copy_from_slice(bytes);
-        len += bytes.len();
-    };
-    push(b"/proc/");
-    let mut digits = [0u8; 10];
-    let mut rest = pid.as_raw_nonzero().get().unsigned_abs();
-    let mut count = 0;
-    while rest > 0 || count == 0 {
-        digits[digits.len() - 1 - count] = b'0' + (rest % 10) as u8;
-        rest /= 10;
-        count += 1;
+    let mut path = ProcPath::new();
+    path.push(b"/proc/").number(pid.as_raw_nonzero().get().unsigned_abs()).push(b"/io");
+    path.open(rustix::fs::OFlags::empty()).map(std::os::fd::IntoRawFd::into_raw_fd)
+}
+
+/// A `/proc` name built on the stack (the supervisor allocates nothing).
+struct ProcPath {
+    bytes: [u8; 64],
+    len: usize,
+}
+
+impl ProcPath {
+    fn new() -> ProcPath {
+        ProcPath { bytes: [0; 64], len: 0 }
     }
-    push(&digits[digits.len() - count..]);
-    push(b"/io\0");
-    let path = std::ffi::CStr::from_bytes_with_nul(&path[..len]).ok()?;
-    let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC;
-    let file = rustix::fs::open(path, flags, rustix::fs::Mode::empty()).ok()?;
-    Some(std::os::fd::IntoRawFd::into_raw_fd(file))
+
+    /// Appends `bytes` (what does not fit is left out: the name then opens nothing).
+    fn push(&mut self, bytes: &[u8]) -> &mut ProcPath {
+        let end = (self.len + bytes.len()).min(self.bytes.len() - 1);
+        self.bytes[self.len..end].copy_from_slice(&bytes[..end - self.len]);
+        self.len = end;
+        self
+    }
+
+    /// Appends `number` in decimal.
+    fn number(&mut self, number: u32) -> &mut ProcPath {
+        let mut digits = [0u8; 10];
+        let (mut rest, mut count) = (number, 0);
+        while rest > 0 || count == 0 {
+            digits[digits.len() - 1 - count] = b'0' + (rest % 10) as u8;
+            rest /= 10;
+            count += 1;
+        }
+        self.push(&digits[digits.len() - count..])
+    }
+
+    /// Opens the name read-only and close-on-exec, with `flags` besides.
+    #[expect(clippy::disallowed_methods, reason = "fixed /proc names of the supervisor's own job's processes")]
+    fn open(&self, flags: rustix::fs::OFlags) -> Option<OwnedFd> {
+        let mut terminated = [0u8; 65];
+        terminated[..self.len].copy_from_slice(&self.bytes[..self.len]);
+        let name = std::ffi::CStr::from_bytes_with_nul(&terminated[..=self.len]).ok()?;
+        let flags = rustix::fs::OFlags::RDONLY | rustix::fs::OFlags::CLOEXEC | flags;
+        rustix::fs::open(name, flags, rustix::fs::Mode::empty()).ok()
+    }
+}
+
+/// The most processes one walk of a job reaches (see [`signal_job`]).
+const MOST_PROCESSES: usize = 2048;
+
+/// Sends `signal` (SIGSTOP or SIGCONT) to every process of the job: the supervisor's
+/// descendants, `setsid` or not (what a command leaves running when its parent ends becomes the
+/// supervisor's child). Top-down, each process signalled before its children are listed: a
+/// stopped process forks no more and reaps no child (so no pid listed is reused meanwhile), and
+/// a fork that meets the signal is not completed, so its children are all listed. A process whose parent ended during the walk comes to the supervisor
+/// after its list was read: the walk is made again until it finds the same processes twice (at
+/// most eight times). Up to [`MOST_PROCESSES`] processes a walk; system calls only, on the stack.
+fn signal_job(signal: Signal) {
+    let mut last_walk = (usize::MAX, 0u64);
+    for _ in 0..8 {
+        let mut found = [0i32; MOST_PROCESSES];
+        let mut count = children_of(None, &mut found, 0);
+        let mut at = 0;
+        while at < count {
+            if let Some(pid) = Pid::from_raw(found[at]) {
+                let _ = rustix::process::kill_process(pid, signal);
+                count = children_of(Some(pid), &mut found, count);
+            }
+            at += 1;
+        }
+        let digest = found[..count].iter().fold(0u64, |h, pid| h.wrapping_mul(1_000_003).wrapping_add(*pid as u64));
+        if (count, digest) == last_walk {
+            return;
+        }
+        last_walk = (count, digest);
+    }
+}
+
+/// Adds the children of `pid` (of every thread of it; the supervisor's own with `None`) to
+/// `found` after its first `count`; returns the new count.
+fn children_of(pid: Option<Pid>, found: &mut [i32], mut count: usize) -> usize {
+    let Some(pid) = pid else {
+        return read_pids(ProcPath::new().push(b"/proc/thread-self/children"), found, count).unwrap_or(count);
+    };
+    let pid = pid.as_raw_nonzero().get().unsigned_abs();
+    let mut tasks_path = ProcPath::new();
+    tasks_path.push(b"/proc/").number(pid).push(b"/task");
+    let Some(tasks) = tasks_path.open(rustix::fs::OFlags::DIRECTORY) else { return count };
+    let mut entries = [0u8; 1024];
+    loop {
+        // SAFETY: getdents64(2) into `entries`, of its length, from a directory just opened.
+        let n = unsafe { libc::syscall(libc::SYS_getdents64, tasks.as_raw_fd(), entries.as_mut_ptr(), entries.len()) };
+        if n <= 0 {
+            return count;
+        }
+        // `struct linux_dirent64`: inode (8), offset (8), record length (2), type (1), name.
+        let mut at = 0;
+        while at + 19 < n as usize {
+            let length = usize::from(u16::from_ne_bytes([entries[at + 16], entries[at + 17]]));
+            let name = &entries[at + 19..(at + length).min(n as usize)];
+            let name = &name[..name.iter().position(|b| *b == 0).unwrap_or(name.len())];
+            if !name.is_empty() && name.iter().all(u8::is_ascii_digit) {
+                let mut path = ProcPath::new();
+                path.push(b"/proc/").number(pid).push(b"/task/").push(name).push(b"/children");
+                count = read_pids(&path, found, count).unwrap_or(count);
+            }
+            if length == 0 {
+                break;
+            }
+            at += length;
+        }
+    }
+}
+
+/// Adds the pids listed in the file at `path` (decimal, separated by spaces) to `found` after
+/// its first `count`, as far as it holds them; returns the new count, `None` when the file
+/// cannot be opened.
+fn read_pids(path: &ProcPath, found: &mut [i32], mut count: usize) -> Option<usize> {
+    let list = path.open(rustix::fs::OFlags::empty())?;
+    let mut buf = [0u8; 512];
+    // A pid may span two reads.
+    let mut pid: Option<i32> = None;
+    let mut add = |pid: Option<i32>| {
+        if let (Some(pid), Some(slot)) = (pid, found.get_mut(count)) {
+            *slot = pid;
+            count += 1;
+        }
+    };
+    while let Ok(n @ 1..) = rustix::io::read(&list, &mut buf) {
+        for byte in &buf[..n] {
+            match byte {
+                b'0'..=b'9' => pid = Some(pid.unwrap_or(0).saturating_mul(10).saturating_add(i32::from(byte - b'0'))),
+                _ => add(pid.take()),
+            }
+        }
+    }
+    add(pid);
+    Some(count)
 }
 
 /// `rchar` and `wchar` from an open `/proc/PID/io`, read from its start into the stack.

@@ -19,8 +19,8 @@ use crate::read_buffer::ReadBuffer;
 
 use super::identity::{Identity, fingerprint};
 use super::protocol::{
-    self, Answer, Ended, Exit, Header, Question, Request, TAG_EXIT, TAG_PROGRESS, TAG_STDERR, TAG_STDIN, TAG_STDIN_END,
-    TAG_STDOUT, TAG_STDOUT_CLOSED,
+    self, Answer, Ended, Exit, Header, Question, Request, TAG_CONTINUE, TAG_EXIT, TAG_PROGRESS, TAG_STDERR, TAG_STDIN,
+    TAG_STDIN_END, TAG_STDOUT, TAG_STDOUT_CLOSED, TAG_STOP,
 };
 
 /// The proxies this client has met: one `ADDRESS FINGERPRINT` line each, `#` comments.
@@ -431,7 +431,13 @@ impl Connection {
         traffic: &Traffic,
     ) -> Result<Job, StartError> {
         match self.open(opening, traffic).await {
-            Ok((send, recv)) => Ok(Job { connection: self.clone(), command, send: JobSender(Some(send)), recv }),
+            Ok((send, recv, header)) => Ok(Job {
+                connection: self.clone(),
+                command,
+                send: JobSender(Some(send)),
+                recv,
+                suspension: header.suspends.then(Suspension::default),
+            }),
             Err(Opened::Refused(reason)) => Err(StartError::Refused { proxy: self.addr.clone(), command, reason }),
             Err(Opened::Lost(e)) => Err(StartError::Lost(e)),
         }
@@ -443,7 +449,7 @@ impl Connection {
     pub async fn ask(&self, question: &Question, traffic: &Traffic) -> Result<Answer> {
         traffic.questions.fetch_add(1, Relaxed);
         let (mut send, mut recv) = match self.open(&protocol::Ask { ask: question.clone() }, traffic).await {
-            Ok(opened) => opened,
+            Ok((send, recv, _)) => (send, recv),
             Err(Opened::Refused(reason)) => bail!("proxy {} did not answer {question:?}: {reason}", self.addr),
             Err(Opened::Lost(e)) => return Err(e),
         };
@@ -458,7 +464,7 @@ impl Connection {
         &self,
         opening: &impl serde::Serialize,
         traffic: &Traffic,
-    ) -> Result<(quinn::SendStream, BufReader<quinn::RecvStream>), Opened> {
+    ) -> Result<(quinn::SendStream, BufReader<quinn::RecvStream>, Header), Opened> {
         let lost = |e: std::io::Error| Opened::Lost(self.lost(e));
         let (mut send, recv) = self.conn.open_bi().await.map_err(|e| lost(e.into()))?;
         traffic.add_sent(protocol::write_line(&mut send, opening).await.map_err(lost)?);
@@ -468,7 +474,7 @@ impl Connection {
         if !header.ok {
             return Err(Opened::Refused(header.error.unwrap_or_else(|| "no reason given".to_string())));
         }
-        Ok((send, recv))
+        Ok((send, recv, header))
     }
 
     /// Closes the connection, telling the proxy at once (its jobs for us end), and waits until
@@ -528,6 +534,27 @@ pub struct Job {
     command: String,
     send: JobSender,
     recv: BufReader<quinn::RecvStream>,
+    /// Whether the job is suspended, followed while it runs; `None` when the proxy takes no
+    /// stop frames (see `Header::suspends`).
+    suspension: Option<Suspension>,
+}
+
+/// Whether the client's job that a remote job belongs to is suspended (Ctrl-Z at posh's prompt):
+/// `true` stops the job's processes at the proxy, `false` lets them go on.
+#[derive(Debug, Default)]
+struct Suspension(Option<tokio::sync::watch::Receiver<bool>>);
+
+impl Suspension {
+    /// The next change: the frame that tells it to the proxy. Pending for ever without a
+    /// receiver, or once its sender is gone.
+    async fn changed(&mut self) -> u8 {
+        let Some(receiver) = &mut self.0 else { return std::future::pending().await };
+        if receiver.changed().await.is_err() {
+            self.0 = None;
+            return std::future::pending().await;
+        }
+        if *receiver.borrow_and_update() { TAG_STOP } else { TAG_CONTINUE }
+    }
 }
 
 /// The client's half of a job's stream. Ended by [`JobSender::close`] once the job is done (or
@@ -558,6 +585,15 @@ impl Drop for JobSender {
 }
 
 impl Job {
+    /// Follows `suspended` while the job runs: each change is told to the proxy (when it takes
+    /// stop frames; a proxy that does not runs the job on).
+    pub fn suspended_by(mut self, suspended: tokio::sync::watch::Receiver<bool>) -> Job {
+        if let Some(suspension) = &mut self.suspension {
+            *suspension = Suspension(Some(suspended));
+        }
+        self
+    }
+
     /// Cancels a job that has taken no input yet, and waits (a few seconds at most) until the
     /// proxy has ended it and freed its slot, so that the work can be asked again at once.
     pub async fn cancel(self) {
@@ -625,7 +661,8 @@ impl Job {
         O: AsyncWrite + Unpin,
         E: AsyncWrite + Unpin,
     {
-        let Job { connection, command, mut send, mut recv } = self;
+        let Job { connection, command, mut send, mut recv, suspension } = self;
+        let mut suspension = suspension.unwrap_or_default();
         let (closed_tx, mut closed) = tokio::sync::watch::channel(false);
         let writer = async move {
             let mut buf = ReadBuffer::new(256 * 1024);
@@ -634,6 +671,13 @@ impl Job {
                     let n = tokio::select! {
                         n = stdin.read(buf.space()) => n,
                         () = async { let _ = closed.wait_for(|c| *c).await; } => break,
+                        tag = suspension.changed() => {
+                            match protocol::write_frame(send.stream(), tag, &[]).await {
+                                Ok(sent) => traffic.add_sent(sent),
+                                Err(_) => return,
+                            }
+                            continue;
+                        }
                     };
                     match n {
                         Ok(0) => break,
@@ -655,8 +699,18 @@ impl Job {
             if let Ok(sent) = protocol::write_frame(send.stream(), TAG_STDIN_END, &[]).await {
                 traffic.add_sent(sent);
             }
-            // The stream stays open for a later "stdout closed" until the job ends.
-            let _ = closed.wait_for(|c| *c).await;
+            // The stream stays open for a later "stdout closed", and for the job's suspensions,
+            // until the job ends.
+            loop {
+                tokio::select! {
+                    () = async { let _ = closed.wait_for(|c| *c).await; } => break,
+                    tag = suspension.changed() => {
+                        if let Ok(sent) = protocol::write_frame(send.stream(), tag, &[]).await {
+                            traffic.add_sent(sent);
+                        }
+                    }
+                }
+            }
             if let Ok(sent) = protocol::write_frame(send.stream(), TAG_STDOUT_CLOSED, &[]).await {
                 traffic.add_sent(sent);
             }

@@ -324,11 +324,28 @@ impl Request {
 }
 
 /// The proxy's answer to a request, before any output.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Header {
     pub ok: bool,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
+    /// The proxy takes [`TAG_STOP`] and [`TAG_CONTINUE`] frames on this job's stream. A proxy of
+    /// an earlier build leaves it out, and a client sends it no such frame (it would end the job
+    /// as a frame it does not know).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub suspends: bool,
+}
+
+impl Header {
+    /// A request accepted.
+    pub fn accepted() -> Header {
+        Header { ok: true, ..Header::default() }
+    }
+
+    /// A request refused, for `error`.
+    pub fn refused(error: String) -> Header {
+        Header { ok: false, error: Some(error), ..Header::default() }
+    }
 }
 
 /// How one command ended: `code` or `signal`, or `error` when it could not start.
@@ -387,6 +404,12 @@ pub const TAG_STDIN_END: u8 = 5;
 /// Nobody reads the job's output any more: the proxy closes the last command's stdout (which
 /// then meets SIGPIPE, as under bash) and sends no more stdout frames; stderr still flows.
 pub const TAG_STDOUT_CLOSED: u8 = 6;
+/// The client's job was suspended (Ctrl-Z at posh's prompt): the proxy stops every process of
+/// the job (SIGSTOP), as the terminal stops a local job's. Sent only to a proxy whose header said
+/// it `suspends`; empty payload.
+pub const TAG_STOP: u8 = 8;
+/// The suspended job goes on (`fg`, `bg`): every process of it gets SIGCONT. Empty payload.
+pub const TAG_CONTINUE: u8 = 9;
 
 /// How far a job has got (a [`TAG_PROGRESS`] frame): its figures so far, each only growing
 /// within one job.
@@ -515,5 +538,17 @@ mod compatibility_tests {
         assert_eq!(serde_json::from_str::<Request>(&unknown).unwrap(), Request::new(&["cat", "a.txt"]));
         let report = serde_json::to_string(&Progress { read: 1234 }).unwrap();
         assert_eq!(report, r#"{"read":1234}"#);
+    }
+
+    /// A proxy says in its header that it takes stop frames; one that does not (an earlier build)
+    /// sends the header it always sent, which reads as taking none.
+    #[test]
+    fn a_header_says_whether_the_proxy_takes_stop_frames() {
+        assert_eq!(serde_json::to_string(&Header::accepted()).unwrap(), r#"{"ok":true}"#);
+        let suspends = Header { suspends: true, ..Header::accepted() };
+        assert_eq!(serde_json::to_string(&suspends).unwrap(), r#"{"ok":true,"suspends":true}"#);
+        assert_eq!(serde_json::from_str::<Header>(r#"{"ok":true}"#).unwrap(), Header::accepted());
+        let refused = serde_json::from_str::<Header>(r#"{"ok":false,"error":"busy"}"#).unwrap();
+        assert_eq!(refused, Header::refused("busy".to_string()));
     }
 }

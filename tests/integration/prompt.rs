@@ -273,3 +273,155 @@ fn preview_says_where_a_line_would_run_and_leaves_it_to_be_edited() {
     tmux.keys("posh", &["Enter"]);
     tmux.wait_for("posh", "the line's output", |s| s.lines().any(|l| l == "19"));
 }
+
+/// The processes whose command line holds `mark`.
+fn processes_with(mark: &str) -> Vec<u32> {
+    let out = Command::new("pgrep").args(["-f", mark]).output().expect("pgrep runs");
+    String::from_utf8_lossy(&out.stdout).split_whitespace().filter_map(|p| p.parse().ok()).collect()
+}
+
+/// Fields of `/proc/PID/stat` after the command's name: state, parent, group, session, ...
+fn stat_fields(pid: u32) -> Vec<String> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    stat.rsplit_once(')').map(|(_, rest)| rest.split_whitespace().map(str::to_string).collect()).unwrap_or_default()
+}
+
+/// Waits (bounded) until the one process holding `mark` is in a state `wanted` accepts; returns
+/// its pid.
+fn until_state(mark: &str, what: &str, wanted: impl Fn(&str) -> bool) -> u32 {
+    let start = Instant::now();
+    loop {
+        let pids = processes_with(mark);
+        if let [pid] = pids[..]
+            && stat_fields(pid).first().is_some_and(|s| wanted(s))
+        {
+            return pid;
+        }
+        let states: Vec<Vec<String>> = pids.iter().map(|p| stat_fields(*p)).collect();
+        assert!(start.elapsed() < Duration::from_secs(20), "{mark} never {what}: {pids:?} {states:?}");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
+
+/// How many lines of `name`'s screen start with `start`.
+fn lines_starting(tmux: &Tmux, name: &str, start: &str) -> usize {
+    tmux.screen(name).lines().filter(|l| l.starts_with(start)).count()
+}
+
+/// Issue 39: Ctrl-Z of a remote job suspends it as bash suspends a job: bash says `Stopped`,
+/// `jobs` lists it as typed, its processes at the proxy are stopped (state T), `fg` lets it
+/// finish with bash's output, `bg` lets it run on in the background, Ctrl-C after `fg` ends it
+/// with nothing left running; what the screen shows is what `bash -i` shows for the same keys.
+#[test]
+fn ctrl_z_of_a_remote_job_suspends_it_as_bash_would() {
+    assert!(!tmux_missing(), "tmux is not installed (`.ci/test --deps-only` installs it)");
+    let world = world();
+    let stats = world.work.parent().unwrap().join("stats.jsonl");
+    let posh = crate::oracle::posh_exec();
+    let tmux = Tmux::new();
+    let argv = [posh.to_str().unwrap(), "-i", "--progress", "never", "--stats", stats.to_str().unwrap()];
+    tmux.window("posh", &launcher(&world, "posh", &argv));
+    tmux.window("bash", &launcher(&world, "bash", &["bash", "-i"]));
+    for name in ["posh", "bash"] {
+        tmux.wait_for(name, "first prompt", |s| s.lines().last() == Some("$"));
+    }
+    let (finite, endless) = (format!("count{}", std::process::id()), format!("spin{}", std::process::id()));
+    let counting = format!(
+        "awk 'NR==1{{print \"first\"; fflush()}} END{{m=\"{finite}\"; for(i=0;i<2e8;i++);print \"done\", NR}}' mnt/x.txt"
+    );
+    let spinning = format!("awk 'END{{while(\"{endless}\"){{}}}}' mnt/x.txt");
+    // The same keys in both windows, one after the other; `at_proxy` checks posh's processes.
+    let drive = |name: &str, at_proxy: bool| {
+        let check_stopped = |mark: &str| {
+            if at_proxy {
+                let pid = until_state(mark, "stopped", |s| s == "T");
+                // A command at the proxy leads a session of its own: the terminal stopped nothing of it.
+                assert_eq!(stat_fields(pid)[3], pid.to_string(), "{mark} did not run at the proxy");
+            }
+        };
+        let stopped_lines = |tmux: &Tmux| lines_starting(tmux, name, "[1]+  Stopped");
+        // Stopped, listed, and finished by `fg` with its whole output.
+        tmux.keys(name, &["-l", &counting]);
+        tmux.keys(name, &["Enter"]);
+        tmux.wait_for(name, "awk's first line", |s| s.lines().any(|l| l == "first"));
+        until_state(&finite, "running", |s| s == "R");
+        let before = stopped_lines(&tmux);
+        tmux.keys(name, &["C-z"]);
+        tmux.wait_for(name, "Stopped", |s| {
+            s.lines().filter(|l| l.starts_with("[1]+  Stopped")).count() > before && s.lines().last() == Some("$")
+        });
+        check_stopped(&finite);
+        tmux.type_line(name, "jobs");
+        tmux.type_line(name, "fg");
+        tmux.type_line(name, "echo status $?");
+        assert!(processes_with(&finite).is_empty(), "{finite} still runs");
+        // Stopped, then in the background, then in the foreground again and interrupted.
+        tmux.keys(name, &["-l", &spinning]);
+        tmux.keys(name, &["Enter"]);
+        until_state(&endless, "running", |s| s == "R");
+        let before = stopped_lines(&tmux);
+        tmux.keys(name, &["C-z"]);
+        tmux.wait_for(name, "Stopped", |s| {
+            s.lines().filter(|l| l.starts_with("[1]+  Stopped")).count() > before && s.lines().last() == Some("$")
+        });
+        check_stopped(&endless);
+        tmux.type_line(name, "bg");
+        until_state(&endless, "running in the background", |s| s == "R");
+        tmux.type_line(name, "jobs");
+        tmux.keys(name, &["-l", "fg"]);
+        tmux.keys(name, &["Enter"]);
+        tmux.wait_for(name, "fg's line", |s| s.lines().last() == Some(spinning.as_str()));
+        until_state(&endless, "running in the foreground", |s| s == "R");
+        tmux.keys(name, &["C-c"]);
+        tmux.type_line(name, "echo status $?");
+        let start = Instant::now();
+        while !processes_with(&endless).is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(5), "{endless} still runs after Ctrl-C");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+    drive("posh", true);
+    drive("bash", false);
+    let (posh_screen, bash_screen) = (tmux.screen("posh"), tmux.screen("bash"));
+    assert_eq!(posh_screen, bash_screen, "posh's prompt printed something else than bash -i");
+    assert!(posh_screen.contains("\ndone 100000\n"), "{posh_screen}");
+    assert!(posh_screen.contains("\nstatus 0\n") && posh_screen.ends_with("status 130\n$"), "{posh_screen}");
+    // The counting awk ran at the proxy.
+    let records = std::fs::read_to_string(&stats).unwrap();
+    let record: serde_json::Value = serde_json::from_str(records.lines().next().unwrap()).unwrap();
+    assert_eq!(record["commands"][0]["command"], "awk", "{records}");
+    assert_eq!(record["commands"][0]["location"], "logs", "{records}");
+}
+
+/// Issue 39: a command of a handed-over pipeline that the runtime runs at the client may read
+/// the terminal (it runs in the line's job, which has the terminal), as under bash; in
+/// posh-exec's own process group it would have been stopped by SIGTTIN.
+#[test]
+fn a_client_command_of_a_handed_pipeline_reads_the_terminal() {
+    assert!(!tmux_missing(), "tmux is not installed (`.ci/test --deps-only` installs it)");
+    let world = world();
+    let stats = world.work.parent().unwrap().join("stats.jsonl");
+    let posh = crate::oracle::posh_exec();
+    let tmux = Tmux::new();
+    tmux.window("posh", &launcher(&world, "posh", &[posh.to_str().unwrap(), "-i", "--stats", stats.to_str().unwrap()]));
+    tmux.window("bash", &launcher(&world, "bash", &["bash", "-i"]));
+    for name in ["posh", "bash"] {
+        tmux.wait_for(name, "first prompt", |s| s.lines().last() == Some("$"));
+        tmux.keys(name, &["-l", "cat - mnt/x.txt | grep -c 7777"]);
+        tmux.keys(name, &["Enter"]);
+        // Typed once cat reads (before, readline could still take the keys).
+        let start = Instant::now();
+        while processes_with("^cat - mnt/x.txt$").is_empty() {
+            assert!(start.elapsed() < Duration::from_secs(20), "cat never started: {}", tmux.screen(name));
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        tmux.keys(name, &["-l", "77777"]);
+        tmux.keys(name, &["Enter", "C-d"]);
+        tmux.wait_for(name, "grep's count", |s| s.lines().last() == Some("$") && s.lines().any(|l| l == "20"));
+    }
+    assert_eq!(tmux.screen("posh"), tmux.screen("bash"), "posh's prompt printed something else than bash -i");
+    // The pipeline was handed over: the runtime ran cat at the client.
+    let records = std::fs::read_to_string(&stats).unwrap();
+    assert!(records.contains(r#""command":"cat""#), "{records}");
+}

@@ -42,6 +42,57 @@ pub struct Config {
     /// with, as `posh-exec --explain` plans with its own.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub runs: Vec<RunConfig>,
+    /// `mounts` by name and by path, made on the first look-up (see [`MountIndex`]).
+    #[serde(skip)]
+    index: MountIndex,
+}
+
+/// The mounts of a [`Config`] by name and by path, so that a look-up costs the same with a
+/// thousand mounts as with one (the planner asks for every file and every edge). Made on the
+/// first look-up from the mounts as they are then; a look-up that finds mounts added or removed
+/// since, or the entry it found no longer matching, searches them one by one instead. (A mount
+/// renamed or moved in place after a look-up is not seen: nothing does that, `--proxy` changes a
+/// mount's proxy only.) A clone starts without one.
+#[derive(Default)]
+struct MountIndex(std::sync::OnceLock<Index>);
+
+struct Index {
+    /// How many mounts it was made from.
+    count: usize,
+    by_name: std::collections::HashMap<String, usize>,
+    by_path: std::collections::HashMap<PathBuf, usize>,
+}
+
+impl Clone for MountIndex {
+    fn clone(&self) -> MountIndex {
+        MountIndex::default()
+    }
+}
+
+/// An index says nothing of the configuration: two configurations with the same mounts are
+/// equal whether or not either was looked into.
+impl PartialEq for MountIndex {
+    fn eq(&self, _: &MountIndex) -> bool {
+        true
+    }
+}
+
+impl fmt::Debug for MountIndex {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("MountIndex")
+    }
+}
+
+impl MountIndex {
+    /// The index of `mounts`, made now if not yet; `None` when `mounts` changed since it was made.
+    fn of(&self, mounts: &[Mount]) -> Option<&Index> {
+        let index = self.0.get_or_init(|| Index {
+            count: mounts.len(),
+            by_name: mounts.iter().enumerate().map(|(i, m)| (m.name.clone(), i)).collect(),
+            by_path: mounts.iter().enumerate().map(|(i, m)| (m.path.clone(), i)).collect(),
+        });
+        (index.count == mounts.len()).then_some(index)
+    }
 }
 
 /// One `[[run]]`: a script, and what it is run with.
@@ -294,19 +345,41 @@ impl Config {
     /// `None` for a relative path (resolve it against the working directory first) and for a
     /// path under no mount (a local path).
     pub fn mount_for(&self, path: &Path) -> Option<&Mount> {
+        self.mount_index_for(path).map(|i| &self.mounts[i])
+    }
+
+    /// The index in [`Config::mounts`] of the mount holding `path` (see [`Config::mount_for`]).
+    pub fn mount_index_for(&self, path: &Path) -> Option<usize> {
         let path = normalize_path(path);
         if !path.is_absolute() {
             return None;
         }
-        self.mounts
-            .iter()
-            .filter(|mount| path.starts_with(&mount.path))
-            .max_by_key(|mount| mount.path.components().count())
+        let scan = || {
+            let under = self.mounts.iter().enumerate().filter(|(_, mount)| path.starts_with(&mount.path));
+            under.max_by_key(|(_, mount)| mount.path.components().count()).map(|(i, _)| i)
+        };
+        let Some(index) = self.index.of(&self.mounts) else { return scan() };
+        // The longest prefix first: the path itself, then each directory above it.
+        let found = path.ancestors().find_map(|prefix| index.by_path.get(prefix).map(|&i| (prefix, i)));
+        match found {
+            Some((prefix, i)) if self.mounts[i].path == prefix => Some(i),
+            Some(_) => scan(),
+            None => None,
+        }
     }
 
     /// The mount called `name`.
     pub fn mount_named(&self, name: &str) -> Option<&Mount> {
-        self.mounts.iter().find(|mount| mount.name == name)
+        self.mount_index_named(name).map(|i| &self.mounts[i])
+    }
+
+    /// The index in [`Config::mounts`] of the mount called `name`.
+    pub fn mount_index_named(&self, name: &str) -> Option<usize> {
+        let indexed = self.index.of(&self.mounts).and_then(|index| index.by_name.get(name).copied());
+        match indexed {
+            Some(i) if self.mounts[i].name == name => Some(i),
+            _ => self.mounts.iter().position(|mount| mount.name == name),
+        }
     }
 }
 
@@ -507,7 +580,7 @@ impl<'a> Parser<'a> {
                 ..partial.mount
             })
             .collect();
-        Ok(Config { mounts, client, origin: Some(self.origin.to_path_buf()), runs })
+        Ok(Config { mounts, client, origin: Some(self.origin.to_path_buf()), runs, index: MountIndex::default() })
     }
 
     fn syntax_error(&self, error: &toml::de::Error) -> ConfigError {

@@ -14,7 +14,7 @@ use crate::planner::measured::Ratios;
 use crate::planner::model::{
     Carried, Edge, Location, Node, NodeId, NodeKind, OutputEstimate, PipelinePlan, Stream, Why,
 };
-use crate::planner::reach::{FileWord, Reach, reach};
+use crate::planner::reach::{FileWord, Reach, reach, reaches};
 use crate::shell::{self, CommandKind, RedirectOp, RedirectTarget};
 
 /// Where a command's standard input comes from, after its redirections.
@@ -79,6 +79,9 @@ struct Facts<'l> {
     reach: Reach,
     /// What its annotation says bounds its output.
     bound: Option<Bound>,
+    /// Its shape, once asked: every copy of a split command asks (a thousand copies of a
+    /// thousand words).
+    shape: std::cell::OnceCell<Option<String>>,
 }
 
 /// An upper bound on a command's output, per input, from its annotation.
@@ -156,9 +159,12 @@ impl Facts<'_> {
 
     /// Its shape for measured ratios, when it has an annotation to be measured against.
     fn shape(&self) -> Option<String> {
-        self.invocation.as_ref()?;
-        let files: Vec<&str> = self.inputs.iter().chain(&self.outputs).map(|f| f.path.as_str()).collect();
-        Some(super::measured::shape(&self.argv, &files))
+        let shape = || {
+            self.invocation.as_ref()?;
+            let files: Vec<&str> = self.inputs.iter().chain(&self.outputs).map(|f| f.path.as_str()).collect();
+            Some(super::measured::shape(&self.argv, &files))
+        };
+        self.shape.get_or_init(shape).clone()
     }
 
     /// Where its predicted output comes from: its annotation's bound, what earlier runs of its
@@ -342,7 +348,7 @@ fn split_segment(ctx: &PlanContext<'_>, facts: &[Facts<'_>], start: usize) -> Op
     // A copy reads its files where they are: nothing is streamed to it.
     let runnable = |words: Vec<&str>, location: &Location| match location {
         Location::Client => true,
-        Location::Mount(name) => reach(ctx, words.into_iter().map(FileWord::fixed)).allows(name),
+        Location::Mount(name) => reaches(ctx, words.into_iter().map(FileWord::fixed), name),
     };
     if !runs.iter().all(|(location, members)| runnable(first.copy_words(members), location)) {
         return None;
@@ -417,6 +423,7 @@ fn analyse<'l>(
         redirected: !command.redirects.is_empty(),
         reach: Reach::Anywhere,
         bound: None,
+        shape: std::cell::OnceCell::new(),
     };
     if command.kind == CommandKind::Compound {
         facts.shell_reason = Some(Why::RunsInShell);

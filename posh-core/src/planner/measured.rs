@@ -116,7 +116,8 @@ pub fn shape(argv: &[String], files: &[&str]) -> String {
         return String::new();
     };
     let name = crate::matcher::command_name(name).to_string();
-    let kept = words.iter().filter(|w| !files.contains(&w.as_str())).cloned();
+    let files: std::collections::HashSet<&str> = files.iter().copied().collect();
+    let kept = words.iter().filter(|w| !files.contains(w.as_str())).cloned();
     shell_words::join(std::iter::once(name).chain(kept))
 }
 

@@ -426,6 +426,10 @@ pub enum Why {
     GreedyConflict,
     /// The cost-based placement found this the cheapest.
     Cheapest,
+    /// A job at a proxy would cost more than it saves (the detail gives both): the runtime's
+    /// own cost per job is not won back by the round trips it spares (a small file on a fast
+    /// link).
+    DoesNotPay(String),
 }
 
 impl Why {
@@ -459,6 +463,7 @@ impl Why {
             Why::GreedyCut => "on this side of the path's cheapest edge".to_string(),
             Why::GreedyConflict => "paths disagree, so it runs at the client".to_string(),
             Why::Cheapest => "the cheapest place for the data it moves".to_string(),
+            Why::DoesNotPay(detail) => format!("{detail}: a job there does not pay, so it runs at the client"),
         }
     }
 }

@@ -7,6 +7,7 @@
 //! under the same word. These rules are the planner's, so that `--explain`, the editor and the
 //! runtime agree; the runtime only translates the plan.
 
+use std::collections::{HashMap, HashSet};
 use std::path::{Component, Path};
 
 use crate::config::Mount;
@@ -27,17 +28,6 @@ pub(crate) enum Reach {
     SeveralMounts,
 }
 
-impl Reach {
-    /// Whether `mount`'s proxy may run it.
-    pub(crate) fn allows(&self, mount: &str) -> bool {
-        match self {
-            Reach::Anywhere => true,
-            Reach::ClientOr(names) => names.iter().any(|n| n == mount),
-            Reach::ClientOnly(_) | Reach::SeveralMounts => false,
-        }
-    }
-}
-
 /// A file a command names, as bash expands it.
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct FileWord<'w> {
@@ -55,79 +45,166 @@ impl<'w> FileWord<'w> {
 
 /// Where a command that names `words` (its file arguments and redirection targets, as bash
 /// expands them; `-` left out) may run. Its files may lie on several mounts when every file off
-/// one of them can be streamed to that mount's proxy: see [`streamed_here`].
+/// one of them can be streamed to that mount's proxy: see [`Streaming`].
 pub(crate) fn reach<'w>(ctx: &PlanContext<'_>, words: impl IntoIterator<Item = FileWord<'w>>) -> Reach {
-    let cwd = normalize_path(&ctx.cwd);
-    let mut files: Vec<(FileWord<'w>, &Mount)> = Vec::new();
-    for file in words {
-        let word = file.word;
-        // Every machine has a /dev/null; writing there leaves nothing to compare.
-        if word == "/dev/null" {
-            continue;
-        }
-        let path = normalize_path(&cwd.join(word));
-        let Some(mount) = ctx.config.mount_for(&path) else {
-            return Reach::ClientOnly(format!("`{word}` is on no mount"));
-        };
-        if Path::new(word).is_absolute() {
-            if normalize_path(&mount.export) != mount.path {
-                return Reach::ClientOnly(format!(
-                    "the proxy of {} would see `{word}` as another file (the mount's export is not its path)",
-                    mount.name
-                ));
-            }
-        } else if !cwd.starts_with(&mount.path) && !mount.path.starts_with(&cwd) {
-            return Reach::ClientOnly(format!(
-                "`{word}` is relative and the working directory is neither on {} nor above it",
-                mount.name
-            ));
-        } else if path == mount.path && cwd != mount.path {
-            // From above the mount, the proxy shows the export through a symbolic link (a job's
-            // view), which `find`, `ls -l` or `tar` would see as a link.
-            return Reach::ClientOnly(format!("the proxy of {} would show `{word}` as a symbolic link", mount.name));
-        }
-        files.push((file, mount));
+    let named = match Named::of(ctx, words) {
+        Ok(named) => named,
+        Err(reach) => return reach,
+    };
+    if named.held.is_empty() {
+        return Reach::Anywhere;
     }
-    let mut mounts: Vec<&Mount> = Vec::new();
-    for (_, mount) in &files {
-        if !mounts.iter().any(|m| m.name == mount.name) {
-            mounts.push(mount);
-        }
-    }
-    let mut runners: Vec<String> = match &mounts[..] {
-        [] => return Reach::Anywhere,
+    let streaming = Streaming::of(ctx, &named.cwd, &named.files);
+    let mut runners: Vec<String> = match &named.held[..] {
         [one] => vec![one.name.clone()],
-        several => {
-            let holders = several.iter().filter(|runner| streamed_here(ctx, &cwd, runner, &files));
-            holders.map(|runner| runner.name.clone()).collect()
-        }
+        several => several.iter().filter(|runner| streaming.allows(runner)).map(|runner| runner.name.clone()).collect(),
     };
     // A mount that holds none of its files may run it too, every file streamed to it: where its
     // standard input comes from a command at that proxy (`sort a/x | comm -12 - b/y`), the
     // files may be the smaller part to move. The cost decides.
-    let others = ctx.config.mounts.iter().filter(|m| !mounts.iter().any(|held| held.name == m.name));
-    runners.extend(others.filter(|runner| streamed_here(ctx, &cwd, runner, &files)).map(|m| m.name.clone()));
+    let others = ctx.config.mounts.iter().filter(|m| !named.holds(m));
+    runners.extend(others.filter(|runner| streaming.allows(runner)).map(|m| m.name.clone()));
     if runners.is_empty() { Reach::SeveralMounts } else { Reach::ClientOr(runners) }
 }
 
-/// Whether the proxy of `runner` can run a command whose files are `files` with every file on
-/// another mount streamed to it from that mount's proxy. The job then runs in a view (the
-/// working directory lies above `runner`'s mount), where a pipe takes the streamed word's place
-/// under the very name bash gave it; so the word must be relative and plain (no `.` or `..`),
-/// named once, outside `runner`'s own mount (a nested mount's files lie under the link to its
-/// parent's export), and a file with content (an empty pipe gives no sign that its reader came).
-/// A file that does not exist yet is planned as the file the script will have written by then
-/// (at run time, a missing or empty one leaves the command to the client, whose message about it
-/// is bash's).
-fn streamed_here(ctx: &PlanContext<'_>, cwd: &Path, runner: &Mount, files: &[(FileWord<'_>, &Mount)]) -> bool {
-    let in_view = runner.path.starts_with(cwd) && runner.path != cwd;
-    let elsewhere = files.iter().filter(|(_, mount)| mount.name != runner.name);
-    in_view
-        && elsewhere.clone().all(|(file, _)| {
+/// Whether mount `name`'s proxy may run a command that names `words`: [`reach`] asked of one
+/// mount, without listing every other (a split asks it of each of its copies' mounts).
+pub(crate) fn reaches<'w>(ctx: &PlanContext<'_>, words: impl IntoIterator<Item = FileWord<'w>>, name: &str) -> bool {
+    let Ok(named) = Named::of(ctx, words) else { return false };
+    let Some(runner) = ctx.config.mount_named(name) else { return false };
+    match &named.held[..] {
+        [] => true,
+        [one] if one.name == name => true,
+        _ => Streaming::of(ctx, &named.cwd, &named.files).allows(runner),
+    }
+}
+
+/// The files a command names, each with its mount, and the mounts that hold them, in order.
+struct Named<'w, 'c> {
+    cwd: std::path::PathBuf,
+    files: Vec<(FileWord<'w>, &'c Mount)>,
+    held: Vec<&'c Mount>,
+    held_names: HashSet<&'c str>,
+}
+
+impl<'w, 'c> Named<'w, 'c> {
+    /// The files `words` name; `Err` with where the command may run when a word alone decides
+    /// (a file on no mount, one a proxy would see as another).
+    fn of(ctx: &PlanContext<'c>, words: impl IntoIterator<Item = FileWord<'w>>) -> Result<Named<'w, 'c>, Reach> {
+        let cwd = normalize_path(&ctx.cwd);
+        let mut files: Vec<(FileWord<'w>, &Mount)> = Vec::new();
+        for file in words {
+            let word = file.word;
+            // Every machine has a /dev/null; writing there leaves nothing to compare.
+            if word == "/dev/null" {
+                continue;
+            }
+            let path = normalize_path(&cwd.join(word));
+            let Some(mount) = ctx.config.mount_for(&path) else {
+                return Err(Reach::ClientOnly(format!("`{word}` is on no mount")));
+            };
+            if Path::new(word).is_absolute() {
+                if normalize_path(&mount.export) != mount.path {
+                    return Err(Reach::ClientOnly(format!(
+                        "the proxy of {} would see `{word}` as another file (the mount's export is not its path)",
+                        mount.name
+                    )));
+                }
+            } else if !cwd.starts_with(&mount.path) && !mount.path.starts_with(&cwd) {
+                return Err(Reach::ClientOnly(format!(
+                    "`{word}` is relative and the working directory is neither on {} nor above it",
+                    mount.name
+                )));
+            } else if path == mount.path && cwd != mount.path {
+                // From above the mount, the proxy shows the export through a symbolic link (a
+                // job's view), which `find`, `ls -l` or `tar` would see as a link.
+                return Err(Reach::ClientOnly(format!(
+                    "the proxy of {} would show `{word}` as a symbolic link",
+                    mount.name
+                )));
+            }
+            files.push((file, mount));
+        }
+        let mut held = Vec::new();
+        let mut held_names = HashSet::new();
+        for (_, mount) in &files {
+            if held_names.insert(mount.name.as_str()) {
+                held.push(*mount);
+            }
+        }
+        Ok(Named { cwd, files, held, held_names })
+    }
+
+    fn holds(&self, mount: &Mount) -> bool {
+        self.held_names.contains(mount.name.as_str())
+    }
+}
+
+/// Which proxies can run a command whose files are `files` with every file on another mount
+/// streamed to it from that mount's proxy. The job then runs in a view (the working directory
+/// lies above the runner's mount), where a pipe takes the streamed word's place under the very
+/// name bash gave it; so the word must be relative and plain (no `.` or `..`), named once,
+/// outside the runner's own mount (a nested mount's files lie under the link to its parent's
+/// export), and a file with content (an empty pipe gives no sign that its reader came). A file
+/// that does not exist yet is planned as the file the script will have written by then (at run
+/// time, a missing or empty one leaves the command to the client, whose message about it is
+/// bash's).
+///
+/// What each file allows is found once, so that asking of every mount costs one look-up each
+/// (a command over a thousand mounts' files asked it of each mount, for each file, counting
+/// each word among all of them: the cube of the mounts).
+struct Streaming<'c> {
+    cwd: &'c Path,
+    /// The mounts holding a file that cannot be streamed (none, one, or more than one).
+    unstreamable: Vec<&'c str>,
+    /// Mounts that lie under a file's path or above it on another mount: none of their proxies
+    /// may have it streamed.
+    below_another: HashSet<&'c str>,
+}
+
+impl<'c> Streaming<'c> {
+    fn of(ctx: &PlanContext<'c>, cwd: &'c Path, files: &[(FileWord<'_>, &'c Mount)]) -> Streaming<'c> {
+        let mut named: HashMap<&str, usize> = HashMap::new();
+        for (file, _) in files {
+            *named.entry(file.word).or_default() += 1;
+        }
+        let mut unstreamable: Vec<&str> = Vec::new();
+        let mut below_another = HashSet::new();
+        for (file, mount) in files {
             let path = cwd.join(file.word);
             let plain = Path::new(file.word).components().all(|c| matches!(c, Component::Normal(_)));
-            let once = files.iter().filter(|(other, _)| other.word == file.word).count() == 1;
-            let content = ctx.fs.metadata(&path).is_none_or(|m| m.kind == FileKind::File && m.size > 0);
-            file.streamable && plain && once && !path.starts_with(&runner.path) && content
-        })
+            let streamable = file.streamable
+                && plain
+                && named[file.word] == 1
+                && ctx.fs.metadata(&path).is_none_or(|m| m.kind == FileKind::File && m.size > 0);
+            if !streamable {
+                if !unstreamable.contains(&mount.name.as_str()) {
+                    unstreamable.push(mount.name.as_str());
+                }
+                continue;
+            }
+            // The mounts whose paths lie above the file's, besides its own (its path is plain
+            // and relative to a normalized directory: normalized too).
+            for above in path.ancestors() {
+                if let Some(other) = ctx.config.mount_index_for(above).map(|i| &ctx.config.mounts[i])
+                    && other.path == above
+                    && other.name != mount.name
+                {
+                    below_another.insert(other.name.as_str());
+                }
+            }
+        }
+        Streaming { cwd, unstreamable, below_another }
+    }
+
+    /// Whether `runner`'s proxy may run the command, the files on other mounts streamed to it.
+    fn allows(&self, runner: &Mount) -> bool {
+        let in_view = runner.path.starts_with(self.cwd) && runner.path != self.cwd;
+        let others_streamable = match &self.unstreamable[..] {
+            [] => true,
+            [only] => *only == runner.name,
+            _ => false,
+        };
+        in_view && others_streamable && !self.below_another.contains(runner.name.as_str())
+    }
 }

@@ -9,6 +9,7 @@
 //! listed. Function definitions are not pipelines; their bodies' pipelines are.
 
 pub mod chunks;
+pub mod expanded;
 pub mod model;
 mod parse;
 mod words;

@@ -102,7 +102,8 @@ pub async fn execute_with_statuses(
                     RemoteFanIn::new(session, call, &copies_call, caller, &mut traffic, unit, &merge_steps);
                 let result = if absorbs {
                     joined.merge.stderr_with_stdout = stderr_with_stdout;
-                    joined.start(caller.dup(1)).await.map_err(|_| output)
+                    // What comes back is a copy of the caller's stdout: the split's own goes on.
+                    joined.start(caller.dup(1)).await.map_err(|not_joined| NotJoined { output, ..not_joined })
                 } else {
                     joined.start(output).await
                 };
@@ -117,7 +118,24 @@ pub async fn execute_with_statuses(
                         }
                         continue;
                     }
-                    Err(unused) => output = unused,
+                    Err(not_joined) => {
+                        // Said as a job a proxy did not take is: on the progress line's
+                        // terminal (a lost connection warned about), and in `--stats`.
+                        if let Some(not_taken) = &not_joined.why {
+                            let said = format!(
+                                "{}; the copies are joined at the client instead (mount {})",
+                                not_taken.what, not_taken.mount
+                            );
+                            if not_taken.lost {
+                                caller.warn(&said);
+                            } else {
+                                progress::notice(format_args!("posh-exec: {said}"));
+                            }
+                            let why = format!("joined at the client: {} (mount {})", not_taken.what, not_taken.mount);
+                            started.joined_at_client.push((unit.commands.end - 1, why));
+                        }
+                        output = not_joined.output;
+                    }
                 }
             }
             // The fan-in applies the split command's redirections (the planner allows them on
@@ -177,6 +195,7 @@ pub async fn execute_with_statuses(
     }
     drop(input);
 
+    let joined_at_client = std::mem::take(&mut started.joined_at_client);
     let (mut ends, merges) = started.wait().await;
     ends.sort_by_key(|end| (end.command, end.copy));
     let mut statuses: Vec<Vec<i32>> = vec![Vec::new(); call.commands.len()];
@@ -215,6 +234,7 @@ pub async fn execute_with_statuses(
             traffic: &traffic,
             asked,
             in_loop_request: false,
+            joined_at_client: &joined_at_client,
         };
         record.append(path, caller);
     }
@@ -288,12 +308,15 @@ struct Started {
     kill_on_drop: local::KillOnDrop,
     /// Of `children`, those writing to the progress line's terminal themselves.
     direct: Vec<progress::Working>,
+    /// Splits whose copies the plan joined at a proxy and the run at the client: the split
+    /// command's index, and why (for `--stats`).
+    joined_at_client: Vec<(usize, String)>,
 }
 
 impl Started {
     /// Waits for everything; returns every step's status, and every fan-in's.
     async fn wait(self) -> (Statuses, Vec<(usize, fan_in::MergeStatus)>) {
-        let Started { tasks, children, merges, kill_on_drop, direct } = self;
+        let Started { tasks, children, merges, kill_on_drop, direct, joined_at_client: _ } = self;
         let waits = tokio::task::spawn_blocking(move || {
             children
                 .into_iter()
@@ -665,6 +688,11 @@ impl RemoteGroup {
     /// Streams the group's input and output until its job and the jobs streaming to it end.
     async fn finish(self, running: Running) -> Statuses {
         let Running { job, sources, written, working: _working } = running;
+        // Ctrl-Z of the caller's job stops this one at its proxy, `fg` and `bg` continue it.
+        let job = match &self.caller.job {
+            Some(caller_job) => job.suspended_by(caller_job.suspended.clone()),
+            None => job,
+        };
         let remote = self.steps[0].remote.as_ref().expect("a remote group");
         let line = self.call.commands[self.steps[0].command].line;
         let streams = finish_sources(&self.caller, &self.call.name, line, &self.source_traffic, sources);
@@ -882,13 +910,25 @@ impl RemoteFanIn {
     /// Starts the copies' jobs, then the merge's, which fetches their outputs before anything
     /// runs; then the returned task streams them to their ends. If one of them cannot start, the
     /// others are cancelled before they took any input, and `output` comes back for the client's
-    /// fan-in.
+    /// fan-in, with why.
     async fn start(
         self,
         output: Option<OwnedFd>,
-    ) -> Result<impl Future<Output = Statuses> + Send + 'static, Option<OwnedFd>> {
-        let RemoteFanIn { lanes: Some(lanes), merge, joined } = self else { return Err(output) };
-        let Some((merge_connection, merge_sources)) = merge.connections().await else { return Err(output) };
+    ) -> Result<impl Future<Output = Statuses> + Send + 'static, NotJoined> {
+        let RemoteFanIn { lanes, merge, joined } = self;
+        let Some(lanes) = lanes else {
+            // The plan joins the copies at a proxy only when each runs there as one job.
+            return Err(NotJoined { output, why: None });
+        };
+        let no_connection = |group: &RemoteGroup| NotTaken {
+            what: "no connection to a proxy it needs".to_string(),
+            mount: group.session.config.mounts[group.mount()].name.clone(),
+            proxy_unavailable: true,
+            lost: false,
+        };
+        let Some((merge_connection, merge_sources)) = merge.connections().await else {
+            return Err(NotJoined { why: Some(no_connection(&merge)), output });
+        };
         let mut running = Vec::with_capacity(lanes.len());
         let mut stdin = Vec::with_capacity(lanes.len());
         for lane in &lanes {
@@ -896,15 +936,15 @@ impl RemoteFanIn {
                 Some((connection, sources)) => {
                     let (output, source) = pipe_link(&connection, &merge_connection);
                     stdin.push(source);
-                    lane.start(&connection, &sources, Links { output: Some(output), ..Links::default() }).await.ok()
+                    lane.start(&connection, &sources, Links { output: Some(output), ..Links::default() }).await
                 }
-                None => None,
+                None => Err(no_connection(lane)),
             };
             match started {
-                Some(r) => running.push(r),
-                None => {
+                Ok(r) => running.push(r),
+                Err(not_taken) => {
                     cancel_all(running).await;
-                    return Err(output);
+                    return Err(NotJoined { output, why: Some(not_taken) });
                 }
             }
         }
@@ -913,13 +953,7 @@ impl RemoteFanIn {
             Ok(joined) => joined,
             Err(not_taken) => {
                 cancel_all(running).await;
-                if !not_taken.proxy_unavailable {
-                    progress::notice(format_args!(
-                        "posh-exec: {}; the copies are joined at the client instead",
-                        not_taken.what
-                    ));
-                }
-                return Err(merge.stdout);
+                return Err(NotJoined { output: merge.stdout, why: Some(not_taken) });
             }
         };
         let split = merge.steps[0].command;
@@ -939,6 +973,14 @@ impl RemoteFanIn {
             ends
         })
     }
+}
+
+/// Why a split's copies were not joined at the proxy the plan chose (see [`RemoteFanIn::start`]):
+/// the split's output, back for the client's fan-in, and the job a proxy did not take, if one
+/// did not.
+struct NotJoined {
+    output: Option<OwnedFd>,
+    why: Option<NotTaken>,
 }
 
 /// Waits for the jobs streaming files to this group's proxy, their stderr going to the

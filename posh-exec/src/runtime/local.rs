@@ -19,23 +19,39 @@ use super::{CommandCall, PipelineCall};
 
 /// The process whose pipeline runs: its standard descriptors (`None` where closed), and, when it
 /// is not this process, its working directory and environment.
-#[derive(Debug)]
+#[derive(Debug, Default)]
 pub struct Caller {
     pub fds: [Option<OwnedFd>; 3],
     pub cwd: Option<PathBuf>,
     pub env: Option<Vec<(OsString, OsString)>>,
+    /// The caller is a job of bash's own (a call at posh's prompt, see
+    /// `posh_handoff::bash_builtin::job`): its process group, which the commands at the client
+    /// join, and whether it is suspended, which the jobs at proxies follow.
+    pub job: Option<CallerJob>,
+}
+
+/// See [`Caller::job`].
+#[derive(Clone, Debug)]
+pub struct CallerJob {
+    pub group: rustix::process::Pid,
+    pub suspended: tokio::sync::watch::Receiver<bool>,
 }
 
 impl Caller {
     pub fn this_process() -> Caller {
         let fds = [std::io::stdin().as_fd(), std::io::stdout().as_fd(), std::io::stderr().as_fd()]
             .map(|fd| fd.try_clone_to_owned().ok());
-        Caller { fds, cwd: None, env: None }
+        Caller { fds, ..Caller::default() }
     }
 
     /// The same caller, with copies of its descriptors (for work that outlives the borrow).
     pub fn duplicate(&self) -> Caller {
-        Caller { fds: [0, 1, 2].map(|fd| self.dup(fd)), cwd: self.cwd.clone(), env: self.env.clone() }
+        Caller {
+            fds: [0, 1, 2].map(|fd| self.dup(fd)),
+            cwd: self.cwd.clone(),
+            env: self.env.clone(),
+            job: self.job.clone(),
+        }
     }
 
     /// A copy of the caller's descriptor `fd` (0 to 2), `None` when closed.
@@ -166,18 +182,37 @@ pub fn start(
         caller.bash_error(&call.name, command.line, &program.to_string_lossy(), &"descriptors collide");
         return Err(126);
     }
-    process.spawn().map_err(|e| {
-        let (message, status) = match e.kind() {
-            std::io::ErrorKind::NotFound if !program.as_bytes().contains(&b'/') => {
-                ("command not found".to_string(), 127)
+    // A command of a job of bash's runs in the job's process group, as bash would start it: the
+    // terminal's Ctrl-C and Ctrl-Z reach it, `fg` and `bg` continue it, and it may read the
+    // terminal. A group that is gone (the job was given up meanwhile) leaves it in posh-exec's.
+    if let Some(job) = &caller.job {
+        use std::os::unix::process::CommandExt as _;
+        process.process_group(job.group.as_raw_nonzero().get());
+        match process.spawn() {
+            Err(e) if matches!(e.raw_os_error(), Some(libc::EPERM | libc::ESRCH)) => {
+                process.process_group(rustix::process::getpgrp().as_raw_nonzero().get());
             }
-            std::io::ErrorKind::NotFound => (os_message(&e), 127),
-            std::io::ErrorKind::PermissionDenied => (os_message(&e), 126),
-            _ => (os_message(&e), 126),
-        };
-        caller.bash_error(&call.name, command.line, &program.to_string_lossy(), &message);
-        status
-    })
+            spawned => return spawned.map_err(|e| could_not_start(caller, call, command, program, &e)),
+        }
+    }
+    process.spawn().map_err(|e| could_not_start(caller, call, command, program, &e))
+}
+
+/// bash's message and status for `program`, which could not start.
+fn could_not_start(
+    caller: &Caller,
+    call: &PipelineCall,
+    command: &CommandCall,
+    program: &OsStr,
+    e: &std::io::Error,
+) -> i32 {
+    let (message, status) = match e.kind() {
+        std::io::ErrorKind::NotFound if !program.as_bytes().contains(&b'/') => ("command not found".to_string(), 127),
+        std::io::ErrorKind::NotFound => (os_message(e), 127),
+        _ => (os_message(e), 126),
+    };
+    caller.bash_error(&call.name, command.line, &program.to_string_lossy(), &message);
+    status
 }
 
 /// Applies `command`'s redirections in order over `fds` (0, 1, 2), as bash does before it runs

@@ -381,6 +381,7 @@ impl Sequenced<'_> {
                     traffic: &traffic,
                     asked: &asked,
                     in_loop_request: true,
+                    joined_at_client: &[],
                 };
                 record.append(path, self.caller);
                 (traffic, asked) = (BTreeMap::new(), BTreeMap::new());

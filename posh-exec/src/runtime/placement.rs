@@ -15,6 +15,7 @@ use posh_core::fs::{FileSystem, normalize_path};
 use posh_core::library::Library;
 use posh_core::planner::measured::Ratios;
 use posh_core::planner::{self, Carried, Location, NodeKind, PipelinePlan, PlanContext, PlanOptions, ScriptScope};
+use posh_core::shell::expanded::{self, ExpandedCommand};
 use posh_exec::remote::protocol::{JobCommand, MAX_HOME_BYTES, Redirect};
 
 use super::{CommandCall, PipelineCall};
@@ -116,19 +117,13 @@ pub fn place(
     if call.commands.iter().any(|c| c.ambiguous.is_some()) {
         return (None, departed(call, "a redirection's target expanded into none or several words (bash's error)"));
     }
-    let Some(text) = pipeline_text(call) else {
-        return (None, departed(call, "a word bash expanded is not UTF-8, which the planner cannot read"));
+    let pipeline = match planned_pipeline(call) {
+        Ok(pipeline) => pipeline,
+        Err(reason) => return (None, departed(call, &reason)),
     };
-    let script = posh_core::shell::parse(&text);
-    let [pipeline] = &script.pipelines[..] else {
-        return (None, departed(call, "posh could not read back the pipeline bash handed over"));
-    };
-    if !script.errors.is_empty() || pipeline.commands.len() != call.commands.len() {
-        return (None, departed(call, "posh could not read back the pipeline bash handed over"));
-    }
     let options = PlanOptions::default();
     let ctx = PlanContext { library, config, fs, cwd: cwd.to_path_buf(), options, ratios };
-    let plan = planner::plan_pipeline_in(&ctx, pipeline, &ScriptScope::handed_over());
+    let plan = planner::plan_pipeline_in(&ctx, &pipeline, &ScriptScope::handed_over());
     // `split`: the step is a copy of a split command, whose redirections the fan-in applies.
     let step_of = |command: usize, copy: usize, argv: Vec<String>, location: &Location, split: bool| -> Step {
         let argv_os: Vec<OsString> = argv.iter().map(OsString::from).collect();
@@ -396,29 +391,28 @@ fn copies_of_len(plan: &PipelinePlan, index: usize, n: usize) -> Option<Vec<(Vec
     Some(copies(plan, index)).filter(|c| c.len() == n)
 }
 
-/// The pipeline as shell text with every word quoted: what the planner parses.
-fn pipeline_text(call: &PipelineCall) -> Option<String> {
-    let quote = |w: &OsStr| w.to_str().map(|w| shell_words::quote(w).into_owned());
-    let mut commands = Vec::new();
-    for command in &call.commands {
-        let mut words = Vec::new();
-        for (var, value) in &command.assignments {
-            words.push(format!("{}={}", var.to_str()?, quote(value)?));
-        }
-        for word in &command.argv {
-            words.push(quote(word)?);
-        }
-        if call.stdin_is_text && std::ptr::eq(command, &call.commands[0]) {
-            // What the here-document holds does not matter to the plan, only that it is text.
-            words.push("<<<text".to_string());
-        }
-        for (fd, op, target) in &command.redirects {
-            let fd = if op.starts_with('&') { String::new() } else { fd.to_string() };
-            words.push(format!("{fd}{op}{}", quote(target)?));
-        }
-        commands.push(words.join(" "));
+/// The pipeline bash expanded as the planner reads it: every word a literal, built from the words
+/// themselves (`shell::expanded`), or why it cannot be planned.
+fn planned_pipeline(call: &PipelineCall) -> Result<posh_core::shell::Pipeline, String> {
+    const NOT_UTF8: &str = "a word bash expanded is not UTF-8, which the planner cannot read";
+    fn text(w: &OsString) -> Result<&str, &'static str> {
+        w.to_str().ok_or(NOT_UTF8)
     }
-    Some(commands.join(" | ") + "\n")
+    let mut assignments = Vec::with_capacity(call.commands.len());
+    let mut argv = Vec::with_capacity(call.commands.len());
+    let mut redirects = Vec::with_capacity(call.commands.len());
+    for command in &call.commands {
+        let pairs = command.assignments.iter().map(|(var, value)| Ok((text(var)?, text(value)?)));
+        assignments.push(pairs.collect::<Result<Vec<_>, &str>>()?);
+        argv.push(command.argv.iter().map(text).collect::<Result<Vec<_>, &str>>()?);
+        let targets = command.redirects.iter().map(|(fd, op, target)| Ok((*fd, op.as_str(), text(target)?)));
+        redirects.push(targets.collect::<Result<Vec<_>, &str>>()?);
+    }
+    let commands: Vec<ExpandedCommand<'_>> = (0..call.commands.len())
+        .map(|i| ExpandedCommand { assignments: &assignments[i], argv: &argv[i], redirects: &redirects[i] })
+        .collect();
+    expanded::pipeline(&commands, call.stdin_is_text)
+        .map_err(|e| format!("posh could not plan the pipeline bash handed over ({e})"))
 }
 
 /// What a command takes along to a proxy: its environment and, when it has one, its home.
@@ -538,6 +532,225 @@ fn home_files(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// How the runtime read a call before it planned the words themselves: quoted back into shell
+    /// text, parsed again. The reference the words' pipeline must match.
+    fn pipeline_text(call: &PipelineCall) -> Option<String> {
+        let quote = |w: &OsStr| w.to_str().map(|w| shell_words::quote(w).into_owned());
+        let mut commands = Vec::new();
+        for command in &call.commands {
+            let mut words = Vec::new();
+            for (var, value) in &command.assignments {
+                words.push(format!("{}={}", var.to_str()?, quote(value)?));
+            }
+            for word in &command.argv {
+                words.push(quote(word)?);
+            }
+            if call.stdin_is_text && std::ptr::eq(command, &call.commands[0]) {
+                words.push("<<<text".to_string());
+            }
+            for (fd, op, target) in &command.redirects {
+                let fd = if op.starts_with('&') { String::new() } else { fd.to_string() };
+                words.push(format!("{fd}{op}{}", quote(target)?));
+            }
+            commands.push(words.join(" "));
+        }
+        Some(commands.join(" | ") + "\n")
+    }
+
+    fn reparsed(call: &PipelineCall) -> posh_core::shell::Pipeline {
+        let script = posh_core::shell::parse(&pipeline_text(call).unwrap());
+        assert!(script.errors.is_empty(), "{call:?}: {:?}", script.errors);
+        let [pipeline] = &script.pipelines[..] else { panic!("{call:?}: {:?}", script.pipelines) };
+        pipeline.clone()
+    }
+
+    fn command(argv: &[&str]) -> CommandCall {
+        CommandCall { argv: argv.iter().map(OsString::from).collect(), ..CommandCall::default() }
+    }
+
+    fn call(commands: Vec<CommandCall>, stdin_is_text: bool) -> PipelineCall {
+        PipelineCall { name: "s".into(), stats: None, pipefail: false, noclobber: false, stdin_is_text, commands }
+    }
+
+    /// Words bash may hand over, each a literal now: quotes, glob and brace characters, `$`,
+    /// tildes, newlines, empty words, operators, comments, non-ASCII.
+    const WORDS: &[&str] = &[
+        "",
+        " ",
+        "a b",
+        "it's",
+        "\"q\"",
+        "$HOME",
+        "${x:-y}",
+        "$(date)",
+        "`id`",
+        "$'\\n'",
+        "*",
+        "*.log",
+        "a?b",
+        "[ab]",
+        "x[",
+        "{a,b}",
+        "{1..3}",
+        "~",
+        "~/x",
+        "a~b",
+        "a\nb",
+        "\n",
+        "\t",
+        "#c",
+        "a#b",
+        "!",
+        "!x",
+        "-n",
+        "--",
+        "-",
+        "x=y",
+        "\\",
+        "a\\b",
+        "é",
+        "|",
+        ";",
+        "&",
+        "<",
+        ">",
+        "(",
+        ")",
+        "a%b",
+        "@(a|b)",
+        "ERROR upstream",
+        "data/big.log",
+        "/mnt/d/f 1.txt",
+        "../d/x.txt",
+        "0",
+        "12",
+    ];
+
+    /// Calls over every word: as an argument, a file, a redirection's target, an assignment's
+    /// value, a pipe's second command, a here-string's command.
+    fn calls() -> Vec<(&'static str, PipelineCall)> {
+        let mut calls = Vec::new();
+        for word in WORDS {
+            let mut add = |c: PipelineCall| calls.push((*word, c));
+            add(call(vec![command(&["grep", "-c", word, "f.txt"])], false));
+            add(call(vec![command(&["cat", word]), command(&["grep", word]), command(&["wc", "-l"])], false));
+            add(call(vec![command(&["sort", "-k", word])], true));
+            for op in ["<", ">", ">|", ">>", "&>", "&>>"] {
+                let mut sorted = command(&["sort"]);
+                sorted.redirects.push((if op == "<" { 0 } else { 1 }, op.to_string(), OsString::from(word)));
+                add(call(vec![command(&["cat", "f.txt"]), sorted], false));
+            }
+            let mut assigned = command(&["sort", "big.txt"]);
+            assigned.assignments.push(("LC_ALL".into(), OsString::from(word)));
+            add(call(vec![assigned], false));
+        }
+        let mut both = command(&["grep", "x", "a.log"]);
+        both.redirects =
+            vec![(2, ">&".into(), "1".into()), (1, ">".into(), "out".into()), (3, ">&".into(), "-".into())];
+        calls.push(("2>&1", call(vec![both, command(&["wc"])], false)));
+        calls
+    }
+
+    /// Whether the quoted text read every word back as bash expanded it: `shell_words` leaves
+    /// a few words unquoted that the shell reads otherwise (`{a,b}` a brace expansion, `a=b`
+    /// before the command an assignment).
+    fn read_back(call: &PipelineCall, pipeline: &posh_core::shell::Pipeline) -> bool {
+        call.commands.iter().zip(&pipeline.commands).all(|(command, read)| {
+            let words: Vec<Option<&str>> = read.words.iter().map(|w| w.literal.as_deref()).collect();
+            let expanded: Vec<Option<&str>> = command.argv.iter().map(|w| w.to_str()).collect();
+            let targets: Vec<Option<&str>> = read
+                .redirects
+                .iter()
+                .filter_map(|r| match &r.target {
+                    posh_core::shell::RedirectTarget::File(w) => Some(w.literal.as_deref()),
+                    _ => None,
+                })
+                .collect();
+            let files = command.redirects.iter().filter(|(_, op, target)| {
+                op != ">&" || target.to_str().is_some_and(|t| t.parse::<u32>().is_err() && t != "-")
+            });
+            let assigned: Vec<Option<String>> = read.assignments.iter().map(|w| w.literal.clone()).collect();
+            let values = command
+                .assignments
+                .iter()
+                .map(|(k, v)| Some(format!("{}={}", k.to_string_lossy(), v.to_string_lossy())));
+            words == expanded
+                && targets == files.map(|(_, _, target)| target.to_str()).collect::<Vec<_>>()
+                && assigned == values.collect::<Vec<_>>()
+        })
+    }
+
+    #[test]
+    fn the_words_make_the_pipeline_their_quoted_text_parsed_to() {
+        let mut misread = Vec::new();
+        for (word, call) in calls() {
+            let (new, old) = (planned_pipeline(&call).unwrap(), reparsed(&call));
+            assert!(read_back(&call, &new), "{call:?}: {new:?}");
+            if read_back(&call, &old) {
+                assert_eq!(new, old, "{call:?}");
+            } else {
+                misread.push(word);
+            }
+        }
+        // The quoted text misread brace expansions only (as words, targets and values); the words
+        // are read as bash gave them.
+        misread.dedup();
+        assert_eq!(misread, ["{a,b}", "{1..3}"]);
+    }
+
+    #[test]
+    fn the_words_are_planned_as_their_quoted_text_was() {
+        let config = Config::parse(
+            "[[mount]]\nname = \"d\"\npath = \"/mnt/d\"\nproxy = \"10.0.0.1:4433\"\nrtt = \"20ms\"\n",
+            Path::new("/home/u/posh.toml"),
+        )
+        .unwrap();
+        let library = Library::builtin();
+        let mut fs = posh_core::fs::MemoryFileSystem::new();
+        for word in WORDS.iter().filter(|w| !w.is_empty() && !w.contains('/')) {
+            fs.add_file(format!("/mnt/d/{word}"), 5_000_000);
+        }
+        fs.add_file("/mnt/d/f.txt", 10_000_000).add_file("/mnt/d/big.txt", 300_000_000);
+        fs.add_file("/mnt/d/a.log", 1_000).add_file("/mnt/d/f 1.txt", 20);
+        let ctx = PlanContext {
+            library: &library,
+            config: &config,
+            fs: &fs,
+            cwd: "/mnt/d".into(),
+            options: PlanOptions::default(),
+            ratios: &posh_core::planner::measured::NO_RATIOS,
+        };
+        let mut remote = 0;
+        for (_, call) in calls() {
+            let scope = ScriptScope::handed_over();
+            if !read_back(&call, &reparsed(&call)) {
+                continue;
+            }
+            let old = planner::plan_pipeline_in(&ctx, &reparsed(&call), &scope);
+            let new = planner::plan_pipeline_in(&ctx, &planned_pipeline(&call).unwrap(), &scope);
+            assert_eq!(new, old, "{call:?}");
+            remote += usize::from(new.runs_at_a_proxy());
+        }
+        assert!(remote > 100, "the calls are planned at the proxy too ({remote})");
+    }
+
+    #[test]
+    fn a_word_is_read_as_bash_expanded_it() {
+        // A command name holding `=` is a word, never an assignment.
+        let named = call(vec![command(&["a=b", "x"])], false);
+        let pipeline = planned_pipeline(&named).unwrap();
+        assert!(pipeline.commands[0].assignments.is_empty());
+        let words: Vec<_> = pipeline.commands[0].words.iter().map(|w| w.literal.as_deref()).collect();
+        assert_eq!(words, [Some("a=b"), Some("x")]);
+        // What cannot be planned is said.
+        let mut odd = command(&["cat"]);
+        odd.redirects.push((0, "<>".into(), "f".into()));
+        assert!(planned_pipeline(&call(vec![odd], false)).unwrap_err().contains("`<>`"));
+        let not_utf8 =
+            CommandCall { argv: vec![std::os::unix::ffi::OsStringExt::from_vec(vec![0xff])], ..Default::default() };
+        assert!(planned_pipeline(&call(vec![not_utf8], false)).unwrap_err().contains("UTF-8"));
+    }
 
     #[test]
     fn home_files_are_read_where_the_command_would_read_them() {

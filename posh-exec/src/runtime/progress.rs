@@ -271,10 +271,16 @@ pub fn remote_work() -> Option<Working> {
 /// when `stdout` (its standard output) is that terminal: the line then hides, since no one
 /// would erase it before that command writes.
 pub fn writes_directly(stdout: Option<&OwnedFd>) -> Option<Working> {
-    let line = LINE.get()?;
-    if !line.is_under(stdout?.as_fd()) {
+    if !LINE.get()?.is_under(stdout?.as_fd()) {
         return None;
     }
+    hidden()
+}
+
+/// Hides the line while the returned guard lives: a pipeline that its caller suspended (Ctrl-Z
+/// at posh's prompt) is no longer in the terminal's foreground, where bash's prompt is.
+pub fn hidden() -> Option<Working> {
+    let line = LINE.get()?;
     let mut state = line.lock();
     state.direct += 1;
     line.erase(&mut state);

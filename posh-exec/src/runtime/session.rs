@@ -21,7 +21,7 @@ use posh_proxy::proxy::{self, Authorization, ProxyConfig};
 use tokio::sync::OnceCell;
 
 use super::embedded_state::EmbeddedState;
-use super::local::Caller;
+use super::local::{Caller, CallerJob};
 use super::{decode, execute, metadata, placement, progress};
 
 /// Where the client keeps what it knows: its identity and the proxies it pinned. Each is made
@@ -335,7 +335,7 @@ impl Session {
             tokio::select! {
                 // A caller already gone starts nothing.
                 biased;
-                () = wait_until_closed(stream) => None,
+                () = follow_caller(stream, None) => None,
                 done = run => Some(done),
             }
         })
@@ -353,8 +353,18 @@ impl Session {
         if crate::prompt::answer(self, &handoff, &stream) {
             return;
         }
-        let handoff::Handoff { fds, cwd, env, args } = handoff;
-        let caller_of = |fds, env| Caller { fds, cwd: Some(cwd.clone()), env: Some(env) };
+        let handoff::Handoff { fds, cwd, env, mut args } = handoff;
+        // A call made by a job of bash's own: its process group, and its suspensions as they come.
+        let (suspended, _) = tokio::sync::watch::channel(false);
+        let job = match &args[..] {
+            [mark, group, ..] if mark == handoff::JOB => {
+                let group = group.to_str().and_then(|g| g.parse().ok()).and_then(rustix::process::Pid::from_raw);
+                args.drain(..2);
+                group.map(|group| CallerJob { group, suspended: suspended.subscribe() })
+            }
+            _ => None,
+        };
+        let caller_of = |fds, env| Caller { fds, cwd: Some(cwd.clone()), env: Some(env), job: job.clone() };
         match super::loops::decode_loop(&args) {
             Ok(None) => {}
             Ok(Some(loop_call)) => {
@@ -376,12 +386,12 @@ impl Session {
             let (_, units) = placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env, &planning);
             (call, units, planning.into_traffic())
         });
-        let caller = Caller { fds, cwd: Some(cwd.clone()), env: Some(env) };
+        let caller = caller_of(fds, env);
         let (status, statuses) = match call {
             Ok((call, units, asked)) => {
                 let run = execute::execute_with_statuses(Some(self), &call, &caller, &units, &asked);
                 // The caller gone (killed, Ctrl-C) ends the pipeline: its jobs are dropped.
-                let gone = wait_until_closed(&stream);
+                let gone = follow_caller(&stream, Some(&suspended));
                 let ended = self.runtime.block_on(async {
                     tokio::select! {
                         // A caller already gone starts nothing.
@@ -527,22 +537,30 @@ fn callers_left_behind() -> bool {
     })
 }
 
-/// Completes when the peer closes `stream` (it only ever waits for our answer).
-/// Watched on the runtime's reactor (the stream is ours alone, so its flags may change), not by
-/// a thread blocked in read(2) for each pipeline.
-async fn wait_until_closed(stream: &UnixStream) {
+/// Completes when the peer closes `stream` (it waits for our answer), or writes on it anything
+/// but a job's suspensions ([`handoff::STOPPED`], [`handoff::CONTINUED`]), which go to
+/// `suspended` as they come. Watched on the runtime's reactor (the stream is ours alone, so its
+/// flags may change), not by a thread blocked in read(2) for each pipeline.
+async fn follow_caller(stream: &UnixStream, suspended: Option<&tokio::sync::watch::Sender<bool>>) {
     let watched = stream.try_clone().and_then(|copy| {
         copy.set_nonblocking(true)?;
         tokio::net::UnixStream::from_std(copy)
     });
     let Ok(watched) = watched else { return std::future::pending().await };
     let mut byte = [0u8; 1];
+    // Once suspended, the pipeline is drawn no progress for: it runs, if at all, in the background.
+    let mut hidden = None;
     loop {
         if watched.readable().await.is_err() {
             return;
         }
-        match watched.try_read(&mut byte) {
-            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+        match (watched.try_read(&mut byte), suspended) {
+            (Err(e), _) if e.kind() == std::io::ErrorKind::WouldBlock => continue,
+            (Ok(1), Some(suspended)) if byte[0] == handoff::STOPPED => {
+                hidden = hidden.or_else(progress::hidden);
+                suspended.send_replace(true);
+            }
+            (Ok(1), Some(suspended)) if byte[0] == handoff::CONTINUED => _ = suspended.send_replace(false),
             _ => return,
         }
     }

@@ -32,6 +32,9 @@ pub struct Record<'a> {
     pub asked: &'a BTreeMap<usize, Arc<Traffic>>,
     /// It ran as one job of a loop's request to its proxy (see `loops`).
     pub in_loop_request: bool,
+    /// Split commands whose copies the plan joined at a proxy and the run joined at the client,
+    /// each with why (a busy or unreachable proxy).
+    pub joined_at_client: &'a [(usize, String)],
 }
 
 impl Record<'_> {
@@ -48,14 +51,21 @@ impl Record<'_> {
             .collect()
     }
 
-    /// Why command `index` (or one of its copies) ran at the client, when it did: what the run
-    /// found (a busy or unreachable proxy), else, when it ran there whole, the planner's reason.
-    fn client_reason(&self, index: usize) -> Option<&str> {
+    /// Why command `index` (or one of its copies, or their join) ran at the client, when it did:
+    /// what the run found (a busy or unreachable proxy), else, when it ran there whole, the
+    /// planner's reason. A join at the client comes first: a copy then run there too (its
+    /// proxy still busy when asked again) is said after it.
+    fn client_reason(&self, index: usize) -> Option<String> {
         let ends = || self.ends.iter().filter(|end| end.command == index);
         let ran_at_client = ends().all(|end| end.mount.is_none());
         let departed = ends().find_map(|end| end.departure.as_deref());
+        let joined = self.joined_at_client.iter().find(|(command, _)| *command == index).map(|(_, why)| why.as_str());
         let steps = self.units.iter().flat_map(|u| u.lanes.iter().flatten());
-        departed.or_else(|| steps.filter(|s| s.command == index && ran_at_client).find_map(|s| s.why.as_deref()))
+        match (joined, departed) {
+            (Some(joined), Some(departed)) => Some(format!("{joined}; {departed}")),
+            (Some(why), None) | (None, Some(why)) => Some(why.to_string()),
+            (None, None) => steps.filter(|s| s.command == index && ran_at_client).find_map(|s| s.why.clone()),
+        }
     }
 
     fn to_json(&self) -> serde_json::Value {

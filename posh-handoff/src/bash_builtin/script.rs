@@ -19,7 +19,7 @@ use std::ptr::null_mut;
 use std::sync::OnceLock;
 use std::sync::atomic::{AtomicPtr, Ordering};
 
-use posh_core::rewrite::{LOOP_VARS, MARK_ASSIGN, MARK_COMMAND, MARK_LAST_ARG, MARK_LOOP, MARK_WORDS};
+use posh_core::rewrite::{LOOP_VARS, MARK_ASSIGN, MARK_COMMAND, MARK_LAST_ARG, MARK_LOOP, MARK_TEXT, MARK_WORDS};
 
 use super::{WordDesc, WordList};
 
@@ -125,6 +125,11 @@ pub(super) fn call(marked: &[OsString], env: Vec<Vec<u8>>) -> c_int {
         let options = get_string_value(c"SHELLOPTS".as_ptr());
         (c_text(dollar_vars[0]), c_text(options))
     };
+    // A call at the prompt starts with the pipeline as typed, which names its job.
+    let (typed, marked) = match marked {
+        [mark, typed, rest @ ..] if mark == MARK_TEXT => (Some(typed), rest),
+        _ => (None, marked),
+    };
     // The words end with bash's `$_` as it was, for bash to keep (see `MARK_LAST_ARG`).
     let marked = match marked {
         [rest @ .., mark, _] if mark == MARK_LAST_ARG => rest,
@@ -146,7 +151,10 @@ pub(super) fn call(marked: &[OsString], env: Vec<Vec<u8>>) -> c_int {
     }
     let mut args = vec![name, options, run.stats.clone()];
     args.extend_from_slice(marked);
-    let status = super::hand_over_to(&run.socket, &args, env);
+    let status = match typed.filter(|_| super::job::possible()) {
+        Some(typed) => super::job::run(typed, &run.socket, &args, env),
+        None => super::hand_over_to(&run.socket, &args, env),
+    };
     // A `BASH_XTRACEFD` the script set meanwhile replaced the filter.
     trace_filter::install();
     status
