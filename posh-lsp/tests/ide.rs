@@ -220,6 +220,10 @@ fn cached_plans_equal_fresh_ones_after_edits() {
         format!("grep() {{ :; }}\n{before}"),
         // A `cd` above: every later pipeline starts elsewhere, though no chunk's text changed.
         format!("cd \"$1\"\n{before}"),
+        // The text again, then `set -v` at its end: every pipeline stays with bash, though the
+        // chunks above it did not change.
+        before.clone(),
+        format!("{before}set -v\n"),
     ];
     let mut reused = Vec::new();
     for text in &edits {
@@ -228,14 +232,7 @@ fn cached_plans_equal_fresh_ones_after_edits() {
         assert_eq!(cached.plan.to_plan(), fresh.plan.to_plan(), "{text}");
         // And both are the plan `posh-exec --explain` makes of the whole text, given what the
         // editor knows of the run (no `[[run]]` here: nothing).
-        let ctx = posh_core::planner::PlanContext {
-            library: &world.library,
-            config: &world.config,
-            fs: &fs,
-            cwd: world.root.clone(),
-            options: world.settings.plan.clone(),
-            ratios: &world.ratios,
-        };
+        let ctx = plan_context(&world, &fs);
         let inputs = ide::inputs_of(&world, None);
         let whole = posh_core::planner::plan_script_given(&ctx, text, &posh_core::shell::parse_tolerant(text), &inputs);
         assert_eq!(cached.plan.to_plan(), whole, "{text}");
@@ -249,6 +246,7 @@ fn cached_plans_equal_fresh_ones_after_edits() {
     assert!(reused[0] >= 20 && reused[1] >= 20 && reused[2] >= 20, "{reused:?}");
     assert_eq!(reused[3], 0);
     assert_eq!(reused[4], 0);
+    assert_eq!(reused[6], 0);
 }
 
 /// The oracle suite's scripts (every shell construct the runtime is checked on), one after the
@@ -296,6 +294,118 @@ fn chunked_parsing_equals_whole_parsing_on_the_oracle_scripts() {
         reused += warm.reused();
     }
     assert!(reused > 1_000, "chunks were reused: {reused}");
+}
+
+/// What posh-core plans with in `world` on `fs`, as the editor's analysis makes it.
+fn plan_context<'a>(world: &'a World, fs: &'a dyn posh_core::fs::FileSystem) -> posh_core::planner::PlanContext<'a> {
+    posh_core::planner::PlanContext {
+        library: &world.library,
+        config: &world.config,
+        fs,
+        cwd: world.root.clone(),
+        options: world.settings.plan.clone(),
+        ratios: &world.ratios,
+    }
+}
+
+/// The value analysis an editor keeps chunk by chunk (`values::analyse_cached`) equals the
+/// analysis of the whole script, over a sequence of edits of the oracle scripts and of a varied
+/// script: characters typed anywhere, and lines that change what later chunks start from
+/// (assignments, `cd`, function definitions and calls, loops over globs, `readonly`,
+/// arithmetic, options), or lines deleted.
+#[test]
+fn cached_values_equal_fresh_ones_under_edits() {
+    let fs = file_system();
+    let world = world(&fs);
+    let ctx = plan_context(&world, &fs);
+    let given = posh_core::values::Inputs {
+        env: [("IN", "/mnt/logs/ray1.log"), ("MODE", "a")]
+            .iter()
+            .map(|(k, v)| (k.to_string(), v.to_string()))
+            .collect(),
+        env_complete: false,
+        args: Some(vec!["/mnt/a/big.txt".to_string()]),
+    };
+    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+    let mut next = move |n: usize| {
+        seed ^= seed << 13;
+        seed ^= seed >> 7;
+        seed ^= seed << 17;
+        (seed % n as u64) as usize
+    };
+    let lines = [
+        "X=/mnt/logs/ray1.log\n",
+        "X=${X:-/mnt/a}/t.csv\n",
+        "cd /mnt/logs\n",
+        "cd \"$1\"\n",
+        "cat \"$X\" | sort\n",
+        "f() { cat \"$1\" | grep -v DEBUG; }\n",
+        "f \"$X\" > /proj/o.txt\n",
+        "f /mnt/logs/ray2.log\n",
+        "count_rays1() { wc -l \"$1\"; }\n",
+        "for f in /mnt/logs/*.log; do cat \"$f\" | wc -l; done\n",
+        "for f in *.log; do X=$f; done\n",
+        "readonly X\n",
+        "(( X++ ))\n",
+        "shopt -s lastpipe\n",
+        "set -- /mnt/a/big.txt\n",
+        "while read -r line; do Y=$line; done < /proj/l.txt\n",
+        "export -f f\n",
+        "\n",
+    ];
+    let mut sources = vec![common::varied_script(600, 3)];
+    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/oracle");
+    let mut names: Vec<_> = std::fs::read_dir(&oracle).unwrap().map(|e| e.unwrap().path()).collect();
+    names.sort();
+    let texts = names.iter().filter(|p| p.extension().is_some_and(|x| x == "sh")).map(std::fs::read_to_string);
+    // As in the chunked parse's test: those posh's parser reads whole.
+    sources.push(texts.map(Result::unwrap).filter(|t| posh_core::shell::parse(t).errors.is_empty()).collect());
+    let (mut reused, mut ran, mut compared) = (0, 0, 0);
+    for source in sources {
+        let mut chunks = ide::chunks::ChunkCache::default();
+        let mut cache = posh_core::values::ValuesCache::default();
+        let mut text = source.clone();
+        for edit in 0..80 {
+            let (script, _) = ide::chunks::parse(&text, &mut chunks);
+            let segments = chunks.segments();
+            let scope = posh_core::planner::ScriptScope::new(&text, &script, &world.library);
+            let inputs = if edit >= 60 { given.clone() } else { posh_core::values::Inputs::unknown() };
+            let cached =
+                posh_core::planner::values_of_cached(&ctx, &text, &script, &scope, &inputs, &segments, &mut cache);
+            let fresh = posh_core::planner::values_of(&ctx, &text, &script, &scope, &inputs);
+            assert!(cached == fresh, "edit {edit}:\n{text}");
+            if segments.is_empty() {
+                // Broken past what a chunk's closer repairs: parsed whole. The edits go on from
+                // the original text.
+                text = source.clone();
+            } else {
+                compared += 1;
+                reused += cache.counts().0;
+                ran += cache.counts().1;
+            }
+            // The next edit, at a random place.
+            let starts: Vec<usize> = std::iter::once(0)
+                .chain(text.match_indices('\n').map(|(i, _)| i + 1))
+                .filter(|&i| i < text.len())
+                .collect();
+            let line = starts[next(starts.len())];
+            match next(5) {
+                0 => {
+                    let at = (next(text.len())..text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+                    text.insert(at, ['x', ' ', '1', '$', '/'][next(5)]);
+                }
+                1 => {
+                    let end = text[line..].find('\n').map_or(text.len(), |e| line + e + 1);
+                    text.replace_range(line..end, "");
+                }
+                _ => text.insert_str(line, lines[next(lines.len())]),
+            }
+        }
+    }
+    assert!(compared > 100, "{compared}");
+    // Most edits change what the chunks after them start from, or what the whole script's
+    // analysis reads (a function defined, a name made read-only): a third of the runs are made.
+    assert!(reused > 2 * ran, "runs taken from the cache: {reused}, made: {ran}");
 }
 
 /// What posh-exec runs measured (the user's state directory) is what the hover predicts with,

@@ -94,6 +94,21 @@ pub fn values_of(
     crate::values::analyse(source, script, inputs, &ScriptFiles { ctx, script, scope })
 }
 
+/// [`values_of`] for a script cut into `segments`, taking from `cache` what an analysis of an
+/// earlier version made (`values::analyse_cached`; the cache must be dropped when the file
+/// system changes).
+pub fn values_of_cached(
+    ctx: &PlanContext<'_>,
+    source: &str,
+    script: &Script,
+    scope: &ScriptScope<'_>,
+    inputs: &crate::values::Inputs,
+    segments: &[crate::values::Segment],
+    cache: &mut crate::values::ValuesCache,
+) -> crate::values::Values {
+    crate::values::analyse_cached(source, script, inputs, &ScriptFiles { ctx, script, scope }, segments, cache)
+}
+
 /// The file system as the value analysis asks it, from where the script is.
 struct ScriptFiles<'a> {
     ctx: &'a PlanContext<'a>,
@@ -123,6 +138,14 @@ impl crate::values::Files for ScriptFiles<'_> {
         let meta = self.ctx.fs.metadata(&path)?;
         (meta.kind == crate::fs::FileKind::Directory)
             .then(|| self.ctx.fs.read_dir(&path).into_iter().filter(|name| !name.starts_with('.')).collect())
+    }
+
+    /// The answers depend on the working directory alone (and the file system).
+    fn context(&self, at: usize) -> Option<u64> {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.cwd(at).hash(&mut hasher);
+        Some(hasher.finish())
     }
 }
 
@@ -434,6 +457,23 @@ impl<'a> ScriptScope<'a> {
 
     pub fn functions(&self) -> &[String] {
         &self.functions
+    }
+
+    /// A digest of what of the script around `pipeline` its plan reads besides its own text, its
+    /// working directory, the script's functions and the values of its words
+    /// (`values::Values::key_of`): whether the whole script stays with bash, what of the script's
+    /// text keeps the pipeline with bash (`jobs`, `declare -f`), and the FIFOs made before it.
+    /// Two scopes that give a pipeline the same key (and the same of those) plan it alike: an
+    /// editor reuses its plan.
+    pub fn key_of(&self, pipeline: &Pipeline) -> u64 {
+        use std::hash::{Hash, Hasher};
+        let mut hasher = std::collections::hash_map::DefaultHasher::new();
+        self.handed_over.hash(&mut hasher);
+        self.script_stays.hash(&mut hasher);
+        crate::rewrite::why_pipeline_stays_in(self.source, pipeline, &self.text).hash(&mut hasher);
+        self.unnamed_fifos.hash(&mut hasher);
+        self.fifos.iter().filter(|(at, _)| *at < pipeline.span.start).for_each(|(_, path)| path.hash(&mut hasher));
+        hasher.finish()
     }
 
     /// Why `pipeline` stays with bash (bash runs it unchanged, at the client), if it does: the

@@ -16,12 +16,14 @@
 
 mod expand;
 
+use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::sync::Arc;
 
 pub use expand::{Expansion, Lookup, Mode, Param, Written, expand, params_in, single_quoted};
 
 use crate::shell::{CommandKind, Flow, Pipeline, Script, Word};
+use crate::text::Span;
 
 /// The most values a variable (or the positional parameters, as lists) holds before it is
 /// unknown; also the most combinations of values a word or a pipeline is expanded with.
@@ -182,6 +184,13 @@ const SET_BY_BASH: &[&str] = &[
 const DEFAULT_IFS: &str = " \t\n";
 
 impl State {
+    /// Whether `other` is this state, its variables shared rather than equal: cheap, and false
+    /// for equal states made apart (an analysis that takes a part's run from its cache hands on
+    /// the states of that run).
+    pub fn is(&self, other: &State) -> bool {
+        Arc::ptr_eq(&self.vars, &other.vars) && self.others == other.others && self.positional == other.positional
+    }
+
     /// What `name` holds here.
     pub fn get(&self, name: &str) -> Value {
         if SET_BY_BASH.contains(&name) {
@@ -560,21 +569,325 @@ pub trait Files {
     /// The names in directory `dir` (as the script writes it), as `ls DIR` prints them (hidden
     /// ones left out); `None` when it is no directory posh can list.
     fn list(&self, dir: &str, at: usize) -> Option<Vec<String>>;
+    /// A digest of what the answers at `at` depend on besides the question (where the script is
+    /// there): at two offsets of the same digest, the same question gets the same answer. An
+    /// analysis that keeps its parts' results ([`analyse_cached`]) takes a part again only where
+    /// the digests of its questions are what they were. `None` (the default): never taken again.
+    fn context(&self, at: usize) -> Option<u64> {
+        let _ = at;
+        None
+    }
 }
 
 /// Follows `script` (parsed from `source`) from what it is given.
 pub fn analyse(source: &str, script: &Script, inputs: &Inputs, glob: &dyn Files) -> Values {
+    let whole = [Segment { span: Span::new(0, source.len()), steps: script.flow.len() }];
+    analyse_in(source, script, inputs, glob, &whole, None)
+}
+
+/// A part of a script's top level as a caller cut it (an editor's chunk): its text, and how many
+/// steps of the script's top-level flow (`Script::flow`) are its own. The flow of a part must be
+/// what its text alone parses to, its offsets moved by where it starts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Segment {
+    pub span: Span,
+    pub steps: usize,
+}
+
+/// What [`analyse_cached`] keeps of one analysis of a script for the next one of a version of it.
+#[derive(Clone, Debug, Default)]
+pub struct ValuesCache {
+    /// What every run below was made with.
+    facts: Option<Arc<Facts>>,
+    /// Runs of a segment's top-level steps, by its text.
+    segments: HashMap<Arc<str>, Vec<Arc<Run>>, Fx>,
+    /// Runs of a function's body, by the text of the segment that defines it, with the body's
+    /// place among the definitions in it.
+    bodies: HashMap<Arc<str>, Vec<BodyRun>, Fx>,
+    /// The join of the states at each function's calls at the top level, and the calls it joined.
+    folds: HashMap<String, (Vec<CallOf>, State)>,
+    /// Segments and bodies the last analysis took from the cache, and ran.
+    reused: usize,
+    ran: usize,
+}
+
+impl ValuesCache {
+    /// How many segment and body runs the last analysis took from the cache, and made anew.
+    pub fn counts(&self) -> (usize, usize) {
+        (self.reused, self.ran)
+    }
+
+    /// A run kept under `key` that `fits`.
+    fn find(&self, key: Key<'_>, fits: impl Fn(&Arc<Run>) -> bool) -> Option<&Arc<Run>> {
+        match key {
+            Key::Segment(text) => self.segments.get(text)?.iter().find(|run| fits(run)),
+            Key::Body(text, ordinal) => {
+                self.bodies.get(text)?.iter().find(|(o, run)| *o == ordinal && fits(run)).map(|(_, run)| run)
+            }
+        }
+    }
+
+    /// Keeps `run` under `key`, once.
+    fn keep(&mut self, key: Key<'_>, run: &Arc<Run>) {
+        match key {
+            Key::Segment(text) => {
+                let runs = match self.segments.get_mut(text) {
+                    Some(runs) => runs,
+                    None => self.segments.entry(Arc::from(text)).or_default(),
+                };
+                if runs.len() < RUNS_KEPT && !runs.iter().any(|r| Arc::ptr_eq(r, run)) {
+                    runs.push(run.clone());
+                }
+            }
+            Key::Body(text, ordinal) => {
+                let runs = match self.bodies.get_mut(text) {
+                    Some(runs) => runs,
+                    None => self.bodies.entry(Arc::from(text)).or_default(),
+                };
+                let of_body = runs.iter().filter(|(o, _)| *o == ordinal).count();
+                if of_body < RUNS_KEPT && !runs.iter().any(|(_, r)| Arc::ptr_eq(r, run)) {
+                    runs.push((ordinal, run.clone()));
+                }
+            }
+        }
+    }
+}
+
+/// A run of a function's body, with the body's place among the definitions of its segment.
+type BodyRun = (usize, Arc<Run>);
+
+/// A call a run made: the run, and the call's place among its calls.
+type CallOf = (Arc<Run>, usize);
+
+/// At most this many runs are kept for one segment text or one body (a body is run once per
+/// round of its callers).
+const RUNS_KEPT: usize = ROUNDS + 2;
+
+/// What of the whole script the analysis of each step reads besides the states: two analyses of
+/// equal facts analyse a step alike.
+#[derive(Debug, PartialEq, Eq)]
+struct Facts {
+    functions: Vec<String>,
+    function_assigns: Option<BTreeSet<String>>,
+    arithmetic: BTreeSet<String>,
+    readonly: BTreeSet<String>,
+    lastpipe: bool,
+    posix: bool,
+    hidden_functions: bool,
+    globs_differ: bool,
+}
+
+/// The analysis of part of the script (a segment's steps, a function's body) from one state.
+#[derive(Debug)]
+struct Run {
+    before: State,
+    /// Where it asked the files (from the part's start) and [`Files::context`] there then.
+    asked: Vec<(usize, u64)>,
+    /// The states before its pipelines (from the part's start).
+    at: Vec<(usize, State)>,
+    /// The calls of the script's functions it made, in order: each function's name and its state
+    /// at the call.
+    calls: Vec<(String, State)>,
+    after: State,
+}
+
+/// [`analyse`], for a script cut into `segments` (its top-level flow split among them in order),
+/// taking from `cache` what an analysis of an earlier version made for a segment of the same
+/// text, run from the same state with the same script-wide facts and the same answers of the
+/// files (and likewise for each function's body and its entry state); `cache` then keeps what
+/// this analysis made. Equal to [`analyse`]'s result.
+pub fn analyse_cached(
+    source: &str,
+    script: &Script,
+    inputs: &Inputs,
+    glob: &dyn Files,
+    segments: &[Segment],
+    cache: &mut ValuesCache,
+) -> Values {
+    let fits = !segments.is_empty()
+        && segments.iter().map(|s| s.steps).sum::<usize>() == script.flow.len()
+        && segments.iter().all(|s| s.span.end <= source.len() && source.is_char_boundary(s.span.start))
+        && segments.iter().all(|s| source.is_char_boundary(s.span.end));
+    if !fits {
+        *cache = ValuesCache::default();
+        return analyse(source, script, inputs, glob);
+    }
+    analyse_in(source, script, inputs, glob, segments, Some(cache))
+}
+
+/// A function's body, where it is defined.
+struct Body<'a> {
+    flow: &'a [Flow],
+    /// The segment whose steps define it, and its place among the definitions there.
+    segment: usize,
+    ordinal: usize,
+}
+
+fn analyse_in(
+    source: &str,
+    script: &Script,
+    inputs: &Inputs,
+    glob: &dyn Files,
+    segments: &[Segment],
+    mut cache: Option<&mut ValuesCache>,
+) -> Values {
     let mut analysis = Analysis::new(source, script, glob);
     // Functions bash imports from the environment may be called by any name.
     analysis.hidden_functions |= inputs.env.keys().any(|name| name.starts_with("BASH_FUNC_"));
-    analysis.run_script(&inputs.state());
+    let facts = analysis.facts();
+    let mut kept = ValuesCache::default();
+    if let Some(cache) = cache.as_deref_mut() {
+        match &cache.facts {
+            Some(before) if **before == facts => kept.facts = Some(before.clone()),
+            _ => {
+                *cache = ValuesCache::default();
+                kept.facts = Some(Arc::new(facts));
+            }
+        }
+    }
+    let mut cache = cache.map(|cache| (cache, &mut kept));
+    let texts: Vec<&str> = segments.iter().map(|s| &source[s.span.range()]).collect();
+
+    // The top level, segment after segment (nothing there depends on the functions' bodies).
+    let mut at: HashMap<usize, State> = HashMap::with_capacity(script.pipelines.len());
+    // Each function's calls at the top level, in order, as (run, index among its calls).
+    let mut top_calls: BTreeMap<String, Vec<CallOf>> = BTreeMap::new();
+    let mut bodies: BTreeMap<String, Vec<Body<'_>>> = BTreeMap::new();
+    let mut state = inputs.state();
+    let mut steps = &script.flow[..];
+    for (index, segment) in segments.iter().enumerate() {
+        let (own, rest) = steps.split_at(segment.steps);
+        steps = rest;
+        let mut ordinal = 0;
+        collect_bodies(own, index, &mut ordinal, &mut bodies);
+        let key = Key::Segment(texts[index]);
+        let run = analysis.run_part(cache.as_mut(), key, segment.span.start, &state, |a, s| a.run(own, s));
+        place(&mut at, segment.span.start, &run.at);
+        for (index, (name, _)) in run.calls.iter().enumerate() {
+            match top_calls.get_mut(name) {
+                Some(made) => made.push((run.clone(), index)),
+                None => drop(top_calls.insert(name.clone(), vec![(run.clone(), index)])),
+            }
+        }
+        state = run.after.clone();
+    }
+
+    // The states at each function's calls at the top level joined in order: the same as the last
+    // analysis's when they are the same calls of the same runs.
+    let mut main_calls: BTreeMap<String, State> = BTreeMap::new();
+    for (name, made) in top_calls {
+        let same = |(before, joined): &(Vec<CallOf>, State)| {
+            let same = before.len() == made.len()
+                && before.iter().zip(&made).all(|((a, i), (b, j))| Arc::ptr_eq(a, b) && i == j);
+            same.then(|| joined.clone())
+        };
+        let earlier = cache.as_ref().and_then(|(cache, _)| cache.folds.get(&name)).and_then(same);
+        let joined = earlier.unwrap_or_else(|| {
+            let mut calls = made.iter().map(|(run, index)| &run.calls[*index].1);
+            let first = calls.next().expect("a call").clone();
+            calls.fold(first, |joined, state| joined.join(state))
+        });
+        if let Some((_, kept)) = cache.as_mut() {
+            kept.folds.insert(name.clone(), (made, joined.clone()));
+        }
+        main_calls.insert(name, joined);
+    }
+
+    // The functions' bodies, each from the join of the states at its calls, until those settle.
+    let mut entries: BTreeMap<String, State> = BTreeMap::new();
+    let mut in_bodies: HashMap<usize, State> = HashMap::new();
+    for round in 0..=ROUNDS {
+        let mut calls = main_calls.clone();
+        in_bodies.clear();
+        for (name, defined) in &bodies {
+            let entry = analysis.entry(&entries, name, round);
+            for body in defined {
+                let segment = segments[body.segment];
+                let key = Key::Body(texts[body.segment], body.ordinal);
+                let flow = body.flow;
+                let run = analysis.run_part(cache.as_mut(), key, segment.span.start, &entry, |a, s| a.run(flow, s));
+                place(&mut in_bodies, segment.span.start, &run.at);
+                replay(&mut calls, &run.calls);
+            }
+        }
+        if calls == entries || round == ROUNDS {
+            break;
+        }
+        entries = calls;
+    }
+    for (start, state) in in_bodies {
+        let joined = match at.get(&start) {
+            Some(before) => before.join(&state),
+            None => state,
+        };
+        at.insert(start, joined);
+    }
     if let Some(why) = &analysis.gives_up {
         // Anything may change anywhere.
-        for state in analysis.at.values_mut() {
+        for state in at.values_mut() {
             *state = State::unknown(why);
         }
     }
-    Values { at: analysis.at, globs_differ: analysis.globs_differ }
+    if let Some((cache, kept)) = cache {
+        kept.reused = analysis.reused;
+        kept.ran = analysis.ran;
+        *cache = std::mem::take(kept);
+    }
+    Values { at, globs_differ: analysis.globs_differ }
+}
+
+/// What a run is kept by.
+#[derive(Clone, Copy)]
+enum Key<'t> {
+    Segment(&'t str),
+    Body(&'t str, usize),
+}
+
+/// The states of a run (offsets from `base`) placed into `at`, joined with what is there.
+fn place(at: &mut HashMap<usize, State>, base: usize, states: &[(usize, State)]) {
+    for (offset, state) in states {
+        let start = base.wrapping_add(*offset);
+        let joined = match at.get(&start) {
+            Some(before) => before.join(state),
+            None => state.clone(),
+        };
+        at.insert(start, joined);
+    }
+}
+
+/// Each call's state joined into its function's, in order.
+fn replay(calls: &mut BTreeMap<String, State>, made: &[(String, State)]) {
+    for (name, state) in made {
+        let joined = match calls.get(name) {
+            Some(before) => before.join(state),
+            None => state.clone(),
+        };
+        calls.insert(name.clone(), joined);
+    }
+}
+
+/// The bodies of the functions `flow` defines (in the order `collect_functions` finds them), as
+/// defined in segment `segment`, numbered from `ordinal` on.
+fn collect_bodies<'a>(
+    flow: &'a [Flow],
+    segment: usize,
+    ordinal: &mut usize,
+    into: &mut BTreeMap<String, Vec<Body<'a>>>,
+) {
+    for step in flow {
+        match step {
+            Flow::Function { name, body } => {
+                into.entry(name.clone()).or_default().push(Body { flow: body, segment, ordinal: *ordinal });
+                *ordinal += 1;
+                collect_bodies(body, segment, ordinal, into);
+            }
+            Flow::Isolated(steps) | Flow::Maybe(steps) | Flow::Loop(steps) | Flow::For { body: steps, .. } => {
+                collect_bodies(steps, segment, ordinal, into)
+            }
+            Flow::Choice(arms) => arms.iter().for_each(|arm| collect_bodies(arm, segment, ordinal, into)),
+            Flow::Pipeline(_) | Flow::Opaque(_) => {}
+        }
+    }
 }
 
 /// How many times the functions' call sites are gathered before their bodies' values are
@@ -606,9 +919,16 @@ struct Analysis<'a> {
     /// The script sets traps or namerefs: posh gives up on its values.
     gives_up: Option<String>,
     glob: &'a dyn Files,
+    /// The states before the pipelines of the part being run.
     at: HashMap<usize, State>,
-    /// The states at calls of each function (its positional parameters the call's arguments).
-    calls: BTreeMap<String, State>,
+    /// The calls of functions the part being run makes, in order: the state at each (its
+    /// positional parameters the call's arguments).
+    calls: Vec<(String, State)>,
+    /// Where the part being run asked the files.
+    asked: RefCell<Vec<usize>>,
+    /// Parts taken from the cache, and run.
+    reused: usize,
+    ran: usize,
     /// The join of the states at the pipelines of each loop being run (innermost last): a
     /// `break` or `continue` there goes to the loop's end or start with it.
     seen: Vec<Option<State>>,
@@ -623,13 +943,14 @@ impl<'a> Analysis<'a> {
         let mut escaping = BTreeSet::new();
         // Each word's names looked up among the functions' (not each function's name searched
         // in each word: a script of a few hundred functions has thousands of words).
+        let names: std::collections::HashSet<&str, Fx> = functions.keys().map(String::as_str).collect();
         for pipeline in &script.pipelines {
             for command in &pipeline.commands {
                 for (i, word) in command.words.iter().enumerate() {
                     let called = |name: &&str| i == 0 && word.literal.as_deref() == Some(*name);
                     for name in mentioned(&word.raw).filter(|name| !called(name)) {
-                        if let Some((name, _)) = functions.get_key_value(name) {
-                            escaping.insert(name.clone());
+                        if names.contains(name) {
+                            escaping.insert(name.to_string());
                         }
                     }
                 }
@@ -639,8 +960,8 @@ impl<'a> Analysis<'a> {
         collect_opaque(&script.flow, &mut opaque);
         for text in &opaque {
             for name in mentioned(text) {
-                if let Some((name, _)) = functions.get_key_value(name) {
-                    escaping.insert(name.clone());
+                if names.contains(name) {
+                    escaping.insert(name.to_string());
                 }
             }
         }
@@ -679,7 +1000,10 @@ impl<'a> Analysis<'a> {
             gives_up,
             glob,
             at: HashMap::new(),
-            calls: BTreeMap::new(),
+            calls: Vec::new(),
+            asked: RefCell::new(Vec::new()),
+            reused: 0,
+            ran: 0,
             seen: Vec::new(),
         };
         analysis.readonly = analysis.readonly_names();
@@ -687,33 +1011,87 @@ impl<'a> Analysis<'a> {
         analysis
     }
 
-    fn run_script(&mut self, initial: &State) {
-        let mut entries: BTreeMap<String, State> = BTreeMap::new();
-        for round in 0..=ROUNDS {
-            self.at.clear();
-            self.calls.clear();
-            self.run(&self.script.flow, initial.clone());
-            let names: Vec<String> = self.functions.keys().cloned().collect();
-            for name in &names {
-                let entry = match entries.get(name) {
-                    Some(entry) if !self.escaping.contains(name) && round < ROUNDS => entry.clone(),
-                    Some(_) if round == ROUNDS => State::unknown("the function's callers do not settle"),
-                    _ if self.escaping.contains(name) => {
-                        State::unknown(&format!("`{name}` may be called from where posh does not see"))
-                    }
-                    // Not called (yet): its body runs nowhere posh has seen.
-                    _ => State::unknown(&format!("posh sees no call of `{name}`")),
-                };
-                let bodies = self.functions[name].clone();
-                for body in bodies {
-                    self.run(body, entry.clone());
-                }
+    /// The state `name`'s body runs from in round `round`, given the joined states at its calls
+    /// in the round before (`entries`).
+    fn entry(&self, entries: &BTreeMap<String, State>, name: &str, round: usize) -> State {
+        match entries.get(name) {
+            Some(entry) if !self.escaping.contains(name) && round < ROUNDS => entry.clone(),
+            Some(_) if round == ROUNDS => State::unknown("the function's callers do not settle"),
+            _ if self.escaping.contains(name) => {
+                State::unknown(&format!("`{name}` may be called from where posh does not see"))
             }
-            if self.calls == entries || round == ROUNDS {
-                break;
-            }
-            entries = self.calls.clone();
+            // Not called (yet): its body runs nowhere posh has seen.
+            _ => State::unknown(&format!("posh sees no call of `{name}`")),
         }
+    }
+
+    fn facts(&self) -> Facts {
+        Facts {
+            functions: self.functions.keys().cloned().collect(),
+            function_assigns: self.function_assigns.clone(),
+            arithmetic: self.arithmetic.clone(),
+            readonly: self.readonly.clone(),
+            lastpipe: self.lastpipe,
+            posix: self.posix,
+            hidden_functions: self.hidden_functions,
+            globs_differ: self.globs_differ,
+        }
+    }
+
+    /// Runs a part of the script (`run`, from `before`), or takes its run from the cache (which
+    /// keeps it in what it hands on either way). Its offsets count from `base`.
+    fn run_part(
+        &mut self,
+        cache: Option<&mut (&mut ValuesCache, &mut ValuesCache)>,
+        key: Key<'_>,
+        base: usize,
+        before: &State,
+        run: impl FnOnce(&mut Self, State) -> State,
+    ) -> Arc<Run> {
+        let glob = self.glob;
+        let fits = |run: &Arc<Run>| {
+            run.before == *before && run.asked.iter().all(|(at, context)| glob.context(base + at) == Some(*context))
+        };
+        let mut cache = cache;
+        if let Some((cache, kept)) = cache.as_deref_mut() {
+            let found = [&**cache, &**kept].into_iter().find_map(|from| from.find(key, fits)).cloned();
+            if let Some(found) = found {
+                self.reused += 1;
+                kept.keep(key, &found);
+                return found;
+            }
+        }
+        self.ran += 1;
+        self.at.clear();
+        self.calls.clear();
+        self.asked.borrow_mut().clear();
+        let after = run(self, before.clone());
+        // Offsets before the part's start, or a question whose answer cannot be told again: the
+        // run is not kept (its offsets still count from `base`, wrapping).
+        let mut keepable = true;
+        let at: Vec<(usize, State)> = self
+            .at
+            .drain()
+            .map(|(at, state)| {
+                keepable &= at >= base;
+                (at.wrapping_sub(base), state)
+            })
+            .collect();
+        let asked: Vec<(usize, u64)> = self
+            .asked
+            .take()
+            .into_iter()
+            .map(|at| {
+                let context = glob.context(at);
+                keepable &= at >= base && context.is_some();
+                (at.wrapping_sub(base), context.unwrap_or_default())
+            })
+            .collect();
+        let made = Arc::new(Run { before: before.clone(), asked, at, calls: std::mem::take(&mut self.calls), after });
+        if keepable && let Some((_, kept)) = cache {
+            kept.keep(key, &made);
+        }
+        made
     }
 
     fn record(&mut self, start: usize, state: &State) {
@@ -826,6 +1204,7 @@ impl<'a> Analysis<'a> {
                 for written in expansion.words {
                     if written.glob {
                         let as_word = Word { span: word.span, raw: written.raw.clone(), literal: None, glob: true };
+                        self.asked.borrow_mut().push(word.span.start);
                         match self.glob.glob(&as_word, word.span.start) {
                             Some(files) => values.extend(files.into_iter().map(Some)),
                             None => return Value::Unknown(format!("posh cannot expand `{}` here", word.raw)),
@@ -872,6 +1251,7 @@ impl<'a> Analysis<'a> {
         if program != "ls" || dir.starts_with('-') {
             return None;
         }
+        self.asked.borrow_mut().push(word.span.start);
         let Some(mut names) = self.glob.list(dir, word.span.start) else {
             return refuse(&format!("lists `{dir}`, which posh cannot list"));
         };
@@ -1276,16 +1656,14 @@ impl<'a> Analysis<'a> {
             Positionals::Unknown(format!("a call of `{name}` gives arguments posh does not know"))
         };
         let _ = pipeline;
-        let joined = match self.calls.get(name) {
-            Some(before) => before.join(&entry),
-            None => entry,
-        };
-        self.calls.insert(name.to_string(), joined);
+        self.calls.push((name.to_string(), entry));
     }
 
     /// Names any function of the script may assign; `None`: anything.
     fn assigned_in_functions(&self) -> Option<BTreeSet<String>> {
         let mut names = BTreeSet::new();
+        // The words' names, not copied until the end (a few hundred functions have thousands).
+        let mut in_words: std::collections::HashSet<&str, Fx> = Default::default();
         for bodies in self.functions.values() {
             for body in bodies {
                 let mut starts = Vec::new();
@@ -1300,12 +1678,13 @@ impl<'a> Analysis<'a> {
                             return None;
                         }
                         for word in command.words.iter().chain(&command.assignments).chain(redirect_words(command)) {
-                            names.extend(identifiers(&word.raw));
+                            in_words.extend(identifier_words(&word.raw));
                         }
                     }
                 }
             }
         }
+        names.extend(in_words.into_iter().map(str::to_string));
         Some(names)
     }
 
@@ -1358,11 +1737,50 @@ fn assigning_expansions(raw: &str) -> Vec<String> {
 
 /// Every word-like name in `text`.
 fn identifiers(text: &str) -> BTreeSet<String> {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-        .filter(|w| valid_name(w))
-        .map(str::to_string)
-        .collect()
+    identifier_words(text).map(str::to_string).collect()
 }
+
+/// [`identifiers`], each as often as it occurs.
+fn identifier_words(text: &str) -> impl Iterator<Item = &str> {
+    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| valid_name(w))
+}
+
+/// A quick hasher for the analysis's own maps of names and texts (FxHash's mixing): not
+/// resistant to chosen collisions, which only slow a map down.
+#[derive(Clone, Copy, Debug, Default)]
+struct FxHasher(u64);
+
+impl std::hash::Hasher for FxHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        let mut chunks = bytes.chunks_exact(8);
+        for chunk in &mut chunks {
+            self.add(u64::from_le_bytes(chunk.try_into().expect("eight bytes")));
+        }
+        for &byte in chunks.remainder() {
+            self.add(u64::from(byte));
+        }
+    }
+
+    fn write_u8(&mut self, byte: u8) {
+        self.add(u64::from(byte));
+    }
+
+    fn write_usize(&mut self, n: usize) {
+        self.add(n as u64);
+    }
+
+    fn finish(&self) -> u64 {
+        self.0
+    }
+}
+
+impl FxHasher {
+    fn add(&mut self, word: u64) {
+        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
+    }
+}
+
+type Fx = std::hash::BuildHasherDefault<FxHasher>;
 
 /// Whether `text` holds `name` as a word of its own.
 /// The words of `text` that may name a function.
@@ -1374,12 +1792,30 @@ fn mentioned(text: &str) -> impl Iterator<Item = &str> {
 /// Names arithmetic may assign: every name inside `((...))`, `$((...))` and `$[...]`.
 fn arithmetic_names(source: &str) -> BTreeSet<String> {
     let mut names = BTreeSet::new();
-    for (at, _) in source.match_indices("((") {
+    // Found by their second byte (a search for one byte is quick; for two, not).
+    let bytes = source.as_bytes();
+    // As `match_indices` finds them: a match starts after the end of the one before.
+    let after = |second: u8, first: u8| {
+        let mut from = 0;
+        let mut free = 0;
+        std::iter::from_fn(move || {
+            while let Some(found) = source[from..].find(char::from(second)) {
+                let at = from + found;
+                from = at + 1;
+                if at > free && bytes[at - 1] == first {
+                    free = at + 1;
+                    return Some(at - 1);
+                }
+            }
+            None
+        })
+    };
+    for at in after(b'(', b'(') {
         let rest = &source[at + 2..];
         let end = rest.find("))").unwrap_or(rest.len());
         names.extend(identifiers(&rest[..end]));
     }
-    for (at, _) in source.match_indices("$[") {
+    for at in after(b'[', b'$') {
         let rest = &source[at + 2..];
         let end = rest.find(']').unwrap_or(rest.len());
         names.extend(identifiers(&rest[..end]));
@@ -1388,18 +1824,10 @@ fn arithmetic_names(source: &str) -> BTreeSet<String> {
 }
 
 fn collect_functions<'a>(flow: &'a [Flow], into: &mut BTreeMap<String, Vec<&'a [Flow]>>) {
-    for step in flow {
-        match step {
-            Flow::Function { name, body } => {
-                into.entry(name.clone()).or_default().push(body);
-                collect_functions(body, into);
-            }
-            Flow::Isolated(steps) | Flow::Maybe(steps) | Flow::Loop(steps) | Flow::For { body: steps, .. } => {
-                collect_functions(steps, into)
-            }
-            Flow::Choice(arms) => arms.iter().for_each(|arm| collect_functions(arm, into)),
-            Flow::Pipeline(_) | Flow::Opaque(_) => {}
-        }
+    let mut bodies = BTreeMap::new();
+    collect_bodies(flow, 0, &mut 0, &mut bodies);
+    for (name, defined) in bodies {
+        into.entry(name).or_default().extend(defined.into_iter().map(|body| body.flow));
     }
 }
 

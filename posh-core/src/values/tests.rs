@@ -245,3 +245,92 @@ fn joins_that_keep_a_side_equal_the_full_join() {
     }
     assert_eq!(checked, 120 * 120);
 }
+
+/// The analysis as it ran before it ran the top level once and kept its parts' runs: each round
+/// of the functions' callers ran the whole script again, every call joined as it was made.
+fn analyse_by_rounds(source: &str, script: &Script, inputs: &Inputs, glob: &dyn Files) -> Values {
+    let mut analysis = Analysis::new(source, script, glob);
+    analysis.hidden_functions |= inputs.env.keys().any(|name| name.starts_with("BASH_FUNC_"));
+    let initial = inputs.state();
+    let mut entries: BTreeMap<String, State> = BTreeMap::new();
+    for round in 0..=ROUNDS {
+        analysis.at.clear();
+        analysis.calls.clear();
+        analysis.run(&script.flow, initial.clone());
+        let names: Vec<String> = analysis.functions.keys().cloned().collect();
+        for name in &names {
+            let entry = analysis.entry(&entries, name, round);
+            for body in analysis.functions[name].clone() {
+                analysis.run(body, entry.clone());
+            }
+        }
+        let mut calls = BTreeMap::new();
+        replay(&mut calls, &analysis.calls);
+        if calls == entries || round == ROUNDS {
+            break;
+        }
+        entries = calls;
+    }
+    if let Some(why) = &analysis.gives_up {
+        for state in analysis.at.values_mut() {
+            *state = State::unknown(why);
+        }
+    }
+    Values { at: std::mem::take(&mut analysis.at), globs_differ: analysis.globs_differ }
+}
+
+/// The scripts of the oracle suite and the examples, each whole.
+fn corpus() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut texts = Vec::new();
+    for dir in ["tests/oracle", "examples"] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir)) else { continue };
+        let mut paths: Vec<_> = entries.map(|e| e.unwrap().path()).collect();
+        paths.sort();
+        for path in paths.iter().filter(|p| p.extension().is_some_and(|x| x == "sh")) {
+            texts.push(std::fs::read_to_string(path).unwrap());
+        }
+    }
+    texts
+}
+
+#[test]
+fn the_top_level_run_once_equals_a_run_per_round() {
+    let texts = corpus();
+    assert!(texts.len() > 50, "the oracle scripts are there");
+    let given = Inputs {
+        env: [("IN", "/data/a.txt"), ("OUT", "/data/o")].iter().map(|(k, v)| (k.to_string(), v.to_string())).collect(),
+        env_complete: true,
+        args: Some(vec!["/data/b.txt".to_string(), "x".to_string()]),
+    };
+    let all = texts.concat();
+    for text in texts.iter().chain([&all]) {
+        let script = crate::shell::parse_tolerant(text);
+        for inputs in [&Inputs::unknown(), &given] {
+            assert_eq!(
+                analyse(text, &script, inputs, &TestFiles),
+                analyse_by_rounds(text, &script, inputs, &TestFiles)
+            );
+        }
+    }
+}
+
+#[test]
+fn arithmetic_names_are_found_as_the_text_s_matches_are() {
+    let reference = |source: &str| {
+        let mut names = BTreeSet::new();
+        for (at, _) in source.match_indices("((") {
+            let rest = &source[at + 2..];
+            names.extend(identifiers(&rest[..rest.find("))").unwrap_or(rest.len())]));
+        }
+        for (at, _) in source.match_indices("$[") {
+            let rest = &source[at + 2..];
+            names.extend(identifiers(&rest[..rest.find(']').unwrap_or(rest.len())]));
+        }
+        names
+    };
+    let tricky = ["(()", "((( a ))) b", "((x)) (( y", "$[$[ z ] w", "(( a ))((b)) c", "é((ü x))", "$[", "(("];
+    for text in corpus().iter().map(String::as_str).chain(tricky) {
+        assert_eq!(arithmetic_names(text), reference(text), "{text}");
+    }
+}

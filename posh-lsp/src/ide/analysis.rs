@@ -169,7 +169,15 @@ pub fn analyze_script_at(
     };
     let scope = planner::ScriptScope::new(text, &script, &world.library);
     // What the script's variables hold before each pipeline, from its `[[run]]`.
-    let values = planner::values_of(&ctx, text, &script, &scope, &inputs_of(world, path));
+    let inputs = inputs_of(world, path);
+    let segments = cache.chunks.segments();
+    let values = if segments.is_empty() {
+        planner::values_of(&ctx, text, &script, &scope, &inputs)
+    } else {
+        // Chunk by chunk: what the chunks before the edited one hold is taken from the cache, and
+        // so is what the ones after it hold when the edit changed no state they start from.
+        planner::values_of_cached(&ctx, text, &script, &scope, &inputs, &segments, &mut cache.values)
+    };
     let scope = scope.with_values(values);
     let values = scope.values().expect("given just now");
     cache.reused = 0;
@@ -190,18 +198,49 @@ pub fn analyze_script_at(
             let ours = &script.pipelines[next..next + count];
             next += count;
             let working_dirs: Vec<_> = ours.iter().map(|p| scope.working_dir(p)).collect();
-            let keys: Vec<u64> = ours.iter().map(|p| values.key_of(p)).collect();
-            let plans = match &chunk.plans {
-                Some((made_with, plans))
+            let scope_keys: Vec<u64> = ours.iter().map(|p| scope.key_of(p)).collect();
+            let states: Vec<Option<&posh_core::values::State>> =
+                ours.iter().map(|p| values.before(p.span.start)).collect();
+            let value_keys = || -> Vec<u64> { ours.iter().map(|p| values.key_of(p)).collect() };
+            let same_states = |made: &[Option<posh_core::values::State>]| {
+                made.len() == states.len()
+                    && made.iter().zip(&states).all(|(a, b)| match (a, b) {
+                        (Some(a), Some(b)) => a.is(b),
+                        (None, None) => true,
+                        _ => false,
+                    })
+            };
+            let reusable = match &mut chunk.plans {
+                Some((made_with, _))
                     if made_with.functions == scope.functions()
                         && made_with.working_dirs == working_dirs
-                        && made_with.values == keys =>
+                        && made_with.scope == scope_keys =>
                 {
+                    // Other states, but the same values of what the pipelines read: the plans
+                    // stand, and the next analysis compares with these states.
+                    same_states(&made_with.states) || {
+                        let same_values = made_with.values == value_keys();
+                        if same_values {
+                            made_with.states = states.iter().map(|s| s.cloned()).collect();
+                        }
+                        same_values
+                    }
+                }
+                _ => false,
+            };
+            let plans = match &chunk.plans {
+                Some((_, plans)) if reusable => {
                     cache.reused += count;
                     plans
                 }
                 _ => {
-                    let with = PlannedWith { functions: scope.functions().to_vec(), working_dirs, values: keys };
+                    let with = PlannedWith {
+                        functions: scope.functions().to_vec(),
+                        working_dirs,
+                        scope: scope_keys,
+                        values: value_keys(),
+                        states: states.iter().map(|s| s.cloned()).collect(),
+                    };
                     let plans = ours.iter().map(|p| {
                         let mut plan = planner::plan_pipeline_in(&ctx, p, &scope);
                         move_plan(&mut plan, |offset| offset - start);
@@ -232,6 +271,7 @@ pub fn analyze_script_at(
 #[derive(Debug, Default, Clone)]
 pub struct AnalysisCache {
     chunks: ChunkCache,
+    values: posh_core::values::ValuesCache,
     reused: usize,
 }
 
@@ -244,6 +284,12 @@ impl AnalysisCache {
     /// How many chunks of text the last analysis took from the cache rather than parsed.
     pub fn reused_chunks(&self) -> usize {
         self.chunks.reused()
+    }
+
+    /// How many runs of chunks and function bodies the last value analysis took from the cache,
+    /// and made anew.
+    pub fn values_reused(&self) -> (usize, usize) {
+        self.values.counts()
     }
 }
 

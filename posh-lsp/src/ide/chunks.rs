@@ -17,6 +17,7 @@ use posh_core::Span;
 use posh_core::planner::PipelinePlan;
 use posh_core::shell::chunks::{MAX_JOINS, move_flow, move_loop, move_pipeline, top_level_cuts};
 use posh_core::shell::{self, Flow, ForLoop, Pipeline, Recovery, Script, ShellError};
+use posh_core::values::Segment;
 
 /// Fewer lines than this never make a chunk of their own.
 const MIN_LINES: usize = 8;
@@ -31,14 +32,21 @@ pub struct ChunkCache {
 }
 
 /// What a chunk's plans depend on besides its text: the script's function names, the working
-/// directory each of its pipelines starts from (a `cd` in an earlier chunk moves them), and the
-/// values of the variables they read (an assignment in an earlier chunk, the run configuration).
-#[derive(Clone, Debug, PartialEq, Eq)]
+/// directory each of its pipelines starts from (a `cd` in an earlier chunk moves them), what of
+/// the rest of the script bears on each (`ScriptScope::key_of`: a `set -v` or `mkfifo` in another
+/// chunk), and the values of the variables they read (an assignment in an earlier chunk, the run
+/// configuration).
+#[derive(Clone, Debug)]
 pub(crate) struct PlannedWith {
     pub functions: Vec<String>,
     pub working_dirs: Vec<posh_core::planner::WorkingDir>,
+    /// [`posh_core::planner::ScriptScope::key_of`] of each pipeline.
+    pub scope: Vec<u64>,
     /// [`posh_core::values::Values::key_of`] of each pipeline.
     pub values: Vec<u64>,
+    /// The states before its pipelines they were planned with: the same states (shared, see
+    /// `values::State::is`) give the same keys, which are then not computed again.
+    pub states: Vec<Option<posh_core::values::State>>,
 }
 
 #[derive(Debug, Clone)]
@@ -60,6 +68,16 @@ impl ChunkCache {
     /// How many chunks the last parse took from the cache.
     pub fn reused(&self) -> usize {
         self.reused
+    }
+
+    /// The last parse's chunks, as the value analysis takes a script's parts
+    /// (`values::analyse_cached`); none when it parsed the text whole.
+    pub fn segments(&self) -> Vec<Segment> {
+        let segment = |(start, text): &(usize, String)| {
+            let steps = self.chunks.get(text)?.flow.len();
+            Some(Segment { span: Span::new(*start, start + text.len()), steps })
+        };
+        self.layout.iter().map(segment).collect::<Option<Vec<Segment>>>().unwrap_or_default()
     }
 }
 
