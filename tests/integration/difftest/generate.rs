@@ -8,7 +8,9 @@
 //! What keeps a script deterministic under bash itself (bash against bash must always agree):
 //! no times, PIDs or `$RANDOM`; loops are bounded; inputs are small files, so a writer into a
 //! pipe whose reader stops early (`head`) has written everything in one write before the reader
-//! reads; at most one command of a pipeline writes to stderr; `set -x` is only on around simple
+//! reads, and a writer that writes more than once (`cat` of two files) is never followed by such a
+//! reader (under `set -o pipefail` and `set -e` its SIGPIPE would decide whether the script goes
+//! on: seed 1796223445); at most one command of a pipeline writes to stderr; `set -x` is only on around simple
 //! commands of one line (the trace of a pipeline's stages comes from several processes in any
 //! order); a background job writes to a file of its own and is waited for on the same line,
 //! before anything reads that file.
@@ -173,6 +175,22 @@ const DATA_FILES: &[&str] = &[
     "\"data/file with spaces.txt\"",
     "data/empty.txt",
 ];
+
+/// Whether a pipeline stage writes its output in more than one write: `cat` of two files writes
+/// each file apart (every other stage here writes a small buffered output once, at its end).
+fn writes_more_than_once(stage: &str) -> bool {
+    let Some(operands) = stage.strip_prefix("cat ") else { return false };
+    let mut quoted = false;
+    let mut words = 1;
+    for c in operands.trim().chars() {
+        match c {
+            '"' => quoted = !quoted,
+            ' ' if !quoted => words += 1,
+            _ => {}
+        }
+    }
+    !operands.starts_with("<<") && words > 1
+}
 
 /// Commands that read their standard input, all in the annotation library.
 const FILTERS: &[&str] = &[
@@ -483,7 +501,8 @@ impl Generator<'_> {
         let files: Vec<&str> = files.iter().map(String::as_str).collect();
         let mut stages = vec![self.source_command(&files)];
         for _ in 0..self.rng.below(4) {
-            stages.push(self.rng.pick(FILTERS).to_string());
+            let filter = self.filter_after(stages.last().expect("a source"));
+            stages.push(filter.to_string());
         }
         let mut text = String::new();
         for (i, stage) in stages.iter().enumerate() {
@@ -493,6 +512,12 @@ impl Generator<'_> {
             text.push_str(stage);
         }
         text
+    }
+
+    /// A filter to read what `writer` writes: one that stops early (`head`) only after a writer
+    /// that writes once, since a second write would meet a closed pipe or not depending on timing.
+    fn filter_after(&mut self, writer: &str) -> &'static str {
+        if writes_more_than_once(writer) { self.whole_input_filter() } else { self.rng.pick(FILTERS) }
     }
 
     /// A filter that reads its whole input, for a loop or function that writes files: one that
@@ -511,8 +536,9 @@ impl Generator<'_> {
         let mut text = self.pipeline_in("data");
         if !text.contains('\n') {
             let separator = if self.has("backslash_newline") && self.rng.chance(50) { " \\\n  | " } else { " |\n  " };
+            let filter = self.filter_after(text.rsplit(" | ").next().unwrap_or(&text));
             text.push_str(separator);
-            text.push_str(self.rng.pick(FILTERS));
+            text.push_str(filter);
         }
         text + &self.maybe_redirect()
     }
@@ -778,6 +804,22 @@ mod tests {
         for seed in 0..200 {
             let text = script(seed, &features);
             assert!(!text.contains("set -x") && !text.contains("<<EOF"), "{text}");
+        }
+    }
+
+    #[test]
+    fn no_writer_of_two_writes_feeds_a_reader_that_stops_early() {
+        assert!(writes_more_than_once("cat \"data/file with spaces.txt\" data/utf8.txt"));
+        assert!(!writes_more_than_once("cat \"data/file with spaces.txt\""));
+        let features = Features::all();
+        for seed in 0..2000 {
+            let text = script(seed, &features).replace(" \\\n  | ", " | ").replace(" |\n  ", " | ");
+            for line in text.lines() {
+                let stages: Vec<&str> = line.split(" | ").map(str::trim).collect();
+                for pair in stages.windows(2) {
+                    assert!(!(writes_more_than_once(pair[0]) && pair[1].starts_with("head")), "seed {seed}: {line}");
+                }
+            }
         }
     }
 
