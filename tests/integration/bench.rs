@@ -73,13 +73,13 @@ fn bench_runs_every_workload_on_embedded_proxies_with_identical_outputs() {
     let report: serde_json::Value =
         serde_json::from_str(&std::fs::read_to_string(folder.join("report.json")).unwrap()).unwrap();
     let results = report["results"].as_array().unwrap();
-    assert_eq!(results.len(), 12, "one result per workload: {results:#?}");
+    assert_eq!(results.len(), 13, "one result per workload: {results:#?}");
     for result in results {
         let name = &result["workload"];
         assert_eq!(result["check"]["identical"], true, "{name}: {:#}", result["check"]);
         // One plan: what --explain showed is where --stats says each command ran.
         assert_eq!(result["plan_disagreements"], serde_json::json!([]), "{name}: {:#}", result["placement"]);
-        for system in ["a", "b"] {
+        for system in ["a", "b", "b_warm"] {
             assert!(result["systems"][system]["median"].as_f64().unwrap() > 0.0, "{name}: no time for {system}");
         }
         // c (bash through the storage shell) runs where the workload lives on one mount.

@@ -9,11 +9,12 @@ from pathlib import Path
 
 from . import measure
 
-ORDER = ("a", "a_readahead", "b", "c")
-SHORT = {"a": "a", "a_readahead": "a (4 MiB)", "b": "b", "c": "c"}
+ORDER = ("a", "a_readahead", "b", "b_warm", "c")
+SHORT = {"a": "a", "a_readahead": "a (4 MiB)", "b": "b", "b_warm": "b (warm)", "c": "c"}
 LEGEND = {"a": "a: bash over the mount", "a_readahead": "a (4 MiB): the same, 4 MiB read-ahead",
-          "b": "b: posh-exec with proxies", "c": "c: bash at the storage"}
-COLOURS = {"a": "#9e9e9e", "a_readahead": "#616161", "b": "#1565c0", "c": "#2e7d32"}
+          "b": "b: posh-exec with proxies, cold mount", "b_warm": "b (warm): the same, warm mount",
+          "c": "c: bash at the storage"}
+COLOURS = {"a": "#9e9e9e", "a_readahead": "#616161", "b": "#1565c0", "b_warm": "#64b5f6", "c": "#2e7d32"}
 
 
 def seconds(value: float | None) -> str:
@@ -57,11 +58,12 @@ def markdown(report: dict) -> str:
     lines.append("")
     for system, text in report["systems"].items():
         lines.append(f"- **{SHORT[system]}**: {text}")
-    lines += ["", "| workload | link | a | a (4 MiB) | b | c | a/b | a (4 MiB)/b | b/c | bytes a | bytes b | outputs |",
-              "|---|---|---|---|---|---|---|---|---|---|---|---|"]
+    lines += ["", "| workload | link | a | a (4 MiB) | b | b (warm) | c | a/b | a (4 MiB)/b | a/b (warm) | b/c "
+              "| b/c (warm) | bytes a | bytes b | outputs |",
+              "|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in report["results"]:
         if "error" in r:
-            lines.append(f"| {r['workload']} | {r['link']} | {table_cell(r['error'])} | | | | | | | | | |")
+            lines.append(f"| {r['workload']} | {r['link']} | {table_cell(r['error'])} |" + " |" * 12)
             continue
         s = r["systems"]
 
@@ -72,9 +74,11 @@ def markdown(report: dict) -> str:
 
         check = "identical" if r["check"]["identical"] else "**MISMATCH**"
         lines.append(
-            f"| {r['title']} | {r['link']} | {cell('a')} | {cell('a_readahead')} | {cell('b')} | {cell('c')} "
-            f"| {ratio(r['ratios'].get('a/b'))} | {ratio(r['ratios'].get('a_readahead/b'))} | {ratio(r['ratios'].get('b/c'))} "
+            f"| {r['title']} | {r['link']} | {cell('a')} | {cell('a_readahead')} | {cell('b')} | {cell('b_warm')} "
+            f"| {cell('c')} | {ratio(r['ratios'].get('a/b'))} | {ratio(r['ratios'].get('a_readahead/b'))} "
+            f"| {ratio(r['ratios'].get('a/b warm'))} | {ratio(r['ratios'].get('b/c'))} | {ratio(r['ratios'].get('b warm/c'))} "
             f"| {megabytes(s.get('a', {}).get('bytes'))} | {megabytes(s.get('b', {}).get('bytes'))} | {check} |")
+    lines += targets_section(report)
     lines += ["", "## Per workload", ""]
     for r in report["results"]:
         if "error" in r:
@@ -115,6 +119,22 @@ def markdown(report: dict) -> str:
             lines.append(f"- failed run: {failed}")
         lines.append("")
     return "\n".join(lines).rstrip() + "\n"
+
+
+def targets_section(report: dict) -> list[str]:
+    """Which of issue 40's targets this run met, workload by workload (measure.targets)."""
+    rows = []
+    for r in report["results"]:
+        if "error" in r:
+            continue
+        for t in measure.targets(r, report["links"].get(r["link"], {})):
+            rows.append(f"| {r['title']} | {r['link']} | {t['target']} | {t['figure']} | {'met' if t['met'] else '**not met**'} |")
+    if not rows:
+        return []
+    missed = sum("**not met**" in row for row in rows)
+    return ["", "## Targets", "",
+            f"{len(rows) - missed} of {len(rows)} met." if missed else f"All {len(rows)} met.", "",
+            "| workload | link | target | figure | |", "|---|---|---|---|---|", *rows]
 
 
 def svg(report: dict) -> str:
@@ -161,7 +181,7 @@ def svg(report: dict) -> str:
     for i, system in enumerate(ORDER):
         out.append(f'<rect x="{lx}" y="{top + i * 18}" width="12" height="12" fill="{COLOURS[system]}"/>')
         out.append(f'<text x="{lx + 18}" y="{top + i * 18 + 10}">{LEGEND[system]}</text>')
-    out.append(f'<text x="{lx}" y="{top + 5 * 18}">numbers above: a/b</text>')
+    out.append(f'<text x="{lx}" y="{top + (len(ORDER) + 1) * 18}">numbers above: a/b</text>')
     out.append("</svg>")
     return "\n".join(out) + "\n"
 

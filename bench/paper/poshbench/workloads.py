@@ -56,6 +56,8 @@ class Workload:
     # Shell commands whose output stands for the state the script leaves, beside its outputs.
     state: str = ""
     env: dict[str, str] = dataclasses.field(default_factory=dict)
+    # Whether it measures a stream's rate (its report checks the rate against the link's).
+    throughput: bool = False
 
     def render(self, site_paths: dict[str, str]) -> str:
         text = self.script
@@ -368,6 +370,15 @@ SMALL_PIPELINES_EACH = Workload(
 )
 
 
+SUBSTITUTION_LOOP = Workload(
+    name="substitution-loop",
+    title="A loop with a command substitution per file",
+    paper="a call per file whose result the script keeps (the per-call cost against the round trips it saves)",
+    script='for f in notes/*.txt; do n=$(grep -c TODO "$f"); echo "$f $n"; done\n',
+    generate=gen_notes,
+)
+
+
 # --- stream throughput ----------------------------------------------------------------------------
 
 def gen_stream(root: Path, scale: str) -> None:
@@ -390,6 +401,7 @@ STREAM = Workload(
     # file there costs it the same as streaming its output), so only a filter measures the stream.
     script="tail -c +1 stream.txt\n",
     generate=gen_stream,
+    throughput=True,
 )
 
 
@@ -405,6 +417,7 @@ ALL = (
     TOP_PATHS,
     SMALL_PIPELINES,
     SMALL_PIPELINES_EACH,
+    SUBSTITUTION_LOOP,
     STREAM,
 )
 

@@ -79,6 +79,30 @@ class Checks(unittest.TestCase):
         self.assertEqual(result["systems"]["a"]["min"], 10)
         self.assertEqual(result["ratios"], {"a/b": 6.0, "b/c": 4.0})
 
+    def test_warm_runs_have_ratios_of_their_own(self):
+        result = self.summarize({"a": [run(10)], "b": [run(2)], "b_warm": [run(1)], "c": [run(0.5)]})
+        self.assertEqual(result["ratios"], {"a/b": 5.0, "b/c": 4.0, "a/b warm": 10.0, "b warm/c": 2.0})
+
+    def test_targets_say_which_are_met(self):
+        result = self.summarize({"a": [run(10)], "a_readahead": [run(3)], "b": [run(4)], "c": [run(0.5)]})
+        [harm] = measure.targets(result, {"rate_mbit": 600})
+        self.assertEqual((harm["figure"], harm["met"]), ("a (4 MiB)/b = 0.75", False))
+        result = self.summarize({"a": [run(10)], "b": [run(4)]})
+        self.assertTrue(measure.targets(result, {})[0]["met"])
+
+    def test_a_stream_is_measured_against_the_slower_of_the_link_and_the_mount(self):
+        mib100 = 100_000_000
+        runs = {"a": [run(4, crossed=mib100)], "a_readahead": [run(2, crossed=mib100)], "b": [run(2, crossed=mib100)]}
+        result = measure.summarize(workloads.STREAM, "wan", LAYOUT, list(runs), runs, {}, [])
+        # b moves 400 Mbit/s; the mount with read-ahead too; the link would allow 600.
+        rate = [t for t in measure.targets(result, {"rate_mbit": 600}) if "stream" in t["target"]]
+        self.assertEqual(rate[0]["figure"], "400 Mbit/s, 100% of the mount (400 Mbit/s)")
+        self.assertTrue(rate[0]["met"])
+        runs["b"] = [run(4, crossed=mib100)]
+        result = measure.summarize(workloads.STREAM, "dc", LAYOUT, list(runs), runs, {}, [])
+        rate = [t for t in measure.targets(result, {"rate_mbit": 5000}) if "stream" in t["target"]]
+        self.assertEqual((rate[0]["figure"], rate[0]["met"]), ("200 Mbit/s, 50% of the mount (400 Mbit/s)", False))
+
     def test_a_different_stdout_or_file_is_a_failure(self):
         result = self.summarize({"a": [run(outputs={"out.txt": "y"})], "b": [run(stdout="other", outputs={"out.txt": "x"})],
                                  "c": [run(outputs={"out.txt": "y"})]})
@@ -176,6 +200,11 @@ class Reports(unittest.TestCase):
         bars = sum(len(r["systems"]) for r in self.fixture["results"] if "systems" in r)
         # One rectangle per bar, one per legend entry and the background.
         self.assertEqual(svg.count("<rect") - len(report.ORDER) - 1, bars)
+
+    def test_the_targets_not_met_are_counted(self):
+        md = report.markdown(self.fixture)
+        self.assertIn("## Targets", md)
+        self.assertIn("of 4 met.", md)
 
     def test_a_mismatch_is_loud_in_markdown(self):
         md = report.markdown(self.fixture)
