@@ -21,7 +21,8 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p = argparse.ArgumentParser(
         prog="bench/paper/run",
         description="Reproduces the POSH paper's evaluation: each workload under bash over the mount (a, and a "
-        "with 4 MiB read-ahead), posh-exec with proxies next to the data (b) and bash at the storage (c), "
+        "with 4 MiB read-ahead), posh-exec with proxies next to the data (b on a cold mount, b warm as a second run) "
+        "and bash at the storage (c), "
         "interleaved, with the bytes that crossed the link, where posh ran each command, and a check that "
         "every output is identical. Writes report.md, report.json and figure.svg to a folder named by date "
         "and commit. Exit status 1 if any output differs or a run failed.")

@@ -46,6 +46,8 @@ DESCRIPTIONS = {
 # rate or of the mount's own (a_readahead's), whichever is lower.
 NO_HARM = 1.0
 STREAM_SHARE = 0.9
+# ... and the same data over 100 proxies within this factor of its time over 10.
+SPREAD_FACTOR = 2.0
 # Below this a/b, posh is said to gain nothing, and the report says why.
 NO_GAIN = 1.1
 # Outputs are kept in full when a mismatch is reported, up to this size.
@@ -424,6 +426,22 @@ def targets(result: dict, link: dict) -> list[dict]:
         found.append({"target": f"a stream at >= {STREAM_SHARE:.0%} of the link or the mount's rate",
                       "figure": f"{rate:,.0f} Mbit/s, {rate / ceiling:.0%} of {what} ({ceiling:,.0f} Mbit/s)",
                       "met": rate >= STREAM_SHARE * ceiling})
+    return found
+
+
+def spread_targets(results: list[dict]) -> list[dict]:
+    """The scale target across two workloads: the same data on 100 proxies (spread-100) within
+    SPREAD_FACTOR of its time on 10 (spread-10), cold, per link."""
+    found = []
+    by_key = {(r["workload"], r["link"]): r for r in results if "systems" in r}
+    for (name, link), many in by_key.items():
+        few = by_key.get(("spread-10", link))
+        if name != "spread-100" or few is None or "b" not in many["systems"] or "b" not in few["systems"]:
+            continue
+        factor = many["systems"]["b"]["median"] / few["systems"]["b"]["median"]
+        found.append({"title": "The same logs on 100 proxies against 10", "link": link,
+                      "target": f"100 proxies within {SPREAD_FACTOR:g}x of 10 (b, cold)",
+                      "figure": f"{factor:.2f}x", "met": factor <= SPREAD_FACTOR})
     return found
 
 

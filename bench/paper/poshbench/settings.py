@@ -319,6 +319,10 @@ class RealDeployment:
         return ["real"]
 
     def runs_on(self, link: str, workload: Workload) -> bool:
+        if len(workload.sites) > len(self.mounts):
+            print(f"bench: {workload.name} left out: it needs {len(workload.sites)} mounts and {self.config} names "
+                  f"{len(self.mounts)}", file=sys.stderr, flush=True)
+            return False
         return True
 
     def enter(self, link: str) -> dict:

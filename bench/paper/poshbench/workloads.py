@@ -379,6 +379,44 @@ SUBSTITUTION_LOOP = Workload(
 )
 
 
+# --- the same data spread over 10 and over 100 proxies ----------------------------------------------
+
+def spread_sites(count: int) -> tuple[str, ...]:
+    return tuple(f"s{i:03d}" for i in range(count))
+
+
+def gen_spread(sites: int):
+    """The same files for every spread: file k (of 100, 1,000 or 10,000 logs of 50 lines) on site
+    k mod `sites`, so a run over 100 proxies and one over 10 read the same bytes."""
+    def generate(root: Path, scale: str) -> None:
+        files = pick(scale, 100, 1000, 10000)
+        names = spread_sites(sites)
+        for site in names:
+            (root / site).mkdir(parents=True, exist_ok=True)
+        for k in range(files):
+            rng = random.Random(7000 + k)
+            write_lines(root / names[k % sites] / f"f{k:05d}.log",
+                        (f"{n:04d} {'ERROR' if rng.random() < 0.02 else 'INFO'} request {rng.randrange(10**6)}\n"
+                         for n in range(50)))
+    return generate
+
+
+def spread(sites: int) -> Workload:
+    names = spread_sites(sites)
+    return Workload(
+        name=f"spread-{sites}",
+        title=f"The same logs on {sites} proxies",
+        paper="scale: one split pipeline across many storage servers (issue 40: 100 proxies within 2x of 10)",
+        sites=names,
+        script=" ".join(["cat"] + [f"@{site}@/*.log" for site in names]) + " | grep ERROR | wc -l\n",
+        generate=gen_spread(sites),
+    )
+
+
+SPREAD_10 = spread(10)
+SPREAD_100 = spread(100)
+
+
 # --- stream throughput ----------------------------------------------------------------------------
 
 def gen_stream(root: Path, scale: str) -> None:
@@ -419,6 +457,8 @@ ALL = (
     SMALL_PIPELINES_EACH,
     SUBSTITUTION_LOOP,
     STREAM,
+    SPREAD_10,
+    SPREAD_100,
 )
 
 

@@ -103,6 +103,14 @@ class Checks(unittest.TestCase):
         rate = [t for t in measure.targets(result, {"rate_mbit": 5000}) if "stream" in t["target"]]
         self.assertEqual((rate[0]["figure"], rate[0]["met"]), ("200 Mbit/s, 50% of the mount (400 Mbit/s)", False))
 
+    def test_a_hundred_proxies_are_measured_against_ten(self):
+        def spread(workload, seconds):
+            runs = {"a": [run(10)], "b": [run(seconds)]}
+            return measure.summarize(workload, "wan", LAYOUT, list(runs), runs, {}, [])
+        [target] = measure.spread_targets([spread(workloads.SPREAD_10, 1.0), spread(workloads.SPREAD_100, 2.5)])
+        self.assertEqual((target["figure"], target["met"]), ("2.50x", False))
+        self.assertEqual(measure.spread_targets([spread(workloads.SPREAD_100, 2.5)]), [], "no spread-10 to compare")
+
     def test_a_different_stdout_or_file_is_a_failure(self):
         result = self.summarize({"a": [run(outputs={"out.txt": "y"})], "b": [run(stdout="other", outputs={"out.txt": "x"})],
                                  "c": [run(outputs={"out.txt": "y"})]})
