@@ -167,11 +167,7 @@ pub fn why_pipeline_stays_in(script_text: &str, pipeline: &Pipeline, scope: &Tex
     // gives its status, a signal to it ends every command (the runtime cancels a pipeline whose
     // call goes), and posh-exec stays until it ends, as it would go on after bash. Only `jobs`
     // would show the call's text instead of the pipeline's.
-    let lists_jobs = || {
-        *scope
-            .lists_jobs
-            .get_or_init(|| script_text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "jobs"))
-    };
+    let lists_jobs = || *scope.lists_jobs.get_or_init(|| lists_jobs(script_text));
     if pipeline.background && lists_jobs() {
         return Some("runs in the background of a script that lists its jobs (`jobs` would show the call)".into());
     }
@@ -201,21 +197,102 @@ pub fn why_command_stays(pipeline: &Pipeline, index: usize, functions: &[String]
 /// waits for a process substitution, whose pipe `bash -c` (how a rewritten script runs) keeps
 /// open until the whole text is done, so the `wait` would never return.
 pub fn why_script_stays(text: &str) -> Option<String> {
-    if text.contains('\0') {
-        return Some("the script holds NUL bytes, which bash drops from what it evaluates".into());
+    TextFacts::of(text).why_script_stays()
+}
+
+/// What the whole script's state reads that a runtime call would change ([`why_script_stays`]).
+const READS_STATE: [&str; 7] =
+    ["PIPESTATUS", "BASH_SOURCE", "BASH_COMMAND", "BASH_EXECUTION_STRING", "$_", "${_}", "expand_aliases"];
+
+/// What of a script's text the rules for the whole script read ([`why_script_stays`],
+/// [`LoopScope`], [`TextScope`]). Each is found within a line, or by words split at characters a
+/// newline is one of, so the facts of a text cut at line starts are the [`TextFacts::join`] of its
+/// parts' facts: an editor keeps them per chunk of the script, and a keystroke scans its chunk
+/// only.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct TextFacts {
+    nul: bool,
+    sets_verbose: bool,
+    /// Which of [`READS_STATE`] the text holds.
+    reads: [bool; READS_STATE.len()],
+    process_substitution: bool,
+    waits: bool,
+    lists_jobs: bool,
+    shows_functions: bool,
+    loops: LoopScope,
+}
+
+impl TextFacts {
+    pub fn of(text: &str) -> TextFacts {
+        TextFacts {
+            nul: text.contains('\0'),
+            sets_verbose: sets_option(text, 'v', "verbose"),
+            reads: READS_STATE.map(|name| text.contains(name)),
+            process_substitution: text.contains(">(") || text.contains("<("),
+            waits: text.split(|c: char| !c.is_alphanumeric()).any(|w| w == "wait"),
+            lists_jobs: lists_jobs(text),
+            shows_functions: shows_functions(text),
+            loops: LoopScope::of(text),
+        }
     }
-    if sets_option(text, 'v', "verbose") {
-        return Some("the script turns on `set -v`, which would print the rewritten lines".into());
+
+    /// The facts of the text made of `parts` in order, each cut from it at a line start.
+    pub fn join<'a>(parts: impl IntoIterator<Item = &'a TextFacts>) -> TextFacts {
+        let mut all = TextFacts::default();
+        for part in parts {
+            all.nul |= part.nul;
+            all.sets_verbose |= part.sets_verbose;
+            for (all, part) in all.reads.iter_mut().zip(part.reads) {
+                *all |= part;
+            }
+            all.process_substitution |= part.process_substitution;
+            all.waits |= part.waits;
+            all.lists_jobs |= part.lists_jobs;
+            all.shows_functions |= part.shows_functions;
+            // The first trap line of the text is the first part's that has one.
+            all.loops.trap = all.loops.trap.take().or_else(|| part.loops.trap.clone());
+            all.loops.nounset |= part.loops.nounset;
+            all.loops.xtrace |= part.loops.xtrace;
+        }
+        all
     }
-    let reads = ["PIPESTATUS", "BASH_SOURCE", "BASH_COMMAND", "BASH_EXECUTION_STRING", "$_", "${_}", "expand_aliases"]
-        .iter()
-        .find(|name| text.contains(*name))
-        .map(|name| format!("the script reads {name}, which the runtime call would change"));
-    let waits_for_substitution =
-        (text.contains(">(") || text.contains("<(")) && text.split(|c: char| !c.is_alphanumeric()).any(|w| w == "wait");
-    reads.or_else(|| {
-        waits_for_substitution.then(|| "the script waits with process substitutions, which `bash -c` keeps open".into())
-    })
+
+    /// See [`why_script_stays`].
+    pub fn why_script_stays(&self) -> Option<String> {
+        if self.nul {
+            return Some("the script holds NUL bytes, which bash drops from what it evaluates".into());
+        }
+        if self.sets_verbose {
+            return Some("the script turns on `set -v`, which would print the rewritten lines".into());
+        }
+        let reads = READS_STATE
+            .iter()
+            .zip(self.reads)
+            .find(|(_, read)| *read)
+            .map(|(name, _)| format!("the script reads {name}, which the runtime call would change"));
+        reads.or_else(|| {
+            (self.process_substitution && self.waits)
+                .then(|| "the script waits with process substitutions, which `bash -c` keeps open".into())
+        })
+    }
+
+    /// What of the script bears on every loop.
+    pub fn loops(&self) -> &LoopScope {
+        &self.loops
+    }
+
+    /// The [`TextScope`] of the script, known already.
+    pub fn text_scope(&self) -> TextScope {
+        TextScope {
+            lists_jobs: std::sync::OnceLock::from(self.lists_jobs),
+            shows_functions: std::sync::OnceLock::from(self.shows_functions),
+        }
+    }
+}
+
+/// Whether the script's text holds the word `jobs` (see [`why_pipeline_stays_in`]).
+fn lists_jobs(script_text: &str) -> bool {
+    script_text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "jobs")
 }
 
 fn command_reason(command: &Command, index: usize, functions: &[String]) -> Option<String> {

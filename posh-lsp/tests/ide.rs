@@ -308,11 +308,22 @@ fn plan_context<'a>(world: &'a World, fs: &'a dyn posh_core::fs::FileSystem) -> 
     }
 }
 
+/// Lines that change what the whole script's rules read in its text (`rewrite::TextFacts`).
+const FACT_LINES: [&str; 6] = [
+    "trap 'rm -f /proj/o.txt' ERR\n",
+    "jobs\n",
+    "declare -f f\n",
+    "diff <(sort /proj/l.txt) /proj/o.txt; wait\n",
+    "set -vx\n",
+    "echo \"$_\"\n",
+];
+
 /// The value analysis an editor keeps chunk by chunk (`values::analyse_cached`) equals the
 /// analysis of the whole script, over a sequence of edits of the oracle scripts and of a varied
 /// script: characters typed anywhere, and lines that change what later chunks start from
 /// (assignments, `cd`, function definitions and calls, loops over globs, `readonly`,
-/// arithmetic, options), or lines deleted.
+/// arithmetic, options), or lines deleted. And what of the text the whole script's rules read,
+/// joined from the chunks' (`rewrite::TextFacts`), equals the whole text's.
 #[test]
 fn cached_values_equal_fresh_ones_under_edits() {
     let fs = file_system();
@@ -326,13 +337,7 @@ fn cached_values_equal_fresh_ones_under_edits() {
         env_complete: false,
         args: Some(vec!["/mnt/a/big.txt".to_string()]),
     };
-    let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
-    let mut next = move |n: usize| {
-        seed ^= seed << 13;
-        seed ^= seed >> 7;
-        seed ^= seed << 17;
-        (seed % n as u64) as usize
-    };
+    let mut next = common::random_below(0x9e37_79b9_7f4a_7c15);
     let lines = [
         "X=/mnt/logs/ray1.log\n",
         "X=${X:-/mnt/a}/t.csv\n",
@@ -351,6 +356,13 @@ fn cached_values_equal_fresh_ones_under_edits() {
         "set -- /mnt/a/big.txt\n",
         "while read -r line; do Y=$line; done < /proj/l.txt\n",
         "export -f f\n",
+        // What the whole script's rules read in its text (`rewrite::TextFacts`, kept per chunk).
+        FACT_LINES[0],
+        FACT_LINES[1],
+        FACT_LINES[2],
+        FACT_LINES[3],
+        FACT_LINES[4],
+        FACT_LINES[5],
         "\n",
     ];
     let mut sources = vec![common::varied_script(600, 3)];
@@ -369,6 +381,9 @@ fn cached_values_equal_fresh_ones_under_edits() {
             let (script, _) = ide::chunks::parse(&text, &mut chunks);
             let segments = chunks.segments();
             let scope = posh_core::planner::ScriptScope::new(&text, &script, &world.library);
+            if let Some(facts) = chunks.facts() {
+                assert_eq!(facts, posh_core::rewrite::TextFacts::of(&text), "edit {edit}:\n{text}");
+            }
             let inputs = if edit >= 60 { given.clone() } else { posh_core::values::Inputs::unknown() };
             let cached =
                 posh_core::planner::values_of_cached(&ctx, &text, &script, &scope, &inputs, &segments, &mut cache);
@@ -403,6 +418,18 @@ fn cached_values_equal_fresh_ones_under_edits() {
         }
     }
     assert!(compared > 100, "{compared}");
+    // Each of those lines in a chunk in the middle of a varied script, then the text as it was.
+    let source = common::varied_script(600, 4);
+    let mut chunks = ide::chunks::ChunkCache::default();
+    for (n, line) in FACT_LINES.iter().enumerate() {
+        let at = source.match_indices('\n').nth(100 + 40 * n).unwrap().0 + 1;
+        for text in [format!("{}{line}{}", &source[..at], &source[at..]), source.clone()] {
+            ide::chunks::parse(&text, &mut chunks);
+            let fresh = posh_core::rewrite::TextFacts::of(&text);
+            assert_eq!(chunks.facts().as_ref(), Some(&fresh), "{line}");
+            assert_eq!(text == source, fresh == posh_core::rewrite::TextFacts::of(&source), "{line}");
+        }
+    }
     // Most edits change what the chunks after them start from, or what the whole script's
     // analysis reads (a function defined, a name made read-only): a third of the runs are made.
     assert!(reused > 2 * ran, "runs taken from the cache: {reused}, made: {ran}");
@@ -587,4 +614,70 @@ fn an_unknown_word_says_how_to_declare_it_and_the_editor_settings_can() {
     assert_eq!(settings.runs.len(), 1);
     settings.update(&serde_json::json!({ "run": "jobs/count.sh" }));
     assert_eq!(settings.problems, vec!["the setting posh.run: a list of {script, args, env} is expected".to_string()]);
+}
+
+/// bash's verdict on a text asked group by group of chunks, the groups' verdicts kept by their
+/// text (`bash_groups`), equals `bash -n` on the whole text, over random edits of a varied script
+/// and the oracle scripts: characters typed anywhere (a quote, a bracket, a backslash), lines
+/// bash rejects and posh's parser reads (`[[ a` then `]]` on the next line), and lines typed at
+/// a group's end, where the next group starts.
+#[test]
+fn bash_verdicts_by_group_equal_the_whole_ones_under_edits() {
+    let mut next = common::random_below(0x2545_f491_4f6c_dd1d);
+    let typed = ["x", " ", "\"", "(", ")", "\\", "|", ";", "$(", "}", "`", "'"];
+    let lines = ["[[ a\n]]\n", "echo a \\\n", "cat <<E\n", "case x in\n", "esac\n", "fi\n", "done\n", "echo ok\n"];
+    let oracle = Path::new(env!("CARGO_MANIFEST_DIR")).join("../tests/oracle");
+    let mut names: Vec<_> = std::fs::read_dir(&oracle).unwrap().map(|e| e.unwrap().path()).collect();
+    names.sort();
+    let texts = names.iter().filter(|p| p.extension().is_some_and(|x| x == "sh")).map(std::fs::read_to_string);
+    let oracle: String = texts.map(Result::unwrap).filter(|t| posh_core::shell::parse(t).errors.is_empty()).collect();
+    let (mut rejected, mut accepted, mut kept) = (0, 0, 0);
+    for source in [common::varied_script(2_000, 5), oracle] {
+        let mut chunks = ide::chunks::ChunkCache::default();
+        let mut verdicts = ide::bash_groups::BashVerdicts::default();
+        let mut text = source.clone();
+        for edit in 0..60 {
+            ide::chunks::parse(&text, &mut chunks);
+            let starts = chunks.starts();
+            if starts.is_empty() {
+                // Parsed whole: the analysis asks bash about the whole text.
+                text = source.clone();
+                continue;
+            }
+            let groups = ide::bash_groups::groups(&text, &starts);
+            assert!(groups.len() >= 2 || text.len() < 40_000, "{} groups", groups.len());
+            let asking = verdicts.ask(&text, &starts);
+            kept += asking.kept();
+            let by_groups = asking.verdict(&text, &mut verdicts);
+            let whole = posh_cli::bash_syntax::check(&text);
+            assert_eq!(by_groups, whole, "edit {edit}:\n{text}");
+            match whole {
+                Ok(()) => accepted += 1,
+                Err(_) => rejected += 1,
+            }
+            // Back to the source now and then, so that the edits do not pile up into a text
+            // bash always rejects.
+            if next(4) == 0 {
+                text = source.clone();
+            }
+            match next(3) {
+                0 => {
+                    let at = (next(text.len())..text.len()).find(|&i| text.is_char_boundary(i)).unwrap_or(0);
+                    text.insert_str(at, typed[next(typed.len())]);
+                }
+                1 => {
+                    let starts: Vec<usize> =
+                        std::iter::once(0).chain(text.match_indices('\n').map(|(i, _)| i + 1)).collect();
+                    text.insert_str(starts[next(starts.len())], lines[next(lines.len())]);
+                }
+                _ => {
+                    let ends: Vec<usize> = groups.iter().map(|g| g.end).filter(|&e| e < text.len()).collect();
+                    let at = ends.get(next(ends.len().max(1))).copied().unwrap_or(0);
+                    text.insert_str(at, lines[next(lines.len())]);
+                }
+            }
+        }
+    }
+    assert!(rejected >= 10 && accepted >= 10, "{rejected} rejected, {accepted} accepted");
+    assert!(kept >= 50, "groups' verdicts were kept: {kept}");
 }

@@ -389,19 +389,30 @@ pub struct ScriptScope<'a> {
 
 impl<'a> ScriptScope<'a> {
     pub fn new(source: &'a str, script: &Script, library: &Library) -> ScriptScope<'a> {
+        ScriptScope::with_facts(source, script, library, &crate::rewrite::TextFacts::of(source))
+    }
+
+    /// [`ScriptScope::new`], with what the whole text's rules read found already (`facts`, of
+    /// `source`: an editor joins them from its chunks').
+    pub fn with_facts(
+        source: &'a str,
+        script: &Script,
+        library: &Library,
+        facts: &crate::rewrite::TextFacts,
+    ) -> ScriptScope<'a> {
         let working_dirs: Vec<(usize, WorkingDir)> =
             script.pipelines.iter().map(|p| p.span.start).zip(working_dir::working_dirs(source, script)).collect();
         ScriptScope {
             source,
             functions: function_names_around(source, script),
-            script_stays: crate::rewrite::why_script_stays(source),
+            script_stays: facts.why_script_stays(),
             fifos: made_fifos(library, script, &working_dirs),
             unnamed_fifos: unnamed_fifos(library, script, &working_dirs),
             working_dirs,
             handed_over: false,
-            loops: crate::rewrite::LoopScope::of(source),
+            loops: facts.loops().clone(),
             values: None,
-            text: crate::rewrite::TextScope::default(),
+            text: facts.text_scope(),
         }
     }
 

@@ -10,6 +10,7 @@ use posh_core::planner::{self, LoopPlan, NodeKind, PipelinePlan, Plan, PlanConte
 use posh_core::shell::{BashSyntax, LeftToBash, Recovery, Script};
 
 use super::World;
+use super::bash_groups;
 use super::chunks::{self, ChunkCache, PlannedWith};
 
 #[derive(Debug)]
@@ -138,11 +139,17 @@ pub fn analyze_script_at(
     // so that the editor shows the plan a run makes. When the plan may hand something over, bash
     // will be asked about the whole text at the end: it is started now and checks beside the
     // planning, and its verdict is waited for where it is needed.
-    let mut started = (script.errors.is_empty() && !world.config.mounts.is_empty())
-        .then(|| posh_cli::bash_syntax::Check::start(text));
+    // A text parsed in chunks is asked group by group, each group's verdict kept by its text:
+    // a keystroke waits for bash on its own group (`bash_groups`).
+    let starts = cache.chunks.starts();
+    let mut started = (script.errors.is_empty() && !world.config.mounts.is_empty()).then(|| match starts.is_empty() {
+        true => BashCheck::Whole(posh_cli::bash_syntax::Check::start(text)),
+        false => BashCheck::Groups(cache.bash.ask(text, &starts)),
+    });
     let mut bash = |asked: &str| {
         let verdict = match started.take_if(|_| asked == text) {
-            Some(check) => check.verdict(),
+            Some(BashCheck::Whole(check)) => check.verdict(),
+            Some(BashCheck::Groups(asking)) => asking.verdict(text, &mut cache.bash),
             None => posh_cli::bash_syntax::check(asked),
         };
         BashSyntax::from(verdict)
@@ -167,7 +174,9 @@ pub fn analyze_script_at(
         options: world.settings.plan.clone(),
         ratios: &world.ratios,
     };
-    let scope = planner::ScriptScope::new(text, &script, &world.library);
+    // What of the whole text its rules read, from the chunks' (a keystroke scans its own).
+    let facts = cache.chunks.facts().unwrap_or_else(|| posh_core::rewrite::TextFacts::of(text));
+    let scope = planner::ScriptScope::with_facts(text, &script, &world.library, &facts);
     // What the script's variables hold before each pipeline, from its `[[run]]`.
     let inputs = inputs_of(world, path);
     let segments = cache.chunks.segments();
@@ -266,12 +275,19 @@ pub fn analyze_script_at(
     ScriptAnalysis { script, recovery, plan, partial: false, functions }
 }
 
+/// `bash -n` under way beside the planning: on the whole text, or on its groups of chunks.
+enum BashCheck {
+    Whole(posh_cli::bash_syntax::Check),
+    Groups(bash_groups::Asking),
+}
+
 /// What an analysis keeps for the next version of the same document: its chunks, parsed and
-/// planned.
+/// planned, and bash's verdicts on them.
 #[derive(Debug, Default, Clone)]
 pub struct AnalysisCache {
     chunks: ChunkCache,
     values: posh_core::values::ValuesCache,
+    bash: bash_groups::BashVerdicts,
     reused: usize,
 }
 

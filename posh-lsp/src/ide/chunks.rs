@@ -15,6 +15,7 @@ use std::collections::HashMap;
 
 use posh_core::Span;
 use posh_core::planner::PipelinePlan;
+use posh_core::rewrite::TextFacts;
 use posh_core::shell::chunks::{MAX_JOINS, move_flow, move_loop, move_pipeline, top_level_cuts};
 use posh_core::shell::{self, Flow, ForLoop, Pipeline, Recovery, Script, ShellError};
 use posh_core::values::Segment;
@@ -59,6 +60,8 @@ pub(crate) struct Chunk {
     /// Parse errors of a chunk that parsed only with a closer appended.
     pub errors: Vec<ShellError>,
     pub recovery: Recovery,
+    /// What of its text the whole script's rules read (`rewrite::TextFacts`).
+    pub facts: TextFacts,
     /// The pipelines' plans (spans relative to the chunk), shared with the analyses that use
     /// them, and what of the script around the chunk they were made with.
     pub plans: Option<(PlannedWith, Vec<std::sync::Arc<PipelinePlan>>)>,
@@ -68,6 +71,19 @@ impl ChunkCache {
     /// How many chunks the last parse took from the cache.
     pub fn reused(&self) -> usize {
         self.reused
+    }
+
+    /// Where the last parse's chunks start, in order; none when it parsed the text whole.
+    pub fn starts(&self) -> Vec<usize> {
+        self.layout.iter().map(|(start, _)| *start).collect()
+    }
+
+    /// What of the text of the last parse the whole script's rules read, joined from its
+    /// chunks'; `None` when it parsed the text whole.
+    pub fn facts(&self) -> Option<TextFacts> {
+        let facts: Option<Vec<&TextFacts>> =
+            self.layout.iter().map(|(_, text)| self.chunks.get(text).map(|c| &c.facts)).collect();
+        facts.filter(|f| !f.is_empty()).map(TextFacts::join)
     }
 
     /// The last parse's chunks, as the value analysis takes a script's parts
@@ -113,6 +129,7 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
                     flow: script.flow,
                     errors: Vec::new(),
                     recovery: Recovery::None,
+                    facts: TextFacts::of(text),
                     plans: None,
                 };
                 parsed = Some((end_index, text, chunk));
@@ -131,6 +148,7 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
                 flow: script.flow,
                 errors: script.errors,
                 recovery: how,
+                facts: TextFacts::of(text),
                 plans: None,
             };
             matches!(how, Recovery::Closer(_)).then_some((i + 1, text, chunk))
@@ -186,7 +204,7 @@ fn boundaries(source: &str) -> Vec<usize> {
     bounds
 }
 
-fn fnv(text: &str) -> u64 {
+pub(crate) fn fnv(text: &str) -> u64 {
     text.bytes().fold(0xcbf29ce484222325, |h, b| (h ^ u64::from(b)).wrapping_mul(0x100000001b3))
 }
 

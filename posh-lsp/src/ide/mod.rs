@@ -4,6 +4,7 @@
 
 pub mod analysis;
 mod annotation_tree;
+pub mod bash_groups;
 pub mod chunks;
 pub mod code_actions;
 pub mod code_lens;

@@ -88,13 +88,7 @@ echo \"$total\" && sort -u /proj/counts.txt | head
 /// conditionals, `case`, substitutions, here-documents, comments. Many pipelines hold a
 /// `grep -v DEBUG` for the benchmarks to edit.
 pub fn varied_script(lines: usize, seed: u64) -> String {
-    let mut state = seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1;
-    let mut next = move |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    };
+    let mut next = random_below(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
     let inputs = [
         "/mnt/logs/ray0.log",
         "/mnt/logs/ray1.log",
@@ -212,3 +206,14 @@ pub fn varied_workspace_on_disk(dir: &Path, lines: usize, seed: u64) -> String {
 mod isolation;
 #[allow(unused_imports)] // each test binary uses some of it
 pub use isolation::{REMOVED, home_env_in, isolate_in};
+
+/// A xorshift generator from `seed` (not 0): each call gives a number below its argument.
+pub fn random_below(seed: u64) -> impl FnMut(usize) -> usize {
+    let mut state = seed;
+    move |n: usize| {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        (state % n as u64) as usize
+    }
+}
