@@ -435,3 +435,49 @@ fn a_split_across_two_hundred_embedded_mounts_gives_bashs_output() {
     };
     assert_eq!(copies, expected.iter().map(|n| serde_json::json!(n)).collect::<Vec<_>>(), "{first}");
 }
+
+/// A split joined at a proxy (its output written to a copy's mount) sets up its copies'
+/// connections together, a bounded number at a time: one after another, a thousand copies'
+/// handshakes and requests added up, and the first copies' outputs waited for the joining proxy
+/// past its patience. `--stats` says the most connections set up at once (`run`), and the
+/// process's peak memory. Counted, not timed.
+#[test]
+fn a_split_joined_at_a_proxy_sets_up_its_connections_together_and_bounded() {
+    const MOUNTS: usize = 24;
+    // The runtime's bound (`session::CONNECTING_AT_ONCE`).
+    const AT_ONCE: u64 = 16;
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut toml = String::new();
+    for m in 0..MOUNTS {
+        let mount = dir.path().join(format!("m{m:02}"));
+        std::fs::create_dir(&mount).expect("mkdir");
+        let log: String = (0..40).map(|l| format!("{l} {} m{m}\n", ["INFO", "WARN", "ERROR"][(l + m) % 3])).collect();
+        std::fs::write(mount.join("f.log"), log).expect("write");
+        toml.push_str(&format!("[[mount]]\nname = \"m{m:02}\"\npath = \"m{m:02}\"\nproxy = \"embedded\"\n"));
+    }
+    std::fs::write(dir.path().join("posh.toml"), toml).expect("write");
+    std::fs::write(dir.path().join("s.sh"), "cat m*/f.log | grep ERROR > m00/errors.txt\n").expect("write");
+    let plan = posh_exec(&["--explain", "s.sh"], dir.path());
+    let plan = String::from_utf8_lossy(&plan.stdout);
+    assert!(plan.contains("cat @m00"), "the merge is at m00's proxy: {plan}");
+
+    let posh = posh_exec(&["--stats", "stats.json", "s.sh"], dir.path());
+    assert!(posh.status.success(), "{posh:?}");
+    let errors = dir.path().join("m00/errors.txt");
+    let by_posh = std::fs::read_to_string(&errors).expect("posh wrote the output");
+    std::fs::remove_file(&errors).expect("rm");
+    let bash = common::isolated("bash", dir.path()).arg("s.sh").output().expect("bash runs");
+    assert!(bash.status.success(), "{bash:?}");
+    assert_eq!(by_posh, std::fs::read_to_string(&errors).expect("bash wrote the output"));
+
+    let stats = std::fs::read_to_string(dir.path().join("stats.json")).expect("stats");
+    let record: serde_json::Value = serde_json::from_str(stats.lines().next().expect("a record")).expect("JSON");
+    let copies = record["commands"][0]["location"].as_array().map_or(0, Vec::len);
+    assert_eq!(copies, MOUNTS, "a copy at each mount: {record}");
+    let run = &record["run"];
+    let at_once = run["most_connecting_at_once"].as_u64().expect("counted");
+    assert!((2..=AT_ONCE).contains(&at_once), "connections set up together, at most {AT_ONCE} at once: {run}");
+    assert_eq!(run["connections_open"].as_u64(), Some(MOUNTS as u64), "{run}");
+    assert!(run["peak_rss_bytes"].as_u64().is_some_and(|b| b > 1 << 20), "{run}");
+    assert!(run["unread_bytes_per_mount_at_most"].as_u64().is_some_and(|b| b > 0), "{run}");
+}

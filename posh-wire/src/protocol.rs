@@ -41,13 +41,17 @@ pub const CLOSE_TOO_MANY_CONNECTIONS: u32 = 3;
 /// larger window makes more `cmd | head` pipelines end with status 0 where bash's end with 141.
 const STREAM_WINDOW: u32 = 3 << 20;
 
+/// What one proxy may have sent the connecting side that it has not read yet, all streams of
+/// the connection together: the memory a connection's buffers may hold, per mount.
+pub const CLIENT_RECEIVE_WINDOW: u32 = 32 << 20;
+
 /// The connecting side's settings (the client, and a proxy fetching another's output): a
 /// stream's window of [`STREAM_WINDOW`], and the connection's total bounded (quinn's default
-/// has no bound).
+/// has no bound) by [`CLIENT_RECEIVE_WINDOW`].
 pub fn transport() -> std::sync::Arc<quinn::TransportConfig> {
     let mut transport = common_transport();
     transport.stream_receive_window(quinn::VarInt::from_u32(STREAM_WINDOW));
-    transport.receive_window(quinn::VarInt::from_u32(32 << 20));
+    transport.receive_window(quinn::VarInt::from_u32(CLIENT_RECEIVE_WINDOW));
     std::sync::Arc::new(transport)
 }
 

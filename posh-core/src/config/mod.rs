@@ -11,6 +11,7 @@ mod units;
 #[cfg(test)]
 mod tests;
 
+use std::collections::HashMap;
 use std::fmt;
 use std::path::{Path, PathBuf};
 use std::time::Duration;
@@ -499,6 +500,14 @@ fn to_span(range: std::ops::Range<usize>) -> Span {
 }
 
 /// A mount being read, before the link defaults are applied.
+/// The paths and names of the mounts parsed so far, each with its index: a thousand mounts are
+/// each checked against those before them by look-up, not by a scan.
+#[derive(Default)]
+struct TakenByMounts {
+    paths: HashMap<PathBuf, usize>,
+    names: HashMap<String, usize>,
+}
+
 struct PartialMount {
     mount: Mount,
     bandwidth: Option<f64>,
@@ -554,8 +563,11 @@ impl<'a> Parser<'a> {
                     let DeValue::Array(array) = value.get_ref() else {
                         return Err(self.wrong_type("mount", value, "an array of tables (`[[mount]]`)"));
                     };
+                    let mut taken = TakenByMounts::default();
                     for item in array.iter() {
-                        let mount = self.mount(mounts.len() + 1, item, &mounts)?;
+                        let mount = self.mount(mounts.len() + 1, item, &mounts, &taken)?;
+                        taken.paths.insert(mount.mount.path.clone(), mounts.len());
+                        taken.names.insert(mount.mount.name.clone(), mounts.len());
                         mounts.push(mount);
                     }
                 }
@@ -739,7 +751,13 @@ impl<'a> Parser<'a> {
     }
 
     /// The `number`th `[[mount]]` (from 1), checked against the mounts before it.
-    fn mount(&self, number: usize, value: &Value<'_>, before: &[PartialMount]) -> Result<PartialMount, ConfigError> {
+    fn mount(
+        &self,
+        number: usize,
+        value: &Value<'_>,
+        before: &[PartialMount],
+        taken: &TakenByMounts,
+    ) -> Result<PartialMount, ConfigError> {
         let prefix = format!("mount[{number}]");
         let table = self.table(&prefix, value, "a table (`[[mount]]`)")?;
         let table_span = to_span(value.span());
@@ -824,7 +842,7 @@ impl<'a> Parser<'a> {
             }
         };
         let name_span = to_span(name_value.span());
-        if let Some((index, other)) = before.iter().enumerate().find(|(_, other)| other.mount.path == path) {
+        if let Some((index, other)) = taken.paths.get(&path).map(|&i| (i, &before[i])) {
             return Err(self.error(
                 ConfigErrorKind::Duplicate,
                 to_span(path_value.span()),
@@ -837,7 +855,7 @@ impl<'a> Parser<'a> {
                 ),
             ));
         }
-        if let Some((index, other)) = before.iter().enumerate().find(|(_, other)| other.mount.name == name) {
+        if let Some((index, other)) = taken.names.get(&name).map(|&i| (i, &before[i])) {
             let taken = if derived { " (taken from the path; set `name` to tell them apart)" } else { "" };
             return Err(self.error(
                 ConfigErrorKind::Duplicate,

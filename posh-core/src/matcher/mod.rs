@@ -5,6 +5,7 @@
 //! the original order, less the dropped values of the splittable argument; only a word that packs
 //! several values (`a.txt,b.txt`) is re-joined from its kept values.
 
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::fmt;
 use std::ops::Range;
 
@@ -75,6 +76,100 @@ pub struct Invocation<'a> {
     pub values: Vec<ArgValue>,
     pub occurrences: Vec<Occurrence>,
     pub defaults: Vec<DefaultValue>,
+}
+
+/// The indices of two ascending lists as one ascending list, each once.
+pub(crate) fn merged_ascending(a: &[usize], b: &[usize]) -> Vec<usize> {
+    let mut merged = Vec::with_capacity(a.len() + b.len());
+    let (mut a, mut b) = (a.iter().peekable(), b.iter().peekable());
+    while let Some(&next) = match (a.peek(), b.peek()) {
+        (Some(&&x), Some(&&y)) if x <= y => a.next(),
+        (_, Some(_)) => b.next(),
+        (Some(_), None) => a.next(),
+        (None, None) => None,
+    } {
+        merged.push(next);
+    }
+    merged.dedup();
+    merged
+}
+
+/// An invocation's splittable argument as [`Invocation::narrowing`] prepared it for narrowing.
+#[derive(Clone, Debug)]
+pub struct Narrowing {
+    arg: ArgRef,
+    /// The splittable values in argv order, as indices into [`Invocation::values`].
+    split: Vec<usize>,
+    /// The words every subset keeps as written, ascending.
+    fixed: Vec<usize>,
+    /// Each occurrence of the splittable argument that has values: its values.
+    values_of: HashMap<usize, Vec<usize>>,
+    /// Each word of those occurrences: the occurrences it belongs to.
+    occurrences_of_word: BTreeMap<usize, Vec<usize>>,
+    /// Those occurrences that share their word with other flags, ascending.
+    bundled: Vec<usize>,
+}
+
+impl Narrowing {
+    /// [`Invocation::argv_with_subset`], for the invocation this was made of.
+    pub fn argv_with_subset(&self, invocation: &Invocation<'_>, keep: &[usize]) -> Result<Vec<String>, RebuildError> {
+        if let Some(&index) = keep.iter().find(|&&i| i >= self.split.len()) {
+            return Err(RebuildError::OutOfRange { index, len: self.split.len() });
+        }
+        if keep.is_empty() {
+            return Err(RebuildError::EmptySubset);
+        }
+        self.narrowed(invocation, keep)
+    }
+
+    /// argv keeping the splittable values at `keep`: an occurrence keeping all its values stays
+    /// as written, one keeping some has its word re-joined of them (`-k a,b,c`), one keeping none
+    /// goes (unless its name shares a word with other flags).
+    fn narrowed(&self, invocation: &Invocation<'_>, keep: &[usize]) -> Result<Vec<String>, RebuildError> {
+        let mut kept_values: HashMap<usize, Vec<usize>> = HashMap::new();
+        for &i in keep {
+            let v = self.split[i];
+            kept_values.entry(invocation.values[v].occurrence).or_default().push(v);
+        }
+        if let Some(&o) = self.bundled.iter().find(|o| !kept_values.contains_key(o)) {
+            let word = invocation.argv[invocation.occurrences[o].words[0]].clone();
+            return Err(RebuildError::Bundled { word });
+        }
+        let touched: HashSet<usize> = kept_values.keys().copied().collect();
+        let mut rewritten: HashMap<usize, String> = HashMap::new();
+        let mut words: Vec<usize> = Vec::new();
+        for (&o, kept) in &mut kept_values {
+            kept.sort_unstable();
+            kept.dedup();
+            let values = &self.values_of[&o];
+            if kept.len() < values.len() {
+                // Some values of a word that packs several: re-join the kept ones.
+                let separator = invocation.entry.arg(self.arg).size.separator().unwrap_or(" ");
+                let first = &invocation.values[values[0]];
+                let last = &invocation.values[values[values.len() - 1]];
+                let text = &invocation.argv[first.word];
+                let joined: Vec<&str> = kept.iter().map(|&v| &text[invocation.values[v].range.clone()]).collect();
+                let word =
+                    format!("{}{}{}", &text[..first.range.start], joined.join(separator), &text[last.range.end..]);
+                rewritten.insert(first.word, word);
+            }
+            // A word stays if every occurrence it belongs to keeps a value.
+            words.extend(
+                invocation.occurrences[o]
+                    .words
+                    .iter()
+                    .copied()
+                    .filter(|w| self.occurrences_of_word[w].iter().all(|other| touched.contains(other))),
+            );
+        }
+        words.sort_unstable();
+        words.dedup();
+        let argv = merged_ascending(&self.fixed, &words)
+            .into_iter()
+            .map(|w| rewritten.remove(&w).unwrap_or_else(|| invocation.argv[w].clone()))
+            .collect();
+        Ok(argv)
+    }
 }
 
 /// Why an entry does not fit an invocation.
@@ -589,86 +684,39 @@ impl Invocation<'_> {
     /// argv with the splittable argument narrowed to the values at `keep` (indices into
     /// [`Self::splittable_values`]); every other word stays as it was, in its place.
     pub fn argv_with_subset(&self, keep: &[usize]) -> Result<Vec<String>, RebuildError> {
-        let arg = self.entry.splittable_arg().ok_or(RebuildError::NotSplittable)?;
-        let split = self.splittable_values();
-        if let Some(&index) = keep.iter().find(|&&i| i >= split.len()) {
-            return Err(RebuildError::OutOfRange { index, len: split.len() });
-        }
-        if keep.is_empty() {
-            return Err(RebuildError::EmptySubset);
-        }
-        self.narrowed(arg, keep)
+        self.narrowing()?.argv_with_subset(self, keep)
     }
 
     /// argv without the splittable argument's values: the command as it would read its standard
     /// input instead (a split's merge step, `sort -m` or a rerun, reads the copies' outputs).
     pub fn argv_without_splittable(&self) -> Result<Vec<String>, RebuildError> {
+        self.narrowing()?.narrowed(self, &[])
+    }
+
+    /// What narrowing argv to subsets of the splittable values needs, computed once: a split
+    /// across a thousand files narrows argv once per copy, each then in time of what it keeps.
+    pub fn narrowing(&self) -> Result<Narrowing, RebuildError> {
         let arg = self.entry.splittable_arg().ok_or(RebuildError::NotSplittable)?;
-        self.narrowed(arg, &[])
+        let split: Vec<usize> = (0..self.values.len()).filter(|&v| self.values[v].arg == arg).collect();
+        // The occurrences of the argument that have values: each subset keeps, rewrites or
+        // drops them. Every other word is kept as it is.
+        let mut values_of: HashMap<usize, Vec<usize>> = HashMap::new();
+        for (v, value) in self.values.iter().enumerate() {
+            if self.occurrences.get(value.occurrence).is_some_and(|o| o.arg == arg) {
+                values_of.entry(value.occurrence).or_default().push(v);
+            }
+        }
+        let mut occurrences_of_word: BTreeMap<usize, Vec<usize>> = BTreeMap::new();
+        for &o in values_of.keys() {
+            for &w in &self.occurrences[o].words {
+                occurrences_of_word.entry(w).or_default().push(o);
+            }
+        }
+        let fixed = (0..self.argv.len()).filter(|w| !occurrences_of_word.contains_key(w)).collect();
+        let mut bundled: Vec<usize> = values_of.keys().copied().filter(|&o| self.occurrences[o].bundled).collect();
+        bundled.sort_unstable();
+        Ok(Narrowing { arg, split, fixed, values_of, occurrences_of_word, bundled })
     }
-
-    fn narrowed(&self, arg: ArgRef, keep: &[usize]) -> Result<Vec<String>, RebuildError> {
-        // How many values each occurrence has, and how many it keeps (the i-th splittable value
-        // is kept when `keep` holds i): counted in one pass, as a split over a thousand files
-        // narrows the argv once per copy.
-        let splittable = self.entry.splittable_arg();
-        let mut keep_flags = vec![false; self.values.len()];
-        for &i in keep {
-            if let Some(flag) = keep_flags.get_mut(i) {
-                *flag = true;
-            }
-        }
-        let mut kept_flags = Vec::with_capacity(self.values.len());
-        let (mut counts, mut kept_counts) =
-            (vec![0usize; self.occurrences.len()], vec![0usize; self.occurrences.len()]);
-        let mut split_index = 0;
-        for value in &self.values {
-            let kept = Some(value.arg) == splittable && {
-                split_index += 1;
-                keep_flags[split_index - 1]
-            };
-            kept_flags.push(kept);
-            if let (Some(count), Some(kept_count)) =
-                (counts.get_mut(value.occurrence), kept_counts.get_mut(value.occurrence))
-            {
-                *count += 1;
-                *kept_count += usize::from(kept);
-            }
-        }
-        let mut dropped = vec![false; self.argv.len()];
-        let mut rewritten: Vec<Option<String>> = vec![None; self.argv.len()];
-        for (occurrence_index, occurrence) in self.occurrences.iter().enumerate().filter(|(_, o)| o.arg == arg) {
-            if kept_counts[occurrence_index] == counts[occurrence_index] {
-                continue;
-            }
-            if kept_counts[occurrence_index] == 0 {
-                if occurrence.bundled {
-                    return Err(RebuildError::Bundled { word: self.argv[occurrence.words[0]].clone() });
-                }
-                for &w in &occurrence.words {
-                    dropped[w] = true;
-                }
-                continue;
-            }
-            // Some values of a word that packs several (`-k a,b,c`): re-join the kept ones.
-            let of_occurrence =
-                || self.values.iter().zip(&kept_flags).filter(|(v, _)| v.occurrence == occurrence_index);
-            let values: Vec<&ArgValue> = of_occurrence().map(|(v, _)| v).collect();
-            let kept_values: Vec<&ArgValue> = of_occurrence().filter(|(_, kept)| **kept).map(|(v, _)| v).collect();
-            let separator = self.entry.arg(arg).size.separator().unwrap_or(" ");
-            let word = values[0].word;
-            let text = &self.argv[word];
-            let first = values[0].range.start;
-            let last = values[values.len() - 1].range.end;
-            let joined: Vec<&str> = kept_values.iter().map(|v| &text[v.range.clone()]).collect();
-            rewritten[word] = Some(format!("{}{}{}", &text[..first], joined.join(separator), &text[last..]));
-        }
-        Ok((0..self.argv.len())
-            .filter(|&i| !dropped[i])
-            .map(|i| rewritten[i].clone().unwrap_or_else(|| self.argv[i].clone()))
-            .collect())
-    }
-
     /// The classification as one line per word, for snapshots and debugging:
     /// `-cvf  -c:flag(c) v:flag(v) f:option(f)`.
     pub fn describe(&self) -> String {

@@ -82,6 +82,11 @@ struct Facts<'l> {
     /// Its shape, once asked: every copy of a split command asks (a thousand copies of a
     /// thousand words).
     shape: std::cell::OnceCell<Option<String>>,
+    /// The indices of its inputs that are not among the splittable files, once asked: every
+    /// copy reads them besides its share.
+    unsplit_inputs: std::cell::OnceCell<Vec<usize>>,
+    /// Its splittable argument prepared for narrowing, once asked (per copy otherwise).
+    narrowing: std::cell::OnceCell<Option<crate::matcher::Narrowing>>,
 }
 
 /// An upper bound on a command's output, per input, from its annotation.
@@ -201,8 +206,18 @@ impl Facts<'_> {
     /// names: those files, every other file argument, but no redirection (the fan-in applies
     /// those at the client).
     fn copy_words(&self, members: &[usize]) -> Vec<&str> {
-        let inputs = self.inputs.iter().enumerate().filter(|(i, f)| f.split_value.is_none() || members.contains(i));
-        inputs.map(|(_, f)| f.path.as_str()).chain(self.outputs.iter().map(|f| f.path.as_str())).collect()
+        let inputs = self.copy_inputs(members).into_iter().map(|i| self.inputs[i].path.as_str());
+        inputs.chain(self.outputs.iter().map(|f| f.path.as_str())).collect()
+    }
+
+    /// The inputs a copy reading the splittable files `members` (ascending indices into
+    /// `inputs`) reads, in argv order: in time of its share and the unsplit inputs, not of all
+    /// the inputs (a split across a thousand mounts asks this once per copy).
+    fn copy_inputs(&self, members: &[usize]) -> Vec<usize> {
+        let unsplit = self.unsplit_inputs.get_or_init(|| {
+            self.inputs.iter().enumerate().filter(|(_, f)| f.split_value.is_none()).map(|(i, _)| i).collect()
+        });
+        crate::matcher::merged_ascending(unsplit, members)
     }
 
     fn splittable_across_input(&self) -> bool {
@@ -424,6 +439,8 @@ fn analyse<'l>(
         reach: Reach::Anywhere,
         bound: None,
         shape: std::cell::OnceCell::new(),
+        unsplit_inputs: std::cell::OnceCell::new(),
+        narrowing: std::cell::OnceCell::new(),
     };
     if command.kind == CommandKind::Compound {
         facts.shell_reason = Some(Why::RunsInShell);
@@ -805,7 +822,9 @@ impl Graph<'_> {
         let argv = match (&split, &facts.invocation) {
             (Some(Share::Files(keep)), Some(invocation)) => {
                 let values: Vec<usize> = keep.iter().filter_map(|&i| facts.inputs[i].split_value).collect();
-                invocation.argv_with_subset(&values).unwrap_or_else(|_| facts.argv.clone())
+                let narrowing = facts.narrowing.get_or_init(|| invocation.narrowing().ok());
+                let narrowed = narrowing.as_ref().map(|n| n.argv_with_subset(invocation, &values));
+                narrowed.and_then(Result::ok).unwrap_or_else(|| facts.argv.clone())
             }
             _ => facts.argv.clone(),
         };
@@ -842,20 +861,18 @@ impl Graph<'_> {
         let reads_stdin = facts.dash_input || facts.inputs.is_empty();
         let mut input_sizes: Vec<u64> = if reads_stdin { vec![bytes_in] } else { Vec::new() };
         let (mut inputs, mut names) = (0, 0);
-        for (i, file) in facts.inputs.iter().enumerate() {
-            let used = match split {
-                Some(Share::Files(keep)) => file.split_value.is_none() || keep.contains(&i),
-                _ => true,
-            };
-            if used {
-                let from = self.read_file(file);
-                self.edge(from, id, Stream::File, file.size);
-                bytes_in += file.size;
-                input_sizes.push(file.size);
-                if !file.config {
-                    inputs += 1;
-                    names += file.path.len() as u64 + 1;
-                }
+        let used = match split {
+            Some(Share::Files(keep)) => facts.copy_inputs(keep),
+            _ => (0..facts.inputs.len()).collect(),
+        };
+        for file in used.into_iter().map(|i| &facts.inputs[i]) {
+            let from = self.read_file(file);
+            self.edge(from, id, Stream::File, file.size);
+            bytes_in += file.size;
+            input_sizes.push(file.size);
+            if !file.config {
+                inputs += 1;
+                names += file.path.len() as u64 + 1;
             }
         }
         // Several files: a line (or header) per file may name it, and a total line may follow.
@@ -951,9 +968,10 @@ impl Graph<'_> {
         let at_proxies = parts.iter().all(|(location, _)| matches!(location, Location::Mount(_)));
         if at_proxies && last.stdout == Output::Pipe && !last.redirected {
             let mut mounts: Vec<String> = Vec::new();
+            let mut seen = std::collections::HashSet::new();
             for (location, _) in &parts {
                 if let Location::Mount(name) = location
-                    && !mounts.contains(name)
+                    && seen.insert(name)
                 {
                     mounts.push(name.clone());
                 }

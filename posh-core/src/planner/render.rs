@@ -145,10 +145,14 @@ pub fn render_inline(source: &str, plan: &PipelinePlan) -> String {
         let NodeKind::Command { span, .. } = copies[0].kind else {
             continue;
         };
-        let ids: Vec<usize> = copies.iter().map(|n| n.id).collect();
+        // By node id: looked up per edge, for each of a split's thousand copies.
+        let mut is_copy = vec![false; plan.nodes.len()];
+        for n in copies {
+            is_copy[n.id] = true;
+        }
         let is_file = |id: usize| matches!(plan.nodes[id].kind, NodeKind::ReadFile { .. } | NodeKind::WriteFile { .. });
-        let read = crossing(&|e| ids.contains(&e.to) && is_file(e.from));
-        let written = crossing(&|e| ids.contains(&e.from) && is_file(e.to));
+        let read = crossing(&|e| is_copy[e.to] && is_file(e.from));
+        let written = crossing(&|e| is_copy[e.from] && is_file(e.to));
         let mut tag = placement_tag(copies);
         if read.bytes > 0 {
             tag.push_str(&format!(" ⇐{read}"));
@@ -163,7 +167,7 @@ pub fn render_inline(source: &str, plan: &PipelinePlan) -> String {
             let from_previous =
                 |id: usize| matches!(plan.nodes[id].kind, NodeKind::Command { command, .. } if command + 1 == index);
             let mut bytes =
-                crossing(&|e| ids.contains(&e.to) && (from_previous(e.from) || merge.is_some_and(|m| m.id == e.from)));
+                crossing(&|e| is_copy[e.to] && (from_previous(e.from) || merge.is_some_and(|m| m.id == e.from)));
             if let Some(m) = merge {
                 bytes = Figure::sum([bytes, crossing(&|e| e.to == m.id)]);
             }

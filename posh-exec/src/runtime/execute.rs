@@ -11,6 +11,7 @@ use posh_exec::remote::protocol::{Joined, PeerInput, PeerOutput, PeerSource, Req
 use posh_exec::remote::{Connection, StartError, Traffic};
 use posh_wire::measure::IoCount;
 
+use futures_util::StreamExt as _;
 use tokio::io::AsyncWriteExt as _;
 use tokio::task::JoinSet;
 
@@ -235,6 +236,7 @@ pub async fn execute_with_statuses(
             asked,
             in_loop_request: false,
             joined_at_client: &joined_at_client,
+            run: session.map(|s| s.figures()),
         };
         record.append(path, caller);
     }
@@ -621,12 +623,11 @@ impl RemoteGroup {
     /// The connections the group needs: to its proxy, and to the proxy of each mount that sends
     /// it files (as [`Self::streamed_by_mount`] orders them); `None` if one cannot be had.
     async fn connections(&self) -> Option<(Arc<Connection>, Vec<Arc<Connection>>)> {
-        let connection = self.session.connection(self.mount()).await?;
-        let mut sources = Vec::new();
-        for (mount, _) in self.streamed_by_mount() {
-            sources.push(self.session.connection(mount).await?);
-        }
-        Some((connection, sources))
+        // Set up together (the session bounds how many at once).
+        let sources = self.streamed_by_mount().into_iter().map(|(mount, _)| self.session.connection(mount));
+        let (connection, sources) =
+            tokio::join!(self.session.connection(self.mount()), futures_util::future::join_all(sources));
+        Some((connection?, sources.into_iter().collect::<Option<Vec<_>>>()?))
     }
 
     /// Asks the proxies for the group's job and for the jobs streaming its files (each one's
@@ -797,13 +798,12 @@ impl RemoteChain {
         if pairs.iter().any(|&(from, to)| session.pipes_relayed(from, to)) {
             return self.relayed().await;
         }
-        let mut connections = Vec::with_capacity(self.groups.len());
-        for group in &self.groups {
-            match group.connections().await {
-                Some(c) => connections.push(c),
-                None => return self.relayed().await,
-            }
-        }
+        let connecting = self.groups.iter().map(RemoteGroup::connections);
+        let Some(connections) =
+            futures_util::future::join_all(connecting).await.into_iter().collect::<Option<Vec<_>>>()
+        else {
+            return self.relayed().await;
+        };
         let links: Vec<(PeerOutput, PeerSource)> =
             connections.windows(2).map(|w| pipe_link(&w[0].0, &w[1].0)).collect();
         // In order, so that each output is registered before the next proxy comes for it.
@@ -920,33 +920,32 @@ impl RemoteFanIn {
             // The plan joins the copies at a proxy only when each runs there as one job.
             return Err(NotJoined { output, why: None });
         };
-        let no_connection = |group: &RemoteGroup| NotTaken {
-            what: "no connection to a proxy it needs".to_string(),
-            mount: group.session.config.mounts[group.mount()].name.clone(),
-            proxy_unavailable: true,
-            lost: false,
-        };
         let Some((merge_connection, merge_sources)) = merge.connections().await else {
             return Err(NotJoined { why: Some(no_connection(&merge)), output });
         };
+        // The copies' connections set up and their jobs asked for together, a bounded number
+        // at a time (one after another, a thousand copies' round trips added up, and the first
+        // copies' outputs waited for the merge's proxy past its patience).
+        let copies = lanes.iter().map(|lane| start_copy(lane, &merge_connection));
+        let started: Vec<Result<(Running, PeerSource), NotTaken>> =
+            futures_util::stream::iter(copies).buffered(super::session::CONNECTING_AT_ONCE).collect().await;
         let mut running = Vec::with_capacity(lanes.len());
         let mut stdin = Vec::with_capacity(lanes.len());
-        for lane in &lanes {
-            let started = match lane.connections().await {
-                Some((connection, sources)) => {
-                    let (output, source) = pipe_link(&connection, &merge_connection);
+        let mut not_taken = None;
+        for result in started {
+            match result {
+                Ok((r, source)) => {
+                    running.push(r);
                     stdin.push(source);
-                    lane.start(&connection, &sources, Links { output: Some(output), ..Links::default() }).await
                 }
-                None => Err(no_connection(lane)),
-            };
-            match started {
-                Ok(r) => running.push(r),
-                Err(not_taken) => {
-                    cancel_all(running).await;
-                    return Err(NotJoined { output, why: Some(not_taken) });
+                Err(why) => {
+                    not_taken.get_or_insert(why);
                 }
             }
+        }
+        if let Some(not_taken) = not_taken {
+            cancel_all(running).await;
+            return Err(NotJoined { output, why: Some(not_taken) });
         }
         let merge = RemoteGroup { stdout: output, ..merge };
         let joined = match merge.start(&merge_connection, &merge_sources, Links { output: None, stdin, joined }).await {
@@ -973,6 +972,27 @@ impl RemoteFanIn {
             ends
         })
     }
+}
+
+/// Why a group's job was not asked for: a proxy it needs could not be reached.
+fn no_connection(group: &RemoteGroup) -> NotTaken {
+    NotTaken {
+        what: "no connection to a proxy it needs".to_string(),
+        mount: group.session.config.mounts[group.mount()].name.clone(),
+        proxy_unavailable: true,
+        lost: false,
+    }
+}
+
+/// Starts one copy of a split joined at a proxy: its job, its output sent to the merge's proxy
+/// (`merge_connection`); returns it with the merge's source for that output.
+async fn start_copy(lane: &RemoteGroup, merge_connection: &Connection) -> Result<(Running, PeerSource), NotTaken> {
+    let Some((connection, sources)) = lane.connections().await else {
+        return Err(no_connection(lane));
+    };
+    let (output, source) = pipe_link(&connection, merge_connection);
+    let links = Links { output: Some(output), ..Links::default() };
+    lane.start(&connection, &sources, links).await.map(|running| (running, source))
 }
 
 /// Why a split's copies were not joined at the proxy the plan chose (see [`RemoteFanIn::start`]):

@@ -382,6 +382,7 @@ impl Sequenced<'_> {
                     asked: &asked,
                     in_loop_request: true,
                     joined_at_client: &[],
+                    run: Some(self.session.figures()),
                 };
                 record.append(path, self.caller);
                 (traffic, asked) = (BTreeMap::new(), BTreeMap::new());

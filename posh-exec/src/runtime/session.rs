@@ -37,6 +37,11 @@ pub struct ClientState {
     pub lingering: std::path::PathBuf,
 }
 
+/// The most connections to proxies the run sets up at once (QUIC handshakes, embedded proxies
+/// started): a split across a thousand mounts opens its connections together, not one after
+/// another, and not all thousand at once either.
+pub const CONNECTING_AT_ONCE: usize = 16;
+
 /// How long a pipeline waits for a proxy that was lost, or not reached, to answer again.
 const RECONNECT_WAIT: Duration = Duration::from_secs(3);
 /// The pause after a failed attempt before the next; it doubles up to the maximum.
@@ -82,6 +87,8 @@ pub struct Session {
     journal: std::sync::OnceLock<Arc<Journal>>,
     /// One per mount: connected on first use, kept while it stays open.
     connections: Vec<tokio::sync::Mutex<ProxyLink>>,
+    /// Connections being set up: at most [`CONNECTING_AT_ONCE`], and the most there were at once.
+    connecting: Connecting,
     /// Pairs of mounts (from, to) whose proxies could not stream a pipe from one to the other:
     /// for the rest of the run such pipes are relayed through the client without trying again.
     relayed_pipes: std::sync::Mutex<std::collections::BTreeSet<(usize, usize)>>,
@@ -211,6 +218,7 @@ impl Session {
         };
         let mount = &self.config.mounts[index];
         let ssh = matches!(mount.proxy, ProxyAddress::Ssh { .. });
+        let _setting_up = self.connecting.enter().await;
         let attempt = async {
             match &mount.proxy {
                 ProxyAddress::Remote { .. } => {
@@ -282,6 +290,23 @@ impl Session {
                 }
                 None
             }
+        }
+    }
+
+    /// What the run holds of its proxies and memory so far, for `--stats`.
+    pub fn figures(&self) -> RunFigures {
+        let open = self
+            .connections
+            .iter()
+            .filter(|link| {
+                link.try_lock()
+                    .map_or(true, |link| matches!(&*link, ProxyLink::Connected(c, _) if c.close_reason().is_none()))
+            })
+            .count();
+        RunFigures {
+            connections_open: open,
+            most_connecting_at_once: self.connecting.most(),
+            peak_rss_bytes: peak_rss_bytes(),
         }
     }
 
@@ -566,6 +591,70 @@ async fn follow_caller(stream: &UnixStream, suspended: Option<&tokio::sync::watc
     }
 }
 
+/// Connections being set up, bounded; the most at once is kept for `--stats` (and tells a test
+/// whether they were set up together).
+#[derive(Debug)]
+struct Connecting {
+    permits: tokio::sync::Semaphore,
+    now: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+}
+
+impl Connecting {
+    fn new(bound: usize) -> Connecting {
+        Connecting {
+            permits: tokio::sync::Semaphore::new(bound),
+            now: std::sync::atomic::AtomicUsize::new(0),
+            most: std::sync::atomic::AtomicUsize::new(0),
+        }
+    }
+
+    /// Waits for a place among those setting up a connection; held until dropped.
+    async fn enter(&self) -> SettingUp<'_> {
+        use std::sync::atomic::Ordering::SeqCst;
+        // The semaphore is never closed.
+        let permit = self.permits.acquire().await.ok();
+        let now = self.now.fetch_add(1, SeqCst) + 1;
+        self.most.fetch_max(now, SeqCst);
+        SettingUp { connecting: self, _permit: permit }
+    }
+
+    fn most(&self) -> usize {
+        self.most.load(std::sync::atomic::Ordering::SeqCst)
+    }
+}
+
+struct SettingUp<'a> {
+    connecting: &'a Connecting,
+    _permit: Option<tokio::sync::SemaphorePermit<'a>>,
+}
+
+impl Drop for SettingUp<'_> {
+    fn drop(&mut self) {
+        self.connecting.now.fetch_sub(1, std::sync::atomic::Ordering::SeqCst);
+    }
+}
+
+/// What `--stats` says of the whole run so far, beside each pipeline's own figures.
+#[derive(Clone, Copy, Debug)]
+pub struct RunFigures {
+    /// Connections to proxies open (one per mount whose proxy took part).
+    pub connections_open: usize,
+    /// The most connections set up at once (at most [`CONNECTING_AT_ONCE`]).
+    pub most_connecting_at_once: usize,
+    /// The most memory the posh-exec process (its runtime and embedded proxies) held resident.
+    pub peak_rss_bytes: Option<u64>,
+}
+
+/// The process's peak resident memory, as the kernel counts it (`VmHWM` in /proc/self/status);
+/// `None` where there is no such file.
+fn peak_rss_bytes() -> Option<u64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let line = status.lines().find_map(|l| l.strip_prefix("VmHWM:"))?;
+    let kib: u64 = line.trim().strip_suffix("kB")?.trim().parse().ok()?;
+    Some(kib * 1024)
+}
+
 /// Starts an in-process proxy on loopback for `mount`, serving only this client the commands of
 /// the client's own library (`--annotations` included), and connects to it, its certificate
 /// pinned.
@@ -675,6 +764,7 @@ pub fn run_script(
     let RuntimeSocket { dir, listener, .. } = socket;
     let session = Arc::new(Session {
         connections: config.mounts.iter().map(|_| tokio::sync::Mutex::default()).collect(),
+        connecting: Connecting::new(CONNECTING_AT_ONCE),
         relayed_pipes: std::sync::Mutex::default(),
         answers: metadata::Answers::default(),
         config,

@@ -35,6 +35,8 @@ pub struct Record<'a> {
     /// Split commands whose copies the plan joined at a proxy and the run joined at the client,
     /// each with why (a busy or unreachable proxy).
     pub joined_at_client: &'a [(usize, String)],
+    /// The run's connections and memory so far (with a runtime session).
+    pub run: Option<super::session::RunFigures>,
 }
 
 impl Record<'_> {
@@ -119,6 +121,19 @@ impl Record<'_> {
         });
         if self.in_loop_request {
             record["loop_request"] = serde_json::json!(true);
+        }
+        if let Some(run) = &self.run {
+            // What each mount's proxy may have sent the client that it has not read yet.
+            let receive_window = u64::from(posh_wire::protocol::CLIENT_RECEIVE_WINDOW);
+            let mut figures = serde_json::json!({
+                "connections_open": run.connections_open,
+                "most_connecting_at_once": run.most_connecting_at_once,
+                "unread_bytes_per_mount_at_most": receive_window,
+            });
+            if let Some(peak) = run.peak_rss_bytes {
+                figures["peak_rss_bytes"] = serde_json::json!(peak);
+            }
+            record["run"] = figures;
         }
         record
     }
