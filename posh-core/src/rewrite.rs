@@ -63,6 +63,9 @@ pub struct Prologue<'a> {
     /// The text is a script file bash runs itself (`bash FILE ARGS`), with the builtin: see
     /// [`ScriptFile`]. Without it, the text is evaluated from `bash -c`.
     pub file: Option<ScriptFile<'a>>,
+    /// The words (by span) of the chosen pipelines that the runtime has a proxy glob
+    /// (`planner::globs`): passed as patterns, marked [`MARK_GLOB`].
+    pub globs: &'a [Span],
 }
 
 /// A rewritten script that bash runs as a file, so that it is bash's script in every way `bash
@@ -115,6 +118,23 @@ const WORDS_ARRAY: &str = "__posh_words";
 /// flag that says the call may stand for it (see `loop_call`).
 const LIST_ARRAY: &str = "__posh_list";
 const PLAIN_VAR: &str = "__posh_plain";
+
+/// In a command's words, a glob the runtime has a proxy expand (`planner::globs`): then the
+/// shell's glob state as the word would have been globbed with it ([`GLOB_STATE`], expanded by
+/// bash), then the pattern, quoted, so bash does not list the directory itself.
+pub const MARK_GLOB: &str = "\u{1f}G";
+/// What follows a [`MARK_GLOB`], before the pattern: `$-` (`f`: no globbing at all), the `shopt`
+/// options set (`$BASHOPTS`), `GLOBIGNORE`, and the locale variables bash matches and sorts
+/// names by.
+pub const GLOB_STATE: [&str; 7] = [
+    "\"$-\"",
+    "\"$BASHOPTS\"",
+    "\"${GLOBIGNORE-}\"",
+    "\"${LC_ALL-}\"",
+    "\"${LC_COLLATE-}\"",
+    "\"${LC_CTYPE-}\"",
+    "\"${LANG-}\"",
+];
 
 /// Ends a builtin's call of several commands, before bash's `$_` as it was (see `runtime_call`).
 pub const MARK_LAST_ARG: &str = "\u{1f}_";
@@ -401,7 +421,7 @@ fn assignment_word(assignment: &Word) -> String {
 /// caller keeps from the source).
 fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineIndex, calls: &Calls) -> String {
     let mut out = calls.prefix.clone();
-    let stdin_redirect = pipeline_words(&mut out, source, pipeline, lines);
+    let stdin_redirect = pipeline_words(&mut out, source, pipeline, lines, calls.globs);
     // bash's `$_` is the last word of the last simple command the shell itself ran: never a
     // pipeline's (its commands run in subshells), so the call's last word is `$_` as it was.
     if calls.file && pipeline.commands.len() > 1 {
@@ -413,19 +433,21 @@ fn runtime_call(source: &str, pipeline: &Pipeline, lines: &crate::text::LineInde
 }
 
 /// How the calls of one rewritten text begin, and whether they are the builtin's (`__call`).
-struct Calls {
+struct Calls<'a> {
     prefix: String,
     file: bool,
+    /// The words to pass as patterns (see [`Prologue::globs`]).
+    globs: &'a [Span],
 }
 
 /// The runtime calls up to their first mark: the builtin of a [`ScriptFile`] adds the rest itself.
-fn calls(file: bool) -> Calls {
+fn calls(file: bool, globs: &[Span]) -> Calls<'_> {
     let prefix = if file {
         format!("{BUILTIN_NAME} __call")
     } else {
         format!("{SOCKET_VAR}=\"${SOCKET_VAR}\" \"${RUNTIME_VAR}\" __run \"$0\" \"$SHELLOPTS\" \"${STATS_VAR}\"")
     };
-    Calls { prefix, file }
+    Calls { prefix, file, globs }
 }
 
 /// A mark as a word of the call.
@@ -435,7 +457,13 @@ fn mark(m: &str) -> String {
 
 /// Appends the marked words of `pipeline`'s commands to `out`; returns the here-document or
 /// here-string the call must read as its input, if any (empty otherwise).
-fn pipeline_words(out: &mut String, source: &str, pipeline: &Pipeline, lines: &crate::text::LineIndex) -> String {
+fn pipeline_words(
+    out: &mut String,
+    source: &str,
+    pipeline: &Pipeline,
+    lines: &crate::text::LineIndex,
+    globs: &[Span],
+) -> String {
     let mut stdin_redirect = String::new();
     for command in &pipeline.commands {
         out.push_str(&mark(MARK_COMMAND));
@@ -477,7 +505,17 @@ fn pipeline_words(out: &mut String, source: &str, pipeline: &Pipeline, lines: &c
         out.push_str(&mark(MARK_WORDS));
         for word in &command.words {
             out.push(' ');
-            out.push_str(&word.raw);
+            if globs.contains(&word.span) {
+                out.push_str(mark(MARK_GLOB).trim_start());
+                for state in GLOB_STATE {
+                    out.push(' ');
+                    out.push_str(state);
+                }
+                out.push(' ');
+                out.push_str(&quote(&word.raw));
+            } else {
+                out.push_str(&word.raw);
+            }
         }
     }
     stdin_redirect
@@ -502,7 +540,7 @@ pub struct HandedLoop<'a> {
 /// the first line.
 pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prologue: Prologue<'_>) -> Rewritten {
     let lines = crate::text::LineIndex::new(source);
-    let calls = calls(prologue.file.is_some());
+    let calls = calls(prologue.file.is_some(), prologue.globs);
     // Keep every newline, so the lines after (and $LINENO) stay where they were.
     let padded = |span: Span, mut call: String| {
         let newlines = source[span.range()].matches('\n').count().saturating_sub(call.matches('\n').count());
@@ -562,10 +600,10 @@ pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prol
 /// call as a job of bash's own, which bash names by it.
 pub fn line_calls(source: &str, chosen: &[Pipeline]) -> Vec<(Span, String)> {
     let lines = crate::text::LineIndex::new(source);
-    let Calls { prefix, file } = calls(true);
+    let Calls { prefix, file, .. } = calls(true, &[]);
     let call = |pipeline: &Pipeline| {
         let text = quote(source[pipeline.span.range()].trim());
-        let calls = Calls { prefix: format!("{prefix}{} {text}", mark(MARK_TEXT)), file };
+        let calls = Calls { prefix: format!("{prefix}{} {text}", mark(MARK_TEXT)), file, globs: &[] };
         (pipeline.span, runtime_call(source, pipeline, &lines, &calls))
     };
     let mut spans: Vec<(Span, String)> = chosen.iter().map(call).collect();
@@ -682,6 +720,28 @@ fn sets_option(script_text: &str, letter: char, long: &str) -> bool {
             || (words.any(|w| w == "set" || w.ends_with(";set") || w.ends_with("&&set"))
                 && words.any(|w| w.starts_with('-') && !w.starts_with("--") && w.contains(letter)))
     })
+}
+
+/// Why word `word` of command `command` of `pipeline` (handed over whole) is globbed by bash
+/// even where a proxy could expand it (`planner::globs`): what bash shows of a word's expansion
+/// besides the command's arguments.
+pub fn why_glob_stays(script_text: &str, pipeline: &Pipeline, command: usize, word: usize) -> Option<&'static str> {
+    let words = pipeline.commands.get(command).map_or(0, |c| c.words.len());
+    if word == 0 {
+        return Some("the command's name");
+    }
+    // bash sets `$_` to a lone command's last word, which would be the pattern.
+    if pipeline.commands.len() == 1 && word + 1 == words {
+        return Some("the last word of a lone command, which `$_` keeps");
+    }
+    if sets_option(script_text, 'x', "xtrace") {
+        return Some("the script traces its commands (`set -x`), which shows bash's expansion");
+    }
+    // Setting it turns `dotglob` on, which `$BASHOPTS` does not show.
+    if script_text.contains("GLOBIGNORE") {
+        return Some("the script sets GLOBIGNORE");
+    }
+    None
 }
 
 /// Why a top-level `for` loop cannot be handed to the runtime whole (its body's pipelines
@@ -1051,7 +1111,7 @@ fn loop_call(
             }
         }
         out.push_str(&mark(MARK_BODY));
-        let stdin_text = pipeline_words(&mut out, source, &replaced, lines);
+        let stdin_text = pipeline_words(&mut out, source, &replaced, lines, &[]);
         debug_assert!(stdin_text.is_empty(), "refused by why_loop_stays");
     }
     if guarded {

@@ -281,7 +281,7 @@ fn run(cli: Cli) -> Result<u8> {
             Placement::CostBased => Strategy::CostBased,
             Placement::Greedy => Strategy::Greedy,
         };
-        let options = PlanOptions { strategy, copies_per_mount: cli.copies_per_mount };
+        let options = PlanOptions { strategy, copies_per_mount: cli.copies_per_mount, ..PlanOptions::default() };
         // As the run would get them: this environment, and the words after the script (after
         // `$0` with -c).
         let all: Vec<_> = std::env::vars_os().collect();

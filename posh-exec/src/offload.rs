@@ -55,6 +55,8 @@ pub fn rewrite(
     // shows is what runs.
     let mut chosen = Vec::new();
     let mut mounts = Vec::new();
+    // Words of theirs that the mounts' proxies glob (`planner::globs`).
+    let mut globs = Vec::new();
     // Loops the runtime gets whole: their body's pipelines go in their call.
     let touches_a_mount = |i: usize| planner::plan_pipeline_in(&ctx, &script.pipelines[i], &scope).may_touch_a_mount();
     let loops: Vec<(&posh_core::shell::ForLoop, Vec<posh_core::shell::Pipeline>)> = script
@@ -80,6 +82,7 @@ pub fn rewrite(
             chosen.extend(plan.handed_parts.iter().map(|part| pipeline.part(part.commands.0..part.commands.1)));
         } else if plan.stays_with_bash.is_none() && plan.may_touch_a_mount() {
             chosen.push(pipeline.clone());
+            globs.extend(plan.globs_at_proxy.iter().map(|glob| glob.span));
         } else {
             continue;
         }
@@ -103,7 +106,8 @@ pub fn rewrite(
     let builtin = posh_exec::bash_builtin();
     let builtin = builtin.as_ref().map(|path| path.to_string_lossy());
     let runtime = runtime.to_string_lossy();
-    let prologue = rewrite::Prologue { runtime: &runtime, stats, socket, builtin: builtin.as_deref(), file: None };
+    let prologue =
+        rewrite::Prologue { runtime: &runtime, stats, socket, builtin: builtin.as_deref(), file: None, globs: &globs };
     let background =
         script.pipelines.iter().any(|p| p.background || p.context.contains(&posh_core::shell::Context::Background));
     let loops: Vec<rewrite::HandedLoop<'_>> =

@@ -8,6 +8,7 @@ use std::path::{Component, Path, PathBuf};
 use posh_core::annotation::model::ArgType;
 use posh_core::library::Library;
 
+use super::glob::GlobRequest;
 use super::protocol::{JobCommand, MAX_HOME_BYTES, Redirect, Request, VERSION};
 
 /// The only `PATH` a command run by the proxy sees.
@@ -69,8 +70,13 @@ pub fn check_version(version: u32) -> Result<(), String> {
 )]
 pub fn check_request(root: &Path, request: &Request) -> Result<PathBuf, String> {
     check_version(request.version)?;
-    if request.commands.is_empty() {
-        return Err("a job without commands".to_string());
+    match (&request.glob, request.commands.is_empty()) {
+        (None, true) => return Err("a job without commands".to_string()),
+        (Some(_), false) => return Err("a glob request with commands".to_string()),
+        (Some(_), true) if request.view.is_some() || request.peer_output.is_some() => {
+            return Err("a glob request with a view or a peer".to_string());
+        }
+        _ => {}
     }
     let cwd = resolve(root, root, &request.cwd).map_err(|e| format!("working directory `{}`: {e}", request.cwd))?;
     if !cwd.is_dir() {
@@ -161,6 +167,17 @@ pub fn check(
     }
     let home = command.home.as_ref().map(check_home).transpose()?;
     Ok(Checked { argv: command.argv.clone(), env, redirects, outputs, files: paths, home })
+}
+
+/// The one command of a glob request (`Request::glob`): the proxy's own bash script, which
+/// matches the client's patterns in the job's working directory under the job's sandbox, with
+/// the client's glob options and locale. Nothing it runs comes from the client but the patterns,
+/// which bash only matches (never evaluates).
+pub fn check_glob(glob: &GlobRequest) -> Result<Checked, String> {
+    glob.check()?;
+    let mut env = vec![("PATH".to_string(), PATH.to_string())];
+    env.extend(glob.locale.iter().map(|(name, value)| (name.clone(), value.clone())));
+    Ok(Checked { argv: glob.argv(), env, redirects: Vec::new(), outputs: Vec::new(), files: Vec::new(), home: None })
 }
 
 fn check_redirect(root: &Path, cwd: &Path, redirect: &Redirect) -> Result<CheckedRedirect, String> {

@@ -27,4 +27,4 @@ pub mod slots;
 mod supervisor;
 
 // The modules above name what they share with clients as this crate's own.
-pub use posh_wire::{client, identity, measure, merge, protocol, read_buffer};
+pub use posh_wire::{client, glob, identity, measure, merge, protocol, read_buffer};

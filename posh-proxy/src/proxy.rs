@@ -642,6 +642,9 @@ async fn handle_sequence(
         return refuse(send, recv.get_mut(), why).await;
     }
     let peers = |r: &Request| r.peer_output.is_some() || !r.peer_inputs.is_empty() || !r.peer_stdin.is_empty();
+    if sequence.sequence.iter().any(|r| r.glob.is_some()) {
+        return refuse(send, recv.get_mut(), "a glob request in a sequence".into()).await;
+    }
     if sequence.sequence.iter().any(peers) {
         return refuse(send, recv.get_mut(), "a job of a sequence streams from or to another proxy".into()).await;
     }
@@ -839,6 +842,12 @@ async fn handle_job(
     };
     let fed: Vec<&str> = request.peer_inputs.iter().map(|i| i.path.as_str()).collect();
     let mut checked = Vec::with_capacity(request.commands.len());
+    if let Some(glob) = &request.glob {
+        match confine::check_glob(glob) {
+            Ok(c) => checked.push(c),
+            Err(e) => return refuse(send, recv.get_mut(), e).await,
+        }
+    }
     for command in &request.commands {
         match confine::check(&shared.config.library, &shared.config.export, &cwd, command, &fed) {
             Ok(c) => checked.push(c),

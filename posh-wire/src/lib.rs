@@ -7,6 +7,7 @@
 //! fingerprints.
 
 pub mod client;
+pub mod glob;
 pub mod identity;
 pub mod measure;
 pub mod merge;

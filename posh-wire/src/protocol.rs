@@ -117,6 +117,11 @@ pub struct Request {
     /// the frame refuses it, and a proxy that does not know the field ignores it.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub progress: bool,
+    /// Instead of `commands`: the proxy's bash expands these globs in `cwd` and writes what
+    /// they matched (`crate::glob`). A proxy that does not know the field refuses the request
+    /// (it has no commands), and the client expands them itself.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub glob: Option<crate::glob::GlobRequest>,
 }
 
 /// How a job joins the outputs it fetches as its first command's input (`Request::peer_stdin`):

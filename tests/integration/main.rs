@@ -6,6 +6,7 @@ mod bench;
 mod cli;
 mod deploy;
 mod difftest;
+mod globs;
 #[path = "../../posh-exec/tests/common/hand_over.rs"]
 mod hand_over;
 #[path = "../../posh-exec/tests/common/isolation.rs"]

@@ -338,6 +338,7 @@ pub(crate) fn build_pipeline(
         values: Vec::new(),
         unknown_values: Vec::new(),
         from_values: false,
+        globs_at_proxy: Vec::new(),
     };
     let could_stream = facts.iter().any(|f| matches!(f.reach, Reach::ClientOr(_)) && f.spans_mounts(ctx));
     Built { plan, pinned: graph.pinned, allowed: graph.allowed, could_stream, pipe_merge: graph.pipe_merge }
@@ -447,7 +448,7 @@ fn analyse<'l>(
         facts.shown.push("(compound command)".to_string());
     }
     for word in &command.words {
-        match expand_word(word, ctx.fs, &ctx.cwd) {
+        match expand_word_in(ctx, word) {
             Expanded::Words(words) => {
                 facts.shown.extend(words.iter().map(|w| shell_words::quote(w).into_owned()));
                 facts.argv.extend(words);
@@ -590,7 +591,7 @@ fn apply_redirects(ctx: &PlanContext<'_>, command: &shell::Command, facts: &mut 
     let mut out = [facts.stdout.clone(), facts.stderr.clone()];
     for redirect in &command.redirects {
         let file_word = match &redirect.target {
-            RedirectTarget::File(word) => match expand_word(word, ctx.fs, &ctx.cwd) {
+            RedirectTarget::File(word) => match expand_word_in(ctx, word) {
                 Expanded::Words(w) if w.len() == 1 => Some(w[0].clone()),
                 _ => {
                     facts.shell_reason.get_or_insert(Why::DependsOnShell(word.raw.clone()));
@@ -1001,4 +1002,13 @@ enum Share<'a> {
     Files(&'a [usize]),
     /// A later command's copy: this many bytes down the pipe from the copy before it.
     Piped(u64),
+}
+
+/// `word` as the planner can know it in `ctx`: a glob is one only the shell can tell where the
+/// script may change how bash matches globs.
+fn expand_word_in(ctx: &PlanContext<'_>, word: &crate::shell::Word) -> Expanded {
+    if ctx.options.globs_differ && word.glob && word.literal.is_none() {
+        return Expanded::Unknown(word.raw.clone());
+    }
+    expand_word(word, ctx.fs, &ctx.cwd)
 }

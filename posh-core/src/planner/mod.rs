@@ -9,6 +9,7 @@
 mod by_value;
 pub mod coverage;
 mod expand;
+pub mod globs;
 mod graph;
 mod loops;
 pub mod measured;
@@ -59,11 +60,14 @@ pub struct PlanOptions {
     pub strategy: Strategy,
     /// The splitting factor: at most this many copies of a split command per mount.
     pub copies_per_mount: usize,
+    /// The script may change how bash matches globs (`values::globs_differ`): a glob word is then
+    /// one only the shell can tell. Set by the planner from the script.
+    pub globs_differ: bool,
 }
 
 impl Default for PlanOptions {
     fn default() -> PlanOptions {
-        PlanOptions { strategy: Strategy::CostBased, copies_per_mount: 1 }
+        PlanOptions { strategy: Strategy::CostBased, copies_per_mount: 1, globs_differ: false }
     }
 }
 
@@ -178,6 +182,7 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
         cwd_known,
         fifos: scope.fifos_before(pipeline, &ctx.cwd),
         valued: Vec::new(),
+        globs_differ: scope.globs_differ,
     };
     let reasons = if stays.is_some() { scope.command_reasons(ctx.library, pipeline) } else { None };
     let plan_one = |written: &Pipeline, alone: &Alone<'_>| {
@@ -192,7 +197,9 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
     // would plan it as a file.
     let values = scope.values.as_deref().filter(|_| !scope.unnamed_fifos);
     let Some(variants) = values.and_then(|values| by_value::variants(pipeline, values)) else {
-        return plan_one(pipeline, &alone);
+        let mut plan = plan_one(pipeline, &alone);
+        plan.globs_at_proxy = globs_at_proxy(ctx, pipeline, scope, &alone, &plan);
+        return plan;
     };
     let by_value::Variants { pipelines, mut uses, unknown } = variants;
     let mut plan: Option<PipelinePlan> = None;
@@ -227,7 +234,24 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
     by_value::places(ctx.config, &alone.cwd, state, &mut uses);
     plan.values = uses;
     plan.unknown_values = unknown;
+    plan.globs_at_proxy = globs_at_proxy(ctx, pipeline, scope, &alone, &plan);
     plan
+}
+
+/// The words of `pipeline` its mount's proxy globs (`globs`), when the pipeline goes to the
+/// runtime whole from a working directory the planner knows.
+fn globs_at_proxy(
+    ctx: &PlanContext<'_>,
+    pipeline: &Pipeline,
+    scope: &ScriptScope<'_>,
+    alone: &Alone<'_>,
+    plan: &PipelinePlan,
+) -> Vec<globs::GlobAtProxy> {
+    let whole = plan.stays_with_bash.is_none() && plan.handed_parts.is_empty();
+    if !whole || scope.handed_over || !alone.cwd_known || !plan.may_touch_a_mount() {
+        return Vec::new();
+    }
+    globs::at_proxies(ctx.config, scope.source, pipeline, &alone.cwd)
 }
 
 /// What planning a pipeline (or a part of one) on its own takes from the script around it.
@@ -240,6 +264,7 @@ struct Alone<'s> {
     fifos: Vec<PathBuf>,
     /// The spans of the words the value analysis gave (see `PipelinePlan::from_values`).
     valued: Vec<crate::text::Span>,
+    globs_differ: bool,
 }
 
 /// Plans `pipeline` as one call of the runtime would run it, or as bash runs it when it `stays`.
@@ -247,7 +272,8 @@ fn plan_alone(ctx: &PlanContext<'_>, pipeline: &Pipeline, stays: Option<String>,
     let cwd_known = alone.cwd_known;
     let memo = crate::fs::Memo::new(ctx.fs);
     let with_fifos = crate::fs::WithFifos { inner: &memo, fifos: alone.fifos.clone() };
-    let ctx = &PlanContext { cwd: alone.cwd.clone(), fs: &with_fifos, options: ctx.options.clone(), ..*ctx };
+    let options = PlanOptions { globs_differ: ctx.options.globs_differ || alone.globs_differ, ..ctx.options.clone() };
+    let ctx = &PlanContext { cwd: alone.cwd.clone(), fs: &with_fifos, options, ..*ctx };
     list_ahead(ctx, pipeline);
     let build = |split| graph::build_pipeline(ctx, pipeline, alone.functions, stays.clone(), cwd_known, split);
     let mut built = build(true);
@@ -374,6 +400,8 @@ pub struct ScriptScope<'a> {
     working_dirs: Vec<(usize, WorkingDir)>,
     /// The pipeline was handed over already: the runtime plans it with bash's expanded words.
     handed_over: bool,
+    /// The script may change how bash matches globs (`PlanOptions::globs_differ`).
+    globs_differ: bool,
     /// FIFOs the script makes (commands annotated `makes_fifos`, `mkfifo`, of literal names):
     /// where the command starts, and the path from the script's starting directory.
     fifos: Vec<(usize, PathBuf)>,
@@ -410,6 +438,7 @@ impl<'a> ScriptScope<'a> {
             unnamed_fifos: unnamed_fifos(library, script, &working_dirs),
             working_dirs,
             handed_over: false,
+            globs_differ: crate::values::globs_differ(source, script),
             loops: facts.loops().clone(),
             values: None,
             text: facts.text_scope(),
@@ -448,6 +477,7 @@ impl<'a> ScriptScope<'a> {
             script_stays: None,
             working_dirs: Vec::new(),
             handed_over: true,
+            globs_differ: false,
             fifos: Vec::new(),
             loops: crate::rewrite::LoopScope::default(),
             values: None,
@@ -483,6 +513,7 @@ impl<'a> ScriptScope<'a> {
         self.script_stays.hash(&mut hasher);
         crate::rewrite::why_pipeline_stays_in(self.source, pipeline, &self.text).hash(&mut hasher);
         self.unnamed_fifos.hash(&mut hasher);
+        self.globs_differ.hash(&mut hasher);
         self.fifos.iter().filter(|(at, _)| *at < pipeline.span.start).for_each(|(_, path)| path.hash(&mut hasher));
         hasher.finish()
     }

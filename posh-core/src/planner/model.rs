@@ -142,6 +142,10 @@ pub struct PipelinePlan {
     /// runtime goes (that choice does not depend on the values: see `may_touch_a_mount`).
     #[serde(skip)]
     pub from_values: bool,
+    /// Its words that the runtime has their mount's proxy glob instead of bash at the client
+    /// (`globs`): the pipeline is handed over whole and they are plain patterns over one mount.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub globs_at_proxy: Vec<super::globs::GlobAtProxy>,
 }
 
 /// A parameter a pipeline's words read, with the values the plan was made with.

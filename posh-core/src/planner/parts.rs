@@ -77,6 +77,7 @@ fn join(pipeline: &Pipeline, parts: Vec<Part>) -> PipelinePlan {
         values: Vec::new(),
         unknown_values: Vec::new(),
         from_values: false,
+        globs_at_proxy: Vec::new(),
     };
     let mut stderr: Option<NodeId> = None;
     // The edges into the standard output of the part before: the pipe to this part.

@@ -289,6 +289,9 @@ pub fn render_text(path: &str, source: &str, plan: &Plan) -> String {
                 out.push_str(&format!("      output: {}\n", describe_output(output)));
             }
         }
+        for glob in &pipeline.globs_at_proxy {
+            out.push_str(&format!("  glob `{}`: expanded by bash at the proxy of @{}\n", glob.word, glob.mount));
+        }
         for value_use in &pipeline.values {
             out.push_str(&format!("  value: {}\n", value_use.describe()));
         }

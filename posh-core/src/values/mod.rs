@@ -972,16 +972,7 @@ impl<'a> Analysis<'a> {
         } else {
             None
         };
-        let globs_differ =
-            ["nullglob", "failglob", "dotglob", "nocaseglob", "globstar", "extglob", "GLOBIGNORE", "noglob"]
-                .iter()
-                .any(|option| source.contains(option))
-                || script.pipelines.iter().flat_map(|p| &p.commands).any(|c| {
-                    c.words.first().and_then(|w| w.literal.as_deref()) == Some("set")
-                        && c.words[1..]
-                            .iter()
-                            .any(|w| w.raw.starts_with('-') && !w.raw.starts_with("--") && w.raw.contains('f'))
-                });
+        let globs_differ = globs_differ(source, script);
         let mut analysis = Analysis {
             script,
             by_start: script.pipelines.iter().map(|p| (p.span.start, p)).collect(),
@@ -1862,6 +1853,21 @@ fn collect_pipelines(flow: &[Flow], starts: &mut Vec<usize>, loops: &mut Vec<Str
             Flow::Opaque(text) => loops.extend(identifiers(text)),
         }
     }
+}
+
+/// Whether the script may change how bash matches globs (`shopt -s nullglob`, `set -f`, ...),
+/// so that posh's own expansion of a glob may not be bash's: a scan of the text, which may also
+/// find an option's name in a comment or a string, but never misses one.
+pub(crate) fn globs_differ(source: &str, script: &Script) -> bool {
+    ["nullglob", "failglob", "dotglob", "nocaseglob", "globstar", "extglob", "GLOBIGNORE", "noglob"]
+        .iter()
+        .any(|option| source.contains(option))
+        || script.pipelines.iter().flat_map(|p| &p.commands).any(|c| {
+            c.words.first().and_then(|w| w.literal.as_deref()) == Some("set")
+                && c.words[1..]
+                    .iter()
+                    .any(|w| w.raw.starts_with('-') && !w.raw.starts_with("--") && w.raw.contains('f'))
+        })
 }
 
 #[cfg(test)]

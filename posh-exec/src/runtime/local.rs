@@ -223,6 +223,11 @@ pub fn redirect(
     command: &CommandCall,
     mut fds: [Option<OwnedFd>; 3],
 ) -> Result<[Option<OwnedFd>; 3], i32> {
+    // bash expands the words before it opens anything.
+    if let Some(pattern) = &command.no_match {
+        caller.bash_error(&call.name, command.line, "no match", pattern);
+        return Err(1);
+    }
     for (fd, op, target) in &command.redirects {
         let fd = *fd as usize;
         let path = match &caller.cwd {

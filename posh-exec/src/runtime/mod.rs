@@ -8,6 +8,7 @@ pub mod coherence;
 mod embedded_state;
 pub mod execute;
 mod fan_in;
+pub mod globs;
 pub mod local;
 pub mod loops;
 mod metadata;
@@ -20,7 +21,9 @@ mod stats;
 use std::ffi::{OsStr, OsString};
 use std::os::unix::ffi::OsStrExt as _;
 
-use posh_core::rewrite::{MARK_ASSIGN, MARK_COMMAND, MARK_REDIRECT, MARK_SPLIT, MARK_WORDS, STDIN_TEXT_OP};
+use posh_core::rewrite::{
+    GLOB_STATE, MARK_ASSIGN, MARK_COMMAND, MARK_GLOB, MARK_REDIRECT, MARK_SPLIT, MARK_WORDS, STDIN_TEXT_OP,
+};
 use posh_exec::handoff;
 
 /// One command of the pipeline, as bash expanded it.
@@ -34,6 +37,12 @@ pub struct CommandCall {
     /// as written: bash's "ambiguous redirect", and the command does not run.
     pub ambiguous: Option<String>,
     pub argv: Vec<OsString>,
+    /// Words of `argv` bash passed as patterns for a proxy to expand (`globs`), by index, until
+    /// `globs::expand` puts their names there.
+    pub globs: Vec<(usize, globs::GlobWord)>,
+    /// A pattern that matched nothing under `failglob`: bash's "no match" error, and the
+    /// command does not run.
+    pub no_match: Option<String>,
 }
 
 #[derive(Clone, Debug, PartialEq)]
@@ -48,6 +57,8 @@ pub struct PipelineCall {
     /// script's input: it may be sent to a proxy.
     pub stdin_is_text: bool,
     pub commands: Vec<CommandCall>,
+    /// Where its globs were expanded (`globs::expand`), for `--stats`.
+    pub globs: Vec<globs::GlobEnd>,
 }
 
 /// Reads the arguments after `__run`. Words stay `OsString`: file names need not be UTF-8.
@@ -107,6 +118,12 @@ pub fn decode(args: &[OsString]) -> Result<PipelineCall, String> {
                 words_open = true;
                 i += 1;
             }
+            (MARK_GLOB, Some(command)) if words_open => {
+                let words = rest.get(i + 1..i + 2 + GLOB_STATE.len()).ok_or("a glob without its state")?;
+                command.globs.push((command.argv.len(), globs::GlobWord::decode(words)?));
+                command.argv.push(words[GLOB_STATE.len()].clone());
+                i += 2 + GLOB_STATE.len();
+            }
             (_, Some(command)) if words_open => {
                 command.argv.push(arg.clone());
                 i += 1;
@@ -124,6 +141,7 @@ pub fn decode(args: &[OsString]) -> Result<PipelineCall, String> {
         noclobber: options.contains(&"noclobber"),
         stdin_is_text,
         commands,
+        globs: Vec::new(),
     })
 }
 
@@ -157,10 +175,18 @@ pub fn trampoline(args: &[OsString]) -> u8 {
 /// Runs the pipeline with every command at the client, in this process (no runtime to hand it
 /// to); returns its status as bash computes it.
 pub fn run_here(call: &PipelineCall) -> u8 {
-    let units = placement::all_local(call);
     let caller = local::Caller::this_process();
     match tokio::runtime::Builder::new_current_thread().enable_all().build() {
-        Ok(runtime) => runtime.block_on(execute::execute(None, call, &caller, &units, &Default::default())),
+        Ok(runtime) => runtime.block_on(async {
+            let mut call = call.clone();
+            if call.commands.iter().any(|c| !c.globs.is_empty()) {
+                let cwd = std::env::current_dir().unwrap_or_default();
+                let no_proxy = |_, _| async { Err::<Vec<Vec<Vec<u8>>>, String>("no runtime".to_string()) };
+                globs::expand(&mut call, None, &cwd, no_proxy).await;
+            }
+            let units = placement::all_local(&call);
+            execute::execute(None, &call, &caller, &units, &Default::default()).await
+        }),
         Err(e) => {
             eprintln!("posh-exec: cannot start the runtime: {e}");
             1

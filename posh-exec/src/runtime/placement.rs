@@ -114,6 +114,9 @@ pub fn place(
     if std::fs::metadata(cwd).is_ok_and(|m| m.nlink() == 0) {
         return (None, departed(call, WORKING_DIR_REMOVED));
     }
+    if call.commands.iter().any(|c| c.no_match.is_some()) {
+        return (None, departed(call, "a glob matched nothing under failglob (bash's error)"));
+    }
     if call.commands.iter().any(|c| c.ambiguous.is_some()) {
         return (None, departed(call, "a redirection's target expanded into none or several words (bash's error)"));
     }
@@ -570,7 +573,15 @@ mod tests {
     }
 
     fn call(commands: Vec<CommandCall>, stdin_is_text: bool) -> PipelineCall {
-        PipelineCall { name: "s".into(), stats: None, pipefail: false, noclobber: false, stdin_is_text, commands }
+        PipelineCall {
+            name: "s".into(),
+            stats: None,
+            pipefail: false,
+            noclobber: false,
+            stdin_is_text,
+            commands,
+            globs: Vec::new(),
+        }
     }
 
     /// Words bash may hand over, each a literal now: quotes, glob and brace characters, `$`,

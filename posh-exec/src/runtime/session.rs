@@ -366,6 +366,24 @@ impl Session {
         })
     }
 
+    /// Has the mounts' proxies expand the call's globs (`globs`), each mount's in one request.
+    async fn expand_globs(&self, call: &mut super::PipelineCall, cwd: &std::path::Path) {
+        let at_proxy = |mount: usize, request: posh_exec::remote::protocol::Request| async move {
+            let connection = self.connection(mount).await.ok_or("no connection")?;
+            let output = tokio::time::timeout(GLOB_WAIT, connection.run(&request, b""))
+                .await
+                .map_err(|_| format!("no answer within {GLOB_WAIT:?}"))?
+                .map_err(|e| format!("{e:#}"))?;
+            if output.status != 0 {
+                let stderr = String::from_utf8_lossy(&output.stderr);
+                return Err(format!("its bash ended with status {}: {}", output.status, stderr.trim_end()));
+            }
+            let patterns = request.glob.as_ref().map_or(0, |g| g.patterns.len());
+            posh_wire::glob::read_answer(&output.stdout, patterns)
+        };
+        super::globs::expand(call, Some(&self.config), cwd, at_proxy).await;
+    }
+
     fn answer(self: &Arc<Session>, stream: UnixStream) {
         let handoff = match handoff::receive(&stream) {
             Ok(handoff) => handoff,
@@ -405,6 +423,9 @@ impl Session {
             }
         }
         let call = decode(&args).map(|mut call| {
+            if call.commands.iter().any(|c| !c.globs.is_empty()) {
+                self.runtime.block_on(self.expand_globs(&mut call, &cwd));
+            }
             colour_as_on_the_terminal(&mut call, fds[1].as_ref(), &env);
             let planning = metadata::Planning::new(self);
             planning.prefetch(call_paths(&call, &cwd));
@@ -854,3 +875,6 @@ fn end_by_signal(signal: i32) {
     let error = Command::new("bash").args(["-c", &format!("kill -{signal} $$")]).exec();
     tracing::debug!("cannot end by signal {signal}: {error}");
 }
+
+/// How long a call waits for a proxy to expand its globs before bash expands them here.
+const GLOB_WAIT: std::time::Duration = std::time::Duration::from_secs(10);

@@ -135,6 +135,24 @@ impl Record<'_> {
             }
             record["run"] = figures;
         }
+        // Where its globs were expanded (`globs`): at a mount's proxy, or at the client, and why
+        // there when a proxy was to.
+        let globs: Vec<serde_json::Value> = self
+            .call
+            .globs
+            .iter()
+            .map(|glob| {
+                let at = glob.mount.clone().unwrap_or_else(|| "client".to_string());
+                let mut expanded = serde_json::json!({ "pattern": glob.pattern, "at": at, "names": glob.names });
+                if let Some(why) = &glob.why {
+                    expanded["why"] = serde_json::json!(why);
+                }
+                expanded
+            })
+            .collect();
+        if !globs.is_empty() {
+            record["globs"] = serde_json::json!(globs);
+        }
         record
     }
 

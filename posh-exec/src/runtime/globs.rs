@@ -1,0 +1,293 @@
+//! The globs of a call that bash passed unexpanded (`rewrite::MARK_GLOB`, chosen by
+//! `planner::globs`), expanded before the pipeline is planned: by bash at the mount's proxy, all
+//! of a call's patterns on one mount in one request (`Request::glob`), or, where no proxy
+//! answers, by bash here with the same script (`posh_wire::glob::SCRIPT`), which lists the mount
+//! as bash would have. Either way the names are bash's; what a pattern that matched nothing
+//! becomes (itself, nothing under `nullglob`, bash's error under `failglob`) is decided here from
+//! the caller's options, as bash decides it.
+
+use std::collections::BTreeMap;
+use std::ffi::OsString;
+use std::os::unix::ffi::OsStringExt as _;
+use std::path::{Path, PathBuf};
+
+use posh_core::config::Config;
+use posh_core::planner::globs::{listed_dir, split_pattern};
+use posh_exec::remote::protocol::{self, Request};
+use posh_wire::glob::{self, GlobRequest};
+
+use super::PipelineCall;
+
+/// A word bash passed as a pattern, with the caller's glob state (`rewrite::GLOB_STATE`).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct GlobWord {
+    pub pattern: String,
+    /// `set -f`: the word is itself.
+    pub noglob: bool,
+    pub nullglob: bool,
+    pub failglob: bool,
+    /// The [`glob::OPTIONS`] set.
+    pub options: Vec<String>,
+    pub globignore: String,
+    pub locale: BTreeMap<String, String>,
+}
+
+impl GlobWord {
+    /// Reads the words after a [`MARK_GLOB`](posh_core::rewrite::MARK_GLOB): the state, then the
+    /// pattern.
+    pub fn decode(words: &[OsString]) -> Result<GlobWord, String> {
+        let text = |w: &OsString| w.to_str().map(str::to_string).ok_or("a glob's state is not UTF-8");
+        let [flags, bashopts, globignore, lc_all, lc_collate, lc_ctype, lang, pattern] = words else {
+            return Err("a glob without its state".into());
+        };
+        let bashopts = text(bashopts)?;
+        let set: Vec<&str> = bashopts.split(':').collect();
+        let mut locale = BTreeMap::new();
+        for (name, value) in glob::LOCALE.iter().zip([lc_all, lc_collate, lc_ctype, lang]) {
+            let value = text(value)?;
+            if !value.is_empty() {
+                locale.insert(name.to_string(), value);
+            }
+        }
+        Ok(GlobWord {
+            pattern: text(pattern)?,
+            noglob: text(flags)?.contains('f'),
+            nullglob: set.contains(&"nullglob"),
+            failglob: set.contains(&"failglob"),
+            // A `GLOBIGNORE` (the script's environment's: the planner leaves a script that sets
+            // one to bash) turned `dotglob` on, which `$BASHOPTS` does not show.
+            options: glob::OPTIONS
+                .iter()
+                .filter(|o| set.contains(o) || (**o == "dotglob" && !globignore.is_empty()))
+                .map(|o| o.to_string())
+                .collect(),
+            globignore: text(globignore)?,
+            locale,
+        })
+    }
+
+    /// A request for this word's glob state, without patterns yet.
+    fn request(&self) -> GlobRequest {
+        GlobRequest {
+            patterns: Vec::new(),
+            options: self.options.clone(),
+            globignore: self.globignore.clone(),
+            locale: self.locale.clone(),
+        }
+    }
+}
+
+/// Where a call's globs were expanded, for `--stats`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct GlobEnd {
+    pub pattern: String,
+    /// The mount whose proxy expanded it, or `None`: the client.
+    pub mount: Option<String>,
+    pub names: usize,
+    /// Why at the client, when a proxy was meant to.
+    pub why: Option<String>,
+}
+
+/// Where one pattern is expanded.
+#[derive(Debug, PartialEq, Eq)]
+struct Place<'a> {
+    /// The mount whose proxy expands it, if any, in `dir` (relative to the mount's path).
+    mount: Option<usize>,
+    dir: String,
+    /// Where bash expands it at the client, when no proxy does.
+    here: PathBuf,
+    /// Why at the client, though on a mount.
+    why_here: Option<String>,
+    /// What bash matches there, and what goes before each name it gives.
+    pattern: &'a str,
+    prefix: &'a str,
+}
+
+impl<'a> Place<'a> {
+    /// From the caller's working directory `cwd` when that is on the pattern's mount (bash
+    /// there sees the whole names, as `GLOBIGNORE` must), else from the directory the pattern
+    /// lists, its literal prefix put back before each name (then a `GLOBIGNORE` is matched
+    /// here: the proxy would not see the prefix).
+    fn of(pattern: &'a str, config: Option<&Config>, cwd: &Path, globignore: bool) -> Place<'a> {
+        let at_client =
+            Place { mount: None, dir: String::new(), here: cwd.to_path_buf(), why_here: None, pattern, prefix: "" };
+        let (Some(config), Some((prefix, rest))) = (config, split_pattern(pattern)) else { return at_client };
+        let listed = listed_dir(prefix, cwd);
+        let Some(mount) = config.mount_index_for(&listed) else { return at_client };
+        let relative = |dir: &Path| dir.strip_prefix(&config.mounts[mount].path).ok()?.to_str().map(str::to_string);
+        let plain_prefix = !prefix.starts_with('/') && !prefix.split('/').any(|c| c == "..");
+        if plain_prefix
+            && config.mount_index_for(cwd) == Some(mount)
+            && let Some(dir) = relative(cwd)
+        {
+            return Place { mount: Some(mount), dir, ..at_client };
+        }
+        let Some(dir) = relative(&listed) else { return at_client };
+        let why_here = globignore.then(|| {
+            "GLOBIGNORE matches whole names, and the working directory is not on the glob's mount".to_string()
+        });
+        Place { mount: Some(mount), dir, here: listed, why_here, pattern: rest, prefix }
+    }
+}
+
+/// One batch: the patterns of one call that list one directory with one glob state.
+struct Batch {
+    /// The mount the directory lies on (`dir` relative to its path), if any.
+    mount: Option<usize>,
+    dir: String,
+    /// The directory at the client.
+    here: PathBuf,
+    why_here: Option<String>,
+    /// (command, argv index, the pattern's literal prefix)
+    words: Vec<(usize, usize, String)>,
+    request: GlobRequest,
+}
+
+/// Expands the globs of `call` (its commands' `globs`) in place, `cwd` being the caller's
+/// working directory: a batch on a mount of `config` is asked of `at_proxy` (mount index and
+/// request, answering the names or why not), any other, or one no proxy answered, is expanded
+/// by bash here. Batches are made per listed directory and glob state.
+pub async fn expand<F, Fut>(call: &mut PipelineCall, config: Option<&Config>, cwd: &Path, at_proxy: F)
+where
+    F: Fn(usize, Request) -> Fut,
+    Fut: std::future::Future<Output = Result<Vec<Vec<Vec<u8>>>, String>>,
+{
+    let mut batches: Vec<Batch> = Vec::new();
+    let mut expanded: BTreeMap<(usize, usize), Vec<OsString>> = BTreeMap::new();
+    for (c, command) in call.commands.iter().enumerate() {
+        for (index, word) in &command.globs {
+            if word.noglob {
+                continue;
+            }
+            let place = Place::of(&word.pattern, config, cwd, !word.globignore.is_empty());
+            let fits = |b: &&mut Batch| {
+                b.mount == place.mount
+                    && b.dir == place.dir
+                    && b.here == place.here
+                    && b.why_here == place.why_here
+                    && request_key(&b.request) == request_key(&word.request())
+            };
+            let batch = match batches.iter_mut().find(fits) {
+                Some(batch) => batch,
+                None => {
+                    batches.push(Batch {
+                        mount: place.mount,
+                        dir: place.dir.clone(),
+                        here: place.here.clone(),
+                        why_here: place.why_here.clone(),
+                        words: Vec::new(),
+                        request: word.request(),
+                    });
+                    batches.last_mut().expect("just pushed")
+                }
+            };
+            batch.request.patterns.push(place.pattern.to_string());
+            batch.words.push((c, *index, place.prefix.to_string()));
+        }
+    }
+    let mut ends = Vec::new();
+    for batch in batches {
+        let mut answer = Err(String::new());
+        let (mut at, mut why) = (None, batch.why_here.clone());
+        if let (Some(mount), Some(config), None) = (batch.mount, config, &batch.why_here) {
+            let request = Request {
+                version: protocol::VERSION,
+                cwd: batch.dir.clone(),
+                glob: Some(batch.request.clone()),
+                ..Request::default()
+            };
+            let name = config.mounts[mount].name.clone();
+            match at_proxy(mount, request).await {
+                Ok(names) if names.len() == batch.words.len() => {
+                    answer = Ok(names);
+                    at = Some(name);
+                }
+                Ok(_) => why = Some(format!("the proxy of @{name} answered another number of patterns")),
+                Err(e) => why = Some(format!("the proxy of @{name}: {e}")),
+            }
+        }
+        let answer = answer.or_else(|_| expand_here(&batch.request, &batch.here)).unwrap_or_else(|e| {
+            // bash cannot list the directory here either: to bash that is no match.
+            tracing::debug!("glob at the client: {e}");
+            vec![Vec::new(); batch.words.len()]
+        });
+        for ((c, index, prefix), (names, rest)) in
+            batch.words.iter().zip(answer.into_iter().zip(&batch.request.patterns))
+        {
+            ends.push(GlobEnd {
+                pattern: format!("{prefix}{rest}"),
+                mount: at.clone(),
+                names: names.len(),
+                why: why.clone(),
+            });
+            let words = names
+                .into_iter()
+                .map(|name| {
+                    let mut word = prefix.as_bytes().to_vec();
+                    word.extend(name);
+                    OsString::from_vec(word)
+                })
+                .collect();
+            expanded.insert((*c, *index), words);
+        }
+    }
+    // Every word replaced by its names, or by what bash makes of no match; the later words of a
+    // command first, so the indices of the earlier ones stay (and the first word that matched
+    // nothing is the one a failglob error names, as bash's).
+    for (c, command) in call.commands.iter_mut().enumerate() {
+        let globs = std::mem::take(&mut command.globs);
+        for (index, word) in globs.iter().rev() {
+            let names = expanded.remove(&(c, *index)).unwrap_or_default();
+            let replacement = match (names.is_empty(), word.noglob, word.nullglob, word.failglob) {
+                (false, ..) => names,
+                (true, true, ..) | (true, false, false, false) => vec![OsString::from(&word.pattern)],
+                (true, false, _, true) => {
+                    command.no_match = Some(word.pattern.clone());
+                    Vec::new()
+                }
+                (true, false, true, false) => Vec::new(),
+            };
+            command.argv.splice(*index..*index + 1, replacement);
+        }
+    }
+    call.globs = ends;
+}
+
+/// What patterns asked together must share.
+fn request_key(request: &GlobRequest) -> (&[String], &str, &BTreeMap<String, String>) {
+    (&request.options, &request.globignore, &request.locale)
+}
+
+/// Expands `request`'s patterns with bash in `dir`, at the client.
+fn expand_here(request: &GlobRequest, dir: &Path) -> Result<Vec<Vec<Vec<u8>>>, String> {
+    let argv = request.argv();
+    let mut command = std::process::Command::new(&argv[0]);
+    command.args(&argv[1..]).current_dir(dir).env_clear().env("PATH", std::env::var_os("PATH").unwrap_or_default());
+    command.envs(&request.locale).stdin(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    let output = command.output().map_err(|e| format!("bash in {}: {e}", dir.display()))?;
+    if !output.status.success() {
+        return Err(format!("bash ended with {}", output.status));
+    }
+    glob::read_answer(&output.stdout, request.patterns.len())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn words(list: &[&str]) -> Vec<OsString> {
+        list.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_glob_state_reads_as_bash_set_it() {
+        let state =
+            words(&["hBf", "dotglob:extglob:failglob:nullglob:xpg_echo", "*.tmp", "", "C", "", "en_US.UTF-8", "a/*"]);
+        let word = GlobWord::decode(&state).unwrap();
+        assert!(word.noglob && word.nullglob && word.failglob);
+        assert_eq!(word.options, ["dotglob", "extglob"]);
+        assert_eq!(word.globignore, "*.tmp");
+        assert_eq!(word.locale.keys().collect::<Vec<_>>(), ["LANG", "LC_COLLATE"]);
+        assert!(GlobWord::decode(&state[1..]).is_err());
+    }
+}
