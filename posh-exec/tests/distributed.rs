@@ -948,3 +948,46 @@ fn twenty_clients_on_three_proxies_get_bashs_output_and_busy_ones_fall_back() {
         elapsed.as_secs_f64()
     );
 }
+
+/// Do no harm (issue 40): with the links of a datacenter in posh.toml, a small file's command
+/// is not worth a call of the runtime: `--explain` keeps it at the client and says why, the run
+/// does the same (bash's output), and a large file's command still runs at its proxy.
+#[test]
+fn a_call_that_does_not_pay_stays_at_the_client_as_explained() {
+    let cluster = Cluster::new(&[]);
+    let dc = "[client]\nrtt = \"0.5ms\"\nbandwidth = \"5Gbit\"\n\n";
+    let config = std::fs::read_to_string(cluster.root().join("posh.toml")).unwrap();
+    let config = config.replace("[[mount]]\n", "[[mount]]\nrtt = \"0.5ms\"\nbandwidth = \"5Gbit\"\n");
+    std::fs::write(cluster.root().join("posh.toml"), format!("{dc}{config}")).unwrap();
+    std::fs::write(cluster.root().join("logs/note.txt"), "a TODO\nb\nTODO c\n").unwrap();
+    let script = "grep -c TODO logs/note.txt\ngrep -c ERROR logs/big.log\n";
+    std::fs::write(cluster.root().join("s.sh"), script).unwrap();
+    let explain = cluster.posh(&["--explain", "--format", "json", "s.sh"]);
+    assert!(explain.status.success(), "{}", text(&explain.stderr));
+    let explain: serde_json::Value = serde_json::from_slice(&explain.stdout).unwrap();
+    let planned: Vec<(serde_json::Value, serde_json::Value)> = explain["pipelines"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| {
+            let grep = p["nodes"].as_array().unwrap().iter().find(|n| n["kind"]["type"] == "command").unwrap();
+            (grep["location"]["mount"].clone(), grep["why"]["reason"].clone())
+        })
+        .collect();
+    assert_eq!(
+        planned,
+        [(serde_json::Value::Null, "does_not_pay".into()), ("logs".into(), "cheapest".into())],
+        "{explain:#}"
+    );
+    let (_, stats) = cluster.same_as_bash(script, &[]);
+    let ran: Vec<(&str, &str)> = stats
+        .iter()
+        .map(|r| {
+            let grep = &r["commands"][0];
+            (grep["location"].as_str().unwrap(), grep["why"].as_str().unwrap_or_default())
+        })
+        .collect();
+    assert_eq!(ran[0].0, "client", "{stats:?}");
+    assert!(ran[0].1.starts_with("handing it to a proxy would cost more than it saves"), "{stats:?}");
+    assert_eq!(ran[1].0, "logs", "{stats:?}");
+}

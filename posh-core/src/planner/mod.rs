@@ -15,6 +15,7 @@ mod loops;
 pub mod measured;
 mod model;
 mod parts;
+mod pays;
 mod place;
 mod reach;
 pub mod render;
@@ -301,6 +302,9 @@ fn plan_alone(ctx: &PlanContext<'_>, pipeline: &Pipeline, stays: Option<String>,
         if (streams && no_slower) || above_bash {
             built = unsplit;
         }
+    }
+    if stays.is_none() {
+        built = pays::unless_it_does_not_pay(ctx, built, || build(false));
     }
     // Where a command with a word only bash knows runs is decided when the script runs, and the
     // places of the commands the cost model put around it follow from it.

@@ -430,6 +430,10 @@ pub enum Why {
     GreedyConflict,
     /// The cost-based placement found this the cheapest.
     Cheapest,
+    /// Handing the pipeline to proxies would cost more than it saves: a call of the runtime
+    /// costs time of its own, more than the round trips through the mount it would spare on a
+    /// fast link with little data (the detail gives the predicted times).
+    DoesNotPay(String),
 }
 
 impl Why {
@@ -463,6 +467,9 @@ impl Why {
             Why::GreedyCut => "on this side of the path's cheapest edge".to_string(),
             Why::GreedyConflict => "paths disagree, so it runs at the client".to_string(),
             Why::Cheapest => "the cheapest place for the data it moves".to_string(),
+            Why::DoesNotPay(times) => {
+                format!("handing it to a proxy would cost more than it saves ({times}), so it runs at the client")
+            }
         }
     }
 }

@@ -706,3 +706,28 @@ fn what_the_analysis_does_not_know_is_placed_when_the_script_runs() {
     let plan_text = explain_given("X=/home/user/notes.txt\ncat \"$X\" | sort\n", &[], &[]);
     assert!(plan_text.contains("1 of 2 pipelines go to the posh runtime"), "{plan_text}");
 }
+
+/// Do no harm (issue 40): on a datacenter link a call of the runtime costs more than the round
+/// trips through the mount it saves for a small file, so the command stays at the client and
+/// says why; a large file there, or the small one over a WAN, still goes to its proxy.
+#[test]
+fn a_call_that_does_not_pay_stays_at_the_client() {
+    let link = |rtt: &str, rate: &str| {
+        format!(
+            "[client]\nbandwidth = \"{rate}\"\nrtt = \"{rtt}\"\n\n[[mount]]\npath = \"/mnt/d\"\nproxy = \"10.0.0.9:4433\"\n"
+        )
+    };
+    let mut fs = MemoryFileSystem::new();
+    fs.add_file("/mnt/d/note.txt", 2_000).add_file("/mnt/d/big.log", 200 * MB);
+    let script = "grep -c TODO /mnt/d/note.txt\ngrep -c TODO /mnt/d/big.log\n";
+    let mut shown = String::new();
+    for (name, config) in [("datacenter", link("0.5ms", "5Gbit")), ("WAN", link("20ms", "600Mbit"))] {
+        let (plan, source) = plan_with(&config, &fs, "/home/user", script, PlanOptions::default());
+        shown.push_str(&format!("{name}:\n"));
+        for p in &plan.pipelines {
+            let command = p.nodes.iter().find(|n| matches!(n.kind, NodeKind::Command { .. })).expect("a command");
+            shown.push_str(&format!("  {}\n    {}\n", render_inline(&source, p), command.why.explain()));
+        }
+    }
+    insta::assert_snapshot!(shown);
+}
