@@ -76,8 +76,10 @@ for b in "${!builds[@]}"; do
   "$rig" exec storage "${builds[b]}/posh-proxy" --export "$data" --listen "$NETRIG_STORAGE_IP:$port" \
     --state-dir "$work/proxy-$b" --authorized-clients "$work/authorized-$b" "${as_user[@]}" > "$work/proxy-$b.log" 2>&1 &
   proxies+=($!)
+  # The client sits on the same link: without [client], posh assumes 10 ms on its side.
+  printf '[client]\nrtt = "%sms"\nbandwidth = "%sMbit"\n\n' "$rtt" "$rate" > "$work/posh-$b.toml"
   printf '[[mount]]\nname = "data"\npath = "%s"\nexport = "%s"\nproxy = "%s:%s"\nrtt = "%sms"\nbandwidth = "%sMbit"\n' \
-    "$mnt" "$data" "$NETRIG_STORAGE_IP" "$port" "$rtt" "$rate" > "$work/posh-$b.toml"
+    "$mnt" "$data" "$NETRIG_STORAGE_IP" "$port" "$rtt" "$rate" >> "$work/posh-$b.toml"
   for _ in $(seq 100); do grep -q listening "$work/proxy-$b.log" && break; sleep 0.1; done
   grep -q listening "$work/proxy-$b.log" || { echo "the proxy did not start:" >&2; cat "$work/proxy-$b.log" >&2; exit 1; }
 done

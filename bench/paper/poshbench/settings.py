@@ -267,7 +267,9 @@ class EmulatedLink:
             proxies.stop()
             raise
         config = work / "posh.toml"
-        config.write_text("\n".join(toml))
+        # The client sits on the same link: without [client], posh assumes 10 ms on its side.
+        client = f'[client]\nrtt = "{profile["rtt_ms"]}ms"\nbandwidth = "{profile["rate_mbit"]}Mbit"\n'
+        config.write_text("\n".join([client, *toml]))
         return proxies, config
 
     def describe(self) -> dict:
