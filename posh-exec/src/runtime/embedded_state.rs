@@ -31,7 +31,7 @@ impl EmbeddedState {
     /// Makes `run_dir/embedded`, after settling what killed runs left beside `run_dir`.
     pub fn open(run_dir: &Path) -> io::Result<EmbeddedState> {
         settle_killed_runs(run_dir);
-        let alive = liveness::hold(&run_dir.join("embedded.lock"))?;
+        let alive = liveness::hold_new(&run_dir.join("embedded.lock"))?;
         let dir = run_dir.join("embedded");
         std::fs::DirBuilder::new().mode(0o700).create(&dir)?;
         Ok(EmbeddedState { dir, _alive: alive })
