@@ -42,6 +42,9 @@ def parse(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--data", type=Path, default=Path("/var/tmp/posh-bench-data"),
                    help="the emulated storage's directory; generated inputs are kept here between runs")
     p.add_argument("--mnt", type=Path, default=Path("/mnt/posh-bench"), help="the emulated client's sshfs mount point")
+    p.add_argument("--rig-prefix", default="pbench", help="the emulated link's namespace prefix: two runs at once need "
+                   "two (default: pbench)")
+    p.add_argument("--rig-net", default="10.79", help="the emulated link's first two address octets (default: 10.79)")
     p.add_argument("--timeout", type=float, default=1800, help="seconds one run may take (default: 1800)")
     p.add_argument("--list", action="store_true", help="list the workloads and exit")
     p.add_argument("--render", metavar="REPORT_JSON", type=Path, help="write report.md and figure.svg again from a report.json")
@@ -104,7 +107,8 @@ def main(argv: list[str]) -> int:
         if args.real:
             setting = settings.RealDeployment(args.real, args.storage_shell, args.work.resolve())
         else:
-            setting = settings.EmulatedLink(ROOT.parent / "shared" / "rig", args.work, args.data, args.mnt)
+            setting = settings.EmulatedLink(ROOT.parent / "shared" / "rig", args.work, args.data, args.mnt,
+                                            prefix=args.rig_prefix, net=args.rig_net)
             links = setting.links([link for link in args.links.split(",") if link])
         posh_exec, posh_proxy = binaries(args)
         options = measure.Options(scale=args.scale, runs=args.runs, timeout=args.timeout, posh_exec=posh_exec,
