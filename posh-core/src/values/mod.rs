@@ -180,6 +180,30 @@ const SET_BY_BASH: &[&str] = &[
     "_",
 ];
 
+/// Builtins that may assign the names among their words (the declarations, `read` and the like,
+/// `unset`, `let`), or run a command that may (`command`, `builtin`, `trap`, `coproc`): within
+/// a function's body, any identifier in their words is taken as assigned.
+const ASSIGNING_BUILTINS: &[&str] = &[
+    "export",
+    "readonly",
+    "declare",
+    "typeset",
+    "local",
+    "read",
+    "mapfile",
+    "readarray",
+    "getopts",
+    "printf",
+    "unset",
+    "let",
+    "wait",
+    "command",
+    "builtin",
+    "trap",
+    "coproc",
+    "exec",
+];
+
 /// `IFS` as bash starts with it (bash does not take it from the environment).
 const DEFAULT_IFS: &str = " \t\n";
 
@@ -1650,10 +1674,15 @@ impl<'a> Analysis<'a> {
         self.calls.push((name.to_string(), entry));
     }
 
-    /// Names any function of the script may assign; `None`: anything.
+    /// Names any function of the script may assign; `None`: anything. Only what assigns in bash's
+    /// shell counts, as [`Analysis::command`] follows it at the top level: assignment words,
+    /// `${NAME:=...}`, loop variables, the names given to the builtins that assign, and what a
+    /// statement posh does not follow mentions. Any other word (a pattern, a file name) assigns
+    /// nothing: counting every identifier of every word made a keystroke in a function's pipeline
+    /// change what every call assigns, and so the state of the whole script after it.
     fn assigned_in_functions(&self) -> Option<BTreeSet<String>> {
         let mut names = BTreeSet::new();
-        // The words' names, not copied until the end (a few hundred functions have thousands).
+        // The words' names, not copied until the end (a few hundred functions have hundreds).
         let mut in_words: std::collections::HashSet<&str, Fx> = Default::default();
         for bodies in self.functions.values() {
             for body in bodies {
@@ -1664,12 +1693,22 @@ impl<'a> Analysis<'a> {
                 for start in starts {
                     let pipeline = self.by_start.get(&start)?;
                     for command in &pipeline.commands {
-                        let name = command.words.first().map(|w| w.literal.as_deref());
-                        if matches!(name, Some(None) | Some(Some("eval" | "source" | "."))) {
-                            return None;
+                        let name = match command.words.first().map(|w| w.literal.as_deref()) {
+                            Some(None) | Some(Some("eval" | "source" | ".")) => return None,
+                            Some(Some(name)) => Some(name),
+                            None => None,
+                        };
+                        for assignment in &command.assignments {
+                            let target = assignment.raw.split('=').next().unwrap_or_default();
+                            in_words.extend(identifier_words(target).take(1));
                         }
                         for word in command.words.iter().chain(&command.assignments).chain(redirect_words(command)) {
-                            in_words.extend(identifier_words(&word.raw));
+                            names.extend(assigning_expansions(&word.raw));
+                        }
+                        if name.is_some_and(|name| ASSIGNING_BUILTINS.contains(&name)) {
+                            for word in &command.words[1..] {
+                                in_words.extend(identifier_words(&word.raw));
+                            }
                         }
                     }
                 }

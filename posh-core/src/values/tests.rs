@@ -128,6 +128,34 @@ fn functions_get_their_callers_arguments() {
 }
 
 #[test]
+fn a_call_assigns_what_its_function_may_assign_and_nothing_its_other_words_name() {
+    let assigning = [
+        "X=b",
+        "local X=b",
+        "declare -g X=b",
+        "export X=b",
+        "read -r X",
+        "printf -v X %s b",
+        "unset X",
+        "let X=1",
+        ": ${X:=b}",
+        "for X in b; do :; done",
+        "mapfile X < /dev/null",
+        "getopts ab X",
+        "command read X",
+        "X[1]=b",
+    ];
+    for body in assigning {
+        let script = format!("X=a\nf() {{ {body}; }}\nf\ncat $X\n");
+        assert!(is_unknown(&value_at(&script, "cat $X", "X", &[], None)), "{body}");
+    }
+    // A pattern or a file name in the function's pipelines assigns nothing: a keystroke there
+    // leaves what its calls assign, and the state of the script after them, as it was.
+    let naming = "X=a\nf() { grep -c X /data/X | sort -k X; }\nf\ncat $X\n";
+    assert_eq!(value_at(naming, "cat $X", "X", &[], None), known(&["a"]));
+}
+
+#[test]
 fn what_posh_cannot_follow_is_unknown() {
     let cases = [
         ("X=$(ls)\ncat $X\n", "X"),
