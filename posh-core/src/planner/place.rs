@@ -482,3 +482,50 @@ fn greedy(built: &mut Built) {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Link;
+
+    /// The child's cheapest place for a parent at `to` by scanning every place in order, as the
+    /// placement did before grouping the places by link.
+    fn scanned(costs: &[f64], links: &[&Link], to: usize, bytes: u64) -> (usize, f64) {
+        let transfer =
+            |a: usize, b: usize| if a == b { 0.0 } else { link_seconds(links[a], links[b], bytes, bytes > 0) };
+        (0..costs.len())
+            .map(|ci| (ci, costs[ci] + transfer(ci, to)))
+            .fold((0, f64::INFINITY), |acc, x| if x.1 < acc.1 { x } else { acc })
+    }
+
+    #[test]
+    fn grouping_places_by_link_picks_what_scanning_every_place_picks() {
+        let slow = Link::default();
+        let fast = Link { bandwidth_bytes_per_sec: 1.25e9, rtt: std::time::Duration::from_micros(500) };
+        let links: Vec<&Link> = (0..12).map(|i| if i == 1 { &fast } else { &slow }).collect();
+        let places =
+            Places { locations: vec![Location::Client; links.len()], links: links.clone(), of_node: Vec::new() };
+        let groups = LinkGroups::of(&places);
+        assert_eq!(groups.members.len(), 2);
+        // Ties within a group and across groups, places no child may run (infinite), and costs
+        // apart by less than a transfer's rounding swallows (a later place cheaper by an ulp
+        // ties once the transfer is added: the lower place is still picked).
+        let ulp = f64::EPSILON;
+        let cases: Vec<Vec<f64>> = vec![
+            vec![0.5, 0.5, 0.2, 0.2, 0.5, 0.2, f64::INFINITY, 0.2, 0.2, 0.9, 0.0, 0.2],
+            vec![f64::INFINITY; 12],
+            vec![0.0; 12],
+            (0..12).map(|i| if i % 4 == 0 { f64::INFINITY } else { 2.0 - f64::from(i) * ulp }).collect(),
+            (0..12).map(|i| if i % 2 == 0 { f64::INFINITY } else { 0.03 * f64::from(12 - i) }).collect(),
+        ];
+        for costs in &cases {
+            let child = ChildCosts::of(costs, &groups);
+            for bytes in [0, 1, 1_000, 50_000_000] {
+                for to in 0..links.len() {
+                    let grouped = child.cheapest_to(to, bytes, &places, &groups, costs);
+                    assert_eq!(grouped, scanned(costs, &links, to, bytes), "costs {costs:?}, {bytes} bytes to {to}");
+                }
+            }
+        }
+    }
+}
