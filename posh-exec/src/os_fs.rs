@@ -31,28 +31,55 @@ impl FileSystem for OsFileSystem {
         names
     }
 
-    /// One thread per directory, as for the line ends below.
+    /// Listed at once, as the line ends below are read.
     fn read_dirs(&self, paths: &[PathBuf]) -> Vec<Vec<String>> {
         if paths.len() < 2 {
             return paths.iter().map(|p| self.read_dir(p)).collect();
         }
-        std::thread::scope(|scope| {
-            let lists: Vec<_> = paths.iter().map(|p| scope.spawn(move || self.read_dir(p))).collect();
-            lists.into_iter().map(|l| l.join().unwrap_or_default()).collect()
-        })
+        at_once(paths, |p| self.read_dir(p))
     }
 
     fn read_to_string(&self, path: &Path) -> Option<String> {
         std::fs::read_to_string(path).ok()
     }
 
-    /// One thread per file: over sshfs or NFS each read is a round trip or two.
+    /// Read at once: over sshfs or NFS each read is a round trip or two.
     fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
-        std::thread::scope(|scope| {
-            let reads: Vec<_> = paths.iter().map(|p| scope.spawn(move || last_byte(p).map(|b| b == b'\n'))).collect();
-            reads.into_iter().map(|r| r.join().unwrap_or(None)).collect()
-        })
+        at_once(paths, |p| last_byte(p).map(|b| b == b'\n'))
     }
+}
+
+/// How many threads ask the file system at once: enough that a networked one's round trips
+/// overlap, few enough that starting them does not cost more than the questions (a thread per
+/// file was a thousand threads for a split across a thousand mounts).
+const THREADS_AT_ONCE: usize = 32;
+
+/// `ask` of every path, from up to [`THREADS_AT_ONCE`] threads, the answers in the paths' order
+/// (a thread that panics leaves its paths' answers the default).
+fn at_once<T: Default + Send>(paths: &[PathBuf], ask: impl Fn(&Path) -> T + Sync) -> Vec<T> {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let next = AtomicUsize::new(0);
+    let threads = paths.len().min(THREADS_AT_ONCE);
+    let answered: Vec<Vec<(usize, T)>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|_| {
+                scope.spawn(|| {
+                    let mut answers = Vec::new();
+                    loop {
+                        let i = next.fetch_add(1, Ordering::Relaxed);
+                        let Some(path) = paths.get(i) else { break answers };
+                        answers.push((i, ask(path)));
+                    }
+                })
+            })
+            .collect();
+        workers.into_iter().map(|w| w.join().unwrap_or_default()).collect()
+    });
+    let mut answers: Vec<T> = paths.iter().map(|_| T::default()).collect();
+    for (i, answer) in answered.into_iter().flatten() {
+        answers[i] = answer;
+    }
+    answers
 }
 
 /// The last byte of a non-empty regular file.

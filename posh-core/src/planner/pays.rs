@@ -31,6 +31,13 @@ pub(crate) fn unless_it_does_not_pay(ctx: &PlanContext<'_>, built: Built, unspli
     if unknown || !at_a_proxy(&built) {
         return built;
     }
+    let offloaded = place::predicted_seconds(ctx, &built) + mount_round_trips(ctx, &built) + CALL_SECONDS;
+    // Every file of a mount a command reads crosses to the client when the commands run there:
+    // when that alone costs more than the call, the pipeline pays, and is not planned again (with
+    // a thousand mounts, a second plan of the pipeline unsplit cost as much as the first).
+    if at_client_at_least(ctx, &built) * (1.0 - 1e-9) > offloaded {
+        return built;
+    }
     let mut kept = unsplit();
     for n in 0..kept.plan.nodes.len() {
         if !kept.pinned[n] && matches!(kept.plan.nodes[n].kind, NodeKind::Command { .. }) {
@@ -43,7 +50,6 @@ pub(crate) fn unless_it_does_not_pay(ctx: &PlanContext<'_>, built: Built, unspli
     if at_a_proxy(&kept) {
         return built;
     }
-    let offloaded = place::predicted_seconds(ctx, &built) + mount_round_trips(ctx, &built) + CALL_SECONDS;
     let at_client = place::predicted_seconds(ctx, &kept) + mount_round_trips(ctx, &kept);
     if at_client > offloaded {
         return built;
@@ -61,6 +67,32 @@ pub(crate) fn unless_it_does_not_pay(ctx: &PlanContext<'_>, built: Built, unspli
         }
     }
     kept
+}
+
+/// A lower bound of what the pipeline planned in `built` is predicted to take with every command
+/// at the client: each file of a mount some command reads, read once through the mount (its
+/// bytes, its round trip and the mount's extra ones), whatever the plan splits.
+fn at_client_at_least(ctx: &PlanContext<'_>, built: &Built) -> f64 {
+    let plan = &built.plan;
+    let mut read = vec![false; plan.nodes.len()];
+    for e in &plan.edges {
+        if matches!(plan.nodes[e.to].kind, NodeKind::Command { .. }) {
+            read[e.from] = true;
+        }
+    }
+    let extra = f64::from(MOUNT_ROUND_TRIPS_PER_FILE - 1);
+    plan.nodes
+        .iter()
+        .filter(|n| read[n.id])
+        .filter_map(|n| match (&n.kind, &n.location) {
+            (NodeKind::ReadFile { size, .. }, at @ Location::Mount(name)) => {
+                let mount = ctx.config.mount_named(name)?;
+                let round_trip = mount.link.rtt.max(ctx.config.client.rtt).as_secs_f64();
+                Some(place::seconds_between(ctx, at, &Location::Client, *size) + round_trip * extra)
+            }
+            _ => None,
+        })
+        .sum()
 }
 
 fn at_a_proxy(built: &Built) -> bool {

@@ -67,6 +67,12 @@ fn edge_cost(ctx: &PlanContext<'_>, a: &Location, b: &Location, edge: &Edge) -> 
     transfer(ctx, a, b, edge.bytes, edge.bytes > 0 || edge.stream == Stream::File)
 }
 
+/// Seconds a file of `bytes` takes between two locations, its round trip counted (as
+/// [`edge_cost`] counts a file's edge).
+pub(crate) fn seconds_between(ctx: &PlanContext<'_>, a: &Location, b: &Location, bytes: u64) -> f64 {
+    transfer(ctx, a, b, bytes, true)
+}
+
 /// Whether node `n` may run `at` (the planner's reach rules).
 pub(crate) fn allowed(built: &Built, n: NodeId, at: &Location) -> bool {
     match (&built.allowed[n], at) {
@@ -107,9 +113,14 @@ fn link<'c>(ctx: &PlanContext<'c>, location: &Location) -> &'c crate::config::Li
     }
 }
 
+/// The bandwidth between the ends of links `x` and `y`, bytes a second.
+fn bandwidth(x: &crate::config::Link, y: &crate::config::Link) -> f64 {
+    x.bandwidth_bytes_per_sec.min(y.bandwidth_bytes_per_sec).max(1.0)
+}
+
 /// Seconds to move `bytes` between the ends of links `x` and `y`, with a round trip or without.
 fn link_seconds(x: &crate::config::Link, y: &crate::config::Link, bytes: u64, round_trip: bool) -> f64 {
-    let bandwidth = x.bandwidth_bytes_per_sec.min(y.bandwidth_bytes_per_sec).max(1.0);
+    let bandwidth = bandwidth(x, y);
     let latency = if round_trip { x.rtt.max(y.rtt).as_secs_f64() } else { 0.0 };
     bytes as f64 / bandwidth + latency
 }
@@ -140,14 +151,6 @@ impl<'c> Places<'c> {
         }
         let links = locations.iter().map(|l| link(ctx, l)).collect();
         Places { locations, links, of_node }
-    }
-
-    /// Seconds to move `bytes` between places `a` and `b` (see [`transfer`]).
-    fn transfer(&self, a: usize, b: usize, bytes: u64, round_trip: bool) -> f64 {
-        if a == b {
-            return 0.0;
-        }
-        link_seconds(self.links[a], self.links[b], bytes, round_trip)
     }
 }
 
@@ -184,29 +187,46 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
     for list in children.values_mut() {
         list.sort_unstable();
     }
-    // The cost of a free node's edges to pinned nodes at each candidate: the pinned ends grouped
-    // by place first (a command reading a thousand mounts' files has a thousand edges, each to
-    // be costed at each of a thousand candidates otherwise).
+    // Candidates grouped by their link: every candidate of a group costs alike to and from any
+    // place but itself, so a node's costs over all candidates take one pass per group rather
+    // than one per candidate (a split's copies bring a place per mount: with a thousand mounts,
+    // a thousand candidates each costed from a thousand others made the placement quadratic).
+    let groups = LinkGroups::of(&places);
+    // The cost of a free node's edges to pinned nodes at each candidate: the bytes and round
+    // trips to the pinned ends summed per group of places (exactly, as integers), less the
+    // candidate's own place, which costs nothing.
     let local = |n: NodeId| -> Vec<f64> {
-        let mut by_place: HashMap<usize, (u64, u32)> = HashMap::new();
+        let mut by_place: HashMap<usize, (u128, u64)> = HashMap::new();
         let to_pinned = |e: &&Edge| (e.from == n && !is_free(e.to)) || (e.to == n && !is_free(e.from));
         for e in incident[n].iter().map(|&i| &plan.edges[i]).filter(to_pinned) {
             let other = if e.from == n { e.to } else { e.from };
             let (bytes, round_trips) = by_place.entry(places.of_node[other]).or_default();
-            *bytes += e.bytes;
-            *round_trips += u32::from(e.bytes > 0 || e.stream == Stream::File);
+            *bytes += u128::from(e.bytes);
+            *round_trips += u64::from(e.bytes > 0 || e.stream == Stream::File);
         }
-        let mut by_place: Vec<(usize, (u64, u32))> = by_place.into_iter().collect();
-        by_place.sort_unstable();
+        let mut by_group = vec![(0u128, 0u64); groups.members.len()];
+        for (&place, &(bytes, round_trips)) in &by_place {
+            let (group_bytes, group_round_trips) = &mut by_group[groups.of_place[place]];
+            *group_bytes += bytes;
+            *group_round_trips += round_trips;
+        }
         (0..candidates.len())
             .map(|at| {
-                by_place
-                    .iter()
-                    .map(|&(other, (bytes, round_trips))| {
-                        places.transfer(at, other, bytes, false)
-                            + f64::from(round_trips) * places.transfer(at, other, 0, true)
-                    })
-                    .sum()
+                let own = by_place.get(&at).copied().unwrap_or_default();
+                let mut cost = 0.0;
+                for (g, &(bytes, round_trips)) in by_group.iter().enumerate() {
+                    let (bytes, round_trips) = if groups.of_place[at] == g {
+                        (bytes - own.0, round_trips - own.1)
+                    } else {
+                        (bytes, round_trips)
+                    };
+                    if bytes == 0 && round_trips == 0 {
+                        continue;
+                    }
+                    let (x, y) = (places.links[groups.members[g][0]], places.links[at]);
+                    cost += bytes as f64 / bandwidth(x, y) + round_trips as f64 * link_seconds(x, y, 0, true);
+                }
+                cost
             })
             .collect()
     };
@@ -216,12 +236,13 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
     // neither stays at the client (a job for nothing costs a round trip). This looks at the
     // edges, not at their bytes, so that a file that is empty or not written yet when the
     // script is explained is placed as when it runs.
-    let tie_break = |n: NodeId, at: &Location| -> f64 {
-        let has_input = incident[n].iter().map(|&i| &plan.edges[i]).any(|e| {
+    let has_input = |n: NodeId| {
+        incident[n].iter().map(|&i| &plan.edges[i]).any(|e| {
             e.to == n && matches!(plan.nodes[e.from].kind, NodeKind::ReadFile { .. } | NodeKind::Command { .. })
-        });
-        if has_input == (*at == Location::Client) { 1e-12 } else { 0.0 }
+        })
     };
+    let tie_break =
+        |has_input: bool, at: &Location| -> f64 { if has_input == (*at == Location::Client) { 1e-12 } else { 0.0 } };
     // Children before parents: construction order is topological.
     let mut best: HashMap<NodeId, Vec<f64>> = HashMap::new();
     let mut choice: HashMap<(NodeId, usize), Vec<(NodeId, usize)>> = HashMap::new();
@@ -234,23 +255,26 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
             (None, _) | (_, Location::Client) => true,
             (Some(mounts), Location::Mount(name)) => mounts.contains(name.as_str()),
         };
+        let has_input = has_input(n);
+        // Each child's costs at every candidate, ordered within each group of places.
+        let node_children: Vec<(NodeId, u64, ChildCosts)> = children
+            .get(&n)
+            .into_iter()
+            .flatten()
+            .map(|&(child, bytes)| (child, bytes, ChildCosts::of(&best[&child], &groups)))
+            .collect();
         let mut costs = Vec::with_capacity(candidates.len());
         for (li, at) in candidates.iter().enumerate() {
             if (to_client.contains(&n) || !allowed(at)) && *at != Location::Client {
                 costs.push(f64::INFINITY);
                 continue;
             }
-            let mut cost = local[li] + tie_break(n, at);
+            let mut cost = local[li] + tie_break(has_input, at);
             let mut picks = Vec::new();
-            for &(child, bytes) in children.get(&n).into_iter().flatten() {
-                let child_costs = &best[&child];
-                // A stream predicted to carry nothing (unread stdin, stderr) is set up with the
-                // others and costs no round trip of its own.
-                let (pick, child_cost) = (0..candidates.len())
-                    .map(|ci| (ci, child_costs[ci] + places.transfer(ci, li, bytes, bytes > 0)))
-                    .fold((0, f64::INFINITY), |acc, x| if x.1 < acc.1 { x } else { acc });
+            for (child, bytes, child_costs) in &node_children {
+                let (pick, child_cost) = child_costs.cheapest_to(li, *bytes, &places, &groups, &best[child]);
                 cost += child_cost;
-                picks.push((child, pick));
+                picks.push((*child, pick));
             }
             costs.push(cost);
             choice.insert((n, li), picks);
@@ -279,6 +303,114 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
         let li = assigned.get(&n).copied().unwrap_or(0);
         built.plan.nodes[n].location = candidates[li].clone();
         built.plan.nodes[n].why = Why::Cheapest;
+    }
+}
+
+/// The places of a [`Places`] grouped by their link's figures: between a place of a group and
+/// any other place, every place of the group costs the same.
+struct LinkGroups {
+    /// Each group's places, in ascending order.
+    members: Vec<Vec<usize>>,
+    /// Per place, its group.
+    of_place: Vec<usize>,
+}
+
+impl LinkGroups {
+    fn of(places: &Places<'_>) -> LinkGroups {
+        let mut members: Vec<Vec<usize>> = Vec::new();
+        let mut known: HashMap<(u64, std::time::Duration), usize> = HashMap::new();
+        let mut of_place = Vec::with_capacity(places.links.len());
+        for (place, link) in places.links.iter().enumerate() {
+            let group = *known.entry((link.bandwidth_bytes_per_sec.to_bits(), link.rtt)).or_insert_with(|| {
+                members.push(Vec::new());
+                members.len() - 1
+            });
+            members[group].push(place);
+            of_place.push(group);
+        }
+        LinkGroups { members, of_place }
+    }
+}
+
+/// A child's costs at every candidate place, each group's places ordered by cost (then by
+/// place), with the lowest and second-lowest place among each prefix of that order: the child's
+/// cheapest place for a parent at any candidate is then found per group, not per place.
+struct ChildCosts {
+    /// Per group: (cost, place) ascending, and per prefix the two lowest places in it.
+    ordered: Vec<Vec<(f64, usize)>>,
+    lowest: Vec<Vec<(usize, Option<usize>)>>,
+}
+
+impl ChildCosts {
+    fn of(costs: &[f64], groups: &LinkGroups) -> ChildCosts {
+        let mut ordered = Vec::with_capacity(groups.members.len());
+        let mut lowest = Vec::with_capacity(groups.members.len());
+        for members in &groups.members {
+            let mut by_cost: Vec<(f64, usize)> = members.iter().map(|&p| (costs[p], p)).collect();
+            by_cost.sort_unstable_by(|a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+            let mut two: (usize, Option<usize>) = (usize::MAX, None);
+            let prefixes = by_cost
+                .iter()
+                .map(|&(_, p)| {
+                    two = if p < two.0 {
+                        (p, (two.0 != usize::MAX).then_some(two.0))
+                    } else {
+                        (two.0, Some(two.1.map_or(p, |q| q.min(p))))
+                    };
+                    two
+                })
+                .collect();
+            ordered.push(by_cost);
+            lowest.push(prefixes);
+        }
+        ChildCosts { ordered, lowest }
+    }
+
+    /// The child's place and cost, its output of `bytes` sent to a parent at place `to`: the
+    /// minimum over every place of its cost there plus the transfer, the lowest place on a tie
+    /// (place 0 when none is finite), as a scan of every place in order finds it.
+    fn cheapest_to(
+        &self,
+        to: usize,
+        bytes: u64,
+        places: &Places<'_>,
+        groups: &LinkGroups,
+        costs: &[f64],
+    ) -> (usize, f64) {
+        // A stream predicted to carry nothing (unread stdin, stderr) is set up with the others
+        // and costs no round trip of its own.
+        let round_trip = bytes > 0;
+        let transfer = |g: usize| link_seconds(places.links[groups.members[g][0]], places.links[to], bytes, round_trip);
+        // The cheapest of each group (its first place in cost order other than `to`), and the
+        // place `to` itself, where the transfer costs nothing.
+        let mut least = costs[to] + 0.0;
+        let mut per_group = Vec::with_capacity(self.ordered.len());
+        for (g, by_cost) in self.ordered.iter().enumerate() {
+            let first = by_cost.iter().find(|&&(_, p)| p != to);
+            let sum = first.map(|&(cost, _)| cost + transfer(g));
+            if let Some(sum) = sum {
+                least = least.min(sum);
+            }
+            per_group.push(sum);
+        }
+        if least == f64::INFINITY {
+            return (0, f64::INFINITY);
+        }
+        let mut pick = if costs[to] + 0.0 == least { to } else { usize::MAX };
+        for (g, sum) in per_group.into_iter().enumerate() {
+            if sum != Some(least) {
+                continue;
+            }
+            // Sums grow with costs: the places tying at the least are a prefix of the order.
+            let extra = transfer(g);
+            let tied = self.ordered[g].partition_point(|&(cost, _)| cost + extra <= least);
+            let (first, second) = self.lowest[g][tied - 1];
+            let lowest = if first != to { Some(first) } else { second };
+            if let Some(place) = lowest {
+                pick = pick.min(place);
+            }
+        }
+        (pick, least)
     }
 }
 
@@ -346,6 +478,53 @@ fn greedy(built: &mut Built) {
             None => {
                 node.location = Location::Client;
                 node.why = Why::GreedyConflict;
+            }
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::config::Link;
+
+    /// The child's cheapest place for a parent at `to` by scanning every place in order, as the
+    /// placement did before grouping the places by link.
+    fn scanned(costs: &[f64], links: &[&Link], to: usize, bytes: u64) -> (usize, f64) {
+        let transfer =
+            |a: usize, b: usize| if a == b { 0.0 } else { link_seconds(links[a], links[b], bytes, bytes > 0) };
+        (0..costs.len())
+            .map(|ci| (ci, costs[ci] + transfer(ci, to)))
+            .fold((0, f64::INFINITY), |acc, x| if x.1 < acc.1 { x } else { acc })
+    }
+
+    #[test]
+    fn grouping_places_by_link_picks_what_scanning_every_place_picks() {
+        let slow = Link::default();
+        let fast = Link { bandwidth_bytes_per_sec: 1.25e9, rtt: std::time::Duration::from_micros(500) };
+        let links: Vec<&Link> = (0..12).map(|i| if i == 1 { &fast } else { &slow }).collect();
+        let places =
+            Places { locations: vec![Location::Client; links.len()], links: links.clone(), of_node: Vec::new() };
+        let groups = LinkGroups::of(&places);
+        assert_eq!(groups.members.len(), 2);
+        // Ties within a group and across groups, places no child may run (infinite), and costs
+        // apart by less than a transfer's rounding swallows (a later place cheaper by an ulp
+        // ties once the transfer is added: the lower place is still picked).
+        let ulp = f64::EPSILON;
+        let cases: Vec<Vec<f64>> = vec![
+            vec![0.5, 0.5, 0.2, 0.2, 0.5, 0.2, f64::INFINITY, 0.2, 0.2, 0.9, 0.0, 0.2],
+            vec![f64::INFINITY; 12],
+            vec![0.0; 12],
+            (0..12).map(|i| if i % 4 == 0 { f64::INFINITY } else { 2.0 - f64::from(i) * ulp }).collect(),
+            (0..12).map(|i| if i % 2 == 0 { f64::INFINITY } else { 0.03 * f64::from(12 - i) }).collect(),
+        ];
+        for costs in &cases {
+            let child = ChildCosts::of(costs, &groups);
+            for bytes in [0, 1, 1_000, 50_000_000] {
+                for to in 0..links.len() {
+                    let grouped = child.cheapest_to(to, bytes, &places, &groups, costs);
+                    assert_eq!(grouped, scanned(costs, &links, to, bytes), "costs {costs:?}, {bytes} bytes to {to}");
+                }
             }
         }
     }
