@@ -174,7 +174,7 @@ pub fn describe(session: &Session, line: &str, live: &LiveState) -> String {
             places.iter().map(|(at, names)| format!("{} {at}", names.join(", "))).collect::<Vec<_>>().join("; ");
         let sentence = match &plan.stays_with_bash {
             Some(why) if plan.handed_parts.is_empty() => format!("{text}: bash runs it here ({why})"),
-            _ if !handed || !plan.may_touch_a_mount() => format!("{text}: bash runs it here, it touches no mount"),
+            _ if !handed || !plan.may_touch_a_mount() => format!("{text}: bash runs it here, it needs no proxy"),
             _ => format!("{text}: {where_}, moves {} (bash would move {bash})", render::posh_moves(posh, between)),
         };
         out.push(format!("posh: {sentence}"));

@@ -295,7 +295,7 @@ fn dash_c_explains_the_commands_given() {
 
 1 pipeline(s), cost-based placement: bash would move ~1.2 GB, posh moves 0 B
 (~: an estimate, from an output share no annotation states and no run measured yet)
-1 of 1 pipelines go to the posh runtime (1 with commands planned at a proxy, 0 placed when they run); 0 touch no mount; 0 stay with bash
+1 of 1 pipelines go to the posh runtime (1 with commands planned at a proxy, 0 placed when they run); 0 need no proxy; 0 stay with bash
 "
     );
 }
@@ -544,7 +544,7 @@ fn comm_across_two_mounts_streams_the_smaller_file_unless_greedy() {
   bash would move 920 MB, posh moves 20 MB (and 20 MB between proxies)
 
 1 pipeline(s), cost-based placement: bash would move 920 MB, posh moves 20 MB (and 20 MB between proxies)
-1 of 1 pipelines go to the posh runtime (1 with commands planned at a proxy, 0 placed when they run); 0 touch no mount; 0 stay with bash
+1 of 1 pipelines go to the posh runtime (1 with commands planned at a proxy, 0 placed when they run); 0 need no proxy; 0 stay with bash
 "
     );
     assert_eq!(fixture.explain(&["--placement", "cost-based", "-c", script]), cost_based, "cost-based is the default");

@@ -277,7 +277,7 @@ fn reached(plans: &Path) -> String {
     let stay: Vec<String> = stay.iter().map(|(n, why)| format!("{n} {why}")).collect();
     format!(
         "{handed} of {pipelines} pipelines run by the runtime, {at_proxies} of their {commands} commands at a proxy, \
-         reading {read_at_proxies} bytes there; {touch_no_mount} touch no mount; stay with bash: {}; commands of \
+         reading {read_at_proxies} bytes there; {touch_no_mount} need no proxy; stay with bash: {}; commands of \
          theirs at the client: {}",
         stay.join("; "),
         at_client.iter().map(|(what, n)| format!("{n} {what}")).collect::<Vec<_>>().join("; ")

@@ -19,7 +19,8 @@ pub struct Coverage {
     /// Why bash keeps the commands it keeps of those, by reason, the most frequent first
     /// (counted in pipelines).
     pub kept_in_part: Vec<Kept>,
-    /// Could be handed over, but touch no mount: bash runs them as they are.
+    /// Could be handed over, but need no proxy (they touch no mount, or the plan keeps every
+    /// command at the client): bash runs them as they are.
     pub touch_no_mount: usize,
     /// The script's top-level `for` loops.
     #[serde(skip_serializing_if = "is_zero")]
@@ -112,7 +113,7 @@ impl Coverage {
         let kept: usize = self.stay.iter().map(|k| k.pipelines).sum();
         let mut out = format!(
             "{} of {} pipelines go to the posh runtime ({} with commands planned at a proxy, {} placed when \
-             they run); {} touch no mount; {kept} stay with bash",
+             they run); {} need no proxy; {kept} stay with bash",
             self.handed,
             self.pipelines,
             self.planned_at_proxies,

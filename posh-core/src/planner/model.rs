@@ -479,14 +479,19 @@ impl PipelinePlan {
         &self.nodes[id]
     }
 
-    /// Some command runs at a proxy.
+    /// Some command (or merge) runs at a proxy. Files are where they are: a command at the
+    /// client reading a mount's file runs as bash would run it.
     pub fn runs_at_a_proxy(&self) -> bool {
-        self.nodes.iter().any(|n| n.location != Location::Client)
+        self.nodes.iter().any(|n| {
+            n.location != Location::Client && matches!(n.kind, NodeKind::Command { .. } | NodeKind::Merge { .. })
+        })
     }
 
     /// Some command runs at a proxy, or a word only bash knows may name a mount's files (the
     /// runtime places it when it runs): only then is a pipeline that may be handed to the
-    /// runtime worth its call.
+    /// runtime worth its call. A pipeline whose every command the plan keeps at the client (the
+    /// cheapest place, or a call that does not pay) is bash's: the runtime would run the same
+    /// commands at the same place, its call's cost added.
     pub fn may_touch_a_mount(&self) -> bool {
         self.runs_at_a_proxy() || self.from_values || self.nodes.iter().any(|n| matches!(n.why, Why::DependsOnShell(_)))
     }

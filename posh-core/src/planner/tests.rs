@@ -709,7 +709,8 @@ fn what_the_analysis_does_not_know_is_placed_when_the_script_runs() {
 
 /// Do no harm (issue 40): on a datacenter link a call of the runtime costs more than the round
 /// trips through the mount it saves for a small file, so the command stays at the client and
-/// says why; a large file there, or the small one over a WAN, still goes to its proxy.
+/// says why, and bash runs the pipeline (no call at all); a large file there, or the small one
+/// over a WAN, still goes to its proxy.
 #[test]
 fn a_call_that_does_not_pay_stays_at_the_client() {
     let link = |rtt: &str, rate: &str| {
@@ -727,6 +728,8 @@ fn a_call_that_does_not_pay_stays_at_the_client() {
         for p in &plan.pipelines {
             let command = p.nodes.iter().find(|n| matches!(n.kind, NodeKind::Command { .. })).expect("a command");
             shown.push_str(&format!("  {}\n    {}\n", render_inline(&source, p), command.why.explain()));
+            // Every command at the client: bash runs it, the runtime's call spared.
+            shown.push_str(&format!("    handed to the runtime: {}\n", p.may_touch_a_mount()));
         }
     }
     insta::assert_snapshot!(shown);

@@ -60,7 +60,7 @@ fn loop_title(runs: &LoopRuns) -> String {
         LoopRuns::EachIteration { why } => format!("loop: a round trip per pipeline ({why})"),
         LoopRuns::AtRunTime { .. } => "loop: one request to a proxy if every iteration lands there".to_string(),
         LoopRuns::WithBash { why } => format!("loop: bash runs it ({why})"),
-        LoopRuns::TouchesNoMount => "loop: bash runs it (it touches no mount)".to_string(),
+        LoopRuns::TouchesNoMount => "loop: bash runs it (it needs no proxy)".to_string(),
     }
 }
 
