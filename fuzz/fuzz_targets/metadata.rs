@@ -60,8 +60,8 @@ fuzz_target!(|data: &[u8]| {
     let Some(question) = question(data) else { return };
     match metadata::answer(export(), &question) {
         Err(_) => {}
-        Ok(Answer::Listing { files, dirs }) => {
-            let names = files.iter().map(|(name, _)| name).chain(&dirs);
+        Ok(Answer::Listing { files, dirs, others, .. }) => {
+            let names = files.iter().map(|(name, _)| name).chain(&dirs).chain(&others);
             assert!(!names.into_iter().any(|name| name.contains(OUTSIDE_NAME)), "{question:?} listed outside");
             assert!(files.iter().all(|(_, size)| *size < OUTSIDE_SIZE), "{question:?} sized outside");
         }

@@ -25,7 +25,9 @@ pub enum Format {
 /// Prints the plan of the script run with `inputs` (its environment and arguments, as the run
 /// would get them: words that read them are planned with their values); returns the exit status
 /// (2 when the script has a syntax error, as bash; bash is asked as a run asks it, see
-/// `offload::rewrite`).
+/// `offload::rewrite`). What the plan needs to know of the mounts' files is asked of their
+/// proxies through `planning`, as the run asks them (all the directories the script names at
+/// once); of the mounts where a proxy does not answer, which is said on stderr.
 #[allow(clippy::too_many_arguments)]
 pub fn run(
     name: &str,
@@ -36,13 +38,27 @@ pub fn run(
     ratios: &Ratios,
     options: PlanOptions,
     format: Format,
+    planning: Option<&crate::runtime::metadata::Planning<'_>>,
 ) -> Result<u8> {
     // As the run parses and checks it: see `offload::rewrite`.
     let bash = &mut crate::bash_syntax::check;
     let script = posh_core::shell::parse_as_bash(source, bash);
     let cwd = std::env::current_dir().context("cannot read the working directory")?;
-    let ctx = PlanContext { library, config, fs: &OsFileSystem, cwd, options, ratios };
+    let fs: &dyn posh_core::fs::FileSystem = match planning {
+        Some(planning) => {
+            planning.list_ahead(&planner::directories_named(&script, &cwd));
+            planning
+        }
+        None => &OsFileSystem,
+    };
+    let ctx = PlanContext { library, config, fs, cwd, options, ratios };
     let mut plan = planner::plan_script_given(&ctx, source, &script, inputs);
+    for mount in planning.map(|p| p.unanswered()).unwrap_or_default() {
+        eprintln!(
+            "posh-exec: the proxy of mount {} did not answer; the plan asked the mount itself",
+            config.mounts[mount].name
+        );
+    }
     let bash_rejects = script.bash_rejects.clone().or_else(|| plan.confirm_with_bash(source, &script, bash));
     // Made whole before anything is printed: a drawing that fails prints nothing.
     let out = match format {

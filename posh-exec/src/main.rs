@@ -243,7 +243,8 @@ fn run_prompt(cli: &Cli, config: Config, library: posh_core::library::Library, s
     let _line = runtime::progress::start(cli.progress, &config.mounts);
     // Separate proxies are connected while bash starts: the first line finds them warm.
     let mounts: Vec<usize> = (0..config.mounts.len()).collect();
-    runtime::session::run_script(config, library, ratios, state, socket, bash, &mounts, true)
+    let started = runtime::session::start(config, library, ratios, state, socket.directory())?;
+    runtime::session::run_script(started, socket, bash, &mounts, true)
 }
 
 fn run(cli: Cli) -> Result<u8> {
@@ -293,7 +294,24 @@ fn run(cli: Cli) -> Result<u8> {
             env,
             args: Some(cli.args.get(1..).unwrap_or_default().to_vec()),
         };
-        let code = explain::run(&name, &source, &inputs, &library, &config, &measured_ratios(), options, cli.format)?;
+        let ratios = measured_ratios();
+        // The plan asks the mounts' proxies what the run's plans ask them (see `explain::run`).
+        let remote = config.mounts.iter().any(|m| matches!(m.proxy, posh_core::config::ProxyAddress::Remote { .. }));
+        let socket = remote.then(runtime::session::RuntimeSocket::bind).transpose().ok().flatten();
+        let started = match (&socket, client_state()) {
+            (Some(socket), Ok(state)) => {
+                runtime::session::start(config.clone(), library.clone(), ratios.clone(), state, socket.directory()).ok()
+            }
+            _ => None,
+        };
+        let planning = started.as_ref().map(|s| runtime::metadata::Planning::before_the_script(&s.session, false));
+        let code =
+            explain::run(&name, &source, &inputs, &library, &config, &ratios, options, cli.format, planning.as_ref());
+        drop(planning);
+        if let Some(started) = started {
+            started.end();
+        }
+        let code = code?;
         return Ok(if annotation_errors { code.max(1) } else { code });
     }
     let stats = stats_file(cli.stats.as_deref())?;
@@ -330,10 +348,22 @@ fn run(cli: Cli) -> Result<u8> {
         (None, Some(fallback)) => Some(offload::ScriptFile { name: &name, fallback }),
         _ => None,
     };
-    let rewritten = source
-        .as_deref()
-        .filter(|_| needs_library)
-        .and_then(|source| offload::rewrite(source, &library, &config, &ratios, stats.as_deref(), socket_path, file));
+    // The run's session starts before the script is planned: the plan's questions about the
+    // mounts' files go to their proxies, on the connections the run then uses.
+    let started = match (&socket, &source) {
+        (Some(socket), Some(_)) if needs_library && !config.mounts.is_empty() => Some(runtime::session::start(
+            config.clone(),
+            library.clone(),
+            ratios.clone(),
+            client_state()?,
+            socket.directory(),
+        )?),
+        _ => None,
+    };
+    let rewritten = source.as_deref().filter(|_| needs_library).and_then(|source| {
+        let planning = started.as_ref().map(|s| runtime::metadata::Planning::before_the_script(&s.session, true));
+        offload::rewrite(source, &library, &config, &ratios, stats.as_deref(), socket_path, file, planning.as_ref())
+    });
     if cli.print_rewritten {
         let text = rewritten.map(|r| r.text).or(source).unwrap_or_default();
         print!("{}", text.replace('\u{1f}', "␟"));
@@ -345,26 +375,21 @@ fn run(cli: Cli) -> Result<u8> {
             let rest = if cli.command.is_some() { cli.args.get(1..).unwrap_or_default() } else { &cli.args[1..] };
             // posh-exec stays beside bash as the run's runtime.
             let socket = socket.context("a rewritten script comes with the runtime's socket")?;
+            let started = started.context("a rewritten script comes with the run's session")?;
             let mut bash = runtime::session::bash_beside_runtime();
             offload::hand_to_bash(&mut bash, &hand_over, socket.directory(), &name, rest)?;
-            let state = client_state()?;
             // Started before bash, so that every pipeline's jobs count in it.
             let _line = runtime::progress::start(cli.progress, &config.mounts);
-            return runtime::session::run_script(
-                config,
-                library,
-                ratios,
-                state,
-                socket,
-                bash,
-                &hand_over.mounts,
-                hand_over.background,
-            );
+            return runtime::session::run_script(started, socket, bash, &hand_over.mounts, hand_over.background);
         }
         (Some(commands), None) => bash.arg("-c").args(cli.dashes.then_some("--")).arg(commands).args(&cli.args),
         (None, None) => bash.args(&cli.args),
     };
-    // Bash runs the script alone, and exec runs no destructor: the runtime's directory goes now.
+    // Bash runs the script alone, and exec runs no destructor: the proxies asked about the
+    // script learn that this client is gone, and the runtime's directory goes now.
+    if let Some(started) = started {
+        started.end();
+    }
     drop(socket);
     let error = bash.exec();
     Err(error).context("cannot start bash")

@@ -31,7 +31,11 @@ pub struct HandOver {
     pub background: bool,
 }
 
-/// The rewritten script, or `None` to run the original.
+/// The rewritten script, or `None` to run the original. What the plans need to know of the
+/// mounts' files is asked of their proxies through `planning` (the run's session, which goes on
+/// to run the script), all the directories the script names at once; without it (or where a
+/// proxy does not answer), of the mounts.
+#[allow(clippy::too_many_arguments)]
 pub fn rewrite(
     source: &str,
     library: &Library,
@@ -40,6 +44,7 @@ pub fn rewrite(
     stats: Option<&str>,
     socket: Option<&str>,
     file: Option<ScriptFile<'_>>,
+    planning: Option<&crate::runtime::metadata::Planning<'_>>,
 ) -> Option<HandOver> {
     if config.mounts.is_empty() {
         return None;
@@ -50,7 +55,14 @@ pub fn rewrite(
     }
     let scope = ScriptScope::new(source, &script, library);
     let cwd = std::env::current_dir().ok()?;
-    let ctx = PlanContext { library, config, fs: &SeamsAssumed, cwd, options: PlanOptions::default(), ratios };
+    let fs: &dyn FileSystem = match planning {
+        Some(planning) => {
+            planning.list_ahead(&planner::directories_named(&script, &cwd));
+            planning
+        }
+        None => &SeamsAssumed,
+    };
+    let ctx = PlanContext { library, config, fs, cwd, options: PlanOptions::default(), ratios };
     // The planner's own hand-over rules (`ScriptScope::why_stays`), so that what `--explain`
     // shows is what runs.
     let mut chosen = Vec::new();
@@ -237,7 +249,7 @@ pub fn script_paths(dir: &Path) -> (PathBuf, PathBuf) {
 /// the client (split copies run at proxies), so assuming it can only hand over a pipeline that
 /// runs wholly at the client, which the runtime does faithfully; the runtime's plan, made
 /// when the pipeline runs, reads the files' last bytes. Reading them here too cost every run a
-/// round trip per split at its start.
+/// round trip per split at its start. (`metadata::Planning::before_the_script` assumes the same.)
 struct SeamsAssumed;
 
 impl FileSystem for SeamsAssumed {

@@ -105,23 +105,33 @@ fn regular_file_beneath(root: &OwnedFd, path: &str) -> std::io::Result<(OwnedFd,
     Ok((file, stat.st_size as u64))
 }
 
-/// The regular files and directories of `dir`, up to `max_entries` entries and about `max_bytes`.
+/// The regular files and directories of `dir`, and the names of its other entries, up to
+/// `max_entries` entries and about `max_bytes`; `complete` when nothing was left out.
 fn list(dir: OwnedFd, max_entries: usize, max_bytes: usize) -> Answer {
     let mut files = Vec::new();
     let mut dirs = Vec::new();
+    let mut others = Vec::new();
     let mut bytes = 0;
-    for_each_entry(dir.as_fd(), |name, stat| {
-        let Ok(name) = name.to_str() else { return true };
+    let mut complete = true;
+    let finished = for_each_entry(dir.as_fd(), |name, stat| {
+        if files.len() + dirs.len() + others.len() >= max_entries || bytes >= max_bytes {
+            complete = false;
+            return false;
+        }
+        let Ok(name) = name.to_str() else {
+            complete = false;
+            return true;
+        };
         // A name, its JSON quotes, a size and separators.
         bytes += name.len() + 24;
         match FileType::from_raw_mode(stat.st_mode) {
             FileType::RegularFile => files.push((name.to_string(), stat.st_size as u64)),
             FileType::Directory => dirs.push(name.to_string()),
-            _ => {}
+            _ => others.push(name.to_string()),
         }
-        files.len() + dirs.len() < max_entries && bytes < max_bytes
+        true
     });
-    Answer::Listing { files, dirs }
+    Answer::Listing { files, dirs, others, complete: complete && finished }
 }
 
 /// The bytes below `dir`, as `os_fs`'s walk counts them: every entry not a directory adds its
@@ -151,23 +161,28 @@ fn size_below(dir: OwnedFd, budget: &mut usize) -> u64 {
 }
 
 /// Calls `visit` with each entry of `dir` (but `.` and `..`) and its status, not following
-/// links, until it returns false. Entries that vanish meanwhile are skipped.
-fn for_each_entry(dir: std::os::fd::BorrowedFd<'_>, mut visit: impl FnMut(&CStr, &rustix::fs::Stat) -> bool) {
-    let Ok(entries) = rustix::fs::Dir::read_from(dir) else { return };
-    for entry in entries.flatten() {
+/// links, until it returns false. Entries that vanish meanwhile are skipped. Whether every entry
+/// was read (the directory could be read to its end, `visit` never said stop).
+fn for_each_entry(dir: std::os::fd::BorrowedFd<'_>, mut visit: impl FnMut(&CStr, &rustix::fs::Stat) -> bool) -> bool {
+    let Ok(entries) = rustix::fs::Dir::read_from(dir) else { return false };
+    for entry in entries {
+        let Ok(entry) = entry else { return false };
         let name = entry.file_name();
         if name == c"." || name == c".." {
             continue;
         }
         let Ok(stat) = rustix::fs::statat(dir, name, AtFlags::SYMLINK_NOFOLLOW) else { continue };
         if !visit(name, &stat) {
-            break;
+            return false;
         }
     }
+    true
 }
 
 #[cfg(test)]
 mod tests {
+    use std::os::unix::ffi::OsStrExt as _;
+
     use super::*;
 
     fn export() -> tempfile::TempDir {
@@ -185,7 +200,7 @@ mod tests {
 
     fn listing(answer: Answer) -> (Vec<(String, u64)>, Vec<String>) {
         match answer {
-            Answer::Listing { mut files, mut dirs } => {
+            Answer::Listing { mut files, mut dirs, .. } => {
                 files.sort();
                 dirs.sort();
                 (files, dirs)
@@ -206,6 +221,33 @@ mod tests {
         // A link that stays beneath the export is followed to the directory asked about.
         let (files, _) = listing(answer(export.path(), &Question::List("inner/old".into())).unwrap());
         assert_eq!(files, [("0.log".to_string(), 50)]);
+    }
+
+    #[test]
+    fn a_listing_names_the_other_entries_and_says_whether_it_is_whole() {
+        let export = export();
+        let Answer::Listing { mut others, complete, .. } =
+            answer(export.path(), &Question::List(String::new())).unwrap()
+        else {
+            panic!("not a listing")
+        };
+        others.sort();
+        assert_eq!(others, ["etc", "fifo", "inner"]);
+        assert!(complete);
+        let root = open_beneath(export.path(), "").unwrap();
+        let Answer::Listing { files, dirs, others, complete } = list(root, 2, LIST_BYTES) else {
+            panic!("not a listing")
+        };
+        assert_eq!(files.len() + dirs.len() + others.len(), 2);
+        assert!(!complete, "five entries, two named");
+        let root = open_beneath(export.path(), "logs").unwrap();
+        let Answer::Listing { complete, .. } = list(root, 2, LIST_BYTES) else { panic!("not a listing") };
+        assert!(complete, "two entries, two named");
+        std::fs::write(export.path().join("logs").join(std::ffi::OsStr::from_bytes(b"\xff.log")), "").unwrap();
+        let Answer::Listing { complete, .. } = answer(export.path(), &Question::List("logs".into())).unwrap() else {
+            panic!("not a listing")
+        };
+        assert!(!complete, "a name that is not UTF-8 is left out");
     }
 
     #[test]

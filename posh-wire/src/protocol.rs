@@ -279,12 +279,22 @@ pub enum Question {
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Answer {
-    /// Names that are not UTF-8, symbolic links and special files are left out (the client asks
-    /// its mount of those), and so is what lies past the proxy's bound on one answer.
+    /// Names that are not UTF-8, symbolic links and special files are left out of `files` and
+    /// `dirs` (the client asks its mount of those), and so is what lies past the proxy's bound on
+    /// one answer.
     Listing {
         /// (name, size).
         files: Vec<(String, u64)>,
         dirs: Vec<String>,
+        /// The names of the directory's other entries (symbolic links, FIFOs, sockets,
+        /// devices), which a glob matches too.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        others: Vec<String>,
+        /// Every entry of the directory is named above (none was cut by the bound, none had a
+        /// name that is not UTF-8): the client may take the listing for the directory's names,
+        /// and list nothing through its mount. An older proxy does not say so.
+        #[serde(default)]
+        complete: bool,
     },
     SizeBelow(u64),
     /// In the question's order; `None` for what is not a non-empty regular file beneath the

@@ -80,3 +80,79 @@ fn globs_fall_back_to_the_client_when_no_proxy_answers() {
     assert_eq!(globs[0]["at"].as_str(), Some("client"), "{records:?}");
     assert!(globs[0]["why"].as_str().is_some_and(|why| why.contains("@logs")), "{records:?}");
 }
+
+/// A client directory mounted at `logs` from a proxy whose export holds `big.log` as 1 MB, 1,000
+/// lines with `SLOW`, where the client's directory has a `big.log` of one line: what a plan
+/// learns of the file's size, it learned from the proxy.
+fn site_with_a_file_at_the_proxy_alone() -> (tempfile::TempDir, ProxyProcess) {
+    let root = tempfile::tempdir().expect("tempdir");
+    let (client, export) = (root.path().join("client"), root.path().join("export"));
+    std::fs::create_dir_all(client.join("logs")).expect("mkdir");
+    std::fs::create_dir_all(&export).expect("mkdir");
+    std::fs::write(client.join("logs/big.log"), "SLOW at the client\n").expect("write");
+    let line = format!("SLOW {}\n", "x".repeat(1019));
+    std::fs::write(export.join("big.log"), line.repeat(1000)).expect("write");
+    let proxy = ProxyProcess::start(&export);
+    let config = format!("[[mount]]\nname = \"logs\"\npath = \"logs\"\nproxy = \"{}\"\n", proxy.addr);
+    std::fs::write(client.join("posh.toml"), config).expect("write posh.toml");
+    std::fs::write(client.join("case.sh"), "cat logs/big.log | grep SLOW | wc -l\n").expect("write");
+    if running_as_root() {
+        hand_over(&[root.path()]);
+    }
+    (root, proxy)
+}
+
+/// Nothing of the mount is listed or opened at the client for a handed-over pipeline over a
+/// glob: the plan of the whole script, made before bash starts (which pipelines go to the
+/// runtime), takes the directory's names and sizes from the proxy's listing, the runtime's plan
+/// too, and the proxy expands the glob. (Before, the script's plan listed `logs/` through the
+/// mount, then stat-ed each name: a round trip for each, on a cold networked mount.) A stat
+/// makes no inotify event; a listing opens the directory, which does.
+#[test]
+fn the_scripts_plan_lists_nothing_through_the_mount() {
+    use rustix::fs::inotify;
+    let site = Site::new(None);
+    let logs = site.root.path().join("client/logs");
+    let watch = inotify::init(inotify::CreateFlags::NONBLOCK | inotify::CreateFlags::CLOEXEC).expect("inotify");
+    inotify::add_watch(&watch, &logs, inotify::WatchFlags::OPEN | inotify::WatchFlags::ACCESS).expect("watch logs/");
+    let (output, records) = site.run();
+    assert_eq!(output, "2", "the proxy's listing has two logs; records: {records:?}");
+    let mut buffer = Vec::with_capacity(4096);
+    let mut events = inotify::Reader::new(&watch, buffer.spare_capacity_mut());
+    let mut seen = Vec::new();
+    while let Ok(event) = events.next() {
+        seen.push(format!("{:?} {:?}", event.events(), event.file_name()));
+    }
+    assert!(seen.is_empty(), "logs/ was opened or read at the client: {seen:?}");
+}
+
+/// `--explain` asks the proxy too, as the run does: it sizes the file as the proxy has it.
+#[test]
+fn explain_asks_the_proxy_not_the_mount() {
+    let (root, _proxy) = site_with_a_file_at_the_proxy_alone();
+    let mut command = Command::new(posh_exec());
+    crate::isolation::isolate_in(&mut command, &root.path().join("home"));
+    command.current_dir(root.path().join("client")).args(["--explain", "--format", "json", "./case.sh"]);
+    let output = command.output().expect("run posh-exec --explain");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    let plan: serde_json::Value = serde_json::from_slice(&output.stdout).expect("a JSON plan");
+    assert!(plan["bash_bytes"].as_u64().is_some_and(|bytes| bytes >= 1_000_000), "{plan:#}\n{stderr}");
+    assert!(!stderr.contains("did not answer"), "{stderr}");
+}
+
+/// A proxy that does not answer: `--explain` plans with the mount's answers and says so.
+#[test]
+fn explain_says_when_a_proxy_does_not_answer() {
+    let closed = std::net::UdpSocket::bind("127.0.0.1:0").expect("a free port");
+    let addr = closed.local_addr().expect("its address").to_string();
+    drop(closed);
+    let site = Site::new(Some(&addr));
+    let mut command = Command::new(posh_exec());
+    crate::isolation::isolate_in(&mut command, &site.root.path().join("home"));
+    command.current_dir(site.root.path().join("client")).args(["--explain", "./case.sh"]);
+    let output = command.output().expect("run posh-exec --explain");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("the proxy of mount logs did not answer; the plan asked the mount itself"), "{stderr}");
+}

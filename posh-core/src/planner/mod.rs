@@ -21,7 +21,7 @@ mod reach;
 pub mod render;
 mod working_dir;
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 use crate::fs::FileSystem;
@@ -375,18 +375,44 @@ fn merged_near_the_data(ctx: &PlanContext<'_>, built: &graph::Built) -> Option<g
 /// Lists at once the directories the pipeline's globs start from (arguments and redirection
 /// targets), so that the expansion that follows finds them known.
 fn list_ahead(ctx: &PlanContext<'_>, pipeline: &Pipeline) {
-    let words = pipeline.commands.iter().flat_map(|c| {
-        c.words.iter().chain(c.redirects.iter().filter_map(|r| match &r.target {
-            crate::shell::RedirectTarget::File(word) => Some(word),
-            _ => None,
-        }))
-    });
-    let mut dirs: Vec<PathBuf> = words.filter_map(|w| expand::first_listing(w, &ctx.cwd)).collect();
+    let mut dirs: Vec<PathBuf> =
+        words_with_files(pipeline).filter_map(|w| expand::first_listing(w, &ctx.cwd)).collect();
     dirs.sort();
     dirs.dedup();
     if dirs.len() > 1 {
         ctx.fs.read_dirs(&dirs);
     }
+}
+
+/// A pipeline's argument words and redirection targets: where the files it names are.
+fn words_with_files(pipeline: &Pipeline) -> impl Iterator<Item = &crate::shell::Word> {
+    pipeline.commands.iter().flat_map(|c| {
+        c.words.iter().chain(c.redirects.iter().filter_map(|r| match &r.target {
+            crate::shell::RedirectTarget::File(word) => Some(word),
+            _ => None,
+        }))
+    })
+}
+
+/// The directories whose listings a plan of `script` from `cwd` may ask about: where each glob
+/// word starts listing, and the directory of each literal word that names a path (a file, an
+/// option's value or a word that is no path at all: asking one directory too many costs less
+/// than a question after another). Asked all at once before the script is planned, they make
+/// planning one round trip to each proxy instead of one question per file.
+pub fn directories_named(script: &crate::shell::Script, cwd: &Path) -> Vec<PathBuf> {
+    let mut dirs: Vec<PathBuf> = script
+        .pipelines
+        .iter()
+        .flat_map(words_with_files)
+        .filter_map(|word| match &word.literal {
+            Some(literal) if literal.is_empty() || literal.starts_with('-') => None,
+            Some(literal) => crate::fs::normalize_path(&cwd.join(literal)).parent().map(Path::to_path_buf),
+            None => expand::first_listing(word, cwd),
+        })
+        .collect();
+    dirs.sort();
+    dirs.dedup();
+    dirs
 }
 
 /// What planning a pipeline needs to know of the script around it: its functions, the working

@@ -80,10 +80,13 @@ impl Answers {
             }
             let listing = kept.get_mut(&(mount, Question::List(parent.to_string())));
             if let Some(Kept { answer: Some(answer), .. }) = listing
-                && let Answer::Listing { files, dirs } = Arc::make_mut(answer)
+                && let Answer::Listing { files, dirs, others, complete } = Arc::make_mut(answer)
             {
                 files.retain(|(file, _)| file != name);
                 dirs.retain(|dir| dir != name);
+                others.retain(|other| other != name);
+                // The name may exist now: the directory's names are the mount's to tell.
+                *complete = false;
             }
         }
     }
@@ -92,6 +95,12 @@ impl Answers {
 /// The mount (index) whose proxy runs apart and holds `path`, with `path` relative to it; `None`
 /// for the mount's root, which its proxy's answers do not describe.
 fn on_remote_mount(config: &Config, path: &Path) -> Option<(usize, String)> {
+    remote_directory(config, path).filter(|(_, relative)| !relative.is_empty())
+}
+
+/// The mount (index) whose proxy runs apart and holds the directory `path`, with `path` relative
+/// to it (`""` for the mount's root, which its proxy lists).
+fn remote_directory(config: &Config, path: &Path) -> Option<(usize, String)> {
     let path = normalize_path(path);
     let mount = config.mount_for(&path)?;
     if !matches!(mount.proxy, ProxyAddress::Remote { .. } | ProxyAddress::Ssh { .. }) {
@@ -99,7 +108,17 @@ fn on_remote_mount(config: &Config, path: &Path) -> Option<(usize, String)> {
     }
     let index = config.mounts.iter().position(|m| m.name == mount.name)?;
     let relative = path.strip_prefix(&mount.path).ok()?.to_str()?.to_string();
-    (!relative.is_empty()).then_some((index, relative))
+    Some((index, relative))
+}
+
+/// The names of a whole listing, sorted as the mount's are (`OsFileSystem::read_dir`); `None`
+/// when the listing is not the directory's every name.
+fn names_of(answer: &Answer) -> Option<Vec<String>> {
+    let Answer::Listing { files, dirs, others, complete: true } = answer else { return None };
+    let mut names: Vec<String> =
+        files.iter().map(|(name, _)| name.clone()).chain(dirs.iter().cloned()).chain(others.iter().cloned()).collect();
+    names.sort();
+    Some(names)
 }
 
 /// `dir/name` as (`dir`, `name`); `""` for a name at the root.
@@ -112,11 +131,74 @@ pub struct Planning<'s> {
     session: &'s Session,
     /// What the questions of this plan cost, by mount: the pipeline's `--stats` counts it.
     traffic: RefCell<BTreeMap<usize, Arc<Traffic>>>,
+    /// The script has not started: a name a whole listing lacks does not exist (nothing of the
+    /// script can have made it since), and is not asked of the mount.
+    before_the_script: bool,
+    /// Every file is taken to end its last line (`offload::SeamsAssumed`).
+    seams_assumed: bool,
+    /// The mounts whose proxies did not answer a question of this plan: the mount answered.
+    unanswered: RefCell<std::collections::BTreeSet<usize>>,
 }
 
 impl<'s> Planning<'s> {
     pub fn new(session: &'s Session) -> Planning<'s> {
-        Planning { session, traffic: RefCell::default() }
+        Planning {
+            session,
+            traffic: RefCell::default(),
+            before_the_script: false,
+            seams_assumed: false,
+            unanswered: RefCell::default(),
+        }
+    }
+
+    /// The view of the script's plan before it runs, which decides what is handed over
+    /// (`offload::rewrite`) or shows it (`--explain`): nothing of the script has run yet, and
+    /// with `seams_assumed` every file ends its last line (see `offload::SeamsAssumed`).
+    pub fn before_the_script(session: &'s Session, seams_assumed: bool) -> Planning<'s> {
+        Planning { before_the_script: true, seams_assumed, ..Planning::new(session) }
+    }
+
+    /// The mounts whose proxies could not answer (unreachable, busy, too old) a question of this
+    /// plan, which their mounts answered instead.
+    pub fn unanswered(&self) -> Vec<usize> {
+        self.unanswered.borrow().iter().copied().collect()
+    }
+
+    /// Asks, all at once (one round trip to each proxy), for the listings of `dirs` that lie on
+    /// mounts with proxies apart and that the run does not know yet (see
+    /// `planner::directories_named`).
+    pub fn list_ahead(&self, dirs: &[PathBuf]) {
+        let mut wanted = std::collections::BTreeSet::new();
+        for dir in dirs {
+            if let Some((mount, relative)) = remote_directory(&self.session.config, dir)
+                && self.session.answers.get(&(mount, Question::List(relative.clone()))).is_none()
+            {
+                wanted.insert((mount, relative));
+            }
+        }
+        self.ask_listings(wanted);
+    }
+
+    /// Asks for the listings `wanted` (mount, directory) at once, and keeps the answers.
+    fn ask_listings(&self, wanted: std::collections::BTreeSet<(usize, String)>) {
+        if wanted.is_empty() {
+            return;
+        }
+        let questions = wanted.into_iter().map(|(mount, dir)| async move {
+            let question = Question::List(dir);
+            let answer = self.ask(mount, &question).await.map(Arc::new);
+            ((mount, question), answer)
+        });
+        for (key, answer) in self.session.runtime.block_on(futures_util::future::join_all(questions)) {
+            self.session.answers.keep(key, answer);
+        }
+    }
+
+    /// The names in the directory `path` as its proxy's whole listing gives them, `None` when
+    /// the mount must be asked.
+    fn names_below(&self, path: &Path) -> Option<Vec<String>> {
+        let (mount, relative) = remote_directory(&self.session.config, path)?;
+        names_of(&*self.answer(mount, Question::List(relative))?)
     }
 
     /// The bytes and questions this plan sent to each mount's proxy.
@@ -140,14 +222,7 @@ impl<'s> Planning<'s> {
         if wanted.len() < 2 {
             return;
         }
-        let questions = wanted.into_iter().map(|(mount, dir)| async move {
-            let question = Question::List(dir);
-            let answer = self.ask(mount, &question).await.map(Arc::new);
-            ((mount, question), answer)
-        });
-        for (key, answer) in self.session.runtime.block_on(futures_util::future::join_all(questions)) {
-            self.session.answers.keep(key, answer);
-        }
+        self.ask_listings(wanted);
     }
 
     /// The proxy's answer to `question` about mount `mount`, asked now unless the run has one.
@@ -165,14 +240,37 @@ impl<'s> Planning<'s> {
     /// older proxy) within [`ANSWER_WAIT`].
     async fn ask(&self, mount: usize, question: &Question) -> Option<Answer> {
         let traffic = self.traffic.borrow_mut().entry(mount).or_default().clone();
-        let connection = self.session.connection(mount).await?;
+        let connection = if self.before_the_script {
+            // A proxy reached through ssh is started by the run when a pipeline goes to it (its
+            // login may ask for a password), not to plan; the plan waits for no handshake longer
+            // than for an answer.
+            if matches!(self.session.config.mounts[mount].proxy, ProxyAddress::Ssh { .. }) {
+                return None;
+            }
+            tokio::time::timeout(ANSWER_WAIT, self.session.connection(mount)).await.ok().flatten()
+        } else {
+            self.session.connection(mount).await
+        };
+        let Some(connection) = connection else {
+            self.unanswered.borrow_mut().insert(mount);
+            return None;
+        };
         match tokio::time::timeout(ANSWER_WAIT, connection.ask(question, &traffic)).await {
             Ok(Ok(answer)) => Some(answer),
             Ok(Err(e)) => {
                 tracing::debug!("{e:#}");
+                // A path that is not a directory beneath the export is refused with the path
+                // first (`PATH`: REASON): an answer, which the mount would give too. Busy, an
+                // older proxy or a lost connection is no answer.
+                if !format!("{e:#}").contains(": `") {
+                    self.unanswered.borrow_mut().insert(mount);
+                }
                 None
             }
-            Err(_) => None,
+            Err(_) => {
+                self.unanswered.borrow_mut().insert(mount);
+                None
+            }
         }
     }
 }
@@ -182,14 +280,17 @@ impl FileSystem for Planning<'_> {
         let known = on_remote_mount(&self.session.config, path).and_then(|(mount, relative)| {
             let (dir, name) = split(&relative);
             let answer = self.answer(mount, Question::List(dir.to_string()))?;
-            let Answer::Listing { files, dirs } = &*answer else { return None };
+            let Answer::Listing { files, dirs, complete, others } = &*answer else { return None };
             let file = files.iter().find(|(file, _)| file == name);
             match file {
-                Some(&(_, size)) => Some(FileMeta { kind: FileKind::File, size }),
-                None => dirs.iter().any(|d| d == name).then_some(FileMeta { kind: FileKind::Directory, size: 0 }),
+                Some(&(_, size)) => Some(Some(FileMeta { kind: FileKind::File, size })),
+                None if dirs.iter().any(|d| d == name) => Some(Some(FileMeta { kind: FileKind::Directory, size: 0 })),
+                // Nothing of the script has run: a name a whole listing lacks is not there.
+                None if self.before_the_script && *complete && !others.iter().any(|o| o == name) => Some(None),
+                None => None,
             }
         });
-        known.or_else(|| OsFileSystem.metadata(path))
+        known.unwrap_or_else(|| OsFileSystem.metadata(path))
     }
 
     fn directory_size(&self, path: &Path) -> Option<u64> {
@@ -202,12 +303,19 @@ impl FileSystem for Planning<'_> {
         known.or_else(|| OsFileSystem.directory_size(path))
     }
 
+    /// From the proxy's listing when it names every entry; else through the mount.
     fn read_dir(&self, path: &Path) -> Vec<String> {
-        OsFileSystem.read_dir(path)
+        self.names_below(path).unwrap_or_else(|| OsFileSystem.read_dir(path))
     }
 
+    /// The listings the run lacks asked of the proxies at once, then as `read_dir`.
     fn read_dirs(&self, paths: &[PathBuf]) -> Vec<Vec<String>> {
-        OsFileSystem.read_dirs(paths)
+        self.list_ahead(paths);
+        let listed: Vec<Option<Vec<String>>> = paths.iter().map(|path| self.names_below(path)).collect();
+        let through_mount: Vec<PathBuf> =
+            paths.iter().zip(&listed).filter(|(_, names)| names.is_none()).map(|(path, _)| path.clone()).collect();
+        let mut from_mount = OsFileSystem.read_dirs(&through_mount).into_iter();
+        listed.into_iter().map(|names| names.unwrap_or_else(|| from_mount.next().unwrap_or_default())).collect()
     }
 
     fn read_to_string(&self, path: &Path) -> Option<String> {
@@ -217,6 +325,9 @@ impl FileSystem for Planning<'_> {
     /// Asked of each mount's proxy at once, and never kept: where a split may cut depends on the
     /// files' content, read afresh for every plan.
     fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
+        if self.seams_assumed {
+            return vec![Some(true); paths.len()];
+        }
         let mut ends = vec![None; paths.len()];
         let mut by_mount: BTreeMap<usize, Vec<(usize, String)>> = BTreeMap::new();
         let mut through_mount = Vec::new();
@@ -261,7 +372,8 @@ mod tests {
 
     fn listing(files: &[(&str, u64)], dirs: &[&str]) -> Option<Arc<Answer>> {
         let files = files.iter().map(|(name, size)| (name.to_string(), *size)).collect();
-        Some(Arc::new(Answer::Listing { files, dirs: dirs.iter().map(|d| d.to_string()).collect() }))
+        let dirs = dirs.iter().map(|d| d.to_string()).collect();
+        Some(Arc::new(Answer::Listing { files, dirs, others: Vec::new(), complete: true }))
     }
 
     #[test]
@@ -288,7 +400,14 @@ mod tests {
         answers.keep((0, Question::SizeBelow(String::new())), Some(Arc::new(Answer::SizeBelow(35))));
         answers.keep((0, Question::List("other".into())), listing(&[("b.log", 1)], &[]));
         answers.forget(&config, ["/data/logs/b.log", "/data/logs/old", "/home/u/-c"].map(PathBuf::from));
-        assert_eq!(answers.get(&logs), Some(listing(&[("a.log", 10)], &[])));
+        // No longer every name of `logs` (`b.log` may exist again): the mount lists it.
+        let forgotten = Answer::Listing {
+            files: vec![("a.log".to_string(), 10)],
+            dirs: Vec::new(),
+            others: Vec::new(),
+            complete: false,
+        };
+        assert_eq!(answers.get(&logs), Some(Some(Arc::new(forgotten))));
         // The bytes below `logs/old`, `logs` and the root may have changed; not another directory.
         assert_eq!(answers.get(&(0, Question::SizeBelow("logs".into()))), None);
         assert_eq!(answers.get(&(0, Question::SizeBelow("logs/old".into()))), None);

@@ -11,7 +11,7 @@ mod fan_in;
 pub mod globs;
 pub mod local;
 pub mod loops;
-mod metadata;
+pub(crate) mod metadata;
 mod output;
 pub mod placement;
 pub mod progress;

@@ -765,16 +765,31 @@ impl RuntimeSocket {
 /// connected first; with `background` jobs, posh-exec stays after bash until they end (see
 /// [`await_background`]).
 #[allow(clippy::too_many_arguments)] // one run's parts, each moved into its session
-pub fn run_script(
+/// A run's runtime and session, started before its script is planned: the rewrite's questions
+/// about the mounts' files then go to their proxies (`metadata::Planning`), on the connections
+/// the run goes on using, instead of through the mounts one round trip after another.
+pub struct Started {
+    runtime: tokio::runtime::Runtime,
+    pub session: Arc<Session>,
+}
+
+impl Started {
+    /// Ends a session that runs nothing (the script was not rewritten): the proxies asked about
+    /// its files learn at once that this client is gone.
+    pub fn end(self) {
+        self.runtime.block_on(self.session.close_connections());
+        self.runtime.shutdown_timeout(Duration::from_secs(1));
+    }
+}
+
+/// Starts the runtime and the session of a run whose private directory is `run_dir`.
+pub fn start(
     config: Config,
     library: Library,
     ratios: Ratios,
     state: ClientState,
-    socket: RuntimeSocket,
-    mut bash: Command,
-    connect_first: &[usize],
-    background: bool,
-) -> Result<u8> {
+    run_dir: &std::path::Path,
+) -> Result<Started> {
     // One worker: the runtime mostly waits, and on a small machine a second worker costs more in
     // thread hand-offs than it gives (bench/throughput.sh).
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -782,7 +797,6 @@ pub fn run_script(
         .enable_all()
         .build()
         .context("cannot start the runtime")?;
-    let RuntimeSocket { dir, listener, .. } = socket;
     let session = Arc::new(Session {
         connections: config.mounts.iter().map(|_| tokio::sync::Mutex::default()).collect(),
         connecting: Connecting::new(CONNECTING_AT_ONCE),
@@ -793,7 +807,7 @@ pub fn run_script(
         ratios,
         state,
         identity: OnceCell::new(),
-        run_dir: dir.path().to_path_buf(),
+        run_dir: run_dir.to_path_buf(),
         embedded_identity: std::sync::OnceLock::new(),
         embedded_state: std::sync::OnceLock::new(),
         embedded_jobs: OnceCell::new(),
@@ -801,6 +815,20 @@ pub fn run_script(
         runtime: runtime.handle().clone(),
         in_flight: tokio::sync::watch::channel(0).0,
     });
+    Ok(Started { runtime, session })
+}
+
+/// Runs `bash` (the rewritten script, or the prompt) beside the `started` session, serving its
+/// calls on `socket`, whose directory is the session's.
+pub fn run_script(
+    started: Started,
+    socket: RuntimeSocket,
+    mut bash: Command,
+    connect_first: &[usize],
+    background: bool,
+) -> Result<u8> {
+    let Started { runtime, session } = started;
+    let RuntimeSocket { dir, listener, .. } = socket;
     // Ctrl-C and Ctrl-\ are bash's to act on; posh-exec ends when bash does.
     let _signals = runtime.block_on(async {
         use tokio::signal::unix::{SignalKind, signal};
