@@ -210,6 +210,18 @@ impl Traffic {
     pub fn questions(&self) -> u64 {
         self.questions.load(Relaxed)
     }
+
+    /// Adds `other`'s counts to this counter's own (not to its parent's, which counted them
+    /// already if they shared one): what was asked elsewhere, reported here.
+    pub fn absorb(&self, other: &Traffic) {
+        self.sent.fetch_add(other.sent.load(Relaxed), Relaxed);
+        self.received.fetch_add(other.received.load(Relaxed), Relaxed);
+        self.questions.fetch_add(other.questions.load(Relaxed), Relaxed);
+        if let Some(read) = other.read() {
+            self.read.fetch_add(read, Relaxed);
+            self.read_reported.store(true, Relaxed);
+        }
+    }
 }
 
 /// Which certificate a proxy must present.

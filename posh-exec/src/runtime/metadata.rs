@@ -129,7 +129,8 @@ fn split(relative: &str) -> (&str, &str) {
 /// A pipeline's plan's view of the file system: see the module's comment.
 pub struct Planning<'s> {
     session: &'s Session,
-    /// What the questions of this plan cost, by mount: the pipeline's `--stats` counts it.
+    /// What the questions of this plan cost, by mount: the pipeline's `--stats` counts it (the
+    /// plan before the script's go to `Session::asked_before_the_script`).
     traffic: RefCell<BTreeMap<usize, Arc<Traffic>>>,
     /// The script has not started: a name a whole listing lacks does not exist (nothing of the
     /// script can have made it since), and is not asked of the mount.
@@ -202,8 +203,21 @@ impl<'s> Planning<'s> {
     }
 
     /// The bytes and questions this plan sent to each mount's proxy.
+    /// The first plan of the run's runtime also counts what the plan before the script asked
+    /// (`list_ahead`): its pipeline's `--stats` record says it, as a loop's first does its plans'.
     pub fn into_traffic(self) -> BTreeMap<usize, Arc<Traffic>> {
-        self.traffic.into_inner()
+        let mut traffic = self.traffic.into_inner();
+        let before =
+            std::mem::take(&mut *self.session.asked_before_the_script.lock().unwrap_or_else(|e| e.into_inner()));
+        for (mount, asked) in before {
+            match traffic.entry(mount) {
+                std::collections::btree_map::Entry::Vacant(entry) => {
+                    entry.insert(asked);
+                }
+                std::collections::btree_map::Entry::Occupied(entry) => entry.get().absorb(&asked),
+            }
+        }
+        traffic
     }
 
     /// Asks, all at once, for the listings of the directories holding `paths` that the run does
@@ -239,7 +253,12 @@ impl<'s> Planning<'s> {
     /// Asks mount `mount`'s proxy `question`; `None` when it cannot answer (unreachable, busy, an
     /// older proxy) within [`ANSWER_WAIT`].
     async fn ask(&self, mount: usize, question: &Question) -> Option<Answer> {
-        let traffic = self.traffic.borrow_mut().entry(mount).or_default().clone();
+        let traffic = if self.before_the_script {
+            let mut before = self.session.asked_before_the_script.lock().unwrap_or_else(|e| e.into_inner());
+            before.entry(mount).or_default().clone()
+        } else {
+            self.traffic.borrow_mut().entry(mount).or_default().clone()
+        };
         let connection = if self.before_the_script {
             // A proxy reached through ssh is started by the run when a pipeline goes to it (its
             // login may ask for a password), not to plan; the plan waits for no handshake longer

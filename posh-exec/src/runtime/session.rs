@@ -94,6 +94,10 @@ pub struct Session {
     relayed_pipes: std::sync::Mutex<std::collections::BTreeSet<(usize, usize)>>,
     /// What proxies told the run's plans of their exports (see `metadata`).
     pub(super) answers: metadata::Answers,
+    /// What the plan before the script asked each mount's proxy, until the first pipeline's
+    /// `--stats` record takes it (`metadata::Planning::into_traffic`).
+    pub(super) asked_before_the_script:
+        std::sync::Mutex<std::collections::BTreeMap<usize, Arc<posh_wire::client::Traffic>>>,
     pub(super) runtime: tokio::runtime::Handle,
     /// Pipelines handed over and not yet answered.
     in_flight: tokio::sync::watch::Sender<usize>,
@@ -802,6 +806,7 @@ pub fn start(
         connecting: Connecting::new(CONNECTING_AT_ONCE),
         relayed_pipes: std::sync::Mutex::default(),
         answers: metadata::Answers::default(),
+        asked_before_the_script: std::sync::Mutex::default(),
         config,
         library,
         ratios,
