@@ -407,11 +407,11 @@ fn a_client_command_of_a_handed_pipeline_reads_the_terminal() {
     tmux.window("bash", &launcher(&world, "bash", &["bash", "-i"]));
     for name in ["posh", "bash"] {
         tmux.wait_for(name, "first prompt", |s| s.lines().last() == Some("$"));
-        tmux.keys(name, &["-l", "cat - mnt/x.txt | grep -c 7777"]);
+        tmux.keys(name, &["-l", "grep 7777 mnt/x.txt | cat /dev/tty - | grep -c 7777"]);
         tmux.keys(name, &["Enter"]);
         // Typed once cat reads (before, readline could still take the keys).
         let start = Instant::now();
-        while processes_with("^cat - mnt/x.txt$").is_empty() {
+        while processes_with("^cat /dev/tty -$").is_empty() {
             assert!(start.elapsed() < Duration::from_secs(20), "cat never started: {}", tmux.screen(name));
             std::thread::sleep(Duration::from_millis(50));
         }
@@ -421,7 +421,8 @@ fn a_client_command_of_a_handed_pipeline_reads_the_terminal() {
         tmux.wait_for(name, "grep's count", |s| s.lines().last() == Some("$") && s.lines().any(|l| l == "20"));
     }
     assert_eq!(tmux.screen("posh"), tmux.screen("bash"), "posh's prompt printed something else than bash -i");
-    // The pipeline was handed over: the runtime ran cat at the client.
+    // The pipeline was handed over (its first grep runs at the proxy): the runtime ran cat at
+    // the client, where it read the terminal.
     let records = std::fs::read_to_string(&stats).unwrap();
-    assert!(records.contains(r#""command":"cat""#), "{records}");
+    assert!(records.contains(r#""command":"cat","line":1,"location":"client""#), "{records}");
 }

@@ -6,6 +6,7 @@
 # which then runs the loop itself, each pipeline a call.
 # status: 2
 # handed: 42
+# handed-mounted: 40
 for f in data/words.txt data/numbers.txt "data/file with spaces.txt"; do
   wc -l "$f"
   grep -c a "$f" >> counts.txt

@@ -3,6 +3,7 @@
 # their own.
 # status: 0
 # handed: 10
+# handed-mounted: 7
 mkdir -p data/made/deeper
 sort data/words.txt > data/made/deeper/sorted.txt
 mkdir data/made/deeper

@@ -3,6 +3,7 @@
 # command does not run, the others of its pipeline do, earlier redirections are made).
 # status: 0
 # handed: 11
+# handed-mounted: 10
 out=data
 name="sorted words"
 sort data/words.txt > $out/sorted.txt

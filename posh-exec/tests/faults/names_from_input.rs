@@ -100,8 +100,9 @@ fn names_read_from_input_mean_what_they_mean_under_bash() {
     assert_eq!(text(&posh.stderr), text(&bash.stderr));
     assert_eq!(posh.status.code(), bash.status.code());
 
-    // The pipelines went to the runtime (the lists are on the mount), which kept the commands
-    // that read names at the client and said why.
+    // The plan keeps the commands that read names at the client and says why: the first three
+    // pipelines, all at the client, are bash's (no call of the runtime, so no record); the
+    // fourth goes to the runtime, which runs its `xargs` at the client and says why too.
     let stats = std::fs::read_to_string(setup.root().join("stats.json")).unwrap();
     let records: Vec<serde_json::Value> = stats.lines().map(|l| serde_json::from_str(l).unwrap()).collect();
     let command = |line: u64, index: usize| {
@@ -109,14 +110,16 @@ fn names_read_from_input_mean_what_they_mean_under_bash() {
             records.iter().find(|r| r["line"] == line).unwrap_or_else(|| panic!("no record of line {line}: {stats}"));
         record["commands"][index].clone()
     };
-    for (line, index, from) in
-        [(1, 0, "standard input"), (2, 0, "`list.txt`"), (3, 0, "`list.txt`"), (4, 1, "standard input")]
-    {
-        let command = command(line, index);
-        assert_eq!(command["location"], "client", "{stats}");
-        let why = command["why"].as_str().unwrap_or_default();
-        assert!(why.starts_with(&format!("opens files named in {from}")), "line {line}: {why}");
+    assert!(records.iter().all(|r| r["line"] == 4), "{stats}");
+    let explain = setup.run("posh-exec", &["--explain", "../s.sh"]);
+    assert!(explain.status.success(), "{}", text(&explain.stderr));
+    let explained = text(&explain.stdout);
+    for from in ["standard input", "`list.txt`"] {
+        assert!(explained.contains(&format!("opens files named in {from}")), "{explained}");
     }
+    let why = command(4, 1)["why"].as_str().unwrap_or_default().to_string();
+    assert_eq!(command(4, 1)["location"], "client", "{stats}");
+    assert!(why.starts_with("opens files named in standard input"), "line 4: {why}");
     // The list itself is read where it lies: the proxy is live and still takes what it can.
     assert_eq!(command(4, 0)["location"], "data", "{stats}");
     assert_eq!(command(4, 0)["why"], serde_json::Value::Null, "a reason is given for the client only");

@@ -147,6 +147,7 @@ fn run_in(mode: DiffMode, setting: &Setting, source: &str) -> (Run, Run) {
         stdin: None,
         status: 0,
         handed: None,
+        handed_mounted: None,
     };
     (run_case(&case, setting, Path::new("bash")), run_case(&case, setting, &posh_exec()))
 }
