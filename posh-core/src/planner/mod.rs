@@ -294,9 +294,16 @@ fn plan_alone(ctx: &PlanContext<'_>, pipeline: &Pipeline, stays: Option<String>,
     // editor every chunk a keystroke touches.
     let split = built.plan.nodes.iter().any(|n| matches!(n.kind, NodeKind::Merge { .. }));
     let above_bash = built.plan.posh_bytes > built.plan.bash_bytes;
-    if split && (built.could_stream || above_bash) {
+    // (Not built when a lower bound of its time already exceeds the split plan's.)
+    let unsplit_may_be_faster =
+        || place::unsplit_at_least(ctx, &built) * (1.0 - 1e-9) <= place::predicted_seconds(ctx, &built);
+    if split && (above_bash || (built.could_stream && unsplit_may_be_faster())) {
         let mut unsplit = build(false);
         place::place(ctx, &mut unsplit);
+        debug_assert!(
+            place::unsplit_at_least(ctx, &built) * (1.0 - 1e-9) <= place::predicted_seconds(ctx, &unsplit) + 1e-12,
+            "the unsplit plan's lower bound holds"
+        );
         let streams = unsplit.plan.edges.iter().any(|e| e.between_proxies);
         let no_slower = place::predicted_seconds(ctx, &unsplit) <= place::predicted_seconds(ctx, &built);
         if (streams && no_slower) || above_bash {

@@ -60,6 +60,32 @@ pub(crate) fn predicted_seconds(ctx: &PlanContext<'_>, built: &Built) -> f64 {
     crossing.map(|e| edge_cost(ctx, &plan.nodes[e.from].location, &plan.nodes[e.to].location, e)).sum()
 }
 
+/// A lower bound of [`predicted_seconds`] for the plan of the pipeline `split` (a split plan)
+/// builds unsplit: there each command that reads files runs at one place, so of its files all
+/// but those of one mount cross, each at least at its own mount's rate and round trip. With a
+/// thousand mounts, building and placing the unsplit plan cost as much as the split one; when
+/// this bound already exceeds the split plan's time, the unsplit plan cannot be chosen.
+pub(crate) fn unsplit_at_least(ctx: &PlanContext<'_>, split: &Built) -> f64 {
+    let plan = &split.plan;
+    // Per command of the pipeline: seconds of its files' edges, in all and per mount.
+    let mut per_command: HashMap<usize, (f64, HashMap<&str, f64>)> = HashMap::new();
+    for e in &plan.edges {
+        let (from, to) = (&plan.nodes[e.from], &plan.nodes[e.to]);
+        let (NodeKind::ReadFile { .. }, Location::Mount(mount), NodeKind::Command { command, .. }) =
+            (&from.kind, &from.location, &to.kind)
+        else {
+            continue;
+        };
+        let own = link(ctx, &from.location);
+        let round_trip = if e.bytes > 0 || e.stream == Stream::File { own.rtt.as_secs_f64() } else { 0.0 };
+        let seconds = e.bytes as f64 / own.bandwidth_bytes_per_sec.max(1.0) + round_trip;
+        let (all, by_mount) = per_command.entry(*command).or_default();
+        *all += seconds;
+        *by_mount.entry(mount.as_str()).or_default() += seconds;
+    }
+    per_command.values().map(|(all, by_mount)| all - by_mount.values().copied().fold(0.0, f64::max)).sum()
+}
+
 /// Seconds `edge` takes between two locations: its bytes' transfer, and for a file named
 /// across the network (made, removed, opened), the round trip that costs even when nothing is
 /// read or written (`touch`, `rm`, `mkdir` of a mount's files from the client).
