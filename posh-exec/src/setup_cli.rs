@@ -50,7 +50,8 @@ pub fn check(config: Config, annotations: &[PathBuf]) -> Result<u8> {
     let known = KnownProxies::new(&state.known_proxies);
     let embedded = config.mounts.iter().any(|m| m.proxy == ProxyAddress::Embedded);
     // An embedded proxy runs the commands the client's library annotates, as in a run.
-    let library = if embedded { crate::load_library(annotations)?.0 } else { posh_core::library::Library::empty() };
+    let library =
+        Arc::new(if embedded { crate::load_library(annotations)?.0 } else { posh_core::library::Library::empty() });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()

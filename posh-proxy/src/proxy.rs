@@ -55,8 +55,9 @@ pub struct ProxyConfig {
     pub request_wait: Duration,
     /// How long running jobs may go on after a shutdown signal before they are killed.
     pub grace: Duration,
-    /// The commands the proxy agrees to run (posh-proxy: the shipped library).
-    pub library: Library,
+    /// The commands the proxy agrees to run (posh-proxy: the shipped library). Shared: a run's
+    /// embedded proxies all serve the client's one library (about 300 KB a copy).
+    pub library: Arc<Library>,
     /// Where jobs get their private directories (see `jobs_dir`).
     pub jobs: Arc<JobsDir>,
     /// Where jobs write down their output changes, so a proxy that died undoes them at its next
@@ -124,6 +125,12 @@ pub fn endpoint(identity: &Identity, listen: SocketAddr) -> Result<quinn::Endpoi
         .with_single_cert(vec![identity.cert()], identity.key())
         .context("the host identity is unusable")?;
     tls.alpn_protocols = vec![protocol::ALPN.to_vec()];
+    // No session resumption: every client connection is a full handshake with its certificate
+    // checked (a client makes a new TLS configuration per connection and never resumes), so
+    // tickets would be bytes sent for nothing and their cache memory held per proxy (a run's
+    // embedded proxies hold one each).
+    tls.session_storage = Arc::new(rustls::server::NoServerSessionStorage {});
+    tls.send_tls13_tickets = 0;
     let quic = quinn::crypto::rustls::QuicServerConfig::try_from(tls)?;
     let mut config = quinn::ServerConfig::with_crypto(Arc::new(quic));
     config.transport_config(protocol::server_transport());

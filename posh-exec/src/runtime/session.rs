@@ -69,7 +69,8 @@ enum ProxyLink {
 #[derive(Debug)]
 pub struct Session {
     pub config: Config,
-    pub(super) library: Library,
+    /// Shared with the run's embedded proxies.
+    pub(super) library: Arc<Library>,
     /// What earlier runs measured, as of the run's start: every pipeline of the run is planned
     /// with the figures `--explain` would have shown.
     pub(super) ratios: Ratios,
@@ -686,7 +687,7 @@ fn peak_rss_bytes() -> Option<u64> {
 pub(crate) async fn start_embedded(
     mount: &posh_core::config::Mount,
     client: &Identity,
-    library: &Library,
+    library: &Arc<Library>,
     jobs: Arc<JobsDir>,
     journal: Arc<Journal>,
 ) -> Result<Connection> {
@@ -706,7 +707,7 @@ pub(crate) async fn start_embedded(
         request_wait: Duration::from_secs(10),
         jobs,
         grace: Duration::from_secs(1),
-        library: library.clone(),
+        library: Arc::clone(library),
         journal,
         identity: host.clone(),
         connected: None,
@@ -808,7 +809,7 @@ pub fn start(
         answers: metadata::Answers::default(),
         asked_before_the_script: std::sync::Mutex::default(),
         config,
-        library,
+        library: Arc::new(library),
         ratios,
         state,
         identity: OnceCell::new(),
