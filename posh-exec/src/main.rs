@@ -156,6 +156,21 @@ fn main() -> ExitCode {
 
 /// posh-exec's command line, with `-c COMMANDS [NAME [ARGS...]]` read as `bash -c` reads it (see
 /// `dash_c`).
+/// What the script runs with, as the value analysis takes it (`--explain` and the rewrite
+/// alike, so that both plan what the run gets): this environment, and the words after the
+/// script (after `$0` with -c).
+fn run_inputs(args: &[String]) -> posh_core::values::Inputs {
+    let all: Vec<_> = std::env::vars_os().collect();
+    let env: std::collections::BTreeMap<String, String> =
+        all.iter().filter_map(|(k, v)| Some((k.to_str()?.to_string(), v.to_str()?.to_string()))).collect();
+    posh_core::values::Inputs {
+        // A variable posh cannot read as text is not unset: then none is known unset.
+        env_complete: env.len() == all.len(),
+        env,
+        args: Some(args.get(1..).unwrap_or_default().to_vec()),
+    }
+}
+
 fn parse(raw: Vec<std::ffi::OsString>) -> Cli {
     use clap::CommandFactory as _;
     let command = Cli::command();
@@ -283,17 +298,7 @@ fn run(cli: Cli) -> Result<u8> {
             Placement::Greedy => Strategy::Greedy,
         };
         let options = PlanOptions { strategy, copies_per_mount: cli.copies_per_mount, ..PlanOptions::default() };
-        // As the run would get them: this environment, and the words after the script (after
-        // `$0` with -c).
-        let all: Vec<_> = std::env::vars_os().collect();
-        let env: std::collections::BTreeMap<String, String> =
-            all.iter().filter_map(|(k, v)| Some((k.to_str()?.to_string(), v.to_str()?.to_string()))).collect();
-        let inputs = posh_core::values::Inputs {
-            // A variable posh cannot read as text is not unset: then none is known unset.
-            env_complete: env.len() == all.len(),
-            env,
-            args: Some(cli.args.get(1..).unwrap_or_default().to_vec()),
-        };
+        let inputs = run_inputs(&cli.args);
         let ratios = measured_ratios();
         // The plan asks the mounts' proxies what the run's plans ask them (see `explain::run`).
         let remote = config.mounts.iter().any(|m| matches!(m.proxy, posh_core::config::ProxyAddress::Remote { .. }));
@@ -362,7 +367,18 @@ fn run(cli: Cli) -> Result<u8> {
     };
     let rewritten = source.as_deref().filter(|_| needs_library).and_then(|source| {
         let planning = started.as_ref().map(|s| runtime::metadata::Planning::before_the_script(&s.session, true));
-        offload::rewrite(source, &library, &config, &ratios, stats.as_deref(), socket_path, file, planning.as_ref())
+        let inputs = run_inputs(&cli.args);
+        offload::rewrite(
+            source,
+            &library,
+            &config,
+            &ratios,
+            &inputs,
+            stats.as_deref(),
+            socket_path,
+            file,
+            planning.as_ref(),
+        )
     });
     if cli.print_rewritten {
         let text = rewritten.map(|r| r.text).or(source).unwrap_or_default();

@@ -31,7 +31,9 @@ pub struct HandOver {
     pub background: bool,
 }
 
-/// The rewritten script, or `None` to run the original. What the plans need to know of the
+/// The rewritten script, or `None` to run the original. Its pipelines are planned as
+/// `--explain` plans them, with the values of the script's variables given `inputs` (what the
+/// run gets: `run_inputs`). What the plans need to know of the
 /// mounts' files is asked of their proxies through `planning` (the run's session, which goes on
 /// to run the script), all the directories the script names at once; without it (or where a
 /// proxy does not answer), of the mounts.
@@ -41,6 +43,7 @@ pub fn rewrite(
     library: &Library,
     config: &Config,
     ratios: &posh_core::planner::measured::Ratios,
+    inputs: &posh_core::values::Inputs,
     stats: Option<&str>,
     socket: Option<&str>,
     file: Option<ScriptFile<'_>>,
@@ -63,6 +66,8 @@ pub fn rewrite(
         None => &SeamsAssumed,
     };
     let ctx = PlanContext { library, config, fs, cwd, options: PlanOptions::default(), ratios };
+    let values = planner::values_of(&ctx, source, &script, &scope, inputs);
+    let scope = scope.with_values(values);
     // The planner's own hand-over rules (`ScriptScope::why_stays`), so that what `--explain`
     // shows is what runs.
     let mut chosen = Vec::new();

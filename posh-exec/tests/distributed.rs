@@ -995,3 +995,40 @@ fn a_call_that_does_not_pay_stays_at_the_client_as_explained() {
         .collect();
     assert_eq!(ran, [("logs", "")], "{stats:?}");
 }
+
+/// Do no harm by value sets (issue 40): on a datacenter link, a loop's `grep -c TODO "$f"` over
+/// small files is kept at the client for every value of `$f`, so the run leaves it to bash (no
+/// call of the runtime, no record), as `--explain` says; a loop whose values lead to two places
+/// (a large log at its proxy, a small file at the client) is placed when it runs.
+#[test]
+fn a_loop_whose_every_value_does_not_pay_stays_with_bash() {
+    let cluster = Cluster::new(&[]);
+    let dc = "[client]\nrtt = \"0.5ms\"\nbandwidth = \"5Gbit\"\n\n";
+    let config = std::fs::read_to_string(cluster.root().join("posh.toml")).unwrap();
+    let config = config.replace("[[mount]]\n", "[[mount]]\nrtt = \"0.5ms\"\nbandwidth = \"5Gbit\"\n");
+    std::fs::write(cluster.root().join("posh.toml"), format!("{dc}{config}")).unwrap();
+    for i in 0..5 {
+        std::fs::write(cluster.root().join(format!("logs/note{i}.txt")), "a TODO\nb\nTODO c\n").unwrap();
+    }
+    let script = "for f in logs/note*.txt; do n=$(grep -c TODO \"$f\"); echo \"$f $n\"; done\n\
+                  for f in logs/big.log logs/note1.txt; do grep -c ERROR \"$f\"; done\n";
+    std::fs::write(cluster.root().join("s.sh"), script).unwrap();
+    let explain = cluster.posh(&["--explain", "--format", "json", "s.sh"]);
+    assert!(explain.status.success(), "{}", text(&explain.stderr));
+    let explain: serde_json::Value = serde_json::from_slice(&explain.stdout).unwrap();
+    let grep_of_line = |line: u64| {
+        let pipelines = explain["pipelines"].as_array().unwrap();
+        let pipeline =
+            pipelines.iter().find(|p| p["line"] == line && p["source"].as_str().unwrap().starts_with("grep"));
+        let pipeline = pipeline.unwrap_or_else(|| panic!("no grep on line {line}: {explain:#}"));
+        pipeline["nodes"].as_array().unwrap().iter().find(|n| n["kind"]["type"] == "command").unwrap().clone()
+    };
+    assert_eq!(grep_of_line(1)["why"]["reason"], "does_not_pay", "{explain:#}");
+    assert_eq!(grep_of_line(2)["why"]["reason"], "depends_on_shell", "{explain:#}");
+    let (_, stats) = cluster.same_as_bash(script, &[]);
+    let lines: Vec<u64> = stats.iter().filter_map(|r| r["line"].as_u64()).collect();
+    assert!(!lines.contains(&1), "the first loop's calls are bash's: {stats:?}");
+    let at_logs =
+        stats.iter().flat_map(|r| r["commands"].as_array().into_iter().flatten()).any(|c| c["location"] == "logs");
+    assert!(lines.contains(&2) && at_logs, "the large log's grep runs at its proxy: {stats:?}");
+}

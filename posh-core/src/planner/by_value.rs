@@ -15,8 +15,8 @@ use crate::values::{self, Mode, Param, Positionals, State, Value, Values};
 
 /// A pipeline as each combination of its parameters' values makes it.
 pub(super) struct Variants {
-    /// The pipeline with its words written back, and the spans of the words the values gave.
-    pub pipelines: Vec<(Pipeline, Vec<Span>)>,
+    /// The pipeline with its words written back, once per distinct result.
+    pub pipelines: Vec<Pipeline>,
     pub uses: Vec<ValueUse>,
     pub unknown: Vec<UnknownValue>,
 }
@@ -76,9 +76,8 @@ pub(super) fn variants(pipeline: &Pipeline, values: &Values) -> Option<Variants>
         })
         .collect();
     let is_target = |word: &Word| targets.contains(&word.span);
-    let mut pipelines: Vec<(Pipeline, Vec<Span>)> = Vec::new();
+    let mut pipelines: Vec<Pipeline> = Vec::new();
     for pinned in &pinnings {
-        let mut spans = Vec::new();
         let mut written = pipeline.clone();
         let mut expand = |word: &Word| -> Option<Vec<Word>> {
             let params = values::params_in(&word.raw);
@@ -87,7 +86,6 @@ pub(super) fn variants(pipeline: &Pipeline, values: &Values) -> Option<Variants>
             }
             match values::expand_with(state, pinned, &word.raw, Mode::Word, values.globs_differ()) {
                 Ok(expansion) if expansion.words.len() == 1 || !is_target(word) => {
-                    spans.push(word.span);
                     let words = expansion.words.into_iter();
                     Some(
                         words.map(|w| Word { span: word.span, raw: w.raw, literal: w.literal, glob: w.glob }).collect(),
@@ -119,8 +117,8 @@ pub(super) fn variants(pipeline: &Pipeline, values: &Values) -> Option<Variants>
                 }
             }
         }
-        if !pipelines.iter().any(|(p, _)| *p == written) {
-            pipelines.push((written, spans));
+        if !pipelines.contains(&written) {
+            pipelines.push(written);
         }
     }
     let uses = known.iter().map(|param| value_use(state, param)).collect();

@@ -337,7 +337,6 @@ pub(crate) fn build_pipeline(
         handed_parts: Vec::new(),
         values: Vec::new(),
         unknown_values: Vec::new(),
-        from_values: false,
         globs_at_proxy: Vec::new(),
     };
     let could_stream = facts.iter().any(|f| matches!(f.reach, Reach::ClientOr(_)) && f.spans_mounts(ctx));

@@ -28,7 +28,8 @@ pub struct LoopPlan {
 pub enum LoopRuns {
     /// bash runs the loop, handing its body's pipelines to the runtime one iteration at a time.
     WithBash { why: String },
-    /// bash runs the loop as it is: its body touches no mount.
+    /// bash runs the loop as it is: no pipeline of its body goes to the runtime (none may run
+    /// at a proxy).
     TouchesNoMount,
     /// The runtime runs it, every iteration at the proxy of `mount`, as one request.
     OneJob { mount: String, iterations: usize },
@@ -47,7 +48,9 @@ impl LoopRuns {
             LoopRuns::WithBash { why } => {
                 format!("bash runs the loop ({why}); its pipelines go to the runtime one iteration at a time")
             }
-            LoopRuns::TouchesNoMount => "bash runs the loop as it is: its body touches no mount".to_string(),
+            LoopRuns::TouchesNoMount => {
+                "bash runs the loop as it is: no pipeline of its body goes to the runtime".to_string()
+            }
             LoopRuns::OneJob { mount, iterations } => format!(
                 "the runtime runs the loop: its {iterations} iteration(s) go to the proxy of mount {mount} as one \
                  request, one round trip instead of one per pipeline"
@@ -182,14 +185,16 @@ pub fn why_with_bash(
     if let Some(why) = scope.script_stays.clone() {
         return Some(Kept::Because(why));
     }
+    // First: a loop none of whose pipelines the runtime would get (none at a proxy, whatever
+    // bash would keep) is bash's as it is, whatever else would keep it with bash.
+    if !body.iter().any(|&i| touches_a_mount(i)) {
+        return Some(Kept::TouchesNoMount);
+    }
     if let Some(why) = crate::rewrite::why_loop_stays(&scope.loops, the_loop, &pipelines) {
         return Some(Kept::Because(why));
     }
     if let Some(why) = pipelines.iter().find_map(|p| scope.why_stays(ctx.library, p)) {
         return Some(Kept::Because(format!("bash keeps a pipeline of its body ({why})")));
-    }
-    if !body.iter().any(|&i| touches_a_mount(i)) {
-        return Some(Kept::TouchesNoMount);
     }
     None
 }

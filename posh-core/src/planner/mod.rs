@@ -73,7 +73,7 @@ impl Default for PlanOptions {
 }
 
 /// Plans every pipeline of the script parsed from `source`, its words known only as written
-/// (what `posh-exec` hands over is chosen so: see `PipelinePlan::from_values`).
+/// (without the value analysis: [`plan_script_given`] is what `--explain` and a run plan).
 pub fn plan_script(ctx: &PlanContext<'_>, source: &str, script: &Script) -> Plan {
     plan_script_in(ctx, script, ScriptScope::new(source, script, ctx.library))
 }
@@ -177,12 +177,11 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
         }
         WorkingDir::Unknown => (ctx.cwd.clone(), false),
     };
-    let mut alone = Alone {
+    let alone = Alone {
         functions: &scope.functions,
         cwd,
         cwd_known,
         fifos: scope.fifos_before(pipeline, &ctx.cwd),
-        valued: Vec::new(),
         globs_differ: scope.globs_differ,
     };
     let reasons = if stays.is_some() { scope.command_reasons(ctx.library, pipeline) } else { None };
@@ -205,8 +204,7 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
     let by_value::Variants { pipelines, mut uses, unknown } = variants;
     let mut plan: Option<PipelinePlan> = None;
     let mut agree = true;
-    for (written, valued) in &pipelines {
-        alone.valued = valued.clone();
+    for written in &pipelines {
         let made = plan_one(written, &alone);
         match &plan {
             Some(first) => {
@@ -225,10 +223,7 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
             for value_use in &mut uses {
                 value_use.one_plan = false;
             }
-            alone.valued = pipelines.iter().flat_map(|(_, valued)| valued.iter().copied()).collect();
-            let mut plan = plan_one(pipeline, &alone);
-            plan.from_values |= !alone.valued.is_empty();
-            plan
+            plan_one(pipeline, &alone)
         }
     };
     let state = scope.values.as_deref().and_then(|values| values.before(pipeline.span.start));
@@ -263,8 +258,6 @@ struct Alone<'s> {
     cwd_known: bool,
     /// FIFOs the script has made by then.
     fifos: Vec<PathBuf>,
-    /// The spans of the words the value analysis gave (see `PipelinePlan::from_values`).
-    valued: Vec<crate::text::Span>,
     globs_differ: bool,
 }
 
@@ -328,7 +321,6 @@ fn plan_alone(ctx: &PlanContext<'_>, pipeline: &Pipeline, stays: Option<String>,
         }
     }
     built.plan.stays_with_bash = stays;
-    built.plan.from_values = alone.valued.iter().any(|s| pipeline.span.start <= s.start && s.end <= pipeline.span.end);
     built.plan
 }
 

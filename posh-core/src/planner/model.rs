@@ -137,11 +137,6 @@ pub struct PipelinePlan {
     /// Parameters its words read whose values posh does not know before the run, and why.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub unknown_values: Vec<UnknownValue>,
-    /// Some of its words were known only through the value analysis: without it they would be
-    /// words only bash knows, so the pipeline may touch a mount as far as handing it to the
-    /// runtime goes (that choice does not depend on the values: see `may_touch_a_mount`).
-    #[serde(skip)]
-    pub from_values: bool,
     /// Its words that the runtime has their mount's proxy glob instead of bash at the client
     /// (`globs`): the pipeline is handed over whole and they are plain patterns over one mount.
     #[serde(skip_serializing_if = "Vec::is_empty")]
@@ -491,9 +486,12 @@ impl PipelinePlan {
     /// runtime places it when it runs): only then is a pipeline that may be handed to the
     /// runtime worth its call. A pipeline whose every command the plan keeps at the client (the
     /// cheapest place, or a call that does not pay) is bash's: the runtime would run the same
-    /// commands at the same place, its call's cost added.
+    /// commands at the same place, its call's cost added. So is one planned by value sets
+    /// (`by_value`) whose every value keeps it at the client: were a value other at the run
+    /// (the analysis missed a write of the script's), bash runs it as it always could, only
+    /// perhaps slower.
     pub fn may_touch_a_mount(&self) -> bool {
-        self.runs_at_a_proxy() || self.from_values || self.nodes.iter().any(|n| matches!(n.why, Why::DependsOnShell(_)))
+        self.runs_at_a_proxy() || self.nodes.iter().any(|n| matches!(n.why, Why::DependsOnShell(_)))
     }
 
     pub fn crossing_edges(&self) -> impl Iterator<Item = &Edge> {

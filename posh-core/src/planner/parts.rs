@@ -76,7 +76,6 @@ fn join(pipeline: &Pipeline, parts: Vec<Part>) -> PipelinePlan {
         handed_parts: Vec::new(),
         values: Vec::new(),
         unknown_values: Vec::new(),
-        from_values: false,
         globs_at_proxy: Vec::new(),
     };
     let mut stderr: Option<NodeId> = None;
@@ -125,7 +124,6 @@ fn join(pipeline: &Pipeline, parts: Vec<Part>) -> PipelinePlan {
         joined.bash_bytes += part.plan.bash_bytes;
         joined.posh_bytes += part.plan.posh_bytes;
         joined.between_proxies_bytes += part.plan.between_proxies_bytes;
-        joined.from_values |= part.plan.from_values;
         if part.handed {
             joined
                 .handed_parts

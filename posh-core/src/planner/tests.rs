@@ -702,9 +702,11 @@ fn what_the_analysis_does_not_know_is_placed_when_the_script_runs() {
     // A FIFO made under a name only bash knows may be any path a value names.
     let fifo = explain_given("D=/mnt/a\nmkfifo \"$D/p\"\nwc -l \"$D/x.log\"\n", &[], &[]);
     assert!(fifo.contains("[@client]wc -l \"$D/x.log\""), "{fifo}");
-    // Handed to the runtime as before the values were known: the choice does not depend on them.
+    // Known values on no mount: the pipeline is bash's, as with the literal words (a run plans
+    // with the same values).
     let plan_text = explain_given("X=/home/user/notes.txt\ncat \"$X\" | sort\n", &[], &[]);
-    assert!(plan_text.contains("1 of 2 pipelines go to the posh runtime"), "{plan_text}");
+    assert!(plan_text.contains("0 of 2 pipelines go to the posh runtime"), "{plan_text}");
+    assert!(plan_text.contains("1 need no proxy"), "{plan_text}");
 }
 
 /// Do no harm (issue 40): on a datacenter link a call of the runtime costs more than the round
