@@ -2,7 +2,8 @@
 //! 10-50 ms per pipeline; posh aims below 1 ms, so planning never shows next to running. And
 //! planning at scale (issue 40): a pipeline split across 100 and 1,000 mounts (the target: under
 //! 100 ms at 1,000, planning linear in commands x mounts), and a 100-pipeline script with 1,000
-//! mounts configured.
+//! mounts configured. And loading the shipped annotation library, which every run that plans
+//! pays before bash starts.
 //!
 //! `cargo bench -p posh-core --bench planner`
 
@@ -148,5 +149,9 @@ fn at_scale(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, bench, at_scale);
+fn library(c: &mut Criterion) {
+    c.bench_function("load the shipped library", |b| b.iter(Library::builtin));
+}
+
+criterion_group!(benches, bench, at_scale, library);
 criterion_main!(benches);

@@ -35,12 +35,15 @@ impl Library {
         Library::default()
     }
 
-    /// The shipped library. Its files are checked by the test suite, so they load whole.
+    /// The shipped library. Its files are checked by the test suite, so they load whole, and
+    /// are not checked again at every start (`annotation::entries_of_checked_file`).
     pub fn builtin() -> Library {
         let mut library = Library::empty();
         for (name, text) in builtin_sources() {
-            library.add_source(name, text);
+            let entries = annotation::entries_of_checked_file(text);
+            library.replace_entries(entries.into_iter().map(|entry| LibraryEntry { entry, source: name.to_string() }));
         }
+        library.reindex();
         library
     }
 
@@ -48,12 +51,16 @@ impl Library {
     /// returns the file's diagnostics.
     pub fn add_source(&mut self, name: &str, text: &str) -> Vec<Diagnostic> {
         let parsed = annotation::parse(text);
-        let replaced: Vec<&Vec<String>> = parsed.entries.iter().map(|e| &e.name).collect();
-        self.entries.retain(|existing| !replaced.contains(&&existing.entry.name));
-        self.entries
-            .extend(parsed.entries.iter().map(|entry| LibraryEntry { entry: entry.clone(), source: name.to_string() }));
+        self.replace_entries(parsed.entries.into_iter().map(|entry| LibraryEntry { entry, source: name.to_string() }));
         self.reindex();
         parsed.diagnostics
+    }
+
+    /// Adds `new` entries, each replacing earlier ones of the same (full) name.
+    fn replace_entries(&mut self, new: impl Iterator<Item = LibraryEntry>) {
+        let new: Vec<LibraryEntry> = new.collect();
+        self.entries.retain(|existing| !new.iter().any(|e| e.entry.name == existing.entry.name));
+        self.entries.extend(new);
     }
 
     fn reindex(&mut self) {

@@ -250,7 +250,17 @@ fn the_shipped_library_is_clean_and_round_trips() {
         let parsed = parse(text);
         assert!(parsed.diagnostics.is_empty(), "{name}:\n{}", render_diagnostics(text));
         check_round_trip(text);
+        // What every run loads without the checks across entries (`Library::builtin`).
+        assert_eq!(super::entries_of_checked_file(text), parsed.entries, "{name}");
     }
+    let mut checked = crate::library::Library::empty();
+    for (name, text) in crate::library::builtin_sources() {
+        checked.add_source(name, text);
+    }
+    let entries = |library: &crate::library::Library| -> Vec<(CommandEntry, String)> {
+        library.entries().map(|e| (e.entry.clone(), e.source.clone())).collect()
+    };
+    assert_eq!(entries(&crate::library::Library::builtin()), entries(&checked));
 }
 
 /// The keyword reference in docs/annotation-language.md is generated from the keyword table.
