@@ -471,6 +471,9 @@ def placement(explain: dict, stats: list) -> list[dict]:
                                            if n.get("why", {}).get("reason") == "no_annotation"})
         described["in_shell"] = sorted({n["kind"]["argv"][0] for n in commands
                                         if n.get("why", {}).get("reason") == "runs_in_shell"})
+        described["not_paying"] = sorted({n["kind"]["argv"][0] for n in commands
+                                          if n.get("why", {}).get("reason") == "does_not_pay"})
+        described["all_at_client"] = bool(commands) and all(n["location"].get("kind") == "client" for n in commands)
         pipelines.append(described)
     for line, records in sorted(by_line.items()):
         if records:
@@ -543,6 +546,10 @@ def kept_by_bash(pipeline: dict) -> str:
         return f"posh did not hand it to the runtime (no annotation for {names('unannotated')})"
     if pipeline.get("in_shell"):
         return f"{names('in_shell')} runs inside bash"
+    if pipeline.get("not_paying"):
+        return f"a call of the runtime would cost more than it saves for {names('not_paying')} (does_not_pay)"
+    if pipeline.get("all_at_client"):
+        return "--explain keeps every command at the client, so bash runs it"
     return "posh did not hand it to the runtime (--explain gives no reason)"
 
 

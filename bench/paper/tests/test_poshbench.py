@@ -132,6 +132,8 @@ class Checks(unittest.TestCase):
                 command(0, ["mkdir", "-p", "t"], None, "no_annotation")]},
             {"line": 3, "source": "cd t", "rendered": "[@client]cd t", "nodes": [
                 command(0, ["cd", "t"], None, "runs_in_shell")]},
+            {"line": 4, "source": "grep -c x \"$f\"", "rendered": "[@client]grep -c x \"$f\"", "nodes": [
+                command(0, ["grep", "-c", "x", "s/n1.txt"], None, "does_not_pay")]},
         ]}
         stats = [{"line": 1, "commands": [
             {"command": "cat", "location": "d", "status": 0},
@@ -143,6 +145,8 @@ class Checks(unittest.TestCase):
         self.assertIn("line 2 (`mkdir -p t`) stayed with bash: posh did not hand it to the runtime (no annotation for `mkdir`)",
                       result["verdict"])
         self.assertIn("line 3 (`cd t`) stayed with bash: `cd` runs inside bash", result["verdict"])
+        self.assertIn("line 4 (`grep -c x \"$f\"`) stayed with bash: a call of the runtime would cost more than it "
+                      "saves for `grep` (does_not_pay)", result["verdict"])
         self.assertEqual(result["placement"][0]["stream_bytes"], 5100)
         self.assertEqual(result["plan_disagreements"], ["line 1: `grep` planned at d (cheapest), ran at client"])
 
