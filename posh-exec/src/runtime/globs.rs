@@ -185,28 +185,29 @@ where
             batch.words.push((c, *index, place.prefix.to_string()));
         }
     }
-    let mut ends = Vec::new();
-    for batch in batches {
-        let mut answer = Err(String::new());
-        let (mut at, mut why) = (None, batch.why_here.clone());
-        if let (Some(mount), Some(config), None) = (batch.mount, config, &batch.why_here) {
-            let request = Request {
-                version: protocol::VERSION,
-                cwd: batch.dir.clone(),
-                glob: Some(batch.request.clone()),
-                ..Request::default()
-            };
-            let name = config.mounts[mount].name.clone();
-            match at_proxy(mount, request).await {
-                Ok(names) if names.len() == batch.words.len() => {
-                    answer = Ok(names);
-                    at = Some(name);
-                }
-                Ok(_) => why = Some(format!("the proxy of @{name} answered another number of patterns")),
-                Err(e) => why = Some(format!("the proxy of @{name}: {e}")),
-            }
+    // Every mount's batch asked at once: asked one after another, a pipeline over 100 mounts
+    // waited 100 round trips (and a bash started at each proxy) before it began.
+    let asked = batches.iter().map(|batch| async {
+        let (Some(mount), Some(config), None) = (batch.mount, config, &batch.why_here) else {
+            return (None, None, batch.why_here.clone());
+        };
+        let request = Request {
+            version: protocol::VERSION,
+            cwd: batch.dir.clone(),
+            glob: Some(batch.request.clone()),
+            ..Request::default()
+        };
+        let name = config.mounts[mount].name.clone();
+        match at_proxy(mount, request).await {
+            Ok(names) if names.len() == batch.words.len() => (Some(names), Some(name), None),
+            Ok(_) => (None, None, Some(format!("the proxy of @{name} answered another number of patterns"))),
+            Err(e) => (None, None, Some(format!("the proxy of @{name}: {e}"))),
         }
-        let answer = answer.or_else(|_| expand_here(&batch.request, &batch.here)).unwrap_or_else(|e| {
+    });
+    let answers = futures_util::future::join_all(asked).await;
+    let mut ends = Vec::new();
+    for (batch, (answer, at, why)) in batches.into_iter().zip(answers) {
+        let answer = answer.ok_or(()).or_else(|()| expand_here(&batch.request, &batch.here)).unwrap_or_else(|e| {
             // bash cannot list the directory here either: to bash that is no match.
             tracing::debug!("glob at the client: {e}");
             vec![Vec::new(); batch.words.len()]
@@ -289,5 +290,47 @@ mod tests {
         assert_eq!(word.globignore, "*.tmp");
         assert_eq!(word.locale.keys().collect::<Vec<_>>(), ["LANG", "LC_COLLATE"]);
         assert!(GlobWord::decode(&state[1..]).is_err());
+    }
+
+    /// Each mount's batch is asked at once: three proxies that answer only when all three were
+    /// asked (a barrier) answer every pattern, where asking one after another would wait out the
+    /// first and expand at the client.
+    #[test]
+    fn the_batches_of_several_mounts_are_asked_together() {
+        let mut text = String::new();
+        for m in ["a", "b", "c"] {
+            text.push_str(&format!("[[mount]]\nname = \"{m}\"\npath = \"/{m}\"\nproxy = \"10.0.0.1:4433\"\n\n"));
+        }
+        let config = Config::parse(&text, Path::new("/home/u/posh.toml")).unwrap();
+        let word = |pattern: &str| GlobWord { pattern: pattern.to_string(), ..GlobWord::default() };
+        let command = crate::runtime::CommandCall {
+            argv: words(&["cat", "/a/*.log", "/b/*.log", "/c/*.log"]),
+            globs: vec![(1, word("/a/*.log")), (2, word("/b/*.log")), (3, word("/c/*.log"))],
+            ..crate::runtime::CommandCall::default()
+        };
+        let mut call = PipelineCall {
+            name: "s".into(),
+            stats: None,
+            pipefail: false,
+            noclobber: false,
+            stdin_is_text: false,
+            commands: vec![command],
+            globs: Vec::new(),
+        };
+        let all_asked = tokio::sync::Barrier::new(3);
+        let at_proxy = |mount: usize, _request: Request| {
+            let all_asked = &all_asked;
+            async move {
+                tokio::time::timeout(std::time::Duration::from_secs(5), all_asked.wait())
+                    .await
+                    .map_err(|_| "asked alone".to_string())?;
+                Ok(vec![vec![format!("x{mount}.log").into_bytes()]])
+            }
+        };
+        let runtime = tokio::runtime::Builder::new_current_thread().enable_time().build().unwrap();
+        runtime.block_on(expand(&mut call, Some(&config), Path::new("/home/u"), at_proxy));
+        assert_eq!(call.commands[0].argv, words(&["cat", "/a/x0.log", "/b/x1.log", "/c/x2.log"]));
+        let at: Vec<Option<&str>> = call.globs.iter().map(|g| g.mount.as_deref()).collect();
+        assert_eq!(at, [Some("a"), Some("b"), Some("c")], "{:?}", call.globs);
     }
 }
