@@ -126,6 +126,27 @@ fn the_scripts_plan_lists_nothing_through_the_mount() {
     assert!(seen.is_empty(), "logs/ was opened or read at the client: {seen:?}");
 }
 
+/// Nor is the mount's own directory asked of the mount: its proxy listed its export root before
+/// the script ran, so the plan knows it for a directory. (A split over 100 mounts stat-ed each
+/// mount's directory through a cold networked mount, a round trip each, before anything ran.)
+/// Every process of the run is traced; the proxy is not one of them.
+#[test]
+fn the_plan_asks_the_mount_nothing_of_its_own_directory() {
+    let site = Site::new(None);
+    let client = site.root.path().join("client");
+    let trace = site.root.path().join("trace");
+    let mut command = Command::new("strace");
+    crate::isolation::isolate_in(&mut command, &site.root.path().join("home"));
+    command.current_dir(&client).env("LC_ALL", "C").args(["-f", "-e", "trace=%file", "-o"]).arg(&trace);
+    let output = command.arg(posh_exec()).arg("./case.sh").output().expect("run strace (apt-get install strace)");
+    assert_eq!(String::from_utf8_lossy(&output.stdout).trim(), "2", "{}", String::from_utf8_lossy(&output.stderr));
+    let trace = std::fs::read_to_string(&trace).expect("strace's output");
+    let root = client.join("logs").display().to_string();
+    let asked: Vec<&str> =
+        trace.lines().filter(|line| line.contains(&format!("\"{root}\"")) || line.contains("\"logs\"")).collect();
+    assert!(asked.is_empty(), "the mount's directory was asked of the mount: {asked:#?}");
+}
+
 /// `--explain` asks the proxy too, as the run does: it sizes the file as the proxy has it.
 #[test]
 fn explain_asks_the_proxy_not_the_mount() {

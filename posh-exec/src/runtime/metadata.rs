@@ -296,6 +296,15 @@ impl<'s> Planning<'s> {
 
 impl FileSystem for Planning<'_> {
     fn metadata(&self, path: &Path) -> Option<FileMeta> {
+        // A mount's own directory, whose proxy listed its export root (asked ahead): a directory,
+        // not asked of the mount (on a cold mount, a round trip per mount a split names).
+        if let Some((mount, root)) = remote_directory(&self.session.config, path)
+            && root.is_empty()
+            && let Some(Some(answer)) = self.session.answers.get(&(mount, Question::List(root)))
+            && matches!(*answer, Answer::Listing { .. })
+        {
+            return Some(FileMeta { kind: FileKind::Directory, size: 0 });
+        }
         let known = on_remote_mount(&self.session.config, path).and_then(|(mount, relative)| {
             let (dir, name) = split(&relative);
             let answer = self.answer(mount, Question::List(dir.to_string()))?;
