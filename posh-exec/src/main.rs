@@ -154,8 +154,6 @@ fn main() -> ExitCode {
     }
 }
 
-/// posh-exec's command line, with `-c COMMANDS [NAME [ARGS...]]` read as `bash -c` reads it (see
-/// `dash_c`).
 /// What the script runs with, as the value analysis takes it (`--explain` and the rewrite
 /// alike, so that both plan what the run gets): this environment, and the words after the
 /// script (after `$0` with -c).
@@ -171,6 +169,8 @@ fn run_inputs(args: &[String]) -> posh_core::values::Inputs {
     }
 }
 
+/// posh-exec's command line, with `-c COMMANDS [NAME [ARGS...]]` read as `bash -c` reads it (see
+/// `dash_c`).
 fn parse(raw: Vec<std::ffi::OsString>) -> Cli {
     use clap::CommandFactory as _;
     let command = Cli::command();
