@@ -185,8 +185,8 @@ pub fn why_with_bash(
     if let Some(why) = scope.script_stays.clone() {
         return Some(Kept::Because(why));
     }
-    // First: a loop none of whose pipelines the runtime would get (none at a proxy, whatever
-    // bash would keep) is bash's as it is, whatever else would keep it with bash.
+    // A loop none of whose pipelines the runtime would get (none may run at a proxy) is bash's
+    // as it is: no other reason matters.
     if !body.iter().any(|&i| touches_a_mount(i)) {
         return Some(Kept::TouchesNoMount);
     }
