@@ -207,7 +207,7 @@ where
     let answers = futures_util::future::join_all(asked).await;
     let mut ends = Vec::new();
     for (batch, (answer, at, why)) in batches.into_iter().zip(answers) {
-        let answer = answer.ok_or(()).or_else(|()| expand_here(&batch.request, &batch.here)).unwrap_or_else(|e| {
+        let answer = answer.map_or_else(|| expand_here(&batch.request, &batch.here), Ok).unwrap_or_else(|e| {
             // bash cannot list the directory here either: to bash that is no match.
             tracing::debug!("glob at the client: {e}");
             vec![Vec::new(); batch.words.len()]
