@@ -953,16 +953,22 @@ fn twenty_clients_on_three_proxies_get_bashs_output_and_busy_ones_fall_back() {
     );
 }
 
+/// `cluster` with the links of a datacenter (0.5 ms, 5 Gbit/s) in its posh.toml, the client's
+/// and every mount's.
+fn on_a_datacenter_link(cluster: Cluster) -> Cluster {
+    let dc = "[client]\nrtt = \"0.5ms\"\nbandwidth = \"5Gbit\"\n\n";
+    let config = std::fs::read_to_string(cluster.root().join("posh.toml")).unwrap();
+    let config = config.replace("[[mount]]\n", "[[mount]]\nrtt = \"0.5ms\"\nbandwidth = \"5Gbit\"\n");
+    std::fs::write(cluster.root().join("posh.toml"), format!("{dc}{config}")).unwrap();
+    cluster
+}
+
 /// Do no harm (issue 40): with the links of a datacenter in posh.toml, a small file's command
 /// is not worth a call of the runtime: `--explain` keeps it at the client and says why, the run
 /// leaves it to bash (bash's output, no call), and a large file's command still runs at its proxy.
 #[test]
 fn a_call_that_does_not_pay_stays_at_the_client_as_explained() {
-    let cluster = Cluster::new(&[]);
-    let dc = "[client]\nrtt = \"0.5ms\"\nbandwidth = \"5Gbit\"\n\n";
-    let config = std::fs::read_to_string(cluster.root().join("posh.toml")).unwrap();
-    let config = config.replace("[[mount]]\n", "[[mount]]\nrtt = \"0.5ms\"\nbandwidth = \"5Gbit\"\n");
-    std::fs::write(cluster.root().join("posh.toml"), format!("{dc}{config}")).unwrap();
+    let cluster = on_a_datacenter_link(Cluster::new(&[]));
     std::fs::write(cluster.root().join("logs/note.txt"), "a TODO\nb\nTODO c\n").unwrap();
     let script = "grep -c TODO logs/note.txt\ngrep -c ERROR logs/big.log\n";
     std::fs::write(cluster.root().join("s.sh"), script).unwrap();
@@ -1002,11 +1008,7 @@ fn a_call_that_does_not_pay_stays_at_the_client_as_explained() {
 /// (a large log at its proxy, a small file at the client) is placed when it runs.
 #[test]
 fn a_loop_whose_every_value_does_not_pay_stays_with_bash() {
-    let cluster = Cluster::new(&[]);
-    let dc = "[client]\nrtt = \"0.5ms\"\nbandwidth = \"5Gbit\"\n\n";
-    let config = std::fs::read_to_string(cluster.root().join("posh.toml")).unwrap();
-    let config = config.replace("[[mount]]\n", "[[mount]]\nrtt = \"0.5ms\"\nbandwidth = \"5Gbit\"\n");
-    std::fs::write(cluster.root().join("posh.toml"), format!("{dc}{config}")).unwrap();
+    let cluster = on_a_datacenter_link(Cluster::new(&[]));
     for i in 0..5 {
         std::fs::write(cluster.root().join(format!("logs/note{i}.txt")), "a TODO\nb\nTODO c\n").unwrap();
     }
