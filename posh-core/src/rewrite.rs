@@ -174,6 +174,8 @@ pub fn why_not_in(script_text: &str, pipeline: &Pipeline, functions: &[String], 
 pub struct TextScope {
     lists_jobs: std::sync::OnceLock<bool>,
     shows_functions: std::sync::OnceLock<bool>,
+    traces: std::sync::OnceLock<bool>,
+    sets_globignore: std::sync::OnceLock<bool>,
 }
 
 /// Why `pipeline` stays with bash as a whole, whatever its commands.
@@ -239,6 +241,7 @@ pub struct TextFacts {
     waits: bool,
     lists_jobs: bool,
     shows_functions: bool,
+    sets_globignore: bool,
     loops: LoopScope,
 }
 
@@ -252,6 +255,7 @@ impl TextFacts {
             waits: text.split(|c: char| !c.is_alphanumeric()).any(|w| w == "wait"),
             lists_jobs: lists_jobs(text),
             shows_functions: shows_functions(text),
+            sets_globignore: text.contains("GLOBIGNORE"),
             loops: LoopScope::of(text),
         }
     }
@@ -269,6 +273,7 @@ impl TextFacts {
             all.waits |= part.waits;
             all.lists_jobs |= part.lists_jobs;
             all.shows_functions |= part.shows_functions;
+            all.sets_globignore |= part.sets_globignore;
             // The first trap line of the text is the first part's that has one.
             all.loops.trap = all.loops.trap.take().or_else(|| part.loops.trap.clone());
             all.loops.nounset |= part.loops.nounset;
@@ -306,6 +311,8 @@ impl TextFacts {
         TextScope {
             lists_jobs: std::sync::OnceLock::from(self.lists_jobs),
             shows_functions: std::sync::OnceLock::from(self.shows_functions),
+            traces: std::sync::OnceLock::from(self.loops.xtrace),
+            sets_globignore: std::sync::OnceLock::from(self.sets_globignore),
         }
     }
 }
@@ -724,8 +731,14 @@ fn sets_option(script_text: &str, letter: char, long: &str) -> bool {
 
 /// Why word `word` of command `command` of `pipeline` (handed over whole) is globbed by bash
 /// even where a proxy could expand it (`planner::globs`): what bash shows of a word's expansion
-/// besides the command's arguments.
-pub fn why_glob_stays(script_text: &str, pipeline: &Pipeline, command: usize, word: usize) -> Option<&'static str> {
+/// besides the command's arguments. `scope` is made for `script_text` (see [`TextScope`]).
+pub fn why_glob_stays(
+    script_text: &str,
+    scope: &TextScope,
+    pipeline: &Pipeline,
+    command: usize,
+    word: usize,
+) -> Option<&'static str> {
     let words = pipeline.commands.get(command).map_or(0, |c| c.words.len());
     if word == 0 {
         return Some("the command's name");
@@ -734,11 +747,11 @@ pub fn why_glob_stays(script_text: &str, pipeline: &Pipeline, command: usize, wo
     if pipeline.commands.len() == 1 && word + 1 == words {
         return Some("the last word of a lone command, which `$_` keeps");
     }
-    if sets_option(script_text, 'x', "xtrace") {
+    if *scope.traces.get_or_init(|| sets_option(script_text, 'x', "xtrace")) {
         return Some("the script traces its commands (`set -x`), which shows bash's expansion");
     }
     // Setting it turns `dotglob` on, which `$BASHOPTS` does not show.
-    if script_text.contains("GLOBIGNORE") {
+    if *scope.sets_globignore.get_or_init(|| script_text.contains("GLOBIGNORE")) {
         return Some("the script sets GLOBIGNORE");
     }
     None

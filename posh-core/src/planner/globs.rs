@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use crate::config::Config;
 use crate::fs::normalize_path;
+use crate::rewrite::TextScope;
 use crate::shell::{Pipeline, Word};
 use crate::text::Span;
 
@@ -30,11 +31,20 @@ pub struct GlobAtProxy {
 }
 
 /// The globs of `pipeline` (handed over whole, starting in `cwd`) that the proxies expand.
-pub fn at_proxies(config: &Config, source: &str, pipeline: &Pipeline, cwd: &Path) -> Vec<GlobAtProxy> {
+/// `text` is made for `source` (see [`TextScope`]).
+pub fn at_proxies(
+    config: &Config,
+    source: &str,
+    text: &TextScope,
+    pipeline: &Pipeline,
+    cwd: &Path,
+) -> Vec<GlobAtProxy> {
     let mut found = Vec::new();
     for (c, command) in pipeline.commands.iter().enumerate() {
         for (w, word) in command.words.iter().enumerate() {
-            if !word.glob || word.literal.is_some() || crate::rewrite::why_glob_stays(source, pipeline, c, w).is_some()
+            if !word.glob
+                || word.literal.is_some()
+                || crate::rewrite::why_glob_stays(source, text, pipeline, c, w).is_some()
             {
                 continue;
             }

@@ -247,7 +247,7 @@ fn globs_at_proxy(
     if !whole || scope.handed_over || !alone.cwd_known || !plan.may_touch_a_mount() {
         return Vec::new();
     }
-    globs::at_proxies(ctx.config, scope.source, pipeline, &alone.cwd)
+    globs::at_proxies(ctx.config, scope.source, &scope.text, pipeline, &alone.cwd)
 }
 
 /// What planning a pipeline (or a part of one) on its own takes from the script around it.

@@ -736,3 +736,24 @@ fn a_call_that_does_not_pay_stays_at_the_client() {
     }
     insta::assert_snapshot!(shown);
 }
+
+/// A glob over one mount is expanded by that mount's proxy, unless the script shows bash's
+/// expansion (`set -x`, anywhere in it) or changes it (GLOBIGNORE): the rule reads the whole
+/// text once per script, not once per word (`rewrite::TextScope`).
+#[test]
+fn a_traced_script_or_one_setting_globignore_keeps_its_globs_with_bash() {
+    let globbed = |script: &str| -> Vec<String> {
+        let (plan, _) = plan_with(CONFIG, &file_system(), "/home/user", script, PlanOptions::default());
+        plan.pipelines
+            .iter()
+            .flat_map(|p| p.globs_at_proxy.iter().map(|g| format!("{} at {}", g.word, g.mount)))
+            .collect()
+    };
+    let pipeline = "grep -c ERROR /mnt/logs/ray*.log | sort\n";
+    assert_eq!(globbed(pipeline), ["/mnt/logs/ray*.log at logs"]);
+    for before in ["set -x\n", "set -o xtrace\n", "GLOBIGNORE=/mnt/logs/ray0.log\n"] {
+        assert_eq!(globbed(&format!("{before}{pipeline}")), Vec::<String>::new(), "{before}");
+        // Later in the script counts too: bash's text is one.
+        assert_eq!(globbed(&format!("{pipeline}{before}")), Vec::<String>::new(), "{before} after");
+    }
+}
