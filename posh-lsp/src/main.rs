@@ -8,6 +8,10 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 use posh_lsp::check;
 
+/// See `posh_lsp::memory`: an analysis is many small allocations freed on another thread.
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 #[derive(Parser, Debug)]
 #[command(name = "posh-lsp", version = posh_cli::VERSION, about = "posh's language server and linter")]
 struct Cli {
@@ -46,7 +50,7 @@ fn main() -> ExitCode {
     match cli.command {
         None | Some(Command::Serve { .. }) => {
             let _ = cli.stdio;
-            posh_lsp::memory::limit_arenas();
+            posh_lsp::memory::configure();
             match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
                 Ok(runtime) => {
                     runtime.block_on(posh_lsp::server::serve_stdio());
