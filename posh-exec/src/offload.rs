@@ -75,11 +75,11 @@ pub fn rewrite(
     // Words of theirs that the mounts' proxies glob (`planner::globs`).
     let mut globs = Vec::new();
     // Loops the runtime gets whole: their body's pipelines go in their call.
-    let touches_a_mount = |i: usize| planner::plan_pipeline_in(&ctx, &script.pipelines[i], &scope).may_touch_a_mount();
+    let goes_to_runtime = |i: usize| planner::plan_pipeline_in(&ctx, &script.pipelines[i], &scope).goes_to_runtime();
     let loops: Vec<(&posh_core::shell::ForLoop, Vec<posh_core::shell::Pipeline>)> = script
         .loops
         .iter()
-        .filter(|l| planner::why_loop_stays_with_bash(&ctx, &script, &scope, l, &touches_a_mount).is_none())
+        .filter(|l| planner::why_loop_stays_with_bash(&ctx, &script, &scope, l, &goes_to_runtime).is_none())
         .map(|l| (l, planner::body_of(&script, l).into_iter().map(|i| script.pipelines[i].clone()).collect()))
         .collect();
     // (Those of a substitution among its words are chosen as any other.)
@@ -97,7 +97,7 @@ pub fn rewrite(
         // The whole pipeline, or the parts of it the plan hands over while bash keeps the rest.
         if !plan.handed_parts.is_empty() {
             chosen.extend(plan.handed_parts.iter().map(|part| pipeline.part(part.commands.0..part.commands.1)));
-        } else if plan.stays_with_bash.is_none() && plan.may_touch_a_mount() {
+        } else if plan.goes_to_runtime() {
             chosen.push(pipeline.clone());
             globs.extend(plan.globs_at_proxy.iter().map(|glob| glob.span));
         } else {
@@ -212,7 +212,7 @@ pub fn rewrite_line(
         let plan = planner::plan_pipeline_in(&ctx, pipeline, &scope);
         let parts: Vec<posh_core::shell::Pipeline> = if !plan.handed_parts.is_empty() {
             plan.handed_parts.iter().map(|part| pipeline.part(part.commands.0..part.commands.1)).collect()
-        } else if plan.stays_with_bash.is_none() && plan.may_touch_a_mount() {
+        } else if plan.goes_to_runtime() {
             vec![pipeline.clone()]
         } else {
             continue;

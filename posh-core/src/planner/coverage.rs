@@ -64,7 +64,7 @@ pub fn coverage_of<P: std::borrow::Borrow<PipelinePlan>>(
     for pipeline in pipelines.iter().map(|p| p.borrow()) {
         match &pipeline.stays_with_bash {
             Some(why) => count(&mut coverage.stay, why),
-            None if pipeline.may_touch_a_mount() => {
+            None if pipeline.goes_to_runtime() => {
                 coverage.handed += 1;
                 coverage.planned_at_proxies += usize::from(pipeline.runs_at_a_proxy());
                 if !pipeline.handed_parts.is_empty() {

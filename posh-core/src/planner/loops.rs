@@ -28,8 +28,8 @@ pub struct LoopPlan {
 pub enum LoopRuns {
     /// bash runs the loop, handing its body's pipelines to the runtime one iteration at a time.
     WithBash { why: String },
-    /// bash runs the loop as it is: no pipeline of its body goes to the runtime (none may run
-    /// at a proxy).
+    /// bash runs the loop as it is: no pipeline of its body goes to the runtime (bash keeps each,
+    /// or none may run at a proxy).
     TouchesNoMount,
     /// The runtime runs it, every iteration at the proxy of `mount`, as one request.
     OneJob { mount: String, iterations: usize },
@@ -138,7 +138,7 @@ pub fn plan_loops<P: std::borrow::Borrow<PipelinePlan>>(
         .iter()
         .map(|the_loop| {
             let body = body_of(script, the_loop);
-            let runs = match why_with_bash(ctx, script, scope, the_loop, &|i| plans[i].borrow().may_touch_a_mount()) {
+            let runs = match why_with_bash(ctx, script, scope, the_loop, &|i| plans[i].borrow().goes_to_runtime()) {
                 Some(Kept::Because(why)) => LoopRuns::WithBash { why },
                 Some(Kept::TouchesNoMount) => LoopRuns::TouchesNoMount,
                 None => {
@@ -167,27 +167,29 @@ pub fn body_of(script: &Script, the_loop: &ForLoop) -> Vec<usize> {
 pub enum Kept {
     /// What `rewrite` cannot hand over faithfully, or a body pipeline that stays with bash.
     Because(String),
-    /// Nothing in its body touches a mount: bash runs it as it is.
+    /// No pipeline of its body goes to the runtime (bash keeps each, or none may run at a
+    /// proxy): bash runs it as it is.
     TouchesNoMount,
 }
 
 /// Why bash keeps `the_loop` rather than hand it to the runtime whole, if it does.
-/// `touches_a_mount` says whether the script's pipeline of that index may touch a mount.
+/// `goes_to_runtime` says whether the script's pipeline of that index goes to the runtime
+/// (`PipelinePlan::goes_to_runtime`).
 pub fn why_with_bash(
     ctx: &PlanContext<'_>,
     script: &Script,
     scope: &ScriptScope<'_>,
     the_loop: &ForLoop,
-    touches_a_mount: &dyn Fn(usize) -> bool,
+    goes_to_runtime: &dyn Fn(usize) -> bool,
 ) -> Option<Kept> {
     let body = body_of(script, the_loop);
     let pipelines: Vec<&Pipeline> = body.iter().map(|&i| &script.pipelines[i]).collect();
     if let Some(why) = scope.script_stays.clone() {
         return Some(Kept::Because(why));
     }
-    // A loop none of whose pipelines the runtime would get (none may run at a proxy) is bash's
-    // as it is: no other reason matters.
-    if !body.iter().any(|&i| touches_a_mount(i)) {
+    // A loop none of whose pipelines the runtime would get (bash keeps them, or none may run at
+    // a proxy) is bash's as it is: no other reason matters.
+    if !body.iter().any(|&i| goes_to_runtime(i)) {
         return Some(Kept::TouchesNoMount);
     }
     if let Some(why) = crate::rewrite::why_loop_stays(&scope.loops, the_loop, &pipelines) {

@@ -494,6 +494,13 @@ impl PipelinePlan {
         self.runs_at_a_proxy() || self.nodes.iter().any(|n| matches!(n.why, Why::DependsOnShell(_)))
     }
 
+    /// The rewrite hands this pipeline (or parts of it) to the runtime: nothing keeps it with
+    /// bash and it may touch a mount. The one rule for the rewrite, `--explain`'s summary and
+    /// whether a loop's body has anything for the runtime.
+    pub fn goes_to_runtime(&self) -> bool {
+        self.stays_with_bash.is_none() && self.may_touch_a_mount()
+    }
+
     pub fn crossing_edges(&self) -> impl Iterator<Item = &Edge> {
         self.edges.iter().filter(|e| e.crosses)
     }

@@ -757,3 +757,14 @@ fn a_traced_script_or_one_setting_globignore_keeps_its_globs_with_bash() {
         assert_eq!(globbed(&format!("{pipeline}{before}")), Vec::<String>::new(), "{before} after");
     }
 }
+
+/// A loop whose body has nothing for the runtime (bash keeps `read` and `echo`, though a word
+/// of the `echo` is known only when it runs) is bash's as it is, and `--explain` says so rather than that its
+/// pipelines go to the runtime one iteration at a time: the rule is the rewrite's
+/// (`PipelinePlan::goes_to_runtime`).
+#[test]
+fn a_loop_whose_body_has_nothing_for_the_runtime_is_bash_as_it_is() {
+    let text = explain_given("for f in /mnt/logs/ray*.log; do\n  read -r n\n  echo \"$f $n\"\ndone\n", &[], &[]);
+    assert!(text.contains("bash runs the loop as it is: no pipeline of its body goes to the runtime"), "{text}");
+    assert!(!text.contains("one iteration at a time"), "{text}");
+}
