@@ -99,6 +99,13 @@ impl Library {
             .map_or_else(Vec::new, |indices| indices.iter().map(|&i| &self.entries[i].entry).collect())
     }
 
+    /// Whether an entry of `command` is one `wanted` accepts: [`Library::candidates`] without
+    /// gathering them (asked for every command of a script at each of an editor's keystrokes).
+    pub fn any_candidate(&self, command: &str, wanted: impl Fn(&CommandEntry) -> bool) -> bool {
+        let name = matcher::command_name(command);
+        self.by_command.get(name).is_some_and(|indices| indices.iter().any(|&i| wanted(&self.entries[i].entry)))
+    }
+
     /// Fits argv to the first entry of its command that accepts it.
     pub fn match_argv(&self, argv: &[String]) -> Result<Invocation<'_>, NoMatch> {
         let Some(first) = argv.first() else {

@@ -608,7 +608,7 @@ fn made_fifos(library: &Library, script: &Script, working_dirs: &[(usize, Workin
             // Matched only when an entry of its name makes FIFOs: this runs for every analysis
             // of a script (the editor's, each keystroke), over all its commands.
             let name = command.words.first().and_then(|w| w.literal.as_deref());
-            if !name.is_some_and(|name| library.candidates(name).iter().any(|e| e.options.makes_fifos)) {
+            if !name.is_some_and(|name| library.any_candidate(name, |e| e.options.makes_fifos)) {
                 continue;
             }
             let Some(argv) = command.words.iter().map(|w| w.literal.clone()).collect::<Option<Vec<String>>>() else {
@@ -629,7 +629,7 @@ fn unnamed_fifos(library: &Library, script: &Script, working_dirs: &[(usize, Wor
     script.pipelines.iter().zip(working_dirs).any(|(pipeline, (_, dir))| {
         pipeline.commands.iter().any(|command| {
             let name = command.words.first().and_then(|w| w.literal.as_deref());
-            name.is_some_and(|name| library.candidates(name).iter().any(|e| e.options.makes_fifos))
+            name.is_some_and(|name| library.any_candidate(name, |e| e.options.makes_fifos))
                 && (*dir == WorkingDir::Unknown || command.words.iter().any(|w| w.literal.is_none()))
         })
     })
