@@ -102,6 +102,7 @@ impl ChunkCache {
 /// broken chunk is closed on its own (see below).
 pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
     let bounds = boundaries(source);
+    let mut fresh = parse_fresh_chunks(source, &bounds, cache);
     let mut kept: HashMap<String, Chunk> = HashMap::new();
     let mut pipelines = Vec::new();
     let mut loops = Vec::new();
@@ -121,7 +122,7 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
                 parsed = Some((end_index, text, found));
                 break;
             }
-            let script = shell::parse(text);
+            let script = fresh.remove(&(start, bounds[end_index])).unwrap_or_else(|| shell::parse(text));
             if script.errors.is_empty() {
                 let chunk = Chunk {
                     pipelines: script.pipelines,
@@ -184,6 +185,41 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
     (Script { pipelines, loops, errors, flow, ..Script::default() }, recovery)
 }
 
+/// Fewer chunks than this not in the cache are parsed on this thread alone.
+const PARALLEL_FROM: usize = 16;
+
+/// The chunks between consecutive `bounds` that `cache` does not hold, parsed on every core
+/// when there are many (opening a file, or a change of most of it): brush-parser takes about 20
+/// ms per 1,000 lines, and one core's parse of a 5,000-line script was a third of its opening.
+/// Keyed by (start, end); [`parse`] takes each from here instead of parsing it again, and parses
+/// what it needs beyond (a chunk joined with the next) itself.
+fn parse_fresh_chunks(source: &str, bounds: &[usize], cache: &ChunkCache) -> HashMap<(usize, usize), Script> {
+    let missing: Vec<(usize, usize)> = bounds
+        .windows(2)
+        .map(|w| (w[0], w[1]))
+        .filter(|&(start, end)| !cache.chunks.contains_key(&source[start..end]))
+        .collect();
+    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
+    if missing.len() < PARALLEL_FROM || threads < 2 {
+        return HashMap::new();
+    }
+    let per_thread = missing.len().div_ceil(threads);
+    std::thread::scope(|scope| {
+        let parsing: Vec<_> = missing
+            .chunks(per_thread)
+            .map(|part| {
+                scope.spawn(move || {
+                    part.iter()
+                        .map(|&(start, end)| ((start, end), shell::parse(&source[start..end])))
+                        .collect::<Vec<_>>()
+                })
+            })
+            .collect();
+        // A thread that panicked: its chunks are parsed again on this one (and panic there).
+        parsing.into_iter().filter_map(|t| t.join().ok()).flatten().collect()
+    })
+}
+
 /// `0`, the chosen cuts, and the text's length. A cut is chosen by the line before it (a blank
 /// line, or one whose hash says so) once a chunk has enough lines, so an edit changes the
 /// boundaries of its own chunk and perhaps the next, never those further on.
@@ -217,6 +253,8 @@ mod tests {
         let chunk = "f() {\n  grep -c x \"$1\" | sort\n}\n\nfor l in *.log; do\n  f \"$l\" >> c.txt\ndone\ncat <<'E' | wc -l\nx\n\nE\nif [ -s c ]; then\n  cat a b | grep 'a\nb' | wc -l\nfi\necho \"$(ls | head)\" && sort -u c | head\n# done\n";
         let source = chunk.repeat(40);
         let mut cache = ChunkCache::default();
+        // Enough chunks that the first parse takes them from several threads.
+        assert!(boundaries(&source).len() > PARALLEL_FROM + 1);
         let (script, recovery) = parse(&source, &mut cache);
         assert_eq!(recovery, Recovery::None);
         assert_eq!(script, shell::parse(&source));
