@@ -681,3 +681,22 @@ fn bash_verdicts_by_group_equal_the_whole_ones_under_edits() {
     assert!(rejected >= 10 && accepted >= 10, "{rejected} rejected, {accepted} accepted");
     assert!(kept >= 50, "groups' verdicts were kept: {kept}");
 }
+
+/// A script of many chunks, opened: its chunks are parsed and planned on every core, and the plan
+/// is still the one `posh-exec --explain` makes of the whole text.
+#[test]
+fn a_large_script_planned_on_every_core_is_planned_as_a_whole() {
+    let fs = file_system();
+    let world = world(&fs);
+    let text: String = (0..40)
+        .map(|i| format!("cd /mnt/logs\ncat ray{}.log | grep x{i} | sort\nf() {{ sort \"$1\"; }}\nf /mnt/a/big.txt\nX=/mnt/b/y.log\ngrep -c e{i} \"$X\"\ncat /mnt/logs/ray{}.log | grep y | f\necho {i}\n\n", i % 4, (i + 1) % 4))
+        .collect();
+    let mut cache = ide::AnalysisCache::default();
+    let opened = ide::analyze_script_cached(&world, &fs, &text, &mut cache);
+    assert_eq!(cache.reused(), 0);
+    let ctx = plan_context(&world, &fs);
+    let inputs = ide::inputs_of(&world, None);
+    let whole = posh_core::planner::plan_script_given(&ctx, &text, &posh_core::shell::parse_tolerant(&text), &inputs);
+    assert_eq!(opened.plan.pipelines.len(), 320);
+    assert_eq!(opened.plan.to_plan(), whole);
+}

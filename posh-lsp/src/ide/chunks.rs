@@ -199,25 +199,9 @@ fn parse_fresh_chunks(source: &str, bounds: &[usize], cache: &ChunkCache) -> Has
         .map(|w| (w[0], w[1]))
         .filter(|&(start, end)| !cache.chunks.contains_key(&source[start..end]))
         .collect();
-    let threads = std::thread::available_parallelism().map_or(1, |n| n.get()).min(8);
-    if missing.len() < PARALLEL_FROM || threads < 2 {
-        return HashMap::new();
-    }
-    let per_thread = missing.len().div_ceil(threads);
-    std::thread::scope(|scope| {
-        let parsing: Vec<_> = missing
-            .chunks(per_thread)
-            .map(|part| {
-                scope.spawn(move || {
-                    part.iter()
-                        .map(|&(start, end)| ((start, end), shell::parse(&source[start..end])))
-                        .collect::<Vec<_>>()
-                })
-            })
-            .collect();
-        // A thread that panicked: its chunks are parsed again on this one (and panic there).
-        parsing.into_iter().filter_map(|t| t.join().ok()).flatten().collect()
-    })
+    let parsed =
+        super::cores::on_every_core(&missing, PARALLEL_FROM, |&(start, end)| shell::parse(&source[start..end]));
+    missing.into_iter().zip(parsed).collect()
 }
 
 /// `0`, the chosen cuts, and the text's length. A cut is chosen by the line before it (a blank

@@ -10,6 +10,7 @@ pub mod code_actions;
 pub mod code_lens;
 pub mod completion;
 pub mod config;
+mod cores;
 pub mod diagnostics;
 pub mod formatting;
 pub mod hover;
