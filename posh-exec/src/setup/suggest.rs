@@ -40,7 +40,7 @@ pub struct Limits {
 }
 
 impl Default for Limits {
-    /// About 5 s per server at most, when everything times out; a fraction of that otherwise.
+    /// About 7 s per server at most, when everything times out; a fraction of that otherwise.
     fn default() -> Limits {
         Limits {
             resolve: Duration::from_secs(1),
@@ -49,7 +49,9 @@ impl Default for Limits {
             lookups: 3,
             lookups_within: Duration::from_secs(1),
             search_entries: 2000,
-            search_within: Duration::from_secs(1),
+            // The first listing of a cold sshfs mount, from a sandboxed child on a busy machine,
+            // took over 1 s now and then (the suite's sshfs test, beside other builds).
+            search_within: Duration::from_secs(2),
             read_bytes: 4 << 20,
             read_within: Duration::from_secs(2),
             min_rate_bytes: 256 << 10,
