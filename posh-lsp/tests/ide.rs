@@ -700,3 +700,23 @@ fn a_large_script_planned_on_every_core_is_planned_as_a_whole() {
     assert_eq!(opened.plan.pipelines.len(), 320);
     assert_eq!(opened.plan.to_plan(), whole);
 }
+
+/// A block repeated in two directories: the same text is planned once for each place (its files
+/// are other files there), and each place keeps its own plans.
+#[test]
+fn a_repeated_block_is_planned_for_each_place_it_is_in() {
+    let fs = file_system();
+    let world = world(&fs);
+    let block =
+        "cat ray0.log | grep x | sort\nwc -l ray1.log\necho a\necho b\necho c\necho d\necho e\ngrep -c y big.txt\n\n";
+    // Each `cd` a chunk of its own, so that the blocks after it are chunks of the same texts.
+    let cd = |dir: &str| format!("cd {dir}\n{}\n", "#\n".repeat(8));
+    let text = format!("{}{}{}{}", cd("/mnt/logs"), block.repeat(10), cd("/mnt/a"), block.repeat(10));
+    let mut cache = ide::AnalysisCache::default();
+    let opened = ide::analyze_script_cached(&world, &fs, &text, &mut cache);
+    assert!(cache.reused_chunks() > 16, "the blocks are chunks of the same text");
+    let ctx = plan_context(&world, &fs);
+    let inputs = ide::inputs_of(&world, None);
+    let whole = posh_core::planner::plan_script_given(&ctx, &text, &posh_core::shell::parse_tolerant(&text), &inputs);
+    assert_eq!(opened.plan.to_plan(), whole);
+}

@@ -199,9 +199,9 @@ pub fn analyze_script_at(
         // same plans, relative to where it starts. First which chunks must be planned again,
         // then those planned (on every core when there are many: opening a file), then the
         // script's plans in order.
-        let mut to_plan: Vec<(String, usize, std::ops::Range<usize>, PlannedWith)> = Vec::new();
+        let mut to_plan: Vec<(usize, usize, std::ops::Range<usize>, PlannedWith)> = Vec::new();
         let mut next = 0;
-        for (start, key) in &cache.chunks.layout {
+        for (position, (start, key)) in cache.chunks.layout.iter().enumerate() {
             let Some(chunk) = cache.chunks.chunks.get_mut(key) else {
                 continue;
             };
@@ -250,7 +250,7 @@ pub fn analyze_script_at(
                     values: value_keys(),
                     states: states.iter().map(|s| s.cloned()).collect(),
                 };
-                to_plan.push((key.clone(), *start, range, with));
+                to_plan.push((position, *start, range, with));
             }
         }
         // Each thread its own context: `ctx`'s file system is not known to be shared safely.
@@ -267,15 +267,21 @@ pub fn analyze_script_at(
         let planned = super::cores::on_every_core(&to_plan, PLAN_IN_PARALLEL_FROM, |(_, start, range, _)| {
             plan_chunk(*start, range)
         });
-        for ((key, _, _, with), plans) in to_plan.into_iter().zip(planned) {
-            if let Some(chunk) = cache.chunks.chunks.get_mut(&key) {
-                chunk.plans = Some((with, plans));
+        // Each place takes the plans made for it: a text that comes twice (a repeated block) may
+        // be planned twice, from other directories or values. The cache keeps the last.
+        let mut fresh: Vec<Option<Vec<Arc<PipelinePlan>>>> = vec![None; cache.chunks.layout.len()];
+        for ((position, _, _, with), plans) in to_plan.into_iter().zip(planned) {
+            let key = &cache.chunks.layout[position].1;
+            if let Some(chunk) = cache.chunks.chunks.get_mut(key) {
+                chunk.plans = Some((with, plans.clone()));
             }
+            fresh[position] = Some(plans);
         }
         let mut pipelines = Vec::with_capacity(script.pipelines.len());
-        for (start, key) in &cache.chunks.layout {
-            if let Some((_, plans)) = cache.chunks.chunks.get(key).and_then(|c| c.plans.as_ref()) {
-                pipelines.extend(plans.iter().map(|plan| PlacedPlan { offset: *start, plan: plan.clone() }));
+        for ((start, key), fresh) in cache.chunks.layout.iter().zip(fresh) {
+            let kept = || cache.chunks.chunks.get(key).and_then(|c| c.plans.as_ref()).map(|(_, plans)| plans.clone());
+            if let Some(plans) = fresh.or_else(kept) {
+                pipelines.extend(plans.into_iter().map(|plan| PlacedPlan { offset: *start, plan }));
             }
         }
         pipelines
