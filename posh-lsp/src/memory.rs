@@ -11,7 +11,7 @@
 /// on request, and with them the server held 85 to 100 MB after opening a 5,000-line script and
 /// after closing it, against 45 to 55 MB without, for no measurable speed. (mimalloc's own option
 /// is read when the process starts, before `main`; the kernel's switch covers every later fault.)
-pub fn configure() {
+pub fn no_transparent_huge_pages() {
     // SAFETY: prctl with integer arguments only.
     unsafe {
         libc::prctl(libc::PR_SET_THP_DISABLE, 1, 0, 0, 0);
@@ -29,8 +29,8 @@ pub fn give_back() {
 }
 
 /// Frees `value` on a thread of its own, and every [`TRIM_EVERY`]th time gives memory back
-/// there too: freeing a replaced analysis of a large script takes milliseconds, and a trim walks
-/// the heap, work a keystroke's answer should not wait for.
+/// there too: freeing a replaced analysis of a large script takes milliseconds, and giving back
+/// walks the heap, work a keystroke's answer should not wait for.
 pub fn free_later<T: Send + 'static>(value: T) {
     use std::sync::OnceLock;
     use std::sync::mpsc::{Sender, channel};

@@ -243,8 +243,7 @@ fn globs_at_proxy(
     alone: &Alone<'_>,
     plan: &PipelinePlan,
 ) -> Vec<globs::GlobAtProxy> {
-    let whole = plan.stays_with_bash.is_none() && plan.handed_parts.is_empty();
-    if !whole || scope.handed_over || !alone.cwd_known || !plan.may_touch_a_mount() {
+    if !plan.goes_to_runtime() || !plan.handed_parts.is_empty() || scope.handed_over || !alone.cwd_known {
         return Vec::new();
     }
     globs::at_proxies(ctx.config, scope.source, &scope.text, pipeline, &alone.cwd)

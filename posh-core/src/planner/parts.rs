@@ -28,7 +28,7 @@ pub(super) fn plan_in_parts(
         let part = pipeline.part(run.clone());
         let kept = reasons[run.start].clone();
         let mut plan = plan_alone(ctx, &part, kept.clone(), alone);
-        let handed = kept.is_none() && plan.may_touch_a_mount();
+        let handed = plan.goes_to_runtime();
         if kept.is_some() {
             for node in &mut plan.nodes {
                 if let NodeKind::Command { command, .. } = node.kind

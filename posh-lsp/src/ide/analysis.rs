@@ -253,7 +253,8 @@ pub fn analyze_script_at(
                 to_plan.push((position, *start, range, with));
             }
         }
-        // Each thread its own context: `ctx`'s file system is not known to be shared safely.
+        // A context per chunk: `ctx` holds the file system as `dyn FileSystem`, which other
+        // threads may not share; `fs` is the same one, known to be `Sync`.
         let (library, config, ratios, cwd, options) = (ctx.library, ctx.config, ctx.ratios, &ctx.cwd, &ctx.options);
         let plan_chunk = |start: usize, range: &std::ops::Range<usize>| -> Vec<Arc<PipelinePlan>> {
             let ctx = PlanContext { library, config, fs, cwd: cwd.clone(), options: options.clone(), ratios };

@@ -194,10 +194,12 @@ const PARALLEL_FROM: usize = 16;
 /// Keyed by (start, end); [`parse`] takes each from here instead of parsing it again, and parses
 /// what it needs beyond (a chunk joined with the next) itself.
 fn parse_fresh_chunks(source: &str, bounds: &[usize], cache: &ChunkCache) -> HashMap<(usize, usize), Script> {
+    // A text that comes twice (a repeated block) is parsed once: `parse` keeps its first.
+    let mut seen = std::collections::HashSet::new();
     let missing: Vec<(usize, usize)> = bounds
         .windows(2)
         .map(|w| (w[0], w[1]))
-        .filter(|&(start, end)| !cache.chunks.contains_key(&source[start..end]))
+        .filter(|&(start, end)| !cache.chunks.contains_key(&source[start..end]) && seen.insert(&source[start..end]))
         .collect();
     let parsed =
         super::cores::on_every_core(&missing, PARALLEL_FROM, |&(start, end)| shell::parse(&source[start..end]));
