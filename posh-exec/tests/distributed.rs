@@ -963,6 +963,16 @@ fn on_a_datacenter_link(cluster: Cluster) -> Cluster {
     cluster
 }
 
+/// Where `--explain --format json` planned each pipeline's first command, and why: its mount
+/// (null at the client) and its reason.
+fn first_commands(explain: &serde_json::Value) -> Vec<(serde_json::Value, serde_json::Value)> {
+    let first = |p: &serde_json::Value| {
+        let command = p["nodes"].as_array().unwrap().iter().find(|n| n["kind"]["type"] == "command").unwrap();
+        (command["location"]["mount"].clone(), command["why"]["reason"].clone())
+    };
+    explain["pipelines"].as_array().unwrap().iter().map(first).collect()
+}
+
 /// Do no harm (issue 40): with the links of a datacenter in posh.toml, a small file's command
 /// is not worth a call of the runtime: `--explain` keeps it at the client and says why, the run
 /// leaves it to bash (bash's output, no call), and a large file's command still runs at its proxy.
@@ -975,17 +985,8 @@ fn a_call_that_does_not_pay_stays_at_the_client_as_explained() {
     let explain = cluster.posh(&["--explain", "--format", "json", "s.sh"]);
     assert!(explain.status.success(), "{}", text(&explain.stderr));
     let explain: serde_json::Value = serde_json::from_slice(&explain.stdout).unwrap();
-    let planned: Vec<(serde_json::Value, serde_json::Value)> = explain["pipelines"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|p| {
-            let grep = p["nodes"].as_array().unwrap().iter().find(|n| n["kind"]["type"] == "command").unwrap();
-            (grep["location"]["mount"].clone(), grep["why"]["reason"].clone())
-        })
-        .collect();
     assert_eq!(
-        planned,
+        first_commands(&explain),
         [(serde_json::Value::Null, "does_not_pay".into()), ("logs".into(), "cheapest".into())],
         "{explain:#}"
     );
@@ -1000,6 +1001,38 @@ fn a_call_that_does_not_pay_stays_at_the_client_as_explained() {
         })
         .collect();
     assert_eq!(ran, [("logs", "")], "{stats:?}");
+}
+
+/// Do no harm, for a loop (issue 40): a loop the runtime gets whole sends its iterations to the
+/// proxy in requests, which their pipelines share: on a datacenter link eight small files' greps
+/// pay together what one does not pay alone. `--explain` says so (the grep at its proxy, the loop
+/// one request), and the run does it, its output bash's; a loop of one file stays with bash.
+#[test]
+fn a_loop_of_small_files_shares_its_request_and_goes_to_the_proxy() {
+    let cluster = on_a_datacenter_link(Cluster::new(&[]));
+    for i in 0..8 {
+        std::fs::write(cluster.root().join(format!("logs/note{i}.txt")), "a TODO\nb\nTODO c\n").unwrap();
+    }
+    let script = "for f in logs/note*.txt; do grep -c TODO \"$f\"; done\n\
+                  for f in logs/note1.txt; do grep -c TODO \"$f\"; done\n";
+    std::fs::write(cluster.root().join("s.sh"), script).unwrap();
+    let explain = cluster.posh(&["--explain", "--format", "json", "s.sh"]);
+    assert!(explain.status.success(), "{}", text(&explain.stderr));
+    let explain: serde_json::Value = serde_json::from_slice(&explain.stdout).unwrap();
+    let loops: Vec<(&str, &serde_json::Value)> =
+        explain["loops"].as_array().unwrap().iter().map(|l| (l["runs"].as_str().unwrap(), &l["mount"])).collect();
+    assert_eq!(loops, [("one_job", &serde_json::json!("logs")), ("touches_no_mount", &serde_json::Value::Null)]);
+    assert_eq!(
+        first_commands(&explain),
+        [("logs".into(), "cheapest".into()), (serde_json::Value::Null, "does_not_pay".into())],
+        "{explain:#}"
+    );
+    let (_, stats) = cluster.same_as_bash(script, &[]);
+    assert_eq!(stats.len(), 8, "the first loop's eight pipelines, none of the second's: {stats:?}");
+    for record in &stats {
+        assert_eq!((record["line"].as_u64(), record["loop_request"].as_bool()), (Some(1), Some(true)), "{record}");
+        assert_eq!(record["commands"][0]["location"], "logs", "{record}");
+    }
 }
 
 /// Do no harm by value sets (issue 40): on a datacenter link, a loop's `grep -c TODO "$f"` over

@@ -77,6 +77,18 @@ impl LoopRuns {
 /// neither its first output nor its memory waits on planning them all.
 pub const MOST_PIPELINES_PLANNED_AHEAD: usize = 65_536;
 
+/// The most pipelines of a loop one request to a proxy holds: a round trip per 256 pipelines is
+/// a small part of their time, and the proxy's answer to the first comes while the client is
+/// still reading the last's output.
+pub const PIPELINES_PER_REQUEST: usize = 256;
+
+/// How many pipelines share each request when a loop's `pipelines` go to a proxy in requests
+/// of at most [`PIPELINES_PER_REQUEST`] (at least 1).
+pub fn pipelines_per_request(pipelines: usize) -> usize {
+    let requests = pipelines.div_ceil(PIPELINES_PER_REQUEST).max(1);
+    (pipelines / requests).max(1)
+}
+
 /// Where `plan` runs as one job, every command at one proxy: the mount's name; else why not.
 /// The rule the runtime applies to each iteration's pipelines, and `--explain` to those it can
 /// know.
@@ -183,7 +195,6 @@ pub fn why_with_bash(
     goes_to_runtime: &dyn Fn(usize) -> bool,
 ) -> Option<Kept> {
     let body = body_of(script, the_loop);
-    let pipelines: Vec<&Pipeline> = body.iter().map(|&i| &script.pipelines[i]).collect();
     if let Some(why) = scope.script_stays.clone() {
         return Some(Kept::Because(why));
     }
@@ -192,13 +203,7 @@ pub fn why_with_bash(
     if !body.iter().any(|&i| goes_to_runtime(i)) {
         return Some(Kept::TouchesNoMount);
     }
-    if let Some(why) = crate::rewrite::why_loop_stays(&scope.loops, the_loop, &pipelines) {
-        return Some(Kept::Because(why));
-    }
-    if let Some(why) = pipelines.iter().find_map(|p| scope.why_stays(ctx.library, p)) {
-        return Some(Kept::Because(format!("bash keeps a pipeline of its body ({why})")));
-    }
-    None
+    scope.why_loop_kept(ctx.library, script, the_loop).map(Kept::Because)
 }
 
 /// How the runtime will run a loop it gets whole: its body planned for each word the planner
@@ -246,7 +251,9 @@ fn iterations(ctx: &PlanContext<'_>, scope: &ScriptScope<'_>, the_loop: &ForLoop
         let why = format!("bash splits or globs `{value}`, used unquoted: bash runs the loop, each pipeline a call");
         return LoopRuns::EachIteration { why };
     }
-    let ctx = &PlanContext { cwd, options: ctx.options.clone(), ..*ctx };
+    // The iterations go as requests, which their pipelines share (as the runtime plans them).
+    let pipelines_per_call = pipelines_per_request(values.len() * body.len());
+    let ctx = &PlanContext { cwd, options: super::PlanOptions { pipelines_per_call, ..ctx.options.clone() }, ..*ctx };
     let handed = ScriptScope::handed_over();
     let mut plans = Vec::new();
     for value in &values {

@@ -26,13 +26,13 @@ use std::path::{Path, PathBuf};
 use crate::config::Config;
 use crate::fs::FileSystem;
 use crate::library::Library;
-use crate::shell::{Context, Pipeline, Script};
+use crate::shell::{Context, ForLoop, Pipeline, Script};
 
 pub use expand::{Expanded, expand_word};
 pub(crate) use expand::{Piece, matches_chars};
 pub use loops::{
-    LoopPlan, LoopRuns, MOST_PIPELINES_PLANNED_AHEAD, body_of, one_job_at, one_proxy_for_all, plan_loops,
-    why_with_bash as why_loop_stays_with_bash,
+    LoopPlan, LoopRuns, MOST_PIPELINES_PLANNED_AHEAD, PIPELINES_PER_REQUEST, body_of, one_job_at, one_proxy_for_all,
+    pipelines_per_request, plan_loops, why_with_bash as why_loop_stays_with_bash,
 };
 pub use model::*;
 pub use working_dir::WorkingDir;
@@ -64,11 +64,15 @@ pub struct PlanOptions {
     /// The script may change how bash matches globs (`values::globs_differ`): a glob word is then
     /// one only the shell can tell. Set by the planner from the script.
     pub globs_differ: bool,
+    /// How many pipelines share the call of the runtime this one goes in, and so its cost
+    /// (`pays`): a loop's iterations sent to one proxy go as requests of
+    /// [`PIPELINES_PER_REQUEST`]. Set by the planner from the script's loops.
+    pub pipelines_per_call: usize,
 }
 
 impl Default for PlanOptions {
     fn default() -> PlanOptions {
-        PlanOptions { strategy: Strategy::CostBased, copies_per_mount: 1, globs_differ: false }
+        PlanOptions { strategy: Strategy::CostBased, copies_per_mount: 1, globs_differ: false, pipelines_per_call: 1 }
     }
 }
 
@@ -170,6 +174,16 @@ fn plan_script_in(ctx: &PlanContext<'_>, script: &Script, scope: ScriptScope<'_>
 /// will run it: see `parts`. With the script's values (`ScriptScope::with_values`), words that
 /// read parameters it knows are planned with their values: see `by_value`.
 pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &ScriptScope<'_>) -> PipelinePlan {
+    // A pipeline of a loop the runtime may get whole shares its request with the others.
+    let in_a_loop;
+    let ctx = match scope.pipelines_per_call(pipeline) {
+        Some(pipelines_per_call) => {
+            let options = PlanOptions { pipelines_per_call, ..ctx.options.clone() };
+            in_a_loop = PlanContext { cwd: ctx.cwd.clone(), options, ..*ctx };
+            &in_a_loop
+        }
+        None => ctx,
+    };
     let stays = scope.why_stays(ctx.library, pipeline);
     let (cwd, cwd_known) = match scope.working_dir(pipeline) {
         WorkingDir::Known(steps) => {
@@ -441,6 +455,19 @@ pub struct ScriptScope<'a> {
     unnamed_fifos: bool,
     /// What of the whole script's text bears on every pipeline, scanned once.
     text: crate::rewrite::TextScope,
+    /// The top-level loops the runtime gets whole when a pipeline of their body goes to it.
+    whole_loops: Vec<WholeLoop>,
+}
+
+/// A top-level `for` loop that nothing but its body's plans keeps with bash
+/// (`loops::why_with_bash`): when the runtime gets it, its iterations' pipelines go to a proxy
+/// in requests, and share each request's cost.
+#[derive(Clone, Debug)]
+struct WholeLoop {
+    body: crate::Span,
+    variable: String,
+    /// Its body's pipelines.
+    pipelines: usize,
 }
 
 impl<'a> ScriptScope<'a> {
@@ -458,7 +485,7 @@ impl<'a> ScriptScope<'a> {
     ) -> ScriptScope<'a> {
         let working_dirs: Vec<(usize, WorkingDir)> =
             script.pipelines.iter().map(|p| p.span.start).zip(working_dir::working_dirs(source, script)).collect();
-        ScriptScope {
+        let mut scope = ScriptScope {
             source,
             functions: function_names_around(source, script),
             script_stays: facts.why_script_stays(),
@@ -470,6 +497,46 @@ impl<'a> ScriptScope<'a> {
             loops: facts.loops().clone(),
             values: None,
             text: facts.text_scope(),
+            whole_loops: Vec::new(),
+        };
+        if scope.script_stays.is_none() {
+            let whole = |the_loop: &ForLoop| {
+                let body = loops::body_of(script, the_loop);
+                scope.why_loop_kept(library, script, the_loop).is_none().then(|| WholeLoop {
+                    body: the_loop.body,
+                    variable: the_loop.variable.clone(),
+                    pipelines: body.len(),
+                })
+            };
+            scope.whole_loops = script.loops.iter().filter_map(whole).collect();
+        }
+        scope
+    }
+
+    /// Why bash keeps `the_loop` whatever its body's plans: what `rewrite` cannot hand over
+    /// faithfully, or a pipeline of its body that stays with bash (the script staying whole
+    /// aside).
+    pub fn why_loop_kept(&self, library: &Library, script: &Script, the_loop: &ForLoop) -> Option<String> {
+        let body: Vec<&Pipeline> = loops::body_of(script, the_loop).into_iter().map(|i| &script.pipelines[i]).collect();
+        if let Some(why) = crate::rewrite::why_loop_stays(&self.loops, the_loop, &body) {
+            return Some(why);
+        }
+        body.iter()
+            .find_map(|p| self.why_stays(library, p))
+            .map(|why| format!("bash keeps a pipeline of its body ({why})"))
+    }
+
+    /// How many pipelines share the call `pipeline` goes in, when it is in the body of a loop
+    /// the runtime may get whole whose words the value analysis knows: each iteration's
+    /// pipelines go to a proxy in requests ([`loops::pipelines_per_request`]). The words are
+    /// counted as distinct values, never more than the loop has.
+    pub fn pipelines_per_call(&self, pipeline: &Pipeline) -> Option<usize> {
+        let inside = |l: &&WholeLoop| l.body.start <= pipeline.span.start && pipeline.span.end <= l.body.end;
+        let the_loop = self.whole_loops.iter().find(inside)?;
+        let state = self.values.as_deref()?.before(pipeline.span.start)?;
+        match state.get(&the_loop.variable) {
+            crate::values::Value::Known(words) => Some(loops::pipelines_per_request(words.len() * the_loop.pipelines)),
+            crate::values::Value::Unknown(_) => None,
         }
     }
 
@@ -511,6 +578,7 @@ impl<'a> ScriptScope<'a> {
             values: None,
             unnamed_fifos: false,
             text: crate::rewrite::TextScope::default(),
+            whole_loops: Vec::new(),
         }
     }
 
@@ -543,6 +611,9 @@ impl<'a> ScriptScope<'a> {
         self.unnamed_fifos.hash(&mut hasher);
         self.globs_differ.hash(&mut hasher);
         self.fifos.iter().filter(|(at, _)| *at < pipeline.span.start).for_each(|(_, path)| path.hash(&mut hasher));
+        // (The loop's words are the values' key's.)
+        let inside = |l: &&WholeLoop| l.body.start <= pipeline.span.start && pipeline.span.end <= l.body.end;
+        self.whole_loops.iter().find(inside).map(|l| (&l.variable, l.pipelines)).hash(&mut hasher);
         hasher.finish()
     }
 

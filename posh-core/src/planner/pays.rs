@@ -17,6 +17,12 @@ use crate::planner::place;
 /// about 1 ms is starting the command (both pay it) and 0.5 ms the link's round trip.
 pub(crate) const CALL_SECONDS: f64 = 0.0034;
 
+/// What the call a pipeline goes in costs it: a loop's pipelines sent to a proxy as one request
+/// share the request's cost (`PlanOptions::pipelines_per_call`).
+fn call_seconds(ctx: &PlanContext<'_>) -> f64 {
+    CALL_SECONDS / ctx.options.pipelines_per_call.max(1) as f64
+}
+
 /// Round trips a command at the client spends on each file of a mount it opens through the
 /// networked filesystem (sshfs: a lookup, an open, a read and a close; the attribute cache saves
 /// some), where the transfer model counts one.
@@ -31,7 +37,8 @@ pub(crate) fn unless_it_does_not_pay(ctx: &PlanContext<'_>, built: Built, unspli
     if unknown || !at_a_proxy(&built) {
         return built;
     }
-    let offloaded = place::predicted_seconds(ctx, &built) + mount_round_trips(ctx, &built) + CALL_SECONDS;
+    let call = call_seconds(ctx);
+    let offloaded = place::predicted_seconds(ctx, &built) + mount_round_trips(ctx, &built) + call;
     // Every file of a mount a command reads crosses to the client when the commands run there:
     // when that alone costs more than the call, the pipeline pays, and is not planned again (with
     // a thousand mounts, a second plan of the pipeline unsplit cost as much as the first).
@@ -54,11 +61,15 @@ pub(crate) fn unless_it_does_not_pay(ctx: &PlanContext<'_>, built: Built, unspli
     if at_client > offloaded {
         return built;
     }
+    let share = match ctx.options.pipelines_per_call {
+        1 => String::new(),
+        n => format!(" (its share of a request of {n} pipelines)"),
+    };
     let why = Why::DoesNotPay(format!(
-        "predicted {} at the client through the mount, {} at a proxy plus the call's own {}",
+        "predicted {} at the client through the mount, {} at a proxy plus the call's own {}{share}",
         millis(at_client),
-        millis(offloaded - CALL_SECONDS),
-        millis(CALL_SECONDS)
+        millis(offloaded - call),
+        millis(call)
     ));
     for n in 0..kept.plan.nodes.len() {
         let node = &mut kept.plan.nodes[n];

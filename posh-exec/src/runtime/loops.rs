@@ -20,7 +20,9 @@ use std::sync::Arc;
 
 use tokio::io::AsyncWriteExt as _;
 
-use posh_core::planner::{MOST_PIPELINES_PLANNED_AHEAD, PipelinePlan, one_proxy_for_all};
+use posh_core::planner::{
+    MOST_PIPELINES_PLANNED_AHEAD, PIPELINES_PER_REQUEST, PipelinePlan, one_proxy_for_all, pipelines_per_request,
+};
 use posh_core::rewrite::{MARK_BODY, MARK_ITEM, MARK_LOOP};
 use posh_exec::remote::Traffic;
 use posh_exec::remote::protocol::{Ended, MAX_LINE, Request, Sequence, VERSION};
@@ -188,11 +190,13 @@ fn at_one_proxy(session: &Session, call: &LoopCall, cwd: &Path, env: &[(OsString
     let planning = super::metadata::Planning::new(session);
     let iterations: Vec<PipelineCall> = call.iterations().flat_map(|values| call.iteration(values)).collect();
     planning.prefetch(iterations.iter().flat_map(|p| super::session::call_paths(p, cwd)));
+    // As the planner plans them: the requests' cost shared by their pipelines.
+    let per_call = pipelines_per_request(iterations.len());
     let mut plans: Vec<PipelinePlan> = Vec::with_capacity(iterations.len());
     let mut jobs = Vec::with_capacity(iterations.len());
     for call in iterations {
         let (plan, units) =
-            placement::place(&session.library, &session.config, &session.ratios, &call, cwd, env, &planning);
+            placement::place(&session.library, &session.config, &session.ratios, &call, cwd, env, &planning, per_call);
         plans.push(plan?);
         let steps = one_job(&units)?;
         jobs.push(Job { call, steps, units });
@@ -228,7 +232,7 @@ pub fn run(
         let planning = super::metadata::Planning::new(session);
         planning.prefetch(super::session::call_paths(pipeline, cwd));
         let (_, units) =
-            placement::place(&session.library, &session.config, &session.ratios, pipeline, cwd, env, &planning);
+            placement::place(&session.library, &session.config, &session.ratios, pipeline, cwd, env, &planning, 1);
         let asked = planning.into_traffic();
         let status =
             session.until_caller_goes(stream, execute::execute(Some(session), pipeline, caller, &units, &asked));
@@ -272,13 +276,13 @@ pub fn run(
 }
 
 /// Where each request of the loop's jobs ends (exclusive indices into `requests`): at most
-/// [`JOBS_PER_REQUEST`] jobs, and a line of at most half of `MAX_LINE`, whatever the words.
+/// [`PIPELINES_PER_REQUEST`] jobs, and a line of at most half of `MAX_LINE`, whatever the words.
 fn request_ends(requests: &[Request]) -> Vec<usize> {
     let mut ends = Vec::new();
     let (mut jobs, mut bytes) = (0, 0);
     for (i, request) in requests.iter().enumerate() {
         let size = serde_json::to_vec(request).map_or(MAX_LINE, |line| line.len() + 1);
-        if jobs > 0 && (jobs == JOBS_PER_REQUEST || bytes + size > MAX_LINE / 2) {
+        if jobs > 0 && (jobs == PIPELINES_PER_REQUEST || bytes + size > MAX_LINE / 2) {
             ends.push(i);
             (jobs, bytes) = (0, 0);
         }
@@ -288,10 +292,6 @@ fn request_ends(requests: &[Request]) -> Vec<usize> {
     ends.push(requests.len());
     ends
 }
-
-/// Jobs per request: a round trip per 256 pipelines is a small part of their time, and the
-/// proxy's answer to the first comes while the client is still reading the last's output.
-const JOBS_PER_REQUEST: usize = 256;
 
 /// How a request of a loop's jobs ended.
 enum Outcome {

@@ -108,6 +108,7 @@ pub fn place(
     cwd: &Path,
     env: &[(OsString, OsString)],
     fs: &dyn FileSystem,
+    pipelines_per_call: usize,
 ) -> (Option<PipelinePlan>, Vec<Unit>) {
     // A removed directory has no path the plan could place a command by (a proxy has none
     // either); the commands run there at the client, as bash runs them.
@@ -124,7 +125,7 @@ pub fn place(
         Ok(pipeline) => pipeline,
         Err(reason) => return (None, departed(call, &reason)),
     };
-    let options = PlanOptions::default();
+    let options = PlanOptions { pipelines_per_call, ..PlanOptions::default() };
     let ctx = PlanContext { library, config, fs, cwd: cwd.to_path_buf(), options, ratios };
     let plan = planner::plan_pipeline_in(&ctx, &pipeline, &ScriptScope::handed_over());
     // `split`: the step is a copy of a split command, whose redirections the fan-in applies.

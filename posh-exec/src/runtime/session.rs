@@ -434,7 +434,8 @@ impl Session {
             colour_as_on_the_terminal(&mut call, fds[1].as_ref(), &env);
             let planning = metadata::Planning::new(self);
             planning.prefetch(call_paths(&call, &cwd));
-            let (_, units) = placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env, &planning);
+            let (_, units) =
+                placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env, &planning, 1);
             (call, units, planning.into_traffic())
         });
         let caller = caller_of(fds, env);
