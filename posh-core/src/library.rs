@@ -2,6 +2,7 @@
 //! command replaces every earlier entry of that command.
 
 use std::collections::HashMap;
+use std::sync::OnceLock;
 
 use crate::annotation::{self, CommandEntry};
 use crate::diagnostic::Diagnostic;
@@ -25,9 +26,73 @@ pub struct LibraryEntry {
 
 #[derive(Debug, Clone, Default)]
 pub struct Library {
-    entries: Vec<LibraryEntry>,
-    /// Command name (first word) to indices into `entries`, in order of precedence.
+    slots: Vec<Slot>,
+    /// Command name (first word) to indices into `slots`, in order of precedence.
     by_command: HashMap<String, Vec<usize>>,
+}
+
+/// An entry of the library, or a shipped one not parsed until it is first asked for: a run
+/// uses a few of the shipped commands, and parsing all of them at every start was most of a
+/// short script's time under posh-exec (about 13 of 18 ms).
+#[derive(Debug, Clone)]
+enum Slot {
+    Parsed(LibraryEntry),
+    Shipped {
+        /// As its first line writes it (`git status`).
+        name: Vec<String>,
+        file: &'static str,
+        /// Its text, from its first line to the next entry's, and where that starts in `file`.
+        text: &'static str,
+        at: usize,
+        parsed: OnceLock<Option<LibraryEntry>>,
+    },
+}
+
+impl Slot {
+    fn name(&self) -> &[String] {
+        match self {
+            Slot::Parsed(e) => &e.entry.name,
+            Slot::Shipped { name, .. } => name,
+        }
+    }
+
+    /// Its entry, if parsed already.
+    fn parsed(&self) -> Option<&LibraryEntry> {
+        match self {
+            Slot::Parsed(e) => Some(e),
+            Slot::Shipped { parsed, .. } => parsed.get()?.as_ref(),
+        }
+    }
+
+    fn entry(&self) -> Option<&LibraryEntry> {
+        match self {
+            Slot::Parsed(e) => Some(e),
+            Slot::Shipped { file, text, at, parsed, .. } => parsed
+                .get_or_init(|| {
+                    let [entry] = <[CommandEntry; 1]>::try_from(annotation::entries_of_checked_file(text)).ok()?;
+                    Some(LibraryEntry { entry: entry.moved(*at), source: file.to_string() })
+                })
+                .as_ref(),
+        }
+    }
+}
+
+/// The entries of a shipped annotation file, unparsed: each from its first line (a line at the
+/// left margin that is not a comment or a list item: `grep[...]:`, `cat:`) to the next one's,
+/// with the name that line gives and where it starts.
+fn shipped_entries(text: &'static str) -> Vec<(Vec<String>, &'static str, usize)> {
+    let mut starts: Vec<(usize, Vec<String>)> = Vec::new();
+    let mut at = 0;
+    for line in text.split_inclusive('\n') {
+        let first = line.chars().next().unwrap_or(' ');
+        if !first.is_whitespace() && first != '#' && first != '-' {
+            let name = &line[..line.find(['[', ':']).unwrap_or(line.len())];
+            starts.push((at, name.split_whitespace().map(str::to_string).collect()));
+        }
+        at += line.len();
+    }
+    let ends = starts.iter().skip(1).map(|(start, _)| *start).chain([text.len()]).collect::<Vec<_>>();
+    starts.into_iter().zip(ends).map(|((start, name), end)| (name, &text[start..end], start)).collect()
 }
 
 impl Library {
@@ -36,12 +101,19 @@ impl Library {
     }
 
     /// The shipped library. Its files are checked by the test suite, so they load whole, and
-    /// are not checked again at every start (`annotation::entries_of_checked_file`).
+    /// are not checked again at every start (`annotation::entries_of_checked_file`); each entry
+    /// is parsed when it is first asked for.
     pub fn builtin() -> Library {
         let mut library = Library::empty();
-        for (name, text) in builtin_sources() {
-            let entries = annotation::entries_of_checked_file(text);
-            library.replace_entries(entries.into_iter().map(|entry| LibraryEntry { entry, source: name.to_string() }));
+        for (file, text) in builtin_sources() {
+            let entries = shipped_entries(text).into_iter().map(|(name, text, at)| Slot::Shipped {
+                name,
+                file,
+                text,
+                at,
+                parsed: OnceLock::new(),
+            });
+            library.replace_entries(entries);
         }
         library.reindex();
         library
@@ -51,59 +123,66 @@ impl Library {
     /// returns the file's diagnostics.
     pub fn add_source(&mut self, name: &str, text: &str) -> Vec<Diagnostic> {
         let parsed = annotation::parse(text);
-        self.replace_entries(parsed.entries.into_iter().map(|entry| LibraryEntry { entry, source: name.to_string() }));
+        let entries = parsed.entries.into_iter().map(|entry| LibraryEntry { entry, source: name.to_string() });
+        self.replace_entries(entries.map(Slot::Parsed));
         self.reindex();
         parsed.diagnostics
     }
 
     /// Adds `new` entries, each replacing earlier ones of the same (full) name.
-    fn replace_entries(&mut self, new: impl Iterator<Item = LibraryEntry>) {
-        let new: Vec<LibraryEntry> = new.collect();
-        self.entries.retain(|existing| !new.iter().any(|e| e.entry.name == existing.entry.name));
-        self.entries.extend(new);
+    fn replace_entries(&mut self, new: impl Iterator<Item = Slot>) {
+        let new: Vec<Slot> = new.collect();
+        self.slots.retain(|existing| !new.iter().any(|e| e.name() == existing.name()));
+        self.slots.extend(new);
     }
 
     fn reindex(&mut self) {
         self.by_command.clear();
-        for (i, e) in self.entries.iter().enumerate() {
-            self.by_command.entry(e.entry.name[0].clone()).or_default().push(i);
+        for (i, slot) in self.slots.iter().enumerate() {
+            if let Some(first) = slot.name().first() {
+                self.by_command.entry(first.clone()).or_default().push(i);
+            }
         }
         // A multi-word name (`git status`) is more specific than the bare command: try it first.
         for indices in self.by_command.values_mut() {
-            indices.sort_by_key(|&i| std::cmp::Reverse(self.entries[i].entry.name.len()));
+            indices.sort_by_key(|&i| std::cmp::Reverse(self.slots[i].name().len()));
         }
     }
 
+    /// Every entry (parsing the shipped ones not parsed yet).
     pub fn entries(&self) -> impl Iterator<Item = &LibraryEntry> {
-        self.entries.iter()
+        self.slots.iter().filter_map(Slot::entry)
     }
 
     /// Distinct command names (`git status` counts apart from `git add`).
     pub fn command_names(&self) -> Vec<String> {
-        let mut names: Vec<String> = self.entries.iter().map(|e| e.entry.display_name()).collect();
+        let mut names: Vec<String> = self.entries().map(|e| e.entry.display_name()).collect();
         names.sort();
         names.dedup();
         names
     }
 
-    /// The file an entry of this library came from.
+    /// The file an entry of this library came from (among those parsed: it was asked for).
     pub fn source_of(&self, entry: &CommandEntry) -> Option<&str> {
-        self.entries.iter().find(|e| std::ptr::eq(&e.entry, entry)).map(|e| e.source.as_str())
+        let parsed = self.slots.iter().filter_map(Slot::parsed);
+        parsed.filter(|e| std::ptr::eq(&e.entry, entry)).map(|e| e.source.as_str()).next()
+    }
+
+    /// The entries of `command`'s name, in the order they are tried.
+    fn of_command(&self, command: &str) -> impl Iterator<Item = &CommandEntry> {
+        let indices = self.by_command.get(matcher::command_name(command)).map_or(&[][..], Vec::as_slice);
+        indices.iter().filter_map(|&i| self.slots[i].entry()).map(|e| &e.entry)
     }
 
     /// The entries that could fit argv, in the order they are tried.
     pub fn candidates(&self, command: &str) -> Vec<&CommandEntry> {
-        let name = matcher::command_name(command);
-        self.by_command
-            .get(name)
-            .map_or_else(Vec::new, |indices| indices.iter().map(|&i| &self.entries[i].entry).collect())
+        self.of_command(command).collect()
     }
 
     /// Whether an entry of `command` is one `wanted` accepts: [`Library::candidates`] without
     /// gathering them (asked for every command of a script at each of an editor's keystrokes).
     pub fn any_candidate(&self, command: &str, wanted: impl Fn(&CommandEntry) -> bool) -> bool {
-        let name = matcher::command_name(command);
-        self.by_command.get(name).is_some_and(|indices| indices.iter().any(|&i| wanted(&self.entries[i].entry)))
+        self.of_command(command).any(wanted)
     }
 
     /// Fits argv to the first entry of its command that accepts it.
@@ -112,5 +191,37 @@ impl Library {
             return Err(NoMatch::Empty);
         };
         matcher::match_entries(&self.candidates(first), argv)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The shipped entries, each parsed alone when first asked for, are what parsing the whole
+    /// files gives (names, spans into their file, sources, order), and asking for one command
+    /// parses only its entries.
+    #[test]
+    fn shipped_entries_parsed_one_by_one_are_the_whole_files() {
+        let mut whole: Vec<LibraryEntry> = Vec::new();
+        for (file, text) in builtin_sources() {
+            let entries = annotation::entries_of_checked_file(text);
+            whole.retain(|existing| !entries.iter().any(|e| e.name == existing.entry.name));
+            whole.extend(entries.into_iter().map(|entry| LibraryEntry { entry, source: file.to_string() }));
+        }
+        let library = Library::builtin();
+        let parsed = |library: &Library| {
+            library.slots.iter().filter(|s| matches!(s, Slot::Shipped { parsed, .. } if parsed.get().is_some())).count()
+        };
+        assert_eq!(parsed(&library), 0);
+        let greps = library.candidates("/usr/bin/grep");
+        assert!(greps.len() > 1, "grep has several forms");
+        assert!(greps.iter().all(|g| library.source_of(g) == Some("search.posh")));
+        assert_eq!(parsed(&library), greps.len(), "only grep's entries are parsed");
+        let one_by_one: Vec<&LibraryEntry> = library.entries().collect();
+        assert_eq!(one_by_one.len(), whole.len());
+        for (lazy, eager) in one_by_one.into_iter().zip(&whole) {
+            assert_eq!((&lazy.source, &lazy.entry), (&eager.source, &eager.entry));
+        }
     }
 }

@@ -45,6 +45,21 @@ impl CommandEntry {
         self.args().find(|(_, spec)| spec.splittable).map(|(r, _)| r)
     }
 
+    /// The entry with every span moved `by` bytes on: parsed from a part of a file that starts
+    /// there.
+    pub fn moved(mut self, by: usize) -> CommandEntry {
+        let moved = |span: &mut Span| *span = Span::new(span.start + by, span.end + by);
+        moved(&mut self.name_span);
+        moved(&mut self.span);
+        for spec in self.flags.iter_mut().chain(&mut self.optparams).chain(&mut self.params) {
+            moved(&mut spec.span);
+        }
+        for example in &mut self.examples {
+            moved(&mut example.span);
+        }
+        self
+    }
+
     /// The entry with every span set to zero, for comparing models parsed from different text.
     pub fn without_spans(&self) -> CommandEntry {
         let strip = |specs: &[ArgSpec]| specs.iter().map(|s| ArgSpec { span: Span::default(), ..s.clone() }).collect();

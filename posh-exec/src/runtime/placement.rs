@@ -99,7 +99,9 @@ impl Unit {
 
 /// Plans `call` run in `cwd`, with what `fs` tells of the files: its units, and the plan they
 /// follow (`None` when nothing could be planned). Every command runs at the client when bash's
-/// words cannot be planned (words that are not UTF-8, say).
+/// words cannot be planned (words that are not UTF-8, say). `pipelines_per_call` share the
+/// call's cost (`PlanOptions::pipelines_per_call`: a loop's requests), 1 for a call of its own.
+#[allow(clippy::too_many_arguments)]
 pub fn place(
     library: &Library,
     config: &Config,
