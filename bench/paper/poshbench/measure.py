@@ -266,7 +266,7 @@ class WorkloadRun:
                 cold = self.warm_up(env, tag)
             else:
                 kb = settings_mod.READAHEAD_TUNED_KB if system == "a_readahead" else settings_mod.READAHEAD_DEFAULT_KB
-                cold = self.setting.cold(kb)
+                cold = self.setting.cold(kb, as_proxies_user=system == "b")
             if system.startswith("b"):
                 env["POSH_CONFIG"] = str(self.config)
                 argv = self.setting.client([str(self.options.posh_exec), "--stats", str(stats), str(self.script)])

@@ -209,22 +209,33 @@ class EmulatedLink:
         user = pwd.getpwnam(PROXY_USER)
         hand_over(path, user.pw_uid, user.pw_gid)
 
-    def cold(self, readahead_kb: int) -> str:
-        self.remount(readahead_kb)
+    def cold(self, readahead_kb: int, as_proxies_user: bool = False) -> str:
+        self.remount(readahead_kb, as_proxies_user=as_proxies_user)
         return "fresh sshfs mount"
 
     def settle(self) -> None:
         """Unmounts and mounts again, so that every write the client made has reached the storage."""
         self.remount(READAHEAD_DEFAULT_KB)
 
-    def remount(self, readahead_kb: int, attempts: int = 3) -> None:
+    def remount(self, readahead_kb: int, attempts: int = 3, as_proxies_user: bool = False) -> None:
         """A fresh sshfs mount. A mount once failed in CI (sshfs's log was not kept), which stopped
         a whole run for a fault of the rig, not of either system measured: a failed mount is
-        tried again after a pause, each failure quoting the end of sshfs's log."""
+        tried again after a pause, each failure quoting the end of sshfs's log.
+
+        `as_proxies_user`: the mount's file operations are made as the proxies' user, as a
+        deployment's are (a user's mount and proxies are one user's): the rig logs sshfs in as
+        root, and a directory bash made through that mount was root's, so a job at a proxy could
+        not write into it (posh's run of `mkdir -p thumbs` at the client, then the loop's
+        `convert` at the proxy, on the datacenter link)."""
         log = Path(self.env["NETRIG_STATE"]) / "sshfs.log"
+        env = {"NETRIG_READAHEAD_KB": str(readahead_kb)}
+        if as_proxies_user:
+            user = pwd.getpwnam(PROXY_USER)
+            env["NETRIG_SSHFS_OPTS"] = (f"sftp_server=/usr/bin/setpriv --reuid={user.pw_uid} --regid={user.pw_gid} "
+                                        "--clear-groups /usr/lib/openssh/sftp-server")
         for attempt in range(1, attempts + 1):
             try:
-                self.netrig("remount", env={"NETRIG_READAHEAD_KB": str(readahead_kb)})
+                self.netrig("remount", env=env)
                 return
             except SettingError as e:
                 said = log.read_text(errors="replace").strip().splitlines()[-5:] if log.is_file() else []
@@ -363,7 +374,8 @@ class RealDeployment:
     def tunes_readahead(self) -> bool:
         return len(self.readahead) == len(self.mounts)
 
-    def cold(self, readahead_kb: int) -> str:
+    def cold(self, readahead_kb: int, as_proxies_user: bool = False) -> str:
+        # (A deployment's mount is its user's already.)
         for knob, value in self.readahead.items():
             knob.write_text(f"{readahead_kb}\n" if readahead_kb == READAHEAD_TUNED_KB else value)
         if not self.root:
