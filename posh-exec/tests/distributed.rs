@@ -1006,25 +1006,39 @@ fn a_call_that_does_not_pay_stays_at_the_client_as_explained() {
 /// Do no harm, for a loop (issue 40): a loop the runtime gets whole sends its iterations to the
 /// proxy in requests, which their pipelines share: on a datacenter link eight small files' greps
 /// pay together what one does not pay alone. `--explain` says so (the grep at its proxy, the loop
-/// one request), and the run does it, its output bash's; a loop of one file stays with bash.
+/// one request), and the run does it, its output bash's; a loop of one file stays with bash, and
+/// so does one whose body reads both mounts.
 #[test]
 fn a_loop_of_small_files_shares_its_request_and_goes_to_the_proxy() {
     let cluster = on_a_datacenter_link(Cluster::new(&[]));
     for i in 0..8 {
-        std::fs::write(cluster.root().join(format!("logs/note{i}.txt")), "a TODO\nb\nTODO c\n").unwrap();
+        for mount in ["logs", "archive"] {
+            std::fs::write(cluster.root().join(format!("{mount}/note{i}.txt")), "a TODO\nb\nTODO c\n").unwrap();
+        }
     }
+    // The third loop's body is split across the two mounts: its requests could not carry it (a
+    // request goes to one proxy), so each pipeline would be a call of its own, and it stays.
     let script = "for f in logs/note*.txt; do grep -c TODO \"$f\"; done\n\
-                  for f in logs/note1.txt; do grep -c TODO \"$f\"; done\n";
+                  for f in logs/note1.txt; do grep -c TODO \"$f\"; done\n\
+                  for n in 0 1 2 3 4 5 6 7; do cat \"logs/note$n.txt\" \"archive/note$n.txt\" | grep -c TODO; done\n";
     std::fs::write(cluster.root().join("s.sh"), script).unwrap();
     let explain = cluster.posh(&["--explain", "--format", "json", "s.sh"]);
     assert!(explain.status.success(), "{}", text(&explain.stderr));
     let explain: serde_json::Value = serde_json::from_slice(&explain.stdout).unwrap();
     let loops: Vec<(&str, &serde_json::Value)> =
         explain["loops"].as_array().unwrap().iter().map(|l| (l["runs"].as_str().unwrap(), &l["mount"])).collect();
-    assert_eq!(loops, [("one_job", &serde_json::json!("logs")), ("touches_no_mount", &serde_json::Value::Null)]);
+    let none = &serde_json::Value::Null;
+    assert_eq!(
+        loops,
+        [("one_job", &serde_json::json!("logs")), ("touches_no_mount", none), ("touches_no_mount", none)]
+    );
     assert_eq!(
         first_commands(&explain),
-        [("logs".into(), "cheapest".into()), (serde_json::Value::Null, "does_not_pay".into())],
+        [
+            ("logs".into(), "cheapest".into()),
+            (none.clone(), "does_not_pay".into()),
+            (none.clone(), "does_not_pay".into())
+        ],
         "{explain:#}"
     );
     let (_, stats) = cluster.same_as_bash(script, &[]);

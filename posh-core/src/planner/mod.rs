@@ -174,16 +174,20 @@ fn plan_script_in(ctx: &PlanContext<'_>, script: &Script, scope: ScriptScope<'_>
 /// will run it: see `parts`. With the script's values (`ScriptScope::with_values`), words that
 /// read parameters it knows are planned with their values: see `by_value`.
 pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &ScriptScope<'_>) -> PipelinePlan {
-    // A pipeline of a loop the runtime may get whole shares its request with the others.
-    let in_a_loop;
-    let ctx = match scope.pipelines_per_call(pipeline) {
-        Some(pipelines_per_call) => {
-            let options = PlanOptions { pipelines_per_call, ..ctx.options.clone() };
-            in_a_loop = PlanContext { cwd: ctx.cwd.clone(), options, ..*ctx };
-            &in_a_loop
+    // A pipeline of a loop the runtime may get whole shares its request with the others, when
+    // the plan lets the request carry it (wholly at one proxy, as `loops::iterations` and the
+    // runtime require); otherwise it is a call of its own, and costs one.
+    if let Some(pipelines_per_call) = scope.pipelines_per_call(pipeline) {
+        let options = PlanOptions { pipelines_per_call, ..ctx.options.clone() };
+        let plan = plan_one_pipeline(&PlanContext { cwd: ctx.cwd.clone(), options, ..*ctx }, pipeline, scope);
+        if loops::one_job_at(&plan).is_ok() {
+            return plan;
         }
-        None => ctx,
-    };
+    }
+    plan_one_pipeline(ctx, pipeline, scope)
+}
+
+fn plan_one_pipeline(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &ScriptScope<'_>) -> PipelinePlan {
     let stays = scope.why_stays(ctx.library, pipeline);
     let (cwd, cwd_known) = match scope.working_dir(pipeline) {
         WorkingDir::Known(steps) => {
@@ -534,9 +538,12 @@ impl<'a> ScriptScope<'a> {
         let inside = |l: &&WholeLoop| l.body.start <= pipeline.span.start && pipeline.span.end <= l.body.end;
         let the_loop = self.whole_loops.iter().find(inside)?;
         let state = self.values.as_deref()?.before(pipeline.span.start)?;
+        // (A loop of more pipelines than are planned ahead runs each as a call of its own.)
         match state.get(&the_loop.variable) {
-            crate::values::Value::Known(words) => Some(loops::pipelines_per_request(words.len() * the_loop.pipelines)),
-            crate::values::Value::Unknown(_) => None,
+            crate::values::Value::Known(words) if words.len() * the_loop.pipelines <= MOST_PIPELINES_PLANNED_AHEAD => {
+                Some(loops::pipelines_per_request(words.len() * the_loop.pipelines))
+            }
+            _ => None,
         }
     }
 
