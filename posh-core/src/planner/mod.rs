@@ -505,11 +505,10 @@ impl<'a> ScriptScope<'a> {
         };
         if scope.script_stays.is_none() {
             let whole = |the_loop: &ForLoop| {
-                let body = loops::body_of(script, the_loop);
                 scope.why_loop_kept(library, script, the_loop).is_none().then(|| WholeLoop {
                     body: the_loop.body,
                     variable: the_loop.variable.clone(),
-                    pipelines: body.len(),
+                    pipelines: loops::body_of(script, the_loop).len(),
                 })
             };
             scope.whole_loops = script.loops.iter().filter_map(whole).collect();
@@ -535,8 +534,7 @@ impl<'a> ScriptScope<'a> {
     /// pipelines go to a proxy in requests ([`loops::pipelines_per_request`]). The words are
     /// counted as distinct values, never more than the loop has.
     pub fn pipelines_per_call(&self, pipeline: &Pipeline) -> Option<usize> {
-        let inside = |l: &&WholeLoop| l.body.start <= pipeline.span.start && pipeline.span.end <= l.body.end;
-        let the_loop = self.whole_loops.iter().find(inside)?;
+        let the_loop = self.whole_loop_of(pipeline)?;
         let state = self.values.as_deref()?.before(pipeline.span.start)?;
         // (A loop of more pipelines than are planned ahead runs each as a call of its own.)
         match state.get(&the_loop.variable) {
@@ -545,6 +543,12 @@ impl<'a> ScriptScope<'a> {
             }
             _ => None,
         }
+    }
+
+    /// The loop the runtime may get whole whose body `pipeline` is in.
+    fn whole_loop_of(&self, pipeline: &Pipeline) -> Option<&WholeLoop> {
+        let inside = |l: &&WholeLoop| l.body.start <= pipeline.span.start && pipeline.span.end <= l.body.end;
+        self.whole_loops.iter().find(inside)
     }
 
     /// This scope, its pipelines planned with the script's `values` (see [`values_of`]).
@@ -619,8 +623,7 @@ impl<'a> ScriptScope<'a> {
         self.globs_differ.hash(&mut hasher);
         self.fifos.iter().filter(|(at, _)| *at < pipeline.span.start).for_each(|(_, path)| path.hash(&mut hasher));
         // (The loop's words are the values' key's.)
-        let inside = |l: &&WholeLoop| l.body.start <= pipeline.span.start && pipeline.span.end <= l.body.end;
-        self.whole_loops.iter().find(inside).map(|l| (&l.variable, l.pipelines)).hash(&mut hasher);
+        self.whole_loop_of(pipeline).map(|l| (&l.variable, l.pipelines)).hash(&mut hasher);
         hasher.finish()
     }
 
