@@ -520,6 +520,10 @@ impl<'a> ScriptScope<'a> {
     /// faithfully, or a pipeline of its body that stays with bash (the script staying whole
     /// aside).
     pub fn why_loop_kept(&self, library: &Library, script: &Script, the_loop: &ForLoop) -> Option<String> {
+        // Found when the scope was made (`plan_loops` asks again for every loop).
+        if self.whole_loops.iter().any(|l| l.body == the_loop.body) {
+            return None;
+        }
         let body: Vec<&Pipeline> = loops::body_of(script, the_loop).into_iter().map(|i| &script.pipelines[i]).collect();
         if let Some(why) = crate::rewrite::why_loop_stays(&self.loops, the_loop, &body) {
             return Some(why);
@@ -545,10 +549,13 @@ impl<'a> ScriptScope<'a> {
         }
     }
 
-    /// The loop the runtime may get whole whose body `pipeline` is in.
+    /// The loop the runtime may get whole whose body `pipeline` is in. Top-level loops do not
+    /// nest and are in source order: the last one starting before the pipeline, found by halving
+    /// (asked for every pipeline of a script at each of an editor's keystrokes).
     fn whole_loop_of(&self, pipeline: &Pipeline) -> Option<&WholeLoop> {
-        let inside = |l: &&WholeLoop| l.body.start <= pipeline.span.start && pipeline.span.end <= l.body.end;
-        self.whole_loops.iter().find(inside)
+        let after = self.whole_loops.partition_point(|l| l.body.start <= pipeline.span.start);
+        let the_loop = self.whole_loops[..after].last()?;
+        (pipeline.span.end <= the_loop.body.end).then_some(the_loop)
     }
 
     /// This scope, its pipelines planned with the script's `values` (see [`values_of`]).
