@@ -77,6 +77,9 @@ impl LoopRuns {
 /// neither its first output nor its memory waits on planning them all.
 pub const MOST_PIPELINES_PLANNED_AHEAD: usize = 65_536;
 
+/// What in a loop's word makes bash split or glob it when the body uses it unquoted.
+pub(crate) const LOOP_WORD_SPECIALS: [char; 6] = [' ', '\t', '\n', '*', '?', '['];
+
 /// The most pipelines of a loop one request to a proxy holds: a round trip per 256 pipelines is
 /// a small part of their time, and the proxy's answer to the first comes while the client is
 /// still reading the last's output.
@@ -245,9 +248,7 @@ fn iterations(ctx: &PlanContext<'_>, scope: &ScriptScope<'_>, the_loop: &ForLoop
                 .is_ok_and(|uses| uses.iter().any(|u| !u.quoted && u.other.is_none()))
         })
     });
-    if let Some(value) =
-        values.iter().find(|v| unquoted && (v.is_empty() || v.contains([' ', '\t', '\n', '*', '?', '['])))
-    {
+    if let Some(value) = values.iter().find(|v| unquoted && (v.is_empty() || v.contains(LOOP_WORD_SPECIALS))) {
         let why = format!("bash splits or globs `{value}`, used unquoted: bash runs the loop, each pipeline a call");
         return LoopRuns::EachIteration { why };
     }

@@ -30,6 +30,7 @@ use crate::shell::{Context, ForLoop, Pipeline, Script};
 
 pub use expand::{Expanded, expand_word};
 pub(crate) use expand::{Piece, matches_chars};
+use loops::LOOP_WORD_SPECIALS;
 pub use loops::{
     LoopPlan, LoopRuns, MOST_PIPELINES_PLANNED_AHEAD, PIPELINES_PER_REQUEST, body_of, one_job_at, one_proxy_for_all,
     pipelines_per_request, plan_loops, why_with_bash as why_loop_stays_with_bash,
@@ -470,8 +471,6 @@ pub struct ScriptScope<'a> {
 struct WholeLoop {
     body: crate::Span,
     variable: String,
-    /// Its body's pipelines.
-    pipelines: usize,
 }
 
 impl<'a> ScriptScope<'a> {
@@ -504,12 +503,14 @@ impl<'a> ScriptScope<'a> {
             whole_loops: Vec::new(),
         };
         if scope.script_stays.is_none() {
+            // A body of one pipeline: whether the loop goes as requests then follows from that
+            // pipeline's plan alone (`plan_pipeline_in`); with several, a sibling that cannot go
+            // (a write to the client's file) sends every pipeline as a call of its own, which the
+            // share would misprice (`--explain` at the proxy, the run at the client).
             let whole = |the_loop: &ForLoop| {
-                scope.why_loop_kept(library, script, the_loop).is_none().then(|| WholeLoop {
-                    body: the_loop.body,
-                    variable: the_loop.variable.clone(),
-                    pipelines: loops::body_of(script, the_loop).len(),
-                })
+                let single = loops::body_of(script, the_loop).len() == 1;
+                (single && scope.why_loop_kept(library, script, the_loop).is_none())
+                    .then(|| WholeLoop { body: the_loop.body, variable: the_loop.variable.clone() })
             };
             scope.whole_loops = script.loops.iter().filter_map(whole).collect();
         }
@@ -540,13 +541,12 @@ impl<'a> ScriptScope<'a> {
     pub fn pipelines_per_call(&self, pipeline: &Pipeline) -> Option<usize> {
         let the_loop = self.whole_loop_of(pipeline)?;
         let state = self.values.as_deref()?.before(pipeline.span.start)?;
-        // (A loop of more pipelines than are planned ahead runs each as a call of its own.)
-        match state.get(&the_loop.variable) {
-            crate::values::Value::Known(words) if words.len() * the_loop.pipelines <= MOST_PIPELINES_PLANNED_AHEAD => {
-                Some(loops::pipelines_per_request(words.len() * the_loop.pipelines))
-            }
-            _ => None,
-        }
+        // Not for a loop of more pipelines than are planned ahead, nor over a word bash would
+        // split or glob used unquoted (`loops::iterations`): each pipeline is then a call.
+        let crate::values::Value::Known(words) = state.get(&the_loop.variable) else { return None };
+        let plain = |w: &Option<String>| w.as_ref().is_some_and(|w| !w.is_empty() && !w.contains(LOOP_WORD_SPECIALS));
+        (words.len() <= MOST_PIPELINES_PLANNED_AHEAD && words.iter().all(plain))
+            .then(|| loops::pipelines_per_request(words.len()))
     }
 
     /// The loop the runtime may get whole whose body `pipeline` is in. Top-level loops do not
@@ -630,7 +630,7 @@ impl<'a> ScriptScope<'a> {
         self.globs_differ.hash(&mut hasher);
         self.fifos.iter().filter(|(at, _)| *at < pipeline.span.start).for_each(|(_, path)| path.hash(&mut hasher));
         // (The loop's words are the values' key's.)
-        self.whole_loop_of(pipeline).map(|l| (&l.variable, l.pipelines)).hash(&mut hasher);
+        self.whole_loop_of(pipeline).map(|l| &l.variable).hash(&mut hasher);
         hasher.finish()
     }
 

@@ -190,8 +190,9 @@ fn at_one_proxy(session: &Session, call: &LoopCall, cwd: &Path, env: &[(OsString
     let planning = super::metadata::Planning::new(session);
     let iterations: Vec<PipelineCall> = call.iterations().flat_map(|values| call.iteration(values)).collect();
     planning.prefetch(iterations.iter().flat_map(|p| super::session::call_paths(p, cwd)));
-    // As the planner plans them: the requests' cost shared by their pipelines.
-    let per_call = pipelines_per_request(iterations.len());
+    // As the planner plans them (`ScriptScope::pipelines_per_call`): a body of one pipeline
+    // shares the requests' cost among its iterations; a longer body's pipelines cost a call each.
+    let per_call = if call.body.len() == 1 { pipelines_per_request(iterations.len()) } else { 1 };
     let mut plans: Vec<PipelinePlan> = Vec::with_capacity(iterations.len());
     let mut jobs = Vec::with_capacity(iterations.len());
     for call in iterations {
