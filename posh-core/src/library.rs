@@ -28,7 +28,7 @@ pub struct LibraryEntry {
 pub struct Library {
     slots: Vec<Slot>,
     /// Command name (first word) to indices into `slots`, in order of precedence.
-    by_command: HashMap<String, Vec<usize>>,
+    by_command: HashMap<String, Vec<usize>, rustc_hash::FxBuildHasher>,
 }
 
 /// An entry of the library, or a shipped one not parsed until it is first asked for: a run

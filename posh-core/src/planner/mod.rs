@@ -488,12 +488,13 @@ impl<'a> ScriptScope<'a> {
     ) -> ScriptScope<'a> {
         let working_dirs: Vec<(usize, WorkingDir)> =
             script.pipelines.iter().map(|p| p.span.start).zip(working_dir::working_dirs(source, script)).collect();
+        let (fifos, unnamed_fifos) = made_fifos(library, script, &working_dirs);
         let mut scope = ScriptScope {
             source,
             functions: function_names_around(source, script),
             script_stays: facts.why_script_stays(),
-            fifos: made_fifos(library, script, &working_dirs),
-            unnamed_fifos: unnamed_fifos(library, script, &working_dirs),
+            fifos,
+            unnamed_fifos,
             working_dirs,
             handed_over: false,
             globs_differ: crate::values::globs_differ(source, script),
@@ -684,42 +685,33 @@ fn unannotated(library: &Library, command: &crate::shell::Command) -> Option<Str
 
 /// The names the script's commands make as FIFOs (an annotation's `makes_fifos`: `mkfifo`),
 /// with where each command starts, resolved against its pipeline's working directory (relative
-/// to the script's start). Only commands whose words are all literal: other names only bash
-/// knows.
-fn made_fifos(library: &Library, script: &Script, working_dirs: &[(usize, WorkingDir)]) -> Vec<(usize, PathBuf)> {
+/// to the script's start); and whether it makes any under names only bash knows (a word with an
+/// expansion, or an unknown working directory). One pass over every command: this runs for
+/// every analysis of a script (the editor's, each keystroke).
+fn made_fifos(library: &Library, script: &Script, working_dirs: &[(usize, WorkingDir)]) -> (Vec<(usize, PathBuf)>, bool) {
     let mut fifos = Vec::new();
+    let mut unnamed = false;
+    // Whether a command name has an entry that makes FIFOs, asked once per name.
+    let mut makers: std::collections::HashMap<&str, bool, rustc_hash::FxBuildHasher> = Default::default();
     for (pipeline, (_, dir)) in script.pipelines.iter().zip(working_dirs) {
-        let WorkingDir::Known(steps) = dir else { continue };
-        let base: PathBuf = steps.iter().collect();
         for command in &pipeline.commands {
-            // Matched only when an entry of its name makes FIFOs: this runs for every analysis
-            // of a script (the editor's, each keystroke), over all its commands.
-            let name = command.words.first().and_then(|w| w.literal.as_deref());
-            if !name.is_some_and(|name| library.any_candidate(name, |e| e.options.makes_fifos)) {
+            let Some(name) = command.words.first().and_then(|w| w.literal.as_deref()) else { continue };
+            if !*makers.entry(name).or_insert_with(|| library.any_candidate(name, |e| e.options.makes_fifos)) {
                 continue;
             }
-            let Some(argv) = command.words.iter().map(|w| w.literal.clone()).collect::<Option<Vec<String>>>() else {
+            let argv = command.words.iter().map(|w| w.literal.clone()).collect::<Option<Vec<String>>>();
+            let (WorkingDir::Known(steps), Some(argv)) = (dir, argv) else {
+                unnamed = true;
                 continue;
             };
             let Ok(invocation) = library.match_argv(&argv) else { continue };
             if invocation.entry.options.makes_fifos {
+                let base: PathBuf = steps.iter().collect();
                 fifos.extend(invocation.output_files().into_iter().map(|name| (pipeline.span.start, base.join(name))));
             }
         }
     }
-    fifos
-}
-
-/// Whether the script makes FIFOs (an annotation's `makes_fifos`) under names [`made_fifos`]
-/// does not know: words only bash knows, or a working directory it does not know.
-fn unnamed_fifos(library: &Library, script: &Script, working_dirs: &[(usize, WorkingDir)]) -> bool {
-    script.pipelines.iter().zip(working_dirs).any(|(pipeline, (_, dir))| {
-        pipeline.commands.iter().any(|command| {
-            let name = command.words.first().and_then(|w| w.literal.as_deref());
-            name.is_some_and(|name| library.any_candidate(name, |e| e.options.makes_fifos))
-                && (*dir == WorkingDir::Unknown || command.words.iter().any(|w| w.literal.is_none()))
-        })
-    })
+    (fifos, unnamed)
 }
 
 /// [`function_names`], and every name the statements posh could not parse may define as a

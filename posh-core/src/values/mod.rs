@@ -403,7 +403,7 @@ fn valid_name(name: &str) -> bool {
 /// The values before each pipeline of a script.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Values {
-    at: HashMap<usize, State>,
+    at: HashMap<usize, State, Fx>,
     /// Globbing works otherwise than posh expands globs (`shopt -s nullglob`, `set -f`...).
     globs_differ: bool,
 }
@@ -773,7 +773,7 @@ fn analyse_in(
     let texts: Vec<&str> = segments.iter().map(|s| &source[s.span.range()]).collect();
 
     // The top level, segment after segment (nothing there depends on the functions' bodies).
-    let mut at: HashMap<usize, State> = HashMap::with_capacity(script.pipelines.len());
+    let mut at: HashMap<usize, State, Fx> = HashMap::with_capacity_and_hasher(script.pipelines.len(), Fx::default());
     // Each function's calls at the top level, in order, as (run, index among its calls).
     let mut top_calls: BTreeMap<String, Vec<CallOf>> = BTreeMap::new();
     let mut bodies: BTreeMap<String, Vec<Body<'_>>> = BTreeMap::new();
@@ -819,7 +819,7 @@ fn analyse_in(
 
     // The functions' bodies, each from the join of the states at its calls, until those settle.
     let mut entries: BTreeMap<String, State> = BTreeMap::new();
-    let mut in_bodies: HashMap<usize, State> = HashMap::new();
+    let mut in_bodies: HashMap<usize, State, Fx> = HashMap::default();
     for round in 0..=ROUNDS {
         let mut calls = main_calls.clone();
         in_bodies.clear();
@@ -868,7 +868,7 @@ enum Key<'t> {
 }
 
 /// The states of a run (offsets from `base`) placed into `at`, joined with what is there.
-fn place(at: &mut HashMap<usize, State>, base: usize, states: &[(usize, State)]) {
+fn place(at: &mut HashMap<usize, State, Fx>, base: usize, states: &[(usize, State)]) {
     for (offset, state) in states {
         let start = base.wrapping_add(*offset);
         let joined = match at.get(&start) {
@@ -920,7 +920,7 @@ const ROUNDS: usize = 6;
 
 struct Analysis<'a> {
     script: &'a Script,
-    by_start: HashMap<usize, &'a Pipeline>,
+    by_start: HashMap<usize, &'a Pipeline, Fx>,
     functions: BTreeMap<String, Vec<&'a [Flow]>>,
     /// Functions whose names the script uses otherwise than to call them (`export -f f`,
     /// `trap f`, `xargs f`): their bodies may run from anywhere.
@@ -944,7 +944,7 @@ struct Analysis<'a> {
     gives_up: Option<String>,
     glob: &'a dyn Files,
     /// The states before the pipelines of the part being run.
-    at: HashMap<usize, State>,
+    at: HashMap<usize, State, Fx>,
     /// The calls of functions the part being run makes, in order: the state at each (its
     /// positional parameters the call's arguments).
     calls: Vec<(String, State)>,
@@ -1014,7 +1014,7 @@ impl<'a> Analysis<'a> {
             globs_differ,
             gives_up,
             glob,
-            at: HashMap::new(),
+            at: HashMap::default(),
             calls: Vec::new(),
             asked: RefCell::new(Vec::new()),
             reused: 0,
@@ -1775,42 +1775,9 @@ fn identifier_words(text: &str) -> impl Iterator<Item = &str> {
     text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).filter(|w| valid_name(w))
 }
 
-/// A quick hasher for the analysis's own maps of names and texts (FxHash's mixing): not
-/// resistant to chosen collisions, which only slow a map down.
-#[derive(Clone, Copy, Debug, Default)]
-struct FxHasher(u64);
-
-impl std::hash::Hasher for FxHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        let mut chunks = bytes.chunks_exact(8);
-        for chunk in &mut chunks {
-            self.add(u64::from_le_bytes(chunk.try_into().expect("eight bytes")));
-        }
-        for &byte in chunks.remainder() {
-            self.add(u64::from(byte));
-        }
-    }
-
-    fn write_u8(&mut self, byte: u8) {
-        self.add(u64::from(byte));
-    }
-
-    fn write_usize(&mut self, n: usize) {
-        self.add(n as u64);
-    }
-
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
-
-impl FxHasher {
-    fn add(&mut self, word: u64) {
-        self.0 = (self.0.rotate_left(5) ^ word).wrapping_mul(0x51_7c_c1_b7_27_22_0a_95);
-    }
-}
-
-type Fx = std::hash::BuildHasherDefault<FxHasher>;
+/// A quick hasher for the analysis's own maps of names and texts: not resistant to chosen
+/// collisions, which only slow a map down.
+type Fx = rustc_hash::FxBuildHasher;
 
 /// Whether `text` holds `name` as a word of its own.
 /// The words of `text` that may name a function.

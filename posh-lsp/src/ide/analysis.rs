@@ -200,6 +200,7 @@ pub fn analyze_script_at(
         // then those planned (on every core when there are many: opening a file), then the
         // script's plans in order.
         let mut to_plan: Vec<(usize, usize, std::ops::Range<usize>, PlannedWith)> = Vec::new();
+        let functions = std::hash::BuildHasher::hash_one(&std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default(), scope.functions());
         let mut next = 0;
         for (position, (start, key)) in cache.chunks.layout.iter().enumerate() {
             let Some(chunk) = cache.chunks.chunks.get_mut(key) else {
@@ -224,7 +225,7 @@ pub fn analyze_script_at(
             };
             let reusable = match &mut chunk.plans {
                 Some((made_with, _))
-                    if made_with.functions == scope.functions()
+                    if made_with.functions == functions
                         && made_with.working_dirs == working_dirs
                         && made_with.scope == scope_keys =>
                 {
@@ -244,7 +245,7 @@ pub fn analyze_script_at(
                 cache.reused += count;
             } else {
                 let with = PlannedWith {
-                    functions: scope.functions().to_vec(),
+                    functions,
                     working_dirs,
                     scope: scope_keys,
                     values: value_keys(),

@@ -39,7 +39,8 @@ pub struct ChunkCache {
 /// configuration).
 #[derive(Clone, Debug)]
 pub(crate) struct PlannedWith {
-    pub functions: Vec<String>,
+    /// A hash of the script's function names (compared for every chunk at each keystroke).
+    pub functions: u64,
     pub working_dirs: Vec<posh_core::planner::WorkingDir>,
     /// [`posh_core::planner::ScriptScope::key_of`] of each pipeline.
     pub scope: Vec<u64>,
