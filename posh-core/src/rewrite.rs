@@ -327,8 +327,10 @@ fn command_reason(command: &Command, index: usize, functions: &[String]) -> Opti
         return Some("a compound command".into());
     }
     let Some(name) = command.words.first() else { return Some("assignments without a command".into()) };
-    let Some(literal) = &name.literal else { return Some(format!("the command name `{}` is expanded", name.raw)) };
-    if crate::shell::is_builtin(literal) || functions.contains(literal) {
+    let Some(literal) = name.literal.as_deref() else {
+        return Some(format!("the command name `{}` is expanded", name.raw));
+    };
+    if crate::shell::is_builtin(literal) || functions.iter().any(|f| f == literal) {
         return Some(format!("`{literal}` runs inside bash"));
     }
     for word in &command.words {
@@ -419,7 +421,7 @@ fn assignment_word(assignment: &Word) -> String {
     match &assignment.literal {
         // Quoted whole: as an argument, an unquoted `X={a,b}` would be brace-expanded.
         Some(literal) => quote(literal),
-        None if quoted_value(&assignment.raw) => assignment.raw.clone(),
+        None if quoted_value(&assignment.raw) => assignment.raw.to_string(),
         None => format!("\"{}\"", assignment.raw),
     }
 }
@@ -500,7 +502,9 @@ fn pipeline_words(
                 RedirectOp::ReadWrite | RedirectOp::DuplicateInput => unreachable!("refused by why_not"),
             };
             let target = match &redirect.target {
-                RedirectTarget::File(word) if word.literal.is_some() || double_quoted(&word.raw) => word.raw.clone(),
+                RedirectTarget::File(word) if word.literal.is_some() || double_quoted(&word.raw) => {
+                    word.raw.to_string()
+                }
                 RedirectTarget::File(word) => {
                     format!("{} {} {}", mark(MARK_SPLIT).trim_start(), quote(&word.raw), word.raw)
                 }
@@ -1117,9 +1121,9 @@ fn loop_call(
                 Some(if found.quoted { item(k) } else { format!("\"{}\"", item(k)) })
             };
             if let Some(raw) = replace_variable(&word.raw, variable, index)
-                && raw != word.raw
+                && *raw != *word.raw
             {
-                word.raw = raw;
+                word.raw = raw.into();
                 word.literal = None;
             }
         }

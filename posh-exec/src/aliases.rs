@@ -58,7 +58,7 @@ pub fn expand(line: &str, aliases: &BTreeMap<String, String>) -> Option<Expanded
                 continue;
             }
             for word in &command.words {
-                let unquoted = word.literal.as_deref() == Some(word.raw.as_str());
+                let unquoted = word.literal.as_deref() == Some(&*word.raw);
                 let Some(expansion) = unquoted.then(|| expand_word(&word.raw, aliases, &mut BTreeSet::new())).flatten()
                 else {
                     break;

@@ -88,13 +88,20 @@ pub(super) fn variants(pipeline: &Pipeline, values: &Values) -> Option<Variants>
                 Ok(expansion) if expansion.words.len() == 1 || !is_target(word) => {
                     let words = expansion.words.into_iter();
                     Some(
-                        words.map(|w| Word { span: word.span, raw: w.raw, literal: w.literal, glob: w.glob }).collect(),
+                        words
+                            .map(|w| Word {
+                                span: word.span,
+                                raw: w.raw.into(),
+                                literal: w.literal.map(Into::into),
+                                glob: w.glob,
+                            })
+                            .collect(),
                     )
                 }
                 Ok(_) => None,
                 Err(why) => {
-                    if !unknown.iter().any(|u| u.parameter == word.raw) {
-                        unknown.push(UnknownValue { parameter: word.raw.clone(), why, span: word.span });
+                    if !unknown.iter().any(|u| *u.parameter == *word.raw) {
+                        unknown.push(UnknownValue { parameter: word.raw.to_string(), why, span: word.span });
                     }
                     None
                 }

@@ -17,17 +17,17 @@ pub enum Expanded {
 
 pub fn expand_word(word: &Word, fs: &dyn FileSystem, cwd: &Path) -> Expanded {
     if let Some(literal) = &word.literal {
-        return Expanded::Words(vec![literal.clone()]);
+        return Expanded::Words(vec![literal.to_string()]);
     }
     if !word.glob {
-        return Expanded::Unknown(word.raw.clone());
+        return Expanded::Unknown(word.raw.to_string());
     }
     match Pattern::parse(&word.raw) {
         Some(pattern) => {
             let matches = pattern.expand(fs, cwd);
             if matches.is_empty() { Expanded::Words(vec![pattern.literal_text()]) } else { Expanded::Words(matches) }
         }
-        None => Expanded::Unknown(word.raw.clone()),
+        None => Expanded::Unknown(word.raw.to_string()),
     }
 }
 
@@ -231,7 +231,7 @@ mod tests {
     use crate::text::Span;
 
     fn word(raw: &str, literal: Option<&str>, glob: bool) -> Word {
-        Word { span: Span::default(), raw: raw.into(), literal: literal.map(str::to_string), glob }
+        Word { span: Span::default(), raw: raw.into(), literal: literal.map(Into::into), glob }
     }
 
     fn fs() -> MemoryFileSystem {

@@ -51,7 +51,7 @@ pub fn at_proxies(
             if let Some(mount) = mount_of(config, word, cwd) {
                 found.push(GlobAtProxy {
                     span: word.span,
-                    word: word.raw.clone(),
+                    word: word.raw.to_string(),
                     mount: config.mounts[mount].name.clone(),
                 });
             }

@@ -288,7 +288,7 @@ pub(crate) fn build_pipeline(
         // before): they are words only the shell can tell, as `$PWD/...` would be.
         for (facts, command) in facts.iter_mut().zip(&pipeline.commands) {
             let relative_glob = command.words.iter().find(|w| w.glob && !w.raw.starts_with('/'));
-            let relative = relative_glob.map(|w| w.raw.clone()).or_else(|| facts.relative_word());
+            let relative = relative_glob.map(|w| w.raw.to_string()).or_else(|| facts.relative_word());
             if facts.shell_reason.is_none()
                 && let Some(word) = relative
             {
@@ -593,7 +593,7 @@ fn apply_redirects(ctx: &PlanContext<'_>, command: &shell::Command, facts: &mut 
             RedirectTarget::File(word) => match expand_word_in(ctx, word) {
                 Expanded::Words(w) if w.len() == 1 => Some(w[0].clone()),
                 _ => {
-                    facts.shell_reason.get_or_insert(Why::DependsOnShell(word.raw.clone()));
+                    facts.shell_reason.get_or_insert(Why::DependsOnShell(word.raw.to_string()));
                     continue;
                 }
             },
@@ -633,7 +633,7 @@ fn apply_redirects(ctx: &PlanContext<'_>, command: &shell::Command, facts: &mut 
                 }
             }
             (RedirectOp::HereString, _, RedirectTarget::Text(word)) => {
-                facts.stdin = Input::Text(word.literal.as_ref().map_or(word.raw.len(), String::len) as u64 + 1);
+                facts.stdin = Input::Text(word.literal.as_deref().map_or(word.raw.len(), str::len) as u64 + 1);
             }
             (RedirectOp::HereDoc, _, RedirectTarget::HereDoc { body, .. }) => {
                 facts.stdin = Input::Text(body.len() as u64)
@@ -1007,7 +1007,7 @@ enum Share<'a> {
 /// script may change how bash matches globs.
 fn expand_word_in(ctx: &PlanContext<'_>, word: &crate::shell::Word) -> Expanded {
     if ctx.options.globs_differ && word.glob && word.literal.is_none() {
-        return Expanded::Unknown(word.raw.clone());
+        return Expanded::Unknown(word.raw.to_string());
     }
     expand_word(word, ctx.fs, &ctx.cwd)
 }

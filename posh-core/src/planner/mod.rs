@@ -423,7 +423,7 @@ pub fn directories_named(script: &crate::shell::Script, cwd: &Path) -> Vec<PathB
         .flat_map(words_with_files)
         .filter_map(|word| match &word.literal {
             Some(literal) if literal.is_empty() || literal.starts_with('-') => None,
-            Some(literal) => crate::fs::normalize_path(&cwd.join(literal)).parent().map(Path::to_path_buf),
+            Some(literal) => crate::fs::normalize_path(&cwd.join(&**literal)).parent().map(Path::to_path_buf),
             None => expand::first_listing(word, cwd),
         })
         .collect();
@@ -688,7 +688,11 @@ fn unannotated(library: &Library, command: &crate::shell::Command) -> Option<Str
 /// to the script's start); and whether it makes any under names only bash knows (a word with an
 /// expansion, or an unknown working directory). One pass over every command: this runs for
 /// every analysis of a script (the editor's, each keystroke).
-fn made_fifos(library: &Library, script: &Script, working_dirs: &[(usize, WorkingDir)]) -> (Vec<(usize, PathBuf)>, bool) {
+fn made_fifos(
+    library: &Library,
+    script: &Script,
+    working_dirs: &[(usize, WorkingDir)],
+) -> (Vec<(usize, PathBuf)>, bool) {
     let mut fifos = Vec::new();
     let mut unnamed = false;
     // Whether a command name has an entry that makes FIFOs, asked once per name.
@@ -699,7 +703,8 @@ fn made_fifos(library: &Library, script: &Script, working_dirs: &[(usize, Workin
             if !*makers.entry(name).or_insert_with(|| library.any_candidate(name, |e| e.options.makes_fifos)) {
                 continue;
             }
-            let argv = command.words.iter().map(|w| w.literal.clone()).collect::<Option<Vec<String>>>();
+            let argv =
+                command.words.iter().map(|w| w.literal.as_deref().map(str::to_string)).collect::<Option<Vec<String>>>();
             let (WorkingDir::Known(steps), Some(argv)) = (dir, argv) else {
                 unnamed = true;
                 continue;

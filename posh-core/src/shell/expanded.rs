@@ -63,7 +63,7 @@ impl Layout {
     fn word(&mut self, quoted: &str, literal: String) -> Word {
         let span = Span::new(self.at, self.at + quoted.len());
         self.at = span.end;
-        Word { span, raw: quoted.to_string(), literal: Some(literal), glob: false }
+        Word { span, raw: quoted.into(), literal: Some(literal.into()), glob: false }
     }
 
     fn command(&mut self, command: &ExpandedCommand<'_>, here_string: bool) -> Result<Command, NotAPipeline> {

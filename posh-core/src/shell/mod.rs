@@ -122,7 +122,7 @@ pub fn parse_tolerant_with_recovery(source: &str) -> (Script, Recovery) {
                     clamp(&mut command.span);
                     for word in command.words.iter_mut().chain(command.assignments.iter_mut()) {
                         clamp(&mut word.span);
-                        word.raw = source[word.span.range()].to_string();
+                        word.raw = source[word.span.range()].into();
                     }
                     for redirect in &mut command.redirects {
                         clamp(&mut redirect.span);

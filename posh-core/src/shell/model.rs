@@ -1,6 +1,8 @@
 //! The shell model: every pipeline of a script with its commands' words, redirections and exact
 //! byte spans. Produced by `shell::parse`; read by the planner.
 
+use std::sync::Arc;
+
 use crate::text::Span;
 
 #[derive(Clone, Debug, Default, PartialEq, Eq, serde::Serialize)]
@@ -166,12 +168,13 @@ pub enum CommandKind {
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]
 pub struct Word {
     pub span: Span,
-    /// The word as written (quotes included).
-    pub raw: String,
+    /// The word as written (quotes included). Shared, as `literal` is: the language server
+    /// copies every pipeline of a script into each keystroke's analysis.
+    pub raw: Arc<str>,
     /// The word's value after quote removal, when it has no expansion at all (no `$`, no
     /// backquote, no unquoted glob character, no brace expansion, no tilde, no process
     /// substitution); `None` when only the shell can tell its value.
-    pub literal: Option<String>,
+    pub literal: Option<Arc<str>>,
     /// An unquoted `*`, `?` or `[` that would make the shell expand the word as a glob.
     pub glob: bool,
 }

@@ -590,7 +590,7 @@ impl<'s> Walker<'s> {
     /// The model word for a brush word, with the pipelines of its substitutions walked.
     fn word(&mut self, f: &Frame, w: &ast::Word, role: WordRole, ctx: &[Context], depth: usize) -> Word {
         let Some(loc) = &w.loc else {
-            return Word { span: self.span(0, 0), raw: String::new(), literal: None, glob: false };
+            return Word { span: self.span(0, 0), raw: "".into(), literal: None, glob: false };
         };
         let (start, end) = skip_blanks(f, f.local_span(loc), &w.value);
         let written = &f.text[start..end];
@@ -605,7 +605,10 @@ impl<'s> Walker<'s> {
         if !subs.is_empty() {
             self.substitutions(f, start, &table, subs, ctx, depth);
         }
-        Word { span, raw: self.source[span.range()].to_string(), literal: info.literal, glob: info.glob }
+        let raw: std::sync::Arc<str> = self.source[span.range()].into();
+        // A word without quotes is its own value: one string for both.
+        let literal = info.literal.map(|literal| if *literal == *raw { raw.clone() } else { literal.into() });
+        Word { span, raw, literal, glob: info.glob }
     }
 
     /// Parses and walks substitutions found in a text at local offset `start` of `f`, whose bytes
@@ -648,7 +651,7 @@ impl<'s> Walker<'s> {
             let flow = self.list(f, &sub.list, &with(ctx, Context::ProcessSubstitution), depth + 1);
             self.substituted.push(Flow::Isolated(flow));
         }
-        Word { span, raw: self.source[span.range()].to_string(), literal: None, glob: false }
+        Word { span, raw: self.source[span.range()].into(), literal: None, glob: false }
     }
 
     /// Returns the redirect and whether brush made it up (`|&` adds `2>&1` with no source).

@@ -16,7 +16,7 @@ fn slice(source: &str, span: Span) -> &str {
 }
 
 fn word(source: &str, w: &Word) -> String {
-    assert_eq!(w.raw, slice(source, w.span), "raw is the source slice");
+    assert_eq!(&*w.raw, slice(source, w.span), "raw is the source slice");
     let mut out = format!("«{}»", slice(source, w.span));
     match &w.literal {
         None => out.push_str("=?"),
@@ -297,7 +297,7 @@ fn peer_scripts_parse_without_errors() {
                 .iter()
                 .map(|c| match (&c.kind, c.words.first()) {
                     (CommandKind::Compound, _) => "(compound)",
-                    (_, Some(w)) => w.raw.as_str(),
+                    (_, Some(w)) => &*w.raw,
                     (_, None) => "(no command)",
                 })
                 .collect();
@@ -340,7 +340,7 @@ fn robustness() {
                 for c in &p.commands {
                     let _ = slice(source, c.span);
                     for w in c.words.iter().chain(&c.assignments) {
-                        assert_eq!(w.raw, slice(source, w.span), "{source:?}");
+                        assert_eq!(&*w.raw, slice(source, w.span), "{source:?}");
                     }
                     for r in &c.redirects {
                         let _ = slice(source, r.span);

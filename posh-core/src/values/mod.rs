@@ -97,6 +97,18 @@ impl Positionals {
         }
     }
 
+    /// [`Positionals::join`] of two shared lists: one of them when the join is it.
+    fn join_shared(mine: &Arc<Positionals>, theirs: &Arc<Positionals>) -> Arc<Positionals> {
+        if Arc::ptr_eq(mine, theirs) && mine.joins_to_itself() {
+            return mine.clone();
+        }
+        match (mine.as_ref(), theirs.as_ref()) {
+            (Positionals::Unknown(_), _) => mine.clone(),
+            (Positionals::Known(_), Positionals::Unknown(_)) => theirs.clone(),
+            _ => Arc::new(mine.join(theirs)),
+        }
+    }
+
     fn join(&self, other: &Positionals) -> Positionals {
         match (self, other) {
             (Positionals::Unknown(why), _) | (_, Positionals::Unknown(why)) => Positionals::Unknown(why.clone()),
@@ -122,8 +134,9 @@ pub struct State {
     /// variables copies no string.
     vars: Arc<BTreeMap<Arc<str>, Arc<Value>>>,
     /// What a variable not in `vars` holds: unset, when the environment is known whole.
-    others: Value,
-    positional: Positionals,
+    /// Shared as `vars` is: a state is copied for every pipeline.
+    others: Arc<Value>,
+    positional: Arc<Positionals>,
 }
 
 /// Variables bash sets or changes itself: never known before the run.
@@ -245,12 +258,8 @@ impl State {
         }
         // Both maps in name order, side by side; a value shared by both sides is kept shared, and
         // a value that the join leaves as one side's is that side's (no copy).
-        let join = |mine: Option<&Arc<Value>>, theirs: Option<&Arc<Value>>| match (mine, theirs) {
-            (Some(mine), Some(theirs)) => Value::join_shared(mine, theirs),
-            _ => {
-                let mine = mine.map_or(&self.others, |value| value.as_ref());
-                Arc::new(mine.join(theirs.map_or(&other.others, |value| value.as_ref())))
-            }
+        let join = |mine: Option<&Arc<Value>>, theirs: Option<&Arc<Value>>| {
+            Value::join_shared(mine.unwrap_or(&self.others), theirs.unwrap_or(&other.others))
         };
         // Whether the join is, so far, the same as this state's map, or as `other`'s: it is then
         // that state, kept shared, instead of a new map (a loop's rounds and the states recorded
@@ -290,8 +299,8 @@ impl State {
             };
             vars.push((name.clone(), value));
         }
-        let others = self.others.join(&other.others);
-        let positional = self.positional.join(&other.positional);
+        let others = Value::join_shared(&self.others, &other.others);
+        let positional = Positionals::join_shared(&self.positional, &other.positional);
         if same_as_mine && others == self.others && positional == self.positional {
             return self.clone();
         }
@@ -314,8 +323,8 @@ impl State {
     fn unknown(why: &str) -> State {
         State {
             vars: Arc::new(BTreeMap::from([("IFS".into(), Arc::new(Value::Unknown(why.to_string())))])),
-            others: Value::Unknown(why.to_string()),
-            positional: Positionals::Unknown(why.to_string()),
+            others: Arc::new(Value::Unknown(why.to_string())),
+            positional: Arc::new(Positionals::Unknown(why.to_string())),
         }
     }
 
@@ -332,10 +341,10 @@ impl State {
             }
         }
         if self.others != other.others {
-            widened.others = Value::Unknown(why.to_string());
+            widened.others = Arc::new(Value::Unknown(why.to_string()));
         }
         if self.positional != other.positional {
-            widened.positional = Positionals::Unknown(why.to_string());
+            widened.positional = Arc::new(Positionals::Unknown(why.to_string()));
         }
         widened
     }
@@ -390,7 +399,7 @@ impl Inputs {
                     .into(),
             ),
         };
-        State { vars: Arc::new(vars), others, positional }
+        State { vars: Arc::new(vars), others: others.into(), positional: positional.into() }
     }
 }
 
@@ -479,7 +488,7 @@ impl Lookup for Pinned<'_> {
         if let Some(list) = &self.positional {
             return Ok(list.clone());
         }
-        match &self.state.positional {
+        match &*self.state.positional {
             Positionals::Known(lists) if lists.len() == 1 => Ok(lists.iter().next().expect("one list").clone()),
             Positionals::Known(lists) => Err(format!("the positional parameters may be {} lists", lists.len())),
             Positionals::Unknown(why) => Err(format!("the positional parameters are not known: {why}")),
@@ -510,7 +519,7 @@ pub fn pinnings<'s>(state: &'s State, params: &[Param]) -> Result<Vec<Pinned<'s>
                 }
             }
             Param::Positional => {
-                let lists = match &state.positional {
+                let lists = match &*state.positional {
                     Positionals::Known(lists) => lists,
                     Positionals::Unknown(why) => return Err(format!("the positional parameters are not known: {why}")),
                 };
@@ -1197,7 +1206,7 @@ impl<'a> Analysis<'a> {
     /// The values a `for` loop's variable takes.
     fn for_values(&self, words: Option<&[Word]>, state: &State) -> Value {
         let Some(words) = words else {
-            return match &state.positional {
+            return match &*state.positional {
                 Positionals::Known(lists) => Value::Known(lists.iter().flatten().map(|w| Some(w.clone())).collect()),
                 Positionals::Unknown(why) => Value::Unknown(format!("it takes the positional parameters: {why}")),
             };
@@ -1218,7 +1227,8 @@ impl<'a> Analysis<'a> {
             for expansion in expanded {
                 for written in expansion.words {
                     if written.glob {
-                        let as_word = Word { span: word.span, raw: written.raw.clone(), literal: None, glob: true };
+                        let as_word =
+                            Word { span: word.span, raw: written.raw.clone().into(), literal: None, glob: true };
                         self.asked.borrow_mut().push(word.span.start);
                         match self.glob.glob(&as_word, word.span.start) {
                             Some(files) => values.extend(files.into_iter().map(Some)),
@@ -1318,7 +1328,7 @@ impl<'a> Analysis<'a> {
         for name in identifiers(text) {
             state.set(&name, Value::Unknown(format!("`{text}` may assign it, which posh does not follow")));
         }
-        state.positional = Positionals::Unknown("a statement posh does not follow may set them".into());
+        state.positional = Positionals::Unknown("a statement posh does not follow may set them".into()).into();
         state
     }
 
@@ -1426,14 +1436,14 @@ impl<'a> Analysis<'a> {
             }
             return state;
         };
-        let Some(name) = first.literal.clone() else {
+        let Some(name) = first.literal.as_deref() else {
             state
                 .forget_everything(&format!("the command `{}` may be a function or a builtin that assigns", first.raw));
             return state;
         };
         let mut words: Vec<&Word> = command.words.iter().collect();
         let mut name = name;
-        while matches!(name.as_str(), "command" | "builtin") && words.len() > 1 {
+        while matches!(name, "command" | "builtin") && words.len() > 1 {
             words.remove(0);
             while words.len() > 1
                 && words[0].raw.starts_with('-')
@@ -1441,7 +1451,7 @@ impl<'a> Analysis<'a> {
             {
                 words.remove(0);
             }
-            match words[0].literal.clone() {
+            match words[0].literal.as_deref() {
                 Some(next) => name = next,
                 None => {
                     state.forget_everything("a command runs a name posh does not know");
@@ -1449,8 +1459,8 @@ impl<'a> Analysis<'a> {
                 }
             }
         }
-        let function = self.functions.contains_key(&name);
-        if !command.assignments.is_empty() && self.posix && crate::shell::is_builtin(&name) {
+        let function = self.functions.contains_key(name);
+        if !command.assignments.is_empty() && self.posix && crate::shell::is_builtin(name) {
             // `X=1 export Y`: in POSIX mode a special builtin keeps X (bash's own mode keeps no
             // assignment made for one command).
             for assignment in &command.assignments {
@@ -1466,7 +1476,7 @@ impl<'a> Analysis<'a> {
         }
         let args: Vec<&Word> = words[1..].to_vec();
         let names = |args: &[&Word]| -> Vec<String> {
-            args.iter().filter_map(|w| w.literal.clone()).filter(|w| valid_name(w)).collect()
+            args.iter().filter_map(|w| w.literal.as_deref()).filter(|w| valid_name(w)).map(str::to_string).collect()
         };
         if function {
             self.call(&name, &args, &state, pipeline);
@@ -1484,7 +1494,7 @@ impl<'a> Analysis<'a> {
             }
             return state;
         }
-        match name.as_str() {
+        match name {
             "export" | "readonly" | "declare" | "typeset" | "local" => {
                 let mut rest = args.as_slice();
                 let mut flags = String::new();
@@ -1529,9 +1539,9 @@ impl<'a> Analysis<'a> {
                 let why = format!("`{name}` assigns it");
                 let all: Vec<String> = if name == "printf" {
                     args.iter()
-                        .position(|w| w.raw == "-v")
+                        .position(|w| &*w.raw == "-v")
                         .and_then(|i| args.get(i + 1))
-                        .map(|w| vec![w.raw.clone()])
+                        .map(|w| vec![w.raw.to_string()])
                         .unwrap_or_default()
                 } else {
                     names(&args)
@@ -1546,33 +1556,34 @@ impl<'a> Analysis<'a> {
                     state.forget_everything(&format!("`{name}` assigns names posh cannot read"));
                 }
             }
-            "unset" if !args.iter().any(|w| w.raw == "-f") => {
+            "unset" if !args.iter().any(|w| &*w.raw == "-f") => {
                 for assigned in names(&args) {
                     self.assign(&mut state, &assigned, Value::one(None));
                 }
             }
-            "set" if args.iter().any(|w| !w.raw.starts_with(['-', '+']) || w.raw == "--" || w.raw == "-") => {
-                state.positional = Positionals::Unknown("`set` sets them".into());
+            "set" if args.iter().any(|w| !w.raw.starts_with(['-', '+']) || &*w.raw == "--" || &*w.raw == "-") => {
+                state.positional = Positionals::Unknown("`set` sets them".into()).into();
             }
             "shift" => {
                 let by = match args.first() {
                     None => Some(1),
                     Some(word) => word.literal.as_deref().and_then(|n| n.parse::<usize>().ok()),
                 };
-                state.positional = match (&state.positional, by) {
+                state.positional = match (&*state.positional, by) {
                     (Positionals::Known(lists), Some(by)) => Positionals::Known(
                         lists.iter().map(|l| if by <= l.len() { l[by..].to_vec() } else { l.clone() }).collect(),
-                    ),
+                    )
+                    .into(),
                     (Positionals::Known(_), None) => {
-                        Positionals::Unknown("`shift` by a count posh does not know".into())
+                        Positionals::Unknown("`shift` by a count posh does not know".into()).into()
                     }
-                    (unknown, _) => unknown.clone(),
+                    (unknown, _) => unknown.clone().into(),
                 };
             }
             "source" | "." => state.forget_everything(&format!("`{name}` runs a file posh does not follow")),
             "eval" => state.forget_everything("`eval` runs text posh does not follow"),
             "let" => {
-                for assigned in identifiers(&args.iter().map(|w| w.raw.as_str()).collect::<Vec<_>>().join(" ")) {
+                for assigned in identifiers(&args.iter().map(|w| &*w.raw).collect::<Vec<_>>().join(" ")) {
                     self.assign(&mut state, &assigned, Value::Unknown("`let` assigns it".into()));
                 }
             }
@@ -1666,9 +1677,9 @@ impl<'a> Analysis<'a> {
         }
         let mut entry = state.clone();
         entry.positional = if known {
-            Positionals::Known(lists)
+            Positionals::Known(lists).into()
         } else {
-            Positionals::Unknown(format!("a call of `{name}` gives arguments posh does not know"))
+            Positionals::Unknown(format!("a call of `{name}` gives arguments posh does not know")).into()
         };
         let _ = pipeline;
         self.calls.push((name.to_string(), entry));

@@ -28,7 +28,7 @@ struct TestFiles;
 
 impl Files for TestFiles {
     fn glob(&self, word: &Word, _at: usize) -> Option<Vec<String>> {
-        matches!(word.raw.as_str(), "'/data'/*.txt" | "/data/*.txt")
+        matches!(&*word.raw, "'/data'/*.txt" | "/data/*.txt")
             .then(|| vec!["/data/a.txt".to_string(), "/data/b.txt".to_string()])
     }
 
@@ -218,12 +218,16 @@ fn reference_join(a: &State, b: &State) -> State {
     let vars = names
         .into_iter()
         .map(|name| {
-            let mine = a.vars.get(name).map_or(&a.others, |v| v.as_ref());
-            let theirs = b.vars.get(name).map_or(&b.others, |v| v.as_ref());
+            let mine = a.vars.get(name).map_or(&*a.others, |v| v.as_ref());
+            let theirs = b.vars.get(name).map_or(&*b.others, |v| v.as_ref());
             (name.clone(), Arc::new(mine.join(theirs)))
         })
         .collect();
-    State { vars: Arc::new(vars), others: a.others.join(&b.others), positional: a.positional.join(&b.positional) }
+    State {
+        vars: Arc::new(vars),
+        others: a.others.join(&b.others).into(),
+        positional: a.positional.join(&b.positional).into(),
+    }
 }
 
 #[test]
@@ -247,7 +251,7 @@ fn joins_that_keep_a_side_equal_the_full_join() {
             0 => Positionals::Unknown("args".to_string()),
             _ => Positionals::Known((0..next(3)).map(|_| vec![next(3).to_string()]).collect()),
         };
-        states.push(State { vars: Arc::new(vars), others: value(&mut next), positional });
+        states.push(State { vars: Arc::new(vars), others: value(&mut next).into(), positional: positional.into() });
     }
     // Shared maps and values too, as the analysis makes them.
     for i in 0..60 {

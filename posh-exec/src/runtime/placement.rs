@@ -684,7 +684,8 @@ mod tests {
             let files = command.redirects.iter().filter(|(_, op, target)| {
                 op != ">&" || target.to_str().is_some_and(|t| t.parse::<u32>().is_err() && t != "-")
             });
-            let assigned: Vec<Option<String>> = read.assignments.iter().map(|w| w.literal.clone()).collect();
+            let assigned: Vec<Option<String>> =
+                read.assignments.iter().map(|w| w.literal.as_deref().map(str::to_string)).collect();
             let values = command
                 .assignments
                 .iter()

@@ -200,7 +200,10 @@ pub fn analyze_script_at(
         // then those planned (on every core when there are many: opening a file), then the
         // script's plans in order.
         let mut to_plan: Vec<(usize, usize, std::ops::Range<usize>, PlannedWith)> = Vec::new();
-        let functions = std::hash::BuildHasher::hash_one(&std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default(), scope.functions());
+        let functions = std::hash::BuildHasher::hash_one(
+            &std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default(),
+            scope.functions(),
+        );
         let mut next = 0;
         for (position, (start, key)) in cache.chunks.layout.iter().enumerate() {
             let Some(chunk) = cache.chunks.chunks.get_mut(key) else {

@@ -88,7 +88,7 @@ fn names_mounted_path(world: &World, pipeline: &Pipeline) -> bool {
     });
     words
         .filter_map(|w| match &w.literal {
-            Some(text) => Some(text.as_str()),
+            Some(text) => Some(&**text),
             None if w.glob => w.raw.split(['*', '?', '[']).next(),
             None => None,
         })
