@@ -175,35 +175,59 @@ pub(crate) struct Scan {
 /// Line starts at the top level, each with the line before it and the number of lines since
 /// the previous candidate.
 pub fn top_level_cuts(source: &str) -> Vec<(usize, (&str, usize))> {
-    let mut scan = Scan::default();
-    let mut out = Vec::new();
-    let mut offset = 0;
-    let mut lines = 0;
-    for line in source.split_inclusive('\n') {
-        offset += line.len();
-        lines += 1;
-        let content = line.trim_end_matches('\n');
-        if let Some((delimiter, strip)) = scan.bodies.first() {
-            let text = if *strip { content.trim_start_matches('\t') } else { content };
-            if text == delimiter {
-                scan.bodies.remove(0);
-            }
-            if !scan.bodies.is_empty() {
+    TopLevelCuts::from(source, 0).collect()
+}
+
+/// [`top_level_cuts`] one by one, from a line start at the top level (`0`, or a cut): the scan
+/// holds nothing open at a cut, so scanning on from one finds what scanning from the start
+/// finds (the language server rescans only from the cut before an edit).
+#[derive(Debug)]
+pub struct TopLevelCuts<'s> {
+    source: &'s str,
+    offset: usize,
+    lines: usize,
+    scan: Scan,
+}
+
+impl<'s> TopLevelCuts<'s> {
+    /// `start` must be `0` or a cut of `source`.
+    pub fn from(source: &'s str, start: usize) -> TopLevelCuts<'s> {
+        TopLevelCuts { source, offset: start, lines: 0, scan: Scan::default() }
+    }
+}
+
+impl<'s> Iterator for TopLevelCuts<'s> {
+    type Item = (usize, (&'s str, usize));
+
+    fn next(&mut self) -> Option<Self::Item> {
+        let source = self.source;
+        let scan = &mut self.scan;
+        for line in source[self.offset..].split_inclusive('\n') {
+            self.offset += line.len();
+            self.lines += 1;
+            let content = line.trim_end_matches('\n');
+            if let Some((delimiter, strip)) = scan.bodies.first() {
+                let text = if *strip { content.trim_start_matches('\t') } else { content };
+                if text == delimiter {
+                    scan.bodies.remove(0);
+                }
+                if !scan.bodies.is_empty() {
+                    continue;
+                }
+            } else if !scan.line(content) {
                 continue;
             }
-        } else if !scan.line(content) {
-            continue;
+            scan.bodies.append(&mut scan.announced);
+            let open = scan.quote.is_some() || scan.parens > 0 || scan.depth > 0 || !scan.bodies.is_empty();
+            let trimmed = content.trim_end();
+            let joined = trimmed.ends_with('|') || trimmed.ends_with("&&");
+            if !open && !joined && line.ends_with('\n') && self.offset < source.len() {
+                let lines = std::mem::take(&mut self.lines);
+                return Some((self.offset, (content, lines)));
+            }
         }
-        scan.bodies.append(&mut scan.announced);
-        let open = scan.quote.is_some() || scan.parens > 0 || scan.depth > 0 || !scan.bodies.is_empty();
-        let trimmed = content.trim_end();
-        let joined = trimmed.ends_with('|') || trimmed.ends_with("&&");
-        if !open && !joined && line.ends_with('\n') && offset < source.len() {
-            out.push((offset, (content, lines)));
-            lines = 0;
-        }
+        None
     }
-    out
 }
 
 impl Scan {

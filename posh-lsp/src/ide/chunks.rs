@@ -16,7 +16,7 @@ use std::collections::HashMap;
 use posh_core::Span;
 use posh_core::planner::PipelinePlan;
 use posh_core::rewrite::TextFacts;
-use posh_core::shell::chunks::{MAX_JOINS, move_flow, move_loop, move_pipeline, top_level_cuts};
+use posh_core::shell::chunks::{MAX_JOINS, TopLevelCuts, move_flow, move_loop, move_pipeline};
 use posh_core::shell::{self, Flow, ForLoop, Pipeline, Recovery, Script, ShellError};
 use posh_core::values::Segment;
 
@@ -26,10 +26,13 @@ const MIN_LINES: usize = 8;
 /// Parsed chunks by their text, with offsets relative to the chunk's start.
 #[derive(Debug, Default, Clone)]
 pub struct ChunkCache {
-    pub(crate) chunks: HashMap<String, Chunk>,
+    pub(crate) chunks: HashMap<String, Chunk, rustc_hash::FxBuildHasher>,
     reused: usize,
     /// The last parse's chunks in order (start, text); empty when it parsed the text whole.
     pub(crate) layout: Vec<(usize, String)>,
+    /// The last text parsed and its [`boundaries`], from which the next text's are found
+    /// scanning only around the edit.
+    last: Option<(String, Vec<usize>)>,
 }
 
 /// What a chunk's plans depend on besides its text: the script's function names, the working
@@ -102,9 +105,20 @@ impl ChunkCache {
 /// `shell::parse_tolerant_with_recovery` gives for the whole text; for one broken mid-edit, the
 /// broken chunk is closed on its own (see below).
 pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
-    let bounds = boundaries(source);
+    let bounds = match &cache.last {
+        Some((text, bounds)) => boundaries_after_edit(text, bounds, source),
+        None => boundaries(source),
+    };
+    match &mut cache.last {
+        Some((text, kept)) => {
+            text.clear();
+            text.push_str(source);
+            kept.clone_from(&bounds);
+        }
+        None => cache.last = Some((source.to_string(), bounds.clone())),
+    }
     let mut fresh = parse_fresh_chunks(source, &bounds, cache);
-    let mut kept: HashMap<String, Chunk> = HashMap::new();
+    let mut kept: HashMap<String, Chunk, rustc_hash::FxBuildHasher> = HashMap::default();
     let mut pipelines = Vec::new();
     let mut loops = Vec::new();
     let mut flow = Vec::new();
@@ -212,19 +226,57 @@ fn parse_fresh_chunks(source: &str, bounds: &[usize], cache: &ChunkCache) -> Has
 /// boundaries of its own chunk and perhaps the next, never those further on.
 fn boundaries(source: &str) -> Vec<usize> {
     let mut bounds = vec![0];
-    let mut lines_since = 0;
-    for (cut, (line_before, lines)) in top_level_cuts(source) {
-        lines_since += lines;
-        let content_cut = line_before.trim().is_empty() || fnv(line_before).is_multiple_of(4);
-        if lines_since >= MIN_LINES && content_cut {
-            bounds.push(cut);
-            lines_since = 0;
-        }
-    }
+    bounds.extend(chosen_cuts(source, 0));
     if bounds.last() != Some(&source.len()) {
         bounds.push(source.len());
     }
     bounds
+}
+
+/// The cuts [`boundaries`] chooses after `start` (`0` or one of them): what is chosen depends
+/// on nothing before it.
+fn chosen_cuts(source: &str, start: usize) -> impl Iterator<Item = usize> + '_ {
+    let mut lines_since = 0;
+    TopLevelCuts::from(source, start).filter_map(move |(cut, (line_before, lines))| {
+        lines_since += lines;
+        let content_cut = line_before.trim().is_empty() || fnv(line_before).is_multiple_of(4);
+        (lines_since >= MIN_LINES && content_cut).then(|| {
+            lines_since = 0;
+            cut
+        })
+    })
+}
+
+/// [`boundaries`] of `source`, an edit of `before` whose boundaries were `bounds`, scanning only
+/// from the boundary before the edit to the first one after it that was a boundary before: a
+/// boundary holds nothing open and starts its count of lines afresh, so the same text after
+/// one is cut as it was (at every keystroke, a scan of the whole text was a fifth of the parse).
+fn boundaries_after_edit(before: &str, bounds: &[usize], source: &str) -> Vec<usize> {
+    let prefix = before.bytes().zip(source.bytes()).take_while(|(a, b)| a == b).count();
+    let most = before.len().min(source.len()) - prefix;
+    let suffix = before.bytes().rev().zip(source.bytes().rev()).take(most).take_while(|(a, b)| a == b).count();
+    // The boundaries within the unchanged start stand (the last one, the text's end, aside).
+    let inner = &bounds[..bounds.len().saturating_sub(1)];
+    if inner.is_empty() {
+        return boundaries(source);
+    }
+    let kept = inner.partition_point(|&b| b <= prefix && b < source.len()).max(1);
+    let mut out = inner[..kept].to_vec();
+    let restart = out[kept - 1];
+    let (changed_end, moved) = (source.len() - suffix, |b: usize| b + before.len() - source.len());
+    for cut in chosen_cuts(source, restart) {
+        out.push(cut);
+        if cut >= changed_end
+            && let Ok(at) = inner.binary_search(&moved(cut))
+        {
+            out.extend(inner[at + 1..].iter().map(|&b| b + source.len() - before.len()));
+            break;
+        }
+    }
+    if out.last() != Some(&source.len()) {
+        out.push(source.len());
+    }
+    out
 }
 
 pub(crate) fn fnv(text: &str) -> u64 {
@@ -264,5 +316,48 @@ mod tests {
         // Nothing closes it: the whole text is parsed tolerantly.
         let hopeless = format!("{}) )\n{}", &source[..at], &source[at..]);
         assert_eq!(parse(&hopeless, &mut cache), shell::parse_tolerant_with_recovery(&hopeless));
+    }
+
+    /// The boundaries found from the last text's, scanning around the edit, are the ones found
+    /// scanning the whole text, over random edits that open and close quotes, compound
+    /// commands, here-documents and continuations, join and split lines.
+    #[test]
+    fn boundaries_after_an_edit_are_the_whole_scans() {
+        let chunk = "f() {\n  grep -c x \"$1\" | sort\n}\n\nfor l in *.log; do\n  f \"$l\" >> c.txt\ndone\ncat <<'E' | wc -l\nx\n\nE\nif [ -s c ]; then\n  cat a b | grep 'a\nb' | wc -l\nfi\necho \"$(ls | head)\" && sort -u c | head\n# done\n";
+        let pieces = ["\n", "'", "\"", "do ", "done\n", "{ ", "}\n", "<<E\n", "\nE\n", "\\\n", " |\n", "x", "(", ")"];
+        let mut text = chunk.repeat(20);
+        let mut seed: u64 = 0x9e37_79b9_7f4a_7c15;
+        let mut next = |below: usize| {
+            seed ^= seed << 13;
+            seed ^= seed >> 7;
+            seed ^= seed << 17;
+            (seed % below as u64) as usize
+        };
+        let mut bounds = boundaries(&text);
+        for _ in 0..400 {
+            // A few characters, or whole chunks deleted or copied elsewhere (the text moves by
+            // as much as lies between boundaries).
+            let (at, end, inserted) = match next(4) {
+                0 => {
+                    let (a, b) = (next(bounds.len()), next(bounds.len()));
+                    (bounds[a.min(b)], bounds[a.max(b)], String::new())
+                }
+                1 => {
+                    let (a, b) = (next(bounds.len()), next(bounds.len()));
+                    let at = bounds[next(bounds.len())];
+                    (at, at, text[bounds[a.min(b)]..bounds[a.max(b)]].to_string())
+                }
+                _ => {
+                    let at = next(text.len() + 1);
+                    let piece = if next(3) == 0 { "" } else { pieces[next(pieces.len())] };
+                    (at, (at + next(12)).min(text.len()), piece.to_string())
+                }
+            };
+            let mut edited = text.clone();
+            edited.replace_range(at..end, &inserted);
+            let found = boundaries_after_edit(&text, &bounds, &edited);
+            assert_eq!(found, boundaries(&edited), "{inserted:?} at {at}..{end}");
+            (text, bounds) = (edited, found);
+        }
     }
 }
