@@ -1143,6 +1143,11 @@ fn loop_call(
 mod tests {
     use super::*;
 
+    /// The script's pipelines, as `rewrite` takes them.
+    fn owned(pipelines: &[std::sync::Arc<Pipeline>]) -> Vec<Pipeline> {
+        pipelines.iter().map(|p| Pipeline::clone(p)).collect()
+    }
+
     /// Rewrites every pipeline that can be, and shows the result with the reason for the others.
     fn check(source: &str) -> String {
         let script = crate::shell::parse(source);
@@ -1155,7 +1160,7 @@ mod tests {
         }
         for pipeline in &script.pipelines {
             match why_not(source, pipeline, &functions) {
-                None => chosen.push(pipeline.clone()),
+                None => chosen.push(Pipeline::clone(pipeline)),
                 Some(why) => kept.push_str(&format!("kept: {} ({why})\n", &source[pipeline.span.range()])),
             }
         }
@@ -1227,7 +1232,7 @@ mod tests {
             .map(|l| {
                 (
                     l.clone(),
-                    crate::planner::body_of(&script, l).into_iter().map(|i| script.pipelines[i].clone()).collect(),
+                    crate::planner::body_of(&script, l).into_iter().map(|i| (*script.pipelines[i]).clone()).collect(),
                 )
             })
             .collect();
@@ -1237,8 +1242,12 @@ mod tests {
         }
         let handed: Vec<HandedLoop<'_>> = loops.iter().map(|(the_loop, body)| HandedLoop { the_loop, body }).collect();
         // The pipeline of the substitution among the last loop's words, a call of its own there.
-        let in_words: Vec<Pipeline> =
-            script.pipelines.iter().filter(|p| p.context.contains(&Context::CommandSubstitution)).cloned().collect();
+        let in_words: Vec<Pipeline> = script
+            .pipelines
+            .iter()
+            .filter(|p| p.context.contains(&Context::CommandSubstitution))
+            .map(|p| (**p).clone())
+            .collect();
         assert_eq!(in_words.len(), 1);
         let rewritten =
             rewrite(source, &in_words, &handed, Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
@@ -1255,7 +1264,7 @@ mod tests {
         let script = crate::shell::parse(source);
         let the_loop = &script.loops[0];
         let body: Vec<Pipeline> =
-            crate::planner::body_of(&script, the_loop).into_iter().map(|i| script.pipelines[i].clone()).collect();
+            crate::planner::body_of(&script, the_loop).into_iter().map(|i| (*script.pipelines[i]).clone()).collect();
         let handed = [HandedLoop { the_loop, body: &body }];
         let file = ScriptFile {
             name: "./my script.sh",
@@ -1268,7 +1277,7 @@ mod tests {
             file: Some(file),
             ..Prologue::default()
         };
-        let rewritten = rewrite(source, &script.pipelines[..2], &handed, prologue);
+        let rewritten = rewrite(source, &owned(&script.pipelines[..2]), &handed, prologue);
         assert_eq!(rewritten.text.lines().count(), source.lines().count());
         insta::assert_snapshot!(rewritten.text.replace('\u{1f}', "␟"));
     }
@@ -1279,8 +1288,12 @@ mod tests {
     fn padding_at_the_end_survives_eval() {
         let source = "cat a |\n  sort\n";
         let script = crate::shell::parse(source);
-        let rewritten =
-            rewrite(source, &script.pipelines, &[], Prologue { runtime: "/opt/posh-exec", ..Prologue::default() });
+        let rewritten = rewrite(
+            source,
+            &owned(&script.pipelines),
+            &[],
+            Prologue { runtime: "/opt/posh-exec", ..Prologue::default() },
+        );
         assert!(rewritten.text.ends_with(" \\\n\n#"), "{}", rewritten.text);
     }
 
@@ -1294,7 +1307,7 @@ mod tests {
         let source = "set -eux\nfor f in a b; do wc -l \"$f\"; done\n";
         let script = crate::shell::parse(source);
         let body: Vec<&Pipeline> =
-            crate::planner::body_of(&script, &script.loops[0]).into_iter().map(|i| &script.pipelines[i]).collect();
+            crate::planner::body_of(&script, &script.loops[0]).into_iter().map(|i| &*script.pipelines[i]).collect();
         let why = why_loop_stays(&LoopScope::of(source), &script.loops[0], &body);
         assert!(why.is_some_and(|w| w.contains("set -x")));
     }
@@ -1319,7 +1332,7 @@ mod tests {
             let script = crate::shell::parse(source);
             let the_loop = &script.loops[0];
             let body: Vec<&Pipeline> =
-                crate::planner::body_of(&script, the_loop).into_iter().map(|i| &script.pipelines[i]).collect();
+                crate::planner::body_of(&script, the_loop).into_iter().map(|i| &*script.pipelines[i]).collect();
             why_loop_stays(&LoopScope::of(source), the_loop, &body).unwrap_or_default()
         };
         insta::assert_snapshot!(

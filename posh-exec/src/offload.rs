@@ -11,6 +11,7 @@ use posh_core::fs::{FileMeta, FileSystem};
 use posh_core::library::Library;
 use posh_core::planner::{self, Location, PlanContext, PlanOptions, ScriptScope};
 use posh_core::rewrite;
+use posh_core::shell::Pipeline;
 
 use crate::os_fs::OsFileSystem;
 
@@ -80,7 +81,7 @@ pub fn rewrite(
         .loops
         .iter()
         .filter(|l| planner::why_loop_stays_with_bash(&ctx, &script, &scope, l, &goes_to_runtime).is_none())
-        .map(|l| (l, planner::body_of(&script, l).into_iter().map(|i| script.pipelines[i].clone()).collect()))
+        .map(|l| (l, planner::body_of(&script, l).into_iter().map(|i| Pipeline::clone(&script.pipelines[i])).collect()))
         .collect();
     // (Those of a substitution among its words are chosen as any other.)
     let in_a_body = |p: &posh_core::shell::Pipeline| {
@@ -98,7 +99,7 @@ pub fn rewrite(
         if !plan.handed_parts.is_empty() {
             chosen.extend(plan.handed_parts.iter().map(|part| pipeline.part(part.commands.0..part.commands.1)));
         } else if plan.goes_to_runtime() {
-            chosen.push(pipeline.clone());
+            chosen.push(Pipeline::clone(pipeline));
             globs.extend(plan.globs_at_proxy.iter().map(|glob| glob.span));
         } else {
             continue;
@@ -213,7 +214,7 @@ pub fn rewrite_line(
         let parts: Vec<posh_core::shell::Pipeline> = if !plan.handed_parts.is_empty() {
             plan.handed_parts.iter().map(|part| pipeline.part(part.commands.0..part.commands.1)).collect()
         } else if plan.goes_to_runtime() {
-            vec![pipeline.clone()]
+            vec![Pipeline::clone(pipeline)]
         } else {
             continue;
         };

@@ -157,7 +157,7 @@ pub fn plan_loops<P: std::borrow::Borrow<PipelinePlan>>(
                 Some(Kept::Because(why)) => LoopRuns::WithBash { why },
                 Some(Kept::TouchesNoMount) => LoopRuns::TouchesNoMount,
                 None => {
-                    let pipelines: Vec<&Pipeline> = body.iter().map(|&i| &script.pipelines[i]).collect();
+                    let pipelines: Vec<&Pipeline> = body.iter().map(|&i| &*script.pipelines[i]).collect();
                     iterations(ctx, scope, the_loop, &pipelines)
                 }
             };

@@ -420,7 +420,7 @@ pub fn directories_named(script: &crate::shell::Script, cwd: &Path) -> Vec<PathB
     let mut dirs: Vec<PathBuf> = script
         .pipelines
         .iter()
-        .flat_map(words_with_files)
+        .flat_map(|p| words_with_files(p))
         .filter_map(|word| match &word.literal {
             Some(literal) if literal.is_empty() || literal.starts_with('-') => None,
             Some(literal) => crate::fs::normalize_path(&cwd.join(&**literal)).parent().map(Path::to_path_buf),
@@ -526,7 +526,8 @@ impl<'a> ScriptScope<'a> {
         if self.whole_loops.iter().any(|l| l.body == the_loop.body) {
             return None;
         }
-        let body: Vec<&Pipeline> = loops::body_of(script, the_loop).into_iter().map(|i| &script.pipelines[i]).collect();
+        let body: Vec<&Pipeline> =
+            loops::body_of(script, the_loop).into_iter().map(|i| &*script.pipelines[i]).collect();
         if let Some(why) = crate::rewrite::why_loop_stays(&self.loops, the_loop, &body) {
             return Some(why);
         }

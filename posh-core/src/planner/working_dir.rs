@@ -4,6 +4,8 @@
 //! precede unknown until the script runs: they are planned as words only the shell can tell
 //! (`$PWD/...`), and the runtime places them with bash's real directory.
 
+use std::sync::Arc;
+
 use crate::shell::{Context, Pipeline, Script};
 
 /// Where a pipeline starts from, relative to the script's starting directory.
@@ -86,7 +88,7 @@ fn changes_directory(pipeline: &Pipeline) -> bool {
 /// The target of pipeline `i` when it is a `cd` the planner follows: `cd DIR` (or `cd -- DIR`)
 /// with a literal, non-empty `DIR` that does not start with `-`, alone in its pipeline, at the
 /// top level or first in an and-or list (`cd DIR || exit`), in the foreground.
-fn followed(source: &str, pipelines: &[Pipeline], i: usize) -> Option<String> {
+fn followed(source: &str, pipelines: &[Arc<Pipeline>], i: usize) -> Option<String> {
     let pipeline = &pipelines[i];
     let [command] = pipeline.commands.as_slice() else { return None };
     let top_level = match pipeline.context.as_slice() {
@@ -107,7 +109,7 @@ fn followed(source: &str, pipelines: &[Pipeline], i: usize) -> Option<String> {
 
 /// Whether pipeline `i` comes after `&&` or `||` (it may then not run at all). What stands
 /// between it and the pipeline before may be a command the model does not list (`[[ -d x ]]`).
-fn continues_an_and_or_list(source: &str, pipelines: &[Pipeline], i: usize) -> bool {
+fn continues_an_and_or_list(source: &str, pipelines: &[Arc<Pipeline>], i: usize) -> bool {
     let from = i.checked_sub(1).map_or(0, |p| pipelines[p].span.end);
     let before = source.get(from..pipelines[i].span.start).unwrap_or_default().trim_end();
     before.ends_with("&&") || before.ends_with("||")
@@ -115,7 +117,7 @@ fn continues_an_and_or_list(source: &str, pipelines: &[Pipeline], i: usize) -> b
 
 /// The consecutive pipelines around `i` that stand inside some construct (a loop, a function, a
 /// conditional, a group, a list): over-approximates the top-level construct `i` belongs to.
-fn construct_around(pipelines: &[Pipeline], i: usize) -> std::ops::Range<usize> {
+fn construct_around(pipelines: &[Arc<Pipeline>], i: usize) -> std::ops::Range<usize> {
     if pipelines[i].context.is_empty() {
         return i..i + 1;
     }

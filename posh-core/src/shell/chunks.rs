@@ -97,7 +97,7 @@ fn all_left_to_bash(source: &str, message: &str) -> Script {
 /// Appends a piece parsed alone, which starts at `start` in the script.
 fn append(script: &mut Script, piece: Script, start: usize) {
     script.pipelines.extend(piece.pipelines.into_iter().map(|mut p| {
-        move_pipeline(&mut p, |offset| offset + start);
+        move_pipeline(std::sync::Arc::make_mut(&mut p), |offset| offset + start);
         p
     }));
     script.loops.extend(piece.loops.into_iter().map(|mut l| {

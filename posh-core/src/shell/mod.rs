@@ -117,6 +117,7 @@ pub fn parse_tolerant_with_recovery(source: &str) -> (Script, Recovery) {
                 span.end = span.end.min(source.len());
             };
             for pipeline in &mut fixed.pipelines {
+                let pipeline = std::sync::Arc::make_mut(pipeline);
                 clamp(&mut pipeline.span);
                 for command in &mut pipeline.commands {
                     clamp(&mut command.span);

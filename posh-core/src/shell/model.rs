@@ -10,7 +10,9 @@ pub struct Script {
     /// Every pipeline, in source order (by span start), including those nested in functions,
     /// loops, conditionals, subshells, command and process substitutions. A lone simple command
     /// is a pipeline of one.
-    pub pipelines: Vec<Pipeline>,
+    /// Shared: the language server assembles a script from its chunks' pipelines at each
+    /// keystroke, and a chunk that has not moved gives the same ones.
+    pub pipelines: Vec<Arc<Pipeline>>,
     /// The `for` loops at the script's top level (a statement of their own: not in a function,
     /// a pipeline, an `&&`/`||` list or the background, without redirections), in source order.
     /// Their bodies' pipelines are in `pipelines`, in a `Loop` context.
@@ -89,7 +91,7 @@ impl ForLoop {
     /// The pipelines of its body, among `script`'s.
     pub fn body_pipelines<'s>(&self, script: &'s Script) -> impl Iterator<Item = &'s Pipeline> {
         let body = self.body;
-        script.pipelines.iter().filter(move |p| body.start <= p.span.start && p.span.end <= body.end)
+        script.pipelines.iter().map(|p| &**p).filter(move |p| body.start <= p.span.start && p.span.end <= body.end)
     }
 }
 

@@ -102,7 +102,13 @@ impl<'s> Walker<'s> {
         self.loops.sort_by_key(|l| l.span.start);
         let mut flow = self.flow;
         flow.append(&mut self.substituted);
-        Script { pipelines: self.pipelines, loops: self.loops, errors: self.errors, flow, ..Script::default() }
+        Script {
+            pipelines: self.pipelines.into_iter().map(std::sync::Arc::new).collect(),
+            loops: self.loops,
+            errors: self.errors,
+            flow,
+            ..Script::default()
+        }
     }
 
     pub(super) fn push_error(&mut self, error: ShellError) {

@@ -1008,7 +1008,7 @@ impl<'a> Analysis<'a> {
         let globs_differ = globs_differ(source, script);
         let mut analysis = Analysis {
             script,
-            by_start: script.pipelines.iter().map(|p| (p.span.start, p)).collect(),
+            by_start: script.pipelines.iter().map(|p| (p.span.start, &**p)).collect(),
             function_assigns: None,
             functions,
             escaping,

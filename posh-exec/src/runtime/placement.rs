@@ -568,7 +568,7 @@ mod tests {
         let script = posh_core::shell::parse(&pipeline_text(call).unwrap());
         assert!(script.errors.is_empty(), "{call:?}: {:?}", script.errors);
         let [pipeline] = &script.pipelines[..] else { panic!("{call:?}: {:?}", script.pipelines) };
-        pipeline.clone()
+        posh_core::shell::Pipeline::clone(pipeline)
     }
 
     fn command(argv: &[&str]) -> CommandCall {

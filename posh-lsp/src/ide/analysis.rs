@@ -193,7 +193,7 @@ pub fn analyze_script_at(
     let pipelines: Vec<PlacedPlan> = if cache.chunks.layout.is_empty() {
         // Parsed whole (the text does not parse): nothing to reuse.
         let plan = |p| PlacedPlan { offset: 0, plan: Arc::new(planner::plan_pipeline_in(&ctx, p, &scope)) };
-        script.pipelines.iter().map(plan).collect()
+        script.pipelines.iter().map(|p| plan(p)).collect()
     } else {
         // Chunk by chunk: a chunk of the same text, in a script with the same functions, has the
         // same plans, relative to where it starts. First which chunks must be planned again,
@@ -267,7 +267,7 @@ pub fn analyze_script_at(
                 move_plan(&mut plan, |offset| offset - start);
                 Arc::new(plan)
             };
-            script.pipelines[range.clone()].iter().map(plan).collect()
+            script.pipelines[range.clone()].iter().map(|p| plan(p)).collect()
         };
         let planned = super::cores::on_every_core(&to_plan, PLAN_IN_PARALLEL_FROM, |(_, start, range, _)| {
             plan_chunk(*start, range)

@@ -12,6 +12,7 @@
 //! cut.
 
 use std::collections::HashMap;
+use std::sync::Arc;
 
 use posh_core::Span;
 use posh_core::planner::PipelinePlan;
@@ -56,7 +57,11 @@ pub(crate) struct PlannedWith {
 
 #[derive(Debug, Clone)]
 pub(crate) struct Chunk {
-    pub pipelines: Vec<Pipeline>,
+    /// Where its pipelines, loops, flow and errors are placed: where the chunk started when it
+    /// was last used (`0` when parsed). A chunk that has not moved gives the script the same
+    /// pipelines, shared.
+    at: usize,
+    pub pipelines: Vec<Arc<Pipeline>>,
     /// Its top-level `for` loops (a loop is one statement: never cut).
     pub loops: Vec<ForLoop>,
     /// Its control flow (`Script::flow`).
@@ -69,6 +74,42 @@ pub(crate) struct Chunk {
     /// The pipelines' plans (spans relative to the chunk), shared with the analyses that use
     /// them, and what of the script around the chunk they were made with.
     pub plans: Option<(PlannedWith, Vec<std::sync::Arc<PipelinePlan>>)>,
+}
+
+impl Chunk {
+    /// A chunk parsed alone: at `0`.
+    fn parsed(script: Script, recovery: Recovery, text: &str) -> Chunk {
+        Chunk {
+            at: 0,
+            pipelines: script.pipelines,
+            loops: script.loops,
+            flow: script.flow,
+            errors: script.errors,
+            recovery,
+            facts: TextFacts::of(text),
+            plans: None,
+        }
+    }
+
+    /// Places it at `start`: its pipelines copied with their offsets moved when it has moved.
+    fn place(&mut self, start: usize) {
+        if self.at == start {
+            return;
+        }
+        let at = self.at;
+        let by = |offset: usize| offset - at + start;
+        for pipeline in &mut self.pipelines {
+            let mut moved = Pipeline::clone(pipeline);
+            move_pipeline(&mut moved, by);
+            *pipeline = Arc::new(moved);
+        }
+        self.loops.iter_mut().for_each(|l| move_loop(l, by));
+        self.flow.iter_mut().for_each(|step| move_flow(step, &by));
+        for error in &mut self.errors {
+            error.span = Span::new(by(error.span.start), by(error.span.end));
+        }
+        self.at = start;
+    }
 }
 
 impl ChunkCache {
@@ -139,16 +180,7 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
             }
             let script = fresh.remove(&(start, bounds[end_index])).unwrap_or_else(|| shell::parse(text));
             if script.errors.is_empty() {
-                let chunk = Chunk {
-                    pipelines: script.pipelines,
-                    loops: script.loops,
-                    flow: script.flow,
-                    errors: Vec::new(),
-                    recovery: Recovery::None,
-                    facts: TextFacts::of(text),
-                    plans: None,
-                };
-                parsed = Some((end_index, text, chunk));
+                parsed = Some((end_index, text, Chunk::parsed(script, Recovery::None, text)));
                 break;
             }
         }
@@ -158,40 +190,20 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
         let parsed = parsed.or_else(|| {
             let text = &source[start..bounds[i + 1]];
             let (script, how) = shell::parse_tolerant_with_recovery(text);
-            let chunk = Chunk {
-                pipelines: script.pipelines,
-                loops: script.loops,
-                flow: script.flow,
-                errors: script.errors,
-                recovery: how,
-                facts: TextFacts::of(text),
-                plans: None,
-            };
-            matches!(how, Recovery::Closer(_)).then_some((i + 1, text, chunk))
+            matches!(how, Recovery::Closer(_)).then(|| (i + 1, text, Chunk::parsed(script, how, text)))
         });
-        let Some((end_index, text, chunk)) = parsed else {
+        let Some((end_index, text, mut chunk)) = parsed else {
             cache.layout.clear();
             return shell::parse_tolerant_with_recovery(source);
         };
         if recovery == Recovery::None {
             recovery = chunk.recovery;
         }
-        errors.extend(chunk.errors.iter().map(|e| ShellError {
-            span: Span::new(e.span.start + start, e.span.end + start),
-            message: e.message.clone(),
-        }));
-        pipelines.extend(chunk.pipelines.iter().cloned().map(|mut p| {
-            move_pipeline(&mut p, |offset| offset + start);
-            p
-        }));
-        loops.extend(chunk.loops.iter().cloned().map(|mut l| {
-            move_loop(&mut l, |offset| offset + start);
-            l
-        }));
-        flow.extend(chunk.flow.iter().cloned().map(|mut step| {
-            move_flow(&mut step, &|offset| offset + start);
-            step
-        }));
+        chunk.place(start);
+        errors.extend(chunk.errors.iter().cloned());
+        pipelines.extend(chunk.pipelines.iter().cloned());
+        loops.extend(chunk.loops.iter().cloned());
+        flow.extend(chunk.flow.iter().cloned());
         cache.layout.push((start, text.to_string()));
         kept.insert(text.to_string(), chunk);
         i = end_index;
