@@ -28,7 +28,7 @@ pub struct Coverage {
     /// Of those, the loops the runtime gets whole (see `LoopPlan`).
     #[serde(skip_serializing_if = "is_zero")]
     pub loops_handed: usize,
-    /// Of those, the loops whose iterations are planned to go to one proxy as one request.
+    /// Of those, the loops whose iterations are planned to go to one proxy, in requests.
     #[serde(skip_serializing_if = "is_zero")]
     pub loops_one_job: usize,
     /// The pipelines that stay with bash, by reason, the most frequent first.
@@ -126,7 +126,7 @@ impl Coverage {
         }
         if self.loops > 0 {
             out.push_str(&format!(
-                "{} of {} top-level loops go to the runtime whole ({} planned as one request to one proxy)\n",
+                "{} of {} top-level loops go to the runtime whole ({} planned to go to one proxy in requests)\n",
                 self.loops_handed, self.loops, self.loops_one_job
             ));
         }

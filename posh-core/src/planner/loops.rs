@@ -31,8 +31,9 @@ pub enum LoopRuns {
     /// bash runs the loop as it is: no pipeline of its body goes to the runtime (bash keeps each,
     /// or none may run at a proxy).
     TouchesNoMount,
-    /// The runtime runs it, every iteration at the proxy of `mount`, as one request.
-    OneJob { mount: String, iterations: usize },
+    /// The runtime runs it, every iteration at the proxy of `mount`, in `requests` requests of
+    /// at most [`PIPELINES_PER_REQUEST`] pipelines.
+    OneJob { mount: String, iterations: usize, requests: usize },
     /// The runtime runs it, each iteration's pipelines as calls of their own would run (the
     /// detail says why not as one request).
     EachIteration { why: String },
@@ -51,9 +52,14 @@ impl LoopRuns {
             LoopRuns::TouchesNoMount => {
                 "bash runs the loop as it is: no pipeline of its body goes to the runtime".to_string()
             }
-            LoopRuns::OneJob { mount, iterations } => format!(
+            LoopRuns::OneJob { mount, iterations, requests: 1 } => format!(
                 "the runtime runs the loop: its {iterations} iteration(s) go to the proxy of mount {mount} as one \
                  request, one round trip instead of one per pipeline"
+            ),
+            LoopRuns::OneJob { mount, iterations, requests } => format!(
+                "the runtime runs the loop: its {iterations} iteration(s) go to the proxy of mount {mount} in \
+                 {requests} requests of at most {PIPELINES_PER_REQUEST} pipelines, a round trip each instead of one \
+                 per pipeline"
             ),
             LoopRuns::EachIteration { why } => format!(
                 "the runtime runs the loop, each iteration's pipelines placed on their own ({why}), one round trip \
@@ -281,7 +287,11 @@ fn iterations(ctx: &PlanContext<'_>, scope: &ScriptScope<'_>, the_loop: &ForLoop
         }
     }
     match one_proxy_for_all(&plans) {
-        Ok(mount) => LoopRuns::OneJob { mount, iterations: values.len() },
+        Ok(mount) => LoopRuns::OneJob {
+            mount,
+            iterations: values.len(),
+            requests: (values.len() * body.len()).div_ceil(PIPELINES_PER_REQUEST),
+        },
         Err(why) => LoopRuns::EachIteration { why },
     }
 }

@@ -579,7 +579,7 @@ fn pipelines_bash_keeps_in_part_hand_their_other_commands_over() {
 }
 
 /// Top-level `for` loops: planned for each word the planner can know, as the runtime plans each
-/// iteration, and sent to one proxy as one request when every iteration lands there.
+/// iteration, and sent to one proxy in requests when every iteration lands there.
 #[test]
 fn loops_go_to_one_proxy_when_every_iteration_lands_there() {
     let script = "for f in /mnt/logs/*.log; do\n  grep -c x \"$f\" >> /mnt/logs/counts\n  wc -l \"$f\"\ndone\n\
@@ -588,7 +588,9 @@ fn loops_go_to_one_proxy_when_every_iteration_lands_there() {
         for f in $(ls /mnt/logs); do gzip -c \"/mnt/logs/$f\" > \"/mnt/logs/$f.gz\"; done\n\
         for f in a b; do sort \"$f\" | uniq; done\n\
         for f in /mnt/logs/ray1.log; do sort $f; done\n";
-    let (plan, source) = plan_with(CONFIG, &file_system(), "/home/user", script, PlanOptions::default());
+    // More iterations than a request holds: the loop goes in requests of 256 pipelines.
+    let script = format!("{script}for f in {}; do grep -c x \"$f\"; done\n", ["/mnt/logs/ray0.log"; 300].join(" "));
+    let (plan, source) = plan_with(CONFIG, &file_system(), "/home/user", &script, PlanOptions::default());
     let lines = crate::text::LineIndex::new(&source);
     let mut out = String::new();
     for the_loop in &plan.loops {

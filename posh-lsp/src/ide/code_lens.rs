@@ -54,8 +54,11 @@ pub fn body_lenses(analysis: &ScriptAnalysis) -> Vec<CodeLens> {
 /// hover and `--explain` say why).
 fn loop_title(runs: &LoopRuns) -> String {
     match runs {
-        LoopRuns::OneJob { mount, iterations } => {
+        LoopRuns::OneJob { mount, iterations, requests: 1 } => {
             format!("loop: {iterations} iteration(s) in one request to {mount}, one round trip")
+        }
+        LoopRuns::OneJob { mount, iterations, requests } => {
+            format!("loop: {iterations} iteration(s) in {requests} requests to {mount}, a round trip each")
         }
         LoopRuns::EachIteration { why } => format!("loop: a round trip per pipeline ({why})"),
         LoopRuns::AtRunTime { .. } => "loop: one request to a proxy if every iteration lands there".to_string(),
