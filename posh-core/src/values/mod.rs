@@ -977,7 +977,7 @@ impl<'a> Analysis<'a> {
         // Each word's names looked up among the functions' (not each function's name searched
         // in each word: a script of a few hundred functions has thousands of words).
         let names: std::collections::HashSet<&str, Fx> = functions.keys().map(String::as_str).collect();
-        for pipeline in &script.pipelines {
+        for pipeline in script.pipelines.iter().filter(|_| !names.is_empty()) {
             for command in &pipeline.commands {
                 for (i, word) in command.words.iter().enumerate() {
                     let called = |name: &&str| i == 0 && word.literal.as_deref() == Some(*name);
@@ -1790,11 +1790,14 @@ fn identifier_words(text: &str) -> impl Iterator<Item = &str> {
 /// collisions, which only slow a map down.
 type Fx = rustc_hash::FxBuildHasher;
 
-/// Whether `text` holds `name` as a word of its own.
-/// The words of `text` that may name a function.
+/// The words of `text` that may name a function. By bytes: every byte of such a word is ASCII
+/// (this runs over every word of the script at each keystroke).
 fn mentioned(text: &str) -> impl Iterator<Item = &str> {
-    text.split(|c: char| !(c.is_ascii_alphanumeric() || c == '_' || c == '-' || c == '.' || c == ':'))
+    let in_a_name = |b: &u8| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.' | b':');
+    text.as_bytes()
+        .split(move |b| !in_a_name(b))
         .filter(|w| !w.is_empty())
+        .map(|w| std::str::from_utf8(w).expect("ASCII bytes"))
 }
 
 /// Names arithmetic may assign: every name inside `((...))`, `$((...))` and `$[...]`.
