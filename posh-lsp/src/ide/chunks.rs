@@ -24,7 +24,7 @@ use posh_core::values::Segment;
 /// Fewer lines than this never make a chunk of their own.
 const MIN_LINES: usize = 8;
 
-/// Parsed chunks by their text, with offsets relative to the chunk's start.
+/// Parsed chunks by their text, each placed where it last started (`Chunk::place`).
 #[derive(Debug, Default, Clone)]
 pub struct ChunkCache {
     pub(crate) chunks: HashMap<String, Chunk, rustc_hash::FxBuildHasher>,
@@ -73,7 +73,7 @@ pub(crate) struct Chunk {
     pub facts: TextFacts,
     /// The pipelines' plans (spans relative to the chunk), shared with the analyses that use
     /// them, and what of the script around the chunk they were made with.
-    pub plans: Option<(PlannedWith, Vec<std::sync::Arc<PipelinePlan>>)>,
+    pub plans: Option<(PlannedWith, Vec<Arc<PipelinePlan>>)>,
 }
 
 impl Chunk {
