@@ -15,5 +15,21 @@ pub fn check(text: &str) -> BashSyntax {
 /// (a script brush-parser could not read whole was asked about while parsing, and accepted):
 /// `Plan::confirm_with_bash`'s rule.
 pub fn rejects(source: &str, script: &Script) -> bool {
-    script.left_to_bash.is_empty() && check(source) != BashSyntax::Accepted
+    Asked::start(source, script).rejects()
+}
+
+/// [`rejects`] asked ahead: bash checks the script while posh plans it (and waits for the
+/// proxies' answers), and its verdict is waited for where it is needed. Dropped unasked, bash
+/// is killed and reaped.
+#[derive(Debug)]
+pub struct Asked(Option<posh_cli::bash_syntax::Check>);
+
+impl Asked {
+    pub fn start(source: &str, script: &Script) -> Asked {
+        Asked(script.left_to_bash.is_empty().then(|| posh_cli::bash_syntax::Check::start(source)))
+    }
+
+    pub fn rejects(self) -> bool {
+        self.0.is_some_and(|check| BashSyntax::from(check.verdict()) != BashSyntax::Accepted)
+    }
 }

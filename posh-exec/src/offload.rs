@@ -59,9 +59,16 @@ pub fn rewrite(
     }
     let scope = ScriptScope::new(source, &script, library);
     let cwd = std::env::current_dir().ok()?;
+    let mut bash = None;
     let fs: &dyn FileSystem = match planning {
         Some(planning) => {
-            planning.list_ahead(&planner::directories_named(&script, &cwd));
+            let named = planner::directories_named(&script, &cwd);
+            planning.list_ahead(&named);
+            // bash's verdict, needed only if something is handed over, is asked while the plan
+            // waits for the proxies' answers (about a millisecond of a run's start).
+            if !named.is_empty() {
+                bash = Some(crate::bash_syntax::Asked::start(source, &script));
+            }
             planning
         }
         None => &SeamsAssumed,
@@ -113,7 +120,7 @@ pub fn rewrite(
         return None;
     }
     // A script bash rejects is bash's to report, in its own words (`Plan::confirm_with_bash`).
-    if crate::bash_syntax::rejects(source, &script) {
+    if bash.map_or_else(|| crate::bash_syntax::rejects(source, &script), crate::bash_syntax::Asked::rejects) {
         return None;
     }
     mounts.sort_unstable();
