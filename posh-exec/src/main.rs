@@ -8,6 +8,7 @@
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Command, ExitCode};
+use std::sync::Arc;
 
 use anyhow::{Context as _, Result};
 use clap::Parser;
@@ -246,7 +247,12 @@ fn stats_file(path: Option<&std::path::Path>) -> Result<Option<String>> {
 }
 
 /// posh's prompt: bash's interactive shell with a session beside it for as long as it lives.
-fn run_prompt(cli: &Cli, config: Config, library: posh_core::library::Library, stats: Option<String>) -> Result<u8> {
+fn run_prompt(
+    cli: &Cli,
+    config: Config,
+    library: Arc<posh_core::library::Library>,
+    stats: Option<String>,
+) -> Result<u8> {
     let socket = runtime::session::RuntimeSocket::bind()?;
     let builtin = posh_exec::bash_builtin();
     let init = prompt::init_file(builtin.as_deref(), socket.path(), stats.as_deref().unwrap_or_default(), cli.preview);
@@ -281,6 +287,8 @@ fn run(cli: Cli) -> Result<u8> {
     let needs_library = cli.explain || cli.print_rewritten || !config.mounts.is_empty() || !cli.annotations.is_empty();
     let (library, annotation_errors) =
         if needs_library { load_library(&cli.annotations)? } else { (posh_core::library::Library::empty(), false) };
+    // One library for the plan and the run's runtime: what one parses, the other need not.
+    let library = Arc::new(library);
     if cli.explain {
         let (name, source) = match (&cli.command, cli.args.first()) {
             (Some(commands), _) => ("-c".to_string(), commands.clone()),
@@ -305,7 +313,8 @@ fn run(cli: Cli) -> Result<u8> {
         let socket = remote.then(runtime::session::RuntimeSocket::bind).transpose().ok().flatten();
         let started = match (&socket, client_state()) {
             (Some(socket), Ok(state)) => {
-                runtime::session::start(config.clone(), library.clone(), ratios.clone(), state, socket.directory()).ok()
+                runtime::session::start(config.clone(), Arc::clone(&library), ratios.clone(), state, socket.directory())
+                    .ok()
             }
             _ => None,
         };
@@ -358,7 +367,7 @@ fn run(cli: Cli) -> Result<u8> {
     let started = match (&socket, &source) {
         (Some(socket), Some(_)) if needs_library && !config.mounts.is_empty() => Some(runtime::session::start(
             config.clone(),
-            library.clone(),
+            Arc::clone(&library),
             ratios.clone(),
             client_state()?,
             socket.directory(),

@@ -789,9 +789,11 @@ impl Started {
 }
 
 /// Starts the runtime and the session of a run whose private directory is `run_dir`.
+/// `library` is the one the script was planned with, shared: its shipped entries are parsed
+/// when first asked for, once for the run.
 pub fn start(
     config: Config,
-    library: Library,
+    library: Arc<Library>,
     ratios: Ratios,
     state: ClientState,
     run_dir: &std::path::Path,
@@ -810,7 +812,7 @@ pub fn start(
         answers: metadata::Answers::default(),
         asked_before_the_script: std::sync::Mutex::default(),
         config,
-        library: Arc::new(library),
+        library,
         ratios,
         state,
         identity: OnceCell::new(),
