@@ -179,18 +179,29 @@ impl Library {
         self.of_command(command).collect()
     }
 
-    /// Whether an entry of `command` is one `wanted` accepts: [`Library::candidates`] without
-    /// gathering them (asked for every command of a script at each of an editor's keystrokes).
-    pub fn any_candidate(&self, command: &str, wanted: impl Fn(&CommandEntry) -> bool) -> bool {
-        self.of_command(command).any(wanted)
+    /// Whether `command` has an entry (parsing its first only).
+    pub fn annotates(&self, command: &str) -> bool {
+        self.of_command(command).next().is_some()
     }
 
-    /// Fits argv to the first entry of its command that accepts it.
+    /// Whether an entry of `command` makes FIFOs (`makes_fifos`): asked for every command of a
+    /// script, at each of an editor's keystrokes and at each run's start, so a shipped entry whose
+    /// text does not name the option is not parsed for it.
+    pub fn makes_fifos(&self, command: &str) -> bool {
+        let indices = self.by_command.get(matcher::command_name(command)).map_or(&[][..], Vec::as_slice);
+        indices.iter().any(|&i| match &self.slots[i] {
+            Slot::Shipped { text, .. } if !text.contains("makes_fifos") => false,
+            slot => slot.entry().is_some_and(|e| e.entry.options.makes_fifos),
+        })
+    }
+
+    /// Fits argv to the first entry of its command that accepts it, parsing the entries after it
+    /// only when it does not fit.
     pub fn match_argv(&self, argv: &[String]) -> Result<Invocation<'_>, NoMatch> {
         let Some(first) = argv.first() else {
             return Err(NoMatch::Empty);
         };
-        matcher::match_entries(&self.candidates(first), argv)
+        matcher::match_entries(self.of_command(first), argv)
     }
 }
 
@@ -223,5 +234,28 @@ mod tests {
         for (lazy, eager) in one_by_one.into_iter().zip(&whole) {
             assert_eq!((&lazy.source, &lazy.entry), (&eager.source, &eager.entry));
         }
+    }
+
+    /// What a run's start asks of every command parses no more than it needs: whether it makes
+    /// FIFOs parses none of an entry that does not name the option, and matching argv parses the
+    /// entries up to the one that fits.
+    #[test]
+    fn asking_about_a_command_parses_only_what_the_answer_needs() {
+        let library = Library::builtin();
+        let parsed = || {
+            library.slots.iter().filter(|s| matches!(s, Slot::Shipped { parsed, .. } if parsed.get().is_some())).count()
+        };
+        assert!(!library.makes_fifos("grep"));
+        assert_eq!(parsed(), 0);
+        assert!(library.makes_fifos("mkfifo"));
+        assert_eq!(parsed(), 1);
+        let argv = |words: &[&str]| words.iter().map(|w| w.to_string()).collect::<Vec<String>>();
+        let fits = library.match_argv(&argv(&["grep", "-c", "TODO", "a.txt"])).expect("an entry fits");
+        assert_eq!(parsed(), 1 + fits.entry_index + 1);
+        assert!(fits.entry_index + 1 < library.candidates("grep").len(), "the test needs an entry after it");
+        // The same answer as trying every entry.
+        let every = library.candidates("grep");
+        let whole = matcher::match_entries(every.iter().copied(), &argv(&["grep", "-c", "TODO", "a.txt"]));
+        assert!(whole.is_ok_and(|w| std::ptr::eq(w.entry, fits.entry)));
     }
 }

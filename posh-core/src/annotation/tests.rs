@@ -336,7 +336,7 @@ tar:
     let lists = |argv: &str| {
         let argv = shell_words::split(argv).expect("a command line");
         let entries: Vec<&CommandEntry> = b.entries.iter().filter(|e| e.name[0] == argv[0]).collect();
-        crate::matcher::match_entries(&entries, &argv).expect("an entry fits").file_lists()
+        crate::matcher::match_entries(entries, &argv).expect("an entry fits").file_lists()
     };
     assert_eq!(lists("xargs -0 cat"), ["-"]);
     assert_eq!(lists("tar -cf out.tar -T names.txt"), ["names.txt"]);

@@ -215,7 +215,7 @@ fn check_example(
         Ok(argv) => argv,
         Err(e) => return Some(format!("the example is not a valid command line: {e}")),
     };
-    match matcher::match_entries(candidates, &argv) {
+    match matcher::match_entries(candidates.iter().copied(), &argv) {
         Ok(invocation) if std::ptr::eq(invocation.entry, entry) => None,
         Ok(invocation) => Some(format!("the entry on line {} takes this example first", line_of(invocation.entry))),
         Err(NoMatch::NoEntryFits { attempts, .. }) => {

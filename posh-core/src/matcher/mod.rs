@@ -284,17 +284,20 @@ pub fn command_name(word: &str) -> &str {
 }
 
 /// Tries `candidates` in order and returns the first entry that fits, as entries of one command
-/// are tried in an annotation library.
-pub fn match_entries<'a>(candidates: &[&'a CommandEntry], argv: &[String]) -> Result<Invocation<'a>, NoMatch> {
+/// are tried in an annotation library. Those after it are not asked for (a library parses its
+/// shipped entries when first asked for).
+pub fn match_entries<'a>(
+    candidates: impl IntoIterator<Item = &'a CommandEntry>,
+    argv: &[String],
+) -> Result<Invocation<'a>, NoMatch> {
     let Some(first) = argv.first() else {
         return Err(NoMatch::Empty);
     };
     let command = command_name(first).to_string();
-    if candidates.is_empty() {
-        return Err(NoMatch::NoAnnotation { command });
-    }
     let mut attempts = Vec::new();
-    for (index, entry) in candidates.iter().enumerate() {
+    let mut tried = 0;
+    for (index, entry) in candidates.into_iter().enumerate() {
+        tried += 1;
         match fit(entry, argv) {
             Ok(mut invocation) => {
                 invocation.entry_index = index;
@@ -303,7 +306,10 @@ pub fn match_entries<'a>(candidates: &[&'a CommandEntry], argv: &[String]) -> Re
             Err(why) => attempts.push((index, why)),
         }
     }
-    Err(NoMatch::NoEntryFits { command, attempts })
+    match tried {
+        0 => Err(NoMatch::NoAnnotation { command }),
+        _ => Err(NoMatch::NoEntryFits { command, attempts }),
+    }
 }
 
 /// Fits argv to one entry.

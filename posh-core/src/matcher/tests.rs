@@ -14,7 +14,7 @@ fn check(annotations: &str, words: &[&str]) -> String {
     let parsed = annotation::parse(annotations);
     assert!(parsed.diagnostics.is_empty(), "{:?}", parsed.diagnostics);
     let candidates: Vec<&CommandEntry> = parsed.entries.iter().collect();
-    match match_entries(&candidates, &argv(words)) {
+    match match_entries(candidates, &argv(words)) {
         Ok(invocation) => format!("entry #{}\n{}", invocation.entry_index, invocation.describe()),
         Err(NoMatch::NoEntryFits { command, attempts }) => {
             let mut out = format!("no match for {command}\n");
@@ -158,8 +158,7 @@ fn a_dash_and_digits_is_the_option_that_takes_them() {
 }
 
 fn fit_one<'a>(entries: &'a [CommandEntry], words: &[&str]) -> Invocation<'a> {
-    let candidates: Vec<&CommandEntry> = entries.iter().collect();
-    match_entries(&candidates, &argv(words)).expect("fits")
+    match_entries(entries, &argv(words)).expect("fits")
 }
 
 #[test]

@@ -681,7 +681,7 @@ impl<'a> ScriptScope<'a> {
 /// without one may be a function from a sourced file, which only bash can run).
 fn unannotated(library: &Library, command: &crate::shell::Command) -> Option<String> {
     let name = command.words.first()?.literal.as_deref()?;
-    library.candidates(name).is_empty().then(|| format!("`{name}` has no annotation"))
+    (!library.annotates(name)).then(|| format!("`{name}` has no annotation"))
 }
 
 /// The names the script's commands make as FIFOs (an annotation's `makes_fifos`: `mkfifo`),
@@ -701,7 +701,7 @@ fn made_fifos(
     for (pipeline, (_, dir)) in script.pipelines.iter().zip(working_dirs) {
         for command in &pipeline.commands {
             let Some(name) = command.words.first().and_then(|w| w.literal.as_deref()) else { continue };
-            if !*makers.entry(name).or_insert_with(|| library.any_candidate(name, |e| e.options.makes_fifos)) {
+            if !*makers.entry(name).or_insert_with(|| library.makes_fifos(name)) {
                 continue;
             }
             let argv =
