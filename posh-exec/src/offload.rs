@@ -120,7 +120,7 @@ pub fn rewrite(
         return None;
     }
     // A script bash rejects is bash's to report, in its own words (`Plan::confirm_with_bash`).
-    if bash.map_or_else(|| crate::bash_syntax::rejects(source, &script), crate::bash_syntax::Asked::rejects) {
+    if bash.unwrap_or_else(|| crate::bash_syntax::Asked::start(source, &script)).rejects() {
         return None;
     }
     mounts.sort_unstable();

@@ -32,7 +32,7 @@ pub fn script_diagnostics(world: &World, analysis: &ScriptAnalysis) -> Vec<Diagn
             // entry of its name) is the same S001 as in a pipeline that stays whole.
             let kept_unannotated = matches!(node.why, Why::KeptWithBash(_))
                 && posh_core::rewrite::why_command_stays(pipeline, *command, &analysis.functions).is_none()
-                && name.literal.as_deref().is_some_and(|n| world.library.candidates(n).is_empty());
+                && name.literal.as_deref().is_some_and(|n| !world.library.annotates(n));
             if node.why == Why::NoAnnotation || kept_unannotated {
                 out.push(Diagnostic::new(
                     Code::ScriptNoAnnotation,
