@@ -1479,7 +1479,7 @@ impl<'a> Analysis<'a> {
             args.iter().filter_map(|w| w.literal.as_deref()).filter(|w| valid_name(w)).map(str::to_string).collect()
         };
         if function {
-            self.call(&name, &args, &state, pipeline);
+            self.call(name, &args, &state, pipeline);
             match &self.function_assigns {
                 Some(assigned) => {
                     for assigned in assigned.clone() {
@@ -1587,7 +1587,7 @@ impl<'a> Analysis<'a> {
                     self.assign(&mut state, &assigned, Value::Unknown("`let` assigns it".into()));
                 }
             }
-            _ if self.hidden_functions && !crate::shell::is_builtin(&name) => state.forget_everything(&format!(
+            _ if self.hidden_functions && !crate::shell::is_builtin(name) => state.forget_everything(&format!(
                 "`{name}` may be a function the script gets from where posh does not look (`source`, `eval`, the \
                  environment), which may assign anything"
             )),
