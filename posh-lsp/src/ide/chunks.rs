@@ -91,7 +91,18 @@ impl Chunk {
         }
     }
 
-    /// Places it at `start`: its pipelines copied with their offsets moved when it has moved.
+    /// The chunk `text` is when it parses without errors, placed at `start`.
+    fn parsed_whole(text: &str, start: usize) -> Option<Chunk> {
+        let script = shell::parse(text);
+        script.errors.is_empty().then(|| {
+            let mut chunk = Chunk::parsed(script, Recovery::None, text);
+            chunk.place(start);
+            chunk
+        })
+    }
+
+    /// Places it at `start`: its pipelines moved when it has moved (copied when an analysis
+    /// still shares them).
     fn place(&mut self, start: usize) {
         if self.at == start {
             return;
@@ -99,9 +110,14 @@ impl Chunk {
         let at = self.at;
         let by = |offset: usize| offset - at + start;
         for pipeline in &mut self.pipelines {
-            let mut moved = Pipeline::clone(pipeline);
-            move_pipeline(&mut moved, by);
-            *pipeline = Arc::new(moved);
+            match Arc::get_mut(pipeline) {
+                Some(only) => move_pipeline(only, by),
+                None => {
+                    let mut moved = Pipeline::clone(pipeline);
+                    move_pipeline(&mut moved, by);
+                    *pipeline = Arc::new(moved);
+                }
+            }
         }
         self.loops.iter_mut().for_each(|l| move_loop(l, by));
         self.flow.iter_mut().for_each(|step| move_flow(step, &by));
@@ -178,9 +194,9 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
                 parsed = Some((end_index, text, found));
                 break;
             }
-            let script = fresh.remove(&(start, bounds[end_index])).unwrap_or_else(|| shell::parse(text));
-            if script.errors.is_empty() {
-                parsed = Some((end_index, text, Chunk::parsed(script, Recovery::None, text)));
+            let chunk = fresh.remove(&(start, bounds[end_index])).unwrap_or_else(|| Chunk::parsed_whole(text, start));
+            if let Some(chunk) = chunk {
+                parsed = Some((end_index, text, chunk));
                 break;
             }
         }
@@ -215,12 +231,13 @@ pub fn parse(source: &str, cache: &mut ChunkCache) -> (Script, Recovery) {
 /// Fewer chunks than this not in the cache are parsed on this thread alone.
 const PARALLEL_FROM: usize = 16;
 
-/// The chunks between consecutive `bounds` that `cache` does not hold, parsed on every core
-/// when there are many (opening a file, or a change of most of it): brush-parser takes about 20
-/// ms per 1,000 lines, and one core's parse of a 5,000-line script was a third of its opening.
-/// Keyed by (start, end); [`parse`] takes each from here instead of parsing it again, and parses
-/// what it needs beyond (a chunk joined with the next) itself.
-fn parse_fresh_chunks(source: &str, bounds: &[usize], cache: &ChunkCache) -> HashMap<(usize, usize), Script> {
+/// The chunks between consecutive `bounds` that `cache` does not hold, parsed and placed on
+/// every core when there are many (opening a file, or a change of most of it): brush-parser
+/// takes about 20 ms per 1,000 lines, and one core's parse of a 5,000-line script was a third of
+/// its opening. Keyed by (start, end), `None` for a text with parse errors; [`parse`] takes each
+/// from here instead of parsing it again, and parses what it needs beyond (a chunk joined with
+/// the next) itself.
+fn parse_fresh_chunks(source: &str, bounds: &[usize], cache: &ChunkCache) -> HashMap<(usize, usize), Option<Chunk>> {
     // A text that comes twice (a repeated block) is parsed once: `parse` keeps its first.
     let mut seen = std::collections::HashSet::new();
     let missing: Vec<(usize, usize)> = bounds
@@ -228,8 +245,9 @@ fn parse_fresh_chunks(source: &str, bounds: &[usize], cache: &ChunkCache) -> Has
         .map(|w| (w[0], w[1]))
         .filter(|&(start, end)| !cache.chunks.contains_key(&source[start..end]) && seen.insert(&source[start..end]))
         .collect();
-    let parsed =
-        super::cores::on_every_core(&missing, PARALLEL_FROM, |&(start, end)| shell::parse(&source[start..end]));
+    let parsed = super::cores::on_every_core(&missing, PARALLEL_FROM, |&(start, end)| {
+        Chunk::parsed_whole(&source[start..end], start)
+    });
     missing.into_iter().zip(parsed).collect()
 }
 
