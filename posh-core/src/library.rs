@@ -2,7 +2,7 @@
 //! command replaces every earlier entry of that command.
 
 use std::collections::HashMap;
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use crate::annotation::{self, CommandEntry};
 use crate::diagnostic::Diagnostic;
@@ -22,6 +22,14 @@ pub fn builtin_sources() -> &'static [(&'static str, &'static str)] {
 pub struct LibraryEntry {
     pub entry: CommandEntry,
     pub source: String,
+    /// How plans show it ([`Library::shown`]), made when first asked for.
+    shown: OnceLock<Arc<str>>,
+}
+
+impl LibraryEntry {
+    fn new(entry: CommandEntry, source: String) -> LibraryEntry {
+        LibraryEntry { entry, source, shown: OnceLock::new() }
+    }
 }
 
 #[derive(Debug, Clone, Default)]
@@ -70,7 +78,7 @@ impl Slot {
             Slot::Shipped { file, text, at, parsed, .. } => parsed
                 .get_or_init(|| {
                     let [entry] = <[CommandEntry; 1]>::try_from(annotation::entries_of_checked_file(text)).ok()?;
-                    Some(LibraryEntry { entry: entry.moved(*at), source: file.to_string() })
+                    Some(LibraryEntry::new(entry.moved(*at), file.to_string()))
                 })
                 .as_ref(),
         }
@@ -123,7 +131,7 @@ impl Library {
     /// returns the file's diagnostics.
     pub fn add_source(&mut self, name: &str, text: &str) -> Vec<Diagnostic> {
         let parsed = annotation::parse(text);
-        let entries = parsed.entries.into_iter().map(|entry| LibraryEntry { entry, source: name.to_string() });
+        let entries = parsed.entries.into_iter().map(|entry| LibraryEntry::new(entry, name.to_string()));
         self.replace_entries(entries.map(Slot::Parsed));
         self.reindex();
         parsed.diagnostics
@@ -164,8 +172,24 @@ impl Library {
 
     /// The file an entry of this library came from (among those parsed: it was asked for).
     pub fn source_of(&self, entry: &CommandEntry) -> Option<&str> {
-        let parsed = self.slots.iter().filter_map(Slot::parsed);
-        parsed.filter(|e| std::ptr::eq(&e.entry, entry)).map(|e| e.source.as_str()).next()
+        self.parsed_entry(entry).map(|e| e.source.as_str())
+    }
+
+    /// An entry as plans show it: its header and the file it came from,
+    /// `wc[filters_input, merge:sum] (text.posh)` (formatted once: every command planned shows it).
+    pub fn shown(&self, entry: &CommandEntry) -> Arc<str> {
+        let header = || crate::annotation::format::format_header(entry);
+        match self.parsed_entry(entry) {
+            Some(found) => found.shown.get_or_init(|| format!("{} ({})", header(), found.source).into()).clone(),
+            None => header().into(),
+        }
+    }
+
+    /// The library's own record of `entry` (among the parsed ones), looked up by its name.
+    fn parsed_entry(&self, entry: &CommandEntry) -> Option<&LibraryEntry> {
+        let indices = entry.name.first().and_then(|first| self.by_command.get(first.as_str()));
+        let parsed = indices.into_iter().flatten().filter_map(|&i| self.slots[i].parsed());
+        parsed.into_iter().find(|e| std::ptr::eq(&e.entry, entry))
     }
 
     /// The entries of `command`'s name, in the order they are tried.
@@ -218,7 +242,7 @@ mod tests {
         for (file, text) in builtin_sources() {
             let entries = annotation::entries_of_checked_file(text);
             whole.retain(|existing| !entries.iter().any(|e| e.name == existing.entry.name));
-            whole.extend(entries.into_iter().map(|entry| LibraryEntry { entry, source: file.to_string() }));
+            whole.extend(entries.into_iter().map(|entry| LibraryEntry::new(entry, file.to_string())));
         }
         let library = Library::builtin();
         let parsed = |library: &Library| {

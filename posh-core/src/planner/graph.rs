@@ -61,7 +61,7 @@ struct Facts<'l> {
     /// Where a rule other than splitting puts the command (`needs_current_dir`).
     pin: Option<(Location, Why)>,
     invocation: Option<Invocation<'l>>,
-    annotation: Option<String>,
+    annotation: Option<std::sync::Arc<str>>,
     stdin: Input,
     stdout: Output,
     stderr: Output,
@@ -473,11 +473,7 @@ fn analyse<'l>(
     }
     match ctx.library.match_argv(&facts.argv) {
         Ok(invocation) => {
-            let header = crate::annotation::format::format_header(invocation.entry);
-            facts.annotation = Some(match ctx.library.source_of(invocation.entry) {
-                Some(source) => format!("{header} ({source})"),
-                None => header,
-            });
+            facts.annotation = Some(ctx.library.shown(invocation.entry));
             let split = invocation.splittable_values();
             for value in &invocation.values {
                 let text = invocation.value_text(value).to_string();

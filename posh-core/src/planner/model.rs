@@ -310,7 +310,7 @@ pub enum NodeKind {
         /// `Some((i, n))` for the i-th of n copies.
         copy: Option<(usize, usize)>,
         /// The annotation entry that fits, as `name[options]` with its source file.
-        annotation: Option<String>,
+        annotation: Option<std::sync::Arc<str>>,
         /// The status by which it says it selected nothing (grep's 1): the copies of a split
         /// exit with it only when each did.
         #[serde(skip_serializing_if = "Option::is_none")]

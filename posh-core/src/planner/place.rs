@@ -9,7 +9,11 @@
 //!   round trip) over the whole DAG. Free nodes form trees (every command sends its output to
 //!   one place), so dynamic programming over the trees finds the optimum exactly.
 
-use std::collections::{BTreeSet, HashMap};
+use std::collections::BTreeSet;
+
+// Placement runs for every pipeline of a script an editor opens: its many small maps hash with
+// FxHash (their keys are node ids and places, not a client's input).
+use rustc_hash::{FxHashMap as HashMap, FxHashSet as HashSet};
 
 use crate::planner::PlanContext;
 use crate::planner::graph::Built;
@@ -68,7 +72,7 @@ pub(crate) fn predicted_seconds(ctx: &PlanContext<'_>, built: &Built) -> f64 {
 pub(crate) fn unsplit_at_least(ctx: &PlanContext<'_>, split: &Built) -> f64 {
     let plan = &split.plan;
     // Per command of the pipeline: seconds of its files' edges, in all and per mount.
-    let mut per_command: HashMap<usize, (f64, HashMap<&str, f64>)> = HashMap::new();
+    let mut per_command: HashMap<usize, (f64, HashMap<&str, f64>)> = HashMap::default();
     for e in &plan.edges {
         let (from, to) = (&plan.nodes[e.from], &plan.nodes[e.to]);
         let (NodeKind::ReadFile { .. }, Location::Mount(mount), NodeKind::Command { command, .. }) =
@@ -165,7 +169,7 @@ struct Places<'c> {
 impl<'c> Places<'c> {
     fn of(ctx: &PlanContext<'c>, plan: &crate::planner::PipelinePlan) -> Places<'c> {
         let mut locations: Vec<Location> = vec![Location::Client];
-        let mut known: HashMap<&Location, usize> = HashMap::new();
+        let mut known: HashMap<&Location, usize> = HashMap::default();
         known.insert(&Location::Client, 0);
         let mut of_node = Vec::with_capacity(plan.nodes.len());
         for node in &plan.nodes {
@@ -187,12 +191,12 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
     let free = free_nodes(built);
     let is_free = |n: NodeId| !built.pinned[n];
     // Bytes between free nodes, and each free node's single free successor.
-    let mut free_edges: HashMap<(NodeId, NodeId), u64> = HashMap::new();
+    let mut free_edges: HashMap<(NodeId, NodeId), u64> = HashMap::default();
     for e in plan.edges.iter().filter(|e| is_free(e.from) && is_free(e.to)) {
         *free_edges.entry((e.from, e.to)).or_default() += e.bytes;
     }
-    let mut successor: HashMap<NodeId, NodeId> = HashMap::new();
-    let mut to_client = std::collections::HashSet::new();
+    let mut successor: HashMap<NodeId, NodeId> = HashMap::default();
+    let mut to_client = HashSet::default();
     for &(from, to) in free_edges.keys() {
         if successor.insert(from, to).is_some_and(|other| other != to) {
             // Two free successors break the tree shape; it only arises with the shell's own
@@ -204,7 +208,7 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
     // up per node and candidate, where a scan of every edge made a pipeline's placement grow
     // with the square of its length.
     let incident = incident_edges(plan);
-    let mut children: HashMap<NodeId, Vec<(NodeId, u64)>> = HashMap::new();
+    let mut children: HashMap<NodeId, Vec<(NodeId, u64)>> = HashMap::default();
     for (&(child, parent), &bytes) in &free_edges {
         if successor.get(&child) == Some(&parent) {
             children.entry(parent).or_default().push((child, bytes));
@@ -222,7 +226,7 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
     // trips to the pinned ends summed per group of places (exactly, as integers), less the
     // candidate's own place, which costs nothing.
     let local = |n: NodeId| -> Vec<f64> {
-        let mut by_place: HashMap<usize, (u128, u64)> = HashMap::new();
+        let mut by_place: HashMap<usize, (u128, u64)> = HashMap::default();
         let to_pinned = |e: &&Edge| (e.from == n && !is_free(e.to)) || (e.to == n && !is_free(e.from));
         for e in incident[n].iter().map(|&i| &plan.edges[i]).filter(to_pinned) {
             let other = if e.from == n { e.to } else { e.from };
@@ -270,12 +274,12 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
     let tie_break =
         |has_input: bool, at: &Location| -> f64 { if has_input == (*at == Location::Client) { 1e-12 } else { 0.0 } };
     // Children before parents: construction order is topological.
-    let mut best: HashMap<NodeId, Vec<f64>> = HashMap::new();
-    let mut choice: HashMap<(NodeId, usize), Vec<(NodeId, usize)>> = HashMap::new();
+    let mut best: HashMap<NodeId, Vec<f64>> = HashMap::default();
+    let mut choice: HashMap<(NodeId, usize), Vec<(NodeId, usize)>> = HashMap::default();
     for &n in &free {
         let local = local(n);
         // The mounts whose proxies may run it, as a set: asked of every candidate.
-        let allowed_mounts: Option<std::collections::HashSet<&str>> =
+        let allowed_mounts: Option<HashSet<&str>> =
             built.allowed[n].as_ref().map(|mounts| mounts.iter().map(String::as_str).collect());
         let allowed = |at: &Location| match (&allowed_mounts, at) {
             (None, _) | (_, Location::Client) => true,
@@ -307,8 +311,8 @@ fn cost_based(ctx: &PlanContext<'_>, built: &mut Built) {
         }
         best.insert(n, costs);
     }
-    let free_set: std::collections::HashSet<NodeId> = free.iter().copied().collect();
-    let mut assigned: HashMap<NodeId, usize> = HashMap::new();
+    let free_set: HashSet<NodeId> = free.iter().copied().collect();
+    let mut assigned: HashMap<NodeId, usize> = HashMap::default();
     let mut stack: Vec<(NodeId, usize)> = Vec::new();
     for &root in free.iter().filter(|n| successor.get(n).is_none_or(|s| !free_set.contains(s)) || to_client.contains(n))
     {
@@ -344,7 +348,7 @@ struct LinkGroups {
 impl LinkGroups {
     fn of(places: &Places<'_>) -> LinkGroups {
         let mut members: Vec<Vec<usize>> = Vec::new();
-        let mut known: HashMap<(u64, std::time::Duration), usize> = HashMap::new();
+        let mut known: HashMap<(u64, std::time::Duration), usize> = HashMap::default();
         let mut of_place = Vec::with_capacity(places.links.len());
         for (place, link) in places.links.iter().enumerate() {
             let group = *known.entry((link.bandwidth_bytes_per_sec.to_bits(), link.rtt)).or_insert_with(|| {
@@ -461,7 +465,7 @@ fn greedy(built: &mut Built) {
     let location_of = |n: NodeId| {
         if several_mounts.contains(&n) { Location::Client } else { plan.nodes[n].location.clone() }
     };
-    let mut suggestions: HashMap<NodeId, BTreeSet<Location>> = HashMap::new();
+    let mut suggestions: HashMap<NodeId, BTreeSet<Location>> = HashMap::default();
     // Every path from a fixed node through free nodes to the next fixed node.
     let mut stack: Vec<Vec<(NodeId, u64)>> =
         (0..plan.nodes.len()).filter(|&n| is_fixed(n)).map(|n| vec![(n, 0)]).collect();
