@@ -389,6 +389,10 @@ fn word_reason(word: &Word) -> Option<String> {
 }
 
 fn expansion_reason(raw: &str) -> Option<String> {
+    // Every risky text below holds one of these bytes; most words hold none.
+    if !raw.bytes().any(|b| matches!(b, b'$' | b'`' | b'<' | b'>' | b'B' | b'R')) {
+        return None;
+    }
     let risky = ["$(", "`", "<(", ">(", "$?", "${?}", "BASHPID", "RANDOM", "SRANDOM"];
     if let Some(what) = risky.iter().find(|r| raw.contains(*r)) {
         return Some(format!("`{raw}` uses {what}, which the call would evaluate differently"));

@@ -603,13 +603,17 @@ impl<'s> Walker<'s> {
         let span = self.span(f.script_offset(start), f.script_offset(end));
         let info = words::analyze(&w.value, role, &self.options);
         // Substitutions are looked up in brush's text of the word, mapped back to the written
-        // text; when the two do not line up, in the written text itself.
-        let (subs, table) = match words::align(&w.value, written) {
-            Some(table) => (words::substitutions(&w.value, &self.options, false), table),
-            None => (words::substitutions(written, &self.options, false), (0..=written.len()).collect()),
-        };
-        if !subs.is_empty() {
-            self.substitutions(f, start, &table, subs, ctx, depth);
+        // text; when the two do not line up, in the written text itself. (Most words have none:
+        // nothing to align.)
+        let may_substitute = |text: &str| text.contains("$(") || text.contains('`');
+        if may_substitute(&w.value) || may_substitute(written) {
+            let (subs, table) = match words::align(&w.value, written) {
+                Some(table) => (words::substitutions(&w.value, &self.options, false), table),
+                None => (words::substitutions(written, &self.options, false), (0..=written.len()).collect()),
+            };
+            if !subs.is_empty() {
+                self.substitutions(f, start, &table, subs, ctx, depth);
+            }
         }
         let raw: std::sync::Arc<str> = self.source[span.range()].into();
         // A word without quotes is its own value: one string for both.

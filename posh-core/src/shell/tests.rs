@@ -377,3 +377,11 @@ fn tolerant_parsing_says_how_it_recovered() {
     let (script, how) = parse_tolerant_with_recovery("echo $(if) | sort\n");
     assert_eq!((how, script.errors.len()), (Recovery::None, 1));
 }
+
+/// `is_builtin` searches its list by halves: the list must stay sorted.
+#[test]
+fn the_builtins_are_sorted() {
+    assert!(BUILTINS.is_sorted(), "{BUILTINS:?}");
+    assert!(BUILTINS.iter().all(|b| is_builtin(b)));
+    assert!(!is_builtin("grep") && !is_builtin("waits"));
+}
