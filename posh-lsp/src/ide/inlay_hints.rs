@@ -56,7 +56,7 @@ impl InlayHint {
 
 /// The hints of the pipelines of `text` that overlap `range` (all of them for `None`), in text order.
 pub fn inlay_hints(world: &World, text: &str, analysis: &ScriptAnalysis, range: Option<Span>) -> Vec<InlayHint> {
-    let mut hints = Vec::new();
+    let mut out = Hinted::default();
     for (index, placed) in analysis.plan.pipelines.iter().enumerate() {
         let span = placed.span();
         if range.is_some_and(|r| span.end < r.start || span.start > r.end) {
@@ -67,7 +67,7 @@ pub fn inlay_hints(world: &World, text: &str, analysis: &ScriptAnalysis, range: 
             continue;
         };
         if let Some(hint) = unknown_hint(plan, |span| placed.place(span)) {
-            hints.push(hint);
+            out.hints.push(hint);
         }
         let commands = plan.nodes.iter().filter(|n| matches!(n.kind, NodeKind::Command { .. }));
         let at_client = commands.clone().all(|n| n.location == Location::Client);
@@ -75,24 +75,34 @@ pub fn inlay_hints(world: &World, text: &str, analysis: &ScriptAnalysis, range: 
             continue;
         }
         let command_spans: Vec<Span> = pipeline.commands.iter().map(|c| c.span).collect();
-        pipeline_hints(world, text, plan, span, &command_spans, at_client, &mut hints);
+        pipeline_hints(world, text, plan, span, &command_spans, at_client, &mut out);
     }
+    let mut hints = out.hints;
     hints.sort_by_key(|h| h.offset);
     hints
+}
+
+/// The hints made so far, and the entries of the commands hinted, by their words (a script runs
+/// the same commands many times: each is matched once).
+#[derive(Default)]
+struct Hinted<'w> {
+    hints: Vec<InlayHint>,
+    entries: EntriesOf<'w>,
 }
 
 /// The hints of one pipeline: `plan` (its spans relative) made for the pipeline at `span` whose
 /// commands are at `command_spans` in `text`. One that runs `at_client` whole starts with
 /// `on client`, whose tooltip says why.
-fn pipeline_hints(
-    world: &World,
+fn pipeline_hints<'w>(
+    world: &'w World,
     text: &str,
-    plan: &PipelinePlan,
+    plan: &'w PipelinePlan,
     span: Span,
     command_spans: &[Span],
     at_client: bool,
-    hints: &mut Vec<InlayHint>,
+    out: &mut Hinted<'w>,
 ) {
+    let hints = &mut out.hints;
     let mut copies: BTreeMap<usize, Vec<&Node>> = BTreeMap::new();
     for node in &plan.nodes {
         if let NodeKind::Command { command, .. } = node.kind {
@@ -117,7 +127,7 @@ fn pipeline_hints(
         let label = placement_label(nodes);
         let before = previous.as_ref().map_or(if at_client { "" } else { "on client" }, |(_, l)| l.as_str());
         if label != before {
-            hints.push(placement_hint(world, span.start, nodes));
+            hints.push(placement_hint(world, span.start, nodes, &mut out.entries));
         }
         if read.bytes > 0 {
             hints.push(bytes_hint(
@@ -254,7 +264,9 @@ fn placement_label(nodes: &[&Node]) -> String {
     format!("on {}", parts.join(", "))
 }
 
-fn placement_hint(world: &World, offset: usize, nodes: &[&Node]) -> InlayHint {
+type EntriesOf<'w> = rustc_hash::FxHashMap<&'w [String], Option<&'w posh_core::annotation::CommandEntry>>;
+
+fn placement_hint<'w>(world: &'w World, offset: usize, nodes: &[&'w Node], entries: &mut EntriesOf<'w>) -> InlayHint {
     let mut parts = vec![LabelPart::plain("on ")];
     for (i, (location, n)) in groups(nodes).into_iter().enumerate() {
         if i > 0 {
@@ -270,19 +282,14 @@ fn placement_hint(world: &World, offset: usize, nodes: &[&Node]) -> InlayHint {
         }
     }
     let mut tooltip = nodes[0].why.explain();
-    let entry = match &nodes[0].kind {
-        NodeKind::Command { argv, annotation: Some(_), .. } => world.library.match_argv(argv).ok().map(|i| i.entry),
-        _ => None,
-    };
-    // The annotation that placed it: in the tooltip, and where `on` leads (the machine's name
-    // leads to its mount).
-    if let Some(entry) = entry {
-        let header = posh_core::annotation::format::format_header(entry);
-        let source = world.library.source_of(entry).unwrap_or("shipped library");
-        let annotation = format!("annotation: {header} ({source})");
+    // The annotation that placed it (as the plan shows it): in the tooltip, and where `on` leads
+    // (the machine's name leads to its mount). Its entry is found once per distinct command.
+    if let NodeKind::Command { argv, annotation: Some(shown), .. } = &nodes[0].kind {
+        let annotation = format!("annotation: {shown}");
         tooltip.push_str(&format!("\n{annotation}"));
         parts[0].tooltip = Some(annotation);
-        parts[0].target = world.entry_target(entry);
+        let entry = *entries.entry(argv).or_insert_with(|| world.library.match_argv(argv).ok().map(|i| i.entry));
+        parts[0].target = entry.and_then(|entry| world.entry_target(entry));
     }
     InlayHint { offset, kind: HintKind::Placement, parts, tooltip }
 }
