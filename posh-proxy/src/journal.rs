@@ -442,6 +442,24 @@ mod tests {
         FileId { dev: meta.dev(), ino: meta.ino() }
     }
 
+    /// Replays the journals in `state` as a starting proxy does, until none is left. A journal
+    /// this test dropped to play a dead proxy can stay locked for a moment: a child that another
+    /// test of this process forked meanwhile holds its descriptor until it execs (in a real crash
+    /// the process and its descriptors are gone). Left locked, the replay skipped it, and the next
+    /// journal of this process, of the same name, emptied it.
+    fn replay_once_unlocked(state: &Path) {
+        let journals = || {
+            let names = std::fs::read_dir(state).unwrap().map(|e| e.unwrap().file_name());
+            names.filter(|n| n.to_string_lossy().starts_with("journal-")).count()
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+        while journals() > 0 {
+            recover(state).unwrap();
+            assert!(std::time::Instant::now() < deadline, "a journal stayed locked");
+            std::thread::sleep(std::time::Duration::from_millis(1));
+        }
+    }
+
     /// An export beside the state directory, opened as a root.
     fn export(dir: &Path) -> (Root, At) {
         std::fs::create_dir(dir.join("export")).unwrap();
@@ -481,6 +499,7 @@ mod tests {
             std::fs::OpenOptions::new().append(true).open(&log).unwrap().write_all(b"appended\n").unwrap();
             // Dropped without settling: its lock goes, as when the process dies.
         }
+        replay_once_unlocked(&state);
         let _next = Journal::open(&state).unwrap();
         assert_eq!(std::fs::read_to_string(&log).unwrap(), "old\n");
         assert!(!temp.exists());
@@ -516,6 +535,7 @@ mod tests {
         let other = Journal::open(&state).unwrap();
         assert!(temp.exists() && std::fs::read_to_string(&target).unwrap() == "old content\n");
         drop((live, other));
+        replay_once_unlocked(&state);
         let _next = Journal::open(&state).unwrap();
         assert_eq!(std::fs::read_to_string(&target).unwrap(), "new");
         assert_eq!(id_of(&target), inode);
@@ -573,6 +593,7 @@ mod tests {
                     std::os::unix::fs::symlink(&elsewhere, root.place(Path::new("d"))).unwrap();
                 }
             }
+            replay_once_unlocked(&state);
             let _next = Journal::open(&state).unwrap();
             assert_eq!(std::fs::read_to_string(&outside).unwrap(), "SHA256:operator\n", "{swap}");
             match swap {
