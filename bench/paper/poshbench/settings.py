@@ -229,10 +229,16 @@ class EmulatedLink:
         `convert` at the proxy, on the datacenter link)."""
         log = Path(self.env["NETRIG_STATE"]) / "sshfs.log"
         env = {"NETRIG_READAHEAD_KB": str(readahead_kb)}
+        # Named either way: netrig's remount keeps the last mount's options unless given others,
+        # and an empty value is not one. A mount as root after b's as the proxies' user stayed
+        # theirs, and on freshly made inputs bash's `> matches.csv` in a directory still root's
+        # was refused (distributed-logs, system a, on the first run of a machine).
+        server = "/usr/lib/openssh/sftp-server"
+        env["NETRIG_SSHFS_OPTS"] = f"sftp_server={server}"
         if as_proxies_user:
             user = pwd.getpwnam(PROXY_USER)
             env["NETRIG_SSHFS_OPTS"] = (f"sftp_server=/usr/bin/setpriv --reuid={user.pw_uid} --regid={user.pw_gid} "
-                                        "--clear-groups /usr/lib/openssh/sftp-server")
+                                        f"--clear-groups {server}")
         for attempt in range(1, attempts + 1):
             try:
                 self.netrig("remount", env=env)
