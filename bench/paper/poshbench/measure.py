@@ -278,7 +278,7 @@ class WorkloadRun:
         seconds, status = timed(argv, cwd, env, out, err, self.options.timeout, stdin)
         crossed = self.setting.bytes_crossed() if system != "c" else None
         if system != "c":
-            self.setting.settle()
+            self.setting.settle(as_proxies_user=system.startswith("b"))
         outputs = outputs_of(self.truth(), self.workload, self.env)
         run = Run(seconds=seconds, status=status, stdout=file_digest(out), stderr=file_digest(err),
                   outputs=outputs, bytes=crossed, cold=cold, kept={"stdout": keep_text(out), "stderr": keep_text(err)})

@@ -213,9 +213,10 @@ class EmulatedLink:
         self.remount(readahead_kb, as_proxies_user=as_proxies_user)
         return "fresh sshfs mount"
 
-    def settle(self) -> None:
-        """Unmounts and mounts again, so that every write the client made has reached the storage."""
-        self.remount(READAHEAD_DEFAULT_KB)
+    def settle(self, as_proxies_user: bool = False) -> None:
+        """Unmounts and mounts again, so that every write the client made has reached the storage.
+        After posh's run the mount stays the proxies' user's: b warm runs on it."""
+        self.remount(READAHEAD_DEFAULT_KB, as_proxies_user=as_proxies_user)
 
     def remount(self, readahead_kb: int, attempts: int = 3, as_proxies_user: bool = False) -> None:
         """A fresh sshfs mount. A mount once failed in CI (sshfs's log was not kept), which stopped
@@ -393,7 +394,7 @@ class RealDeployment:
     def hand_over(self, path: Path) -> None:
         """Nothing: a real deployment's proxies already own their exports."""
 
-    def settle(self) -> None:
+    def settle(self, as_proxies_user: bool = False) -> None:
         subprocess.run(["sync"], check=False)
 
     def zero_counters(self) -> None:
