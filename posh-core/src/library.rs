@@ -188,8 +188,8 @@ impl Library {
     /// The library's own record of `entry` (among the parsed ones), looked up by its name.
     fn parsed_entry(&self, entry: &CommandEntry) -> Option<&LibraryEntry> {
         let indices = entry.name.first().and_then(|first| self.by_command.get(first.as_str()));
-        let parsed = indices.into_iter().flatten().filter_map(|&i| self.slots[i].parsed());
-        parsed.into_iter().find(|e| std::ptr::eq(&e.entry, entry))
+        let mut parsed = indices.into_iter().flatten().filter_map(|&i| self.slots[i].parsed());
+        parsed.find(|e| std::ptr::eq(&e.entry, entry))
     }
 
     /// The entries of `command`'s name, in the order they are tried.
