@@ -351,10 +351,9 @@ fn command_reason(command: &Command, index: usize, functions: &[String]) -> Opti
     for redirect in &command.redirects {
         // The call keeps a here-document's or here-string's text as written, so a pipeline in a
         // substitution there is handed over on its own, not inside this one's call.
-        let substitutes = |text: &str| text.contains("$(") || text.contains('`');
         let substituting = match &redirect.target {
-            RedirectTarget::HereDoc { body, expands } => *expands && substitutes(body),
-            RedirectTarget::Text(word) => substitutes(&word.raw),
+            RedirectTarget::HereDoc { body, expands } => *expands && crate::shell::may_substitute(body),
+            RedirectTarget::Text(word) => crate::shell::may_substitute(&word.raw),
             _ => false,
         };
         if substituting {

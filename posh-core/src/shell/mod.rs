@@ -13,6 +13,7 @@ pub mod expanded;
 pub mod model;
 mod parse;
 mod words;
+pub(crate) use words::may_substitute;
 
 #[cfg(test)]
 mod tests;

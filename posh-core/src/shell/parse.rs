@@ -605,8 +605,7 @@ impl<'s> Walker<'s> {
         // Substitutions are looked up in brush's text of the word, mapped back to the written
         // text; when the two do not line up, in the written text itself. (Most words have none:
         // nothing to align.)
-        let may_substitute = |text: &str| text.contains("$(") || text.contains('`');
-        if may_substitute(&w.value) || may_substitute(written) {
+        if words::may_substitute(&w.value) || words::may_substitute(written) {
             let (subs, table) = match words::align(&w.value, written) {
                 Some(table) => (words::substitutions(&w.value, &self.options, false), table),
                 None => (words::substitutions(written, &self.options, false), (0..=written.len()).collect()),

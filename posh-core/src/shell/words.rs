@@ -220,10 +220,16 @@ fn ansi_c(text: &str) -> Option<String> {
     Some(out)
 }
 
+/// Whether `text` may hold a command substitution (`$(` or a backquote): most words do not, and
+/// need no parse for one.
+pub(crate) fn may_substitute(text: &str) -> bool {
+    text.contains("$(") || text.contains('`')
+}
+
 /// The command substitutions of a word (or of a here-document body when `heredoc`), outermost
 /// only: nested ones are found when the substitution's text is parsed in turn.
 pub(super) fn substitutions(value: &str, options: &ParserOptions, heredoc: bool) -> Vec<Substitution> {
-    if !value.contains("$(") && !value.contains('`') {
+    if !may_substitute(value) {
         return Vec::new();
     }
     let mut found = Vec::new();
@@ -275,7 +281,7 @@ fn collect(
             }
             WordPiece::ParameterExpansion(expr) => {
                 for (word, from_end) in parameter_words(expr) {
-                    if !word.contains("$(") && !word.contains('`') {
+                    if !may_substitute(word) {
                         continue;
                     }
                     let at = if from_end { raw.rfind(word) } else { raw.find(word) };
