@@ -54,7 +54,14 @@ impl Answers {
         kept.get(key).filter(|k| k.at.elapsed() < LIFETIME).map(|k| k.answer.clone())
     }
 
-    fn keep(&self, key: (usize, Question), answer: Option<Arc<Answer>>) {
+    /// Keeps `answer`, a listing's names sorted: a plan looks up each of its files in it, and
+    /// a glob's 2,000 files looked up by scanning were most of a plan's time.
+    fn keep(&self, key: (usize, Question), mut answer: Option<Arc<Answer>>) {
+        if let Some(Answer::Listing { files, dirs, others, .. }) = answer.as_mut().map(Arc::make_mut) {
+            files.sort_unstable_by(|a, b| a.0.cmp(&b.0));
+            dirs.sort_unstable();
+            others.sort_unstable();
+        }
         let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
         kept.retain(|_, k| k.at.elapsed() < LIFETIME);
         kept.insert(key, Kept { at: Instant::now(), answer });
@@ -82,9 +89,14 @@ impl Answers {
             if let Some(Kept { answer: Some(answer), .. }) = listing
                 && let Answer::Listing { files, dirs, others, complete } = Arc::make_mut(answer)
             {
-                files.retain(|(file, _)| file != name);
-                dirs.retain(|dir| dir != name);
-                others.retain(|other| other != name);
+                if let Ok(at) = files.binary_search_by(|(file, _)| file.as_str().cmp(name)) {
+                    files.remove(at);
+                }
+                for names in [dirs, others] {
+                    if let Ok(at) = names.binary_search_by(|n| n.as_str().cmp(name)) {
+                        names.remove(at);
+                    }
+                }
                 // The name may exist now: the directory's names are the mount's to tell.
                 *complete = false;
             }
@@ -102,11 +114,11 @@ fn on_remote_mount(config: &Config, path: &Path) -> Option<(usize, String)> {
 /// to it (`""` for the mount's root, which its proxy lists).
 fn remote_directory(config: &Config, path: &Path) -> Option<(usize, String)> {
     let path = normalize_path(path);
-    let mount = config.mount_for(&path)?;
+    let index = config.mount_index_for(&path)?;
+    let mount = &config.mounts[index];
     if !matches!(mount.proxy, ProxyAddress::Remote { .. } | ProxyAddress::Ssh { .. }) {
         return None;
     }
-    let index = config.mounts.iter().position(|m| m.name == mount.name)?;
     let relative = path.strip_prefix(&mount.path).ok()?.to_str()?.to_string();
     Some((index, relative))
 }
@@ -309,13 +321,14 @@ impl FileSystem for Planning<'_> {
             let (dir, name) = split(&relative);
             let answer = self.answer(mount, Question::List(dir.to_string()))?;
             let Answer::Listing { files, dirs, complete, others } = &*answer else { return None };
-            let file = files.iter().find(|(file, _)| file == name);
-            match file {
-                Some(&(_, size)) => Some(Some(FileMeta { kind: FileKind::File, size })),
-                None if dirs.iter().any(|d| d == name) => Some(Some(FileMeta { kind: FileKind::Directory, size: 0 })),
+            // Sorted when kept (`Answers::keep`).
+            let holds = |names: &[String]| names.binary_search_by(|n| n.as_str().cmp(name)).is_ok();
+            match files.binary_search_by(|(file, _)| file.as_str().cmp(name)) {
+                Ok(at) => Some(Some(FileMeta { kind: FileKind::File, size: files[at].1 })),
+                Err(_) if holds(dirs) => Some(Some(FileMeta { kind: FileKind::Directory, size: 0 })),
                 // Nothing of the script has run: a name a whole listing lacks is not there.
-                None if self.before_the_script && *complete && !others.iter().any(|o| o == name) => Some(None),
-                None => None,
+                Err(_) if self.before_the_script && *complete && !holds(others) => Some(None),
+                Err(_) => None,
             }
         });
         known.unwrap_or_else(|| OsFileSystem.metadata(path))
