@@ -177,3 +177,31 @@ fn explain_says_when_a_proxy_does_not_answer() {
     assert!(output.status.success(), "{stderr}");
     assert!(stderr.contains("the proxy of mount logs did not answer; the plan asked the mount itself"), "{stderr}");
 }
+
+/// A pipeline that writes a new file on the mount (`> logs/out.txt`) does not ask the mount
+/// whether the file is there: the directory's listing, which the run had from before the script
+/// and which lacks the name, is asked of the proxy again beside the glob, and a listing answered
+/// after the pipeline was handed over is the directory as it is (bash waits for the pipeline).
+/// (Before, the plan stat-ed the name through the mount: a round trip on a networked one.)
+/// Every process of the run is traced; what the run does after the job (`exists` from the
+/// kernel's caches, the refresh's forced `statx`) is not the plan's and is left out.
+#[test]
+fn a_new_output_file_is_not_asked_of_the_mount() {
+    let site = Site::new(None);
+    let client = site.root.path().join("client");
+    std::fs::write(client.join("case.sh"), "cat logs/*.log | grep SLOW > logs/out.txt\n").expect("write");
+    let trace = site.root.path().join("trace");
+    let mut command = Command::new("strace");
+    crate::isolation::isolate_in(&mut command, &site.root.path().join("home"));
+    command.current_dir(&client).env("LC_ALL", "C").args(["-f", "-e", "trace=%file", "-o"]).arg(&trace);
+    let output = command.arg(posh_exec()).arg("./case.sh").output().expect("run strace (apt-get install strace)");
+    assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+    let written = std::fs::read_to_string(site.root.path().join("export/out.txt")).expect("the job's output");
+    assert_eq!(written, "SLOW a\nSLOW b\n");
+    let trace = std::fs::read_to_string(&trace).expect("strace's output");
+    let asked: Vec<&str> = trace
+        .lines()
+        .filter(|line| line.contains("out.txt") && !line.contains("FORCE_SYNC") && !line.contains("DONT_SYNC"))
+        .collect();
+    assert!(asked.is_empty(), "the new file was asked of the mount: {asked:#?}");
+}

@@ -54,6 +54,12 @@ impl Answers {
         kept.get(key).filter(|k| k.at.elapsed() < LIFETIME).map(|k| k.answer.clone())
     }
 
+    /// Whether the answer to `key` the run keeps came at `since` or later.
+    fn kept_since(&self, key: &(usize, Question), since: Instant) -> bool {
+        let kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        kept.get(key).is_some_and(|k| k.at >= since)
+    }
+
     /// Keeps `answer`, a listing's names sorted: a plan looks up each of its files in it, and
     /// a glob's 2,000 files looked up by scanning were most of a plan's time.
     fn keep(&self, key: (usize, Question), mut answer: Option<Arc<Answer>>) {
@@ -133,6 +139,13 @@ fn names_of(answer: &Answer) -> Option<Vec<String>> {
     Some(names)
 }
 
+/// Whether a listing (its names sorted, `Answers::keep`) names `name`.
+fn lists(answer: &Answer, name: &str) -> bool {
+    let Answer::Listing { files, dirs, others, .. } = answer else { return false };
+    let holds = |names: &[String]| names.binary_search_by(|n| n.as_str().cmp(name)).is_ok();
+    files.binary_search_by(|(file, _)| file.as_str().cmp(name)).is_ok() || holds(dirs) || holds(others)
+}
+
 /// `dir/name` as (`dir`, `name`); `""` for a name at the root.
 fn split(relative: &str) -> (&str, &str) {
     relative.rsplit_once('/').unwrap_or(("", relative))
@@ -147,6 +160,10 @@ pub struct Planning<'s> {
     /// The script has not started: a name a whole listing lacks does not exist (nothing of the
     /// script can have made it since), and is not asked of the mount.
     before_the_script: bool,
+    /// When the pipeline this plan is for was handed over: bash waits for it, so a name that a
+    /// whole listing answered since then lacks does not exist either (the file a `>` is about
+    /// to make, say), where an older listing may predate what the script made.
+    started: Instant,
     /// Every file is taken to end its last line (`offload::SeamsAssumed`).
     seams_assumed: bool,
     /// The mounts whose proxies did not answer a question of this plan: the mount answered.
@@ -159,6 +176,7 @@ impl<'s> Planning<'s> {
             session,
             traffic: RefCell::default(),
             before_the_script: false,
+            started: Instant::now(),
             seams_assumed: false,
             unanswered: RefCell::default(),
         }
@@ -194,6 +212,10 @@ impl<'s> Planning<'s> {
 
     /// Asks for the listings `wanted` (mount, directory) at once, and keeps the answers.
     fn ask_listings(&self, wanted: std::collections::BTreeSet<(usize, String)>) {
+        self.session.runtime.block_on(self.asked_listings(wanted));
+    }
+
+    async fn asked_listings(&self, wanted: std::collections::BTreeSet<(usize, String)>) {
         if wanted.is_empty() {
             return;
         }
@@ -202,9 +224,49 @@ impl<'s> Planning<'s> {
             let answer = self.ask(mount, &question).await.map(Arc::new);
             ((mount, question), answer)
         });
-        for (key, answer) in self.session.runtime.block_on(futures_util::future::join_all(questions)) {
+        for (key, answer) in futures_util::future::join_all(questions).await {
             self.session.answers.keep(key, answer);
         }
+    }
+
+    /// The listings of the directories holding `paths` (on mounts with proxies apart) that the
+    /// run lacks, or keeps from before this pipeline without the path's name, asked at once: run
+    /// beside the call's globs, whose names the plan waits for anyway, the fresh listing that
+    /// tells the plan a `> out.txt` is not there yet costs no round trip of its own (else the
+    /// name is asked of the mount, a round trip through a networked filesystem).
+    pub async fn list_beside(&self, paths: impl IntoIterator<Item = PathBuf>) {
+        let mut wanted = std::collections::BTreeSet::new();
+        for path in paths {
+            let Some((mount, relative)) = on_remote_mount(&self.session.config, &path) else { continue };
+            let (dir, name) = split(&relative);
+            let lacks = match self.session.answers.get(&(mount, Question::List(dir.to_string()))) {
+                None => true,
+                Some(Some(answer)) => {
+                    matches!(&*answer, Answer::Listing { complete: true, .. }) && !lists(&answer, name)
+                }
+                Some(None) => false,
+            };
+            if lacks {
+                wanted.insert((mount, dir.to_string()));
+            }
+        }
+        self.asked_listings(wanted).await;
+    }
+
+    fn unknown_directories(
+        &self,
+        paths: impl IntoIterator<Item = PathBuf>,
+    ) -> std::collections::BTreeSet<(usize, String)> {
+        let mut wanted = std::collections::BTreeSet::new();
+        for path in paths {
+            if let Some((mount, relative)) = on_remote_mount(&self.session.config, &path) {
+                let dir = split(&relative).0.to_string();
+                if self.session.answers.get(&(mount, Question::List(dir.clone()))).is_none() {
+                    wanted.insert((mount, dir));
+                }
+            }
+        }
+        wanted
     }
 
     /// The names in the directory `path` as its proxy's whole listing gives them, `None` when
@@ -236,15 +298,7 @@ impl<'s> Planning<'s> {
     /// not know yet: a pipeline over five mounts' files (`cat d0/* ... d4/*`) then waits for one
     /// round trip, not five one after the other as its plan asks about each file.
     pub fn prefetch(&self, paths: impl IntoIterator<Item = PathBuf>) {
-        let mut wanted = std::collections::BTreeSet::new();
-        for path in paths {
-            if let Some((mount, relative)) = on_remote_mount(&self.session.config, &path) {
-                let dir = split(&relative).0.to_string();
-                if self.session.answers.get(&(mount, Question::List(dir.clone()))).is_none() {
-                    wanted.insert((mount, dir));
-                }
-            }
-        }
+        let wanted = self.unknown_directories(paths);
         if wanted.len() < 2 {
             return;
         }
@@ -319,15 +373,17 @@ impl FileSystem for Planning<'_> {
         }
         let known = on_remote_mount(&self.session.config, path).and_then(|(mount, relative)| {
             let (dir, name) = split(&relative);
-            let answer = self.answer(mount, Question::List(dir.to_string()))?;
+            let key = (mount, Question::List(dir.to_string()));
+            let answer = self.answer(key.0, key.1.clone())?;
             let Answer::Listing { files, dirs, complete, others } = &*answer else { return None };
+            let nothing_ran_since = self.before_the_script || self.session.answers.kept_since(&key, self.started);
             // Sorted when kept (`Answers::keep`).
             let holds = |names: &[String]| names.binary_search_by(|n| n.as_str().cmp(name)).is_ok();
             match files.binary_search_by(|(file, _)| file.as_str().cmp(name)) {
                 Ok(at) => Some(Some(FileMeta { kind: FileKind::File, size: files[at].1 })),
                 Err(_) if holds(dirs) => Some(Some(FileMeta { kind: FileKind::Directory, size: 0 })),
-                // Nothing of the script has run: a name a whole listing lacks is not there.
-                Err(_) if self.before_the_script && *complete && !holds(others) => Some(None),
+                // Nothing of the script has run since the listing: a name it lacks is not there.
+                Err(_) if nothing_ran_since && *complete && !holds(others) => Some(None),
                 Err(_) => None,
             }
         });

@@ -428,11 +428,13 @@ impl Session {
             }
         }
         let call = decode(&args).map(|mut call| {
+            let planning = metadata::Planning::new(self);
             if call.commands.iter().any(|c| !c.globs.is_empty()) {
-                self.runtime.block_on(self.expand_globs(&mut call, &cwd));
+                let named: Vec<_> = call_paths(&call, &cwd).collect();
+                let globs = self.expand_globs(&mut call, &cwd);
+                self.runtime.block_on(futures_util::future::join(globs, planning.list_beside(named)));
             }
             colour_as_on_the_terminal(&mut call, fds[1].as_ref(), &env);
-            let planning = metadata::Planning::new(self);
             planning.prefetch(call_paths(&call, &cwd));
             let (_, units) =
                 placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env, &planning, 1);
