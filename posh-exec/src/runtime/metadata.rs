@@ -13,7 +13,8 @@
 //! whether a name is a file or a directory, which only weigh where commands run: a stale answer may
 //! place a command less well, never change what it does (the runtime checks for itself what
 //! must be true when it runs: a streamed file's content, say). To keep them close all the same:
-//! a name a listing lacks is asked of the mount (a file the script has made since), and once a
+//! a name a listing lacks is asked of the mount (a file the script has made since) unless the
+//! listing came after the pipeline was handed over (`Planning::list_beside`), and once a
 //! pipeline ends, every path its words or redirections name is forgotten (what it may have
 //! written).
 
