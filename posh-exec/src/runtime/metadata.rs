@@ -236,35 +236,31 @@ impl<'s> Planning<'s> {
     /// tells the plan a `> out.txt` is not there yet costs no round trip of its own (else the
     /// name is asked of the mount, a round trip through a networked filesystem).
     pub async fn list_beside(&self, paths: impl IntoIterator<Item = PathBuf>) {
+        self.asked_listings(self.directories_to_ask(paths, true)).await;
+    }
+
+    /// The directories holding `paths` (mount, directory) whose listings the run lacks, and with
+    /// `lacking_the_name`, those whose whole listing it keeps without the path's name.
+    fn directories_to_ask(
+        &self,
+        paths: impl IntoIterator<Item = PathBuf>,
+        lacking_the_name: bool,
+    ) -> std::collections::BTreeSet<(usize, String)> {
         let mut wanted = std::collections::BTreeSet::new();
         for path in paths {
             let Some((mount, relative)) = on_remote_mount(&self.session.config, &path) else { continue };
             let (dir, name) = split(&relative);
-            let lacks = match self.session.answers.get(&(mount, Question::List(dir.to_string()))) {
+            let ask = match self.session.answers.get(&(mount, Question::List(dir.to_string()))) {
                 None => true,
                 Some(Some(answer)) => {
-                    matches!(&*answer, Answer::Listing { complete: true, .. }) && !lists(&answer, name)
+                    lacking_the_name
+                        && matches!(&*answer, Answer::Listing { complete: true, .. })
+                        && !lists(&answer, name)
                 }
                 Some(None) => false,
             };
-            if lacks {
+            if ask {
                 wanted.insert((mount, dir.to_string()));
-            }
-        }
-        self.asked_listings(wanted).await;
-    }
-
-    fn unknown_directories(
-        &self,
-        paths: impl IntoIterator<Item = PathBuf>,
-    ) -> std::collections::BTreeSet<(usize, String)> {
-        let mut wanted = std::collections::BTreeSet::new();
-        for path in paths {
-            if let Some((mount, relative)) = on_remote_mount(&self.session.config, &path) {
-                let dir = split(&relative).0.to_string();
-                if self.session.answers.get(&(mount, Question::List(dir.clone()))).is_none() {
-                    wanted.insert((mount, dir));
-                }
             }
         }
         wanted
@@ -299,7 +295,7 @@ impl<'s> Planning<'s> {
     /// not know yet: a pipeline over five mounts' files (`cat d0/* ... d4/*`) then waits for one
     /// round trip, not five one after the other as its plan asks about each file.
     pub fn prefetch(&self, paths: impl IntoIterator<Item = PathBuf>) {
-        let wanted = self.unknown_directories(paths);
+        let wanted = self.directories_to_ask(paths, false);
         if wanted.len() < 2 {
             return;
         }
