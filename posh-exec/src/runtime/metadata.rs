@@ -96,11 +96,11 @@ impl Answers {
             if let Some(Kept { answer: Some(answer), .. }) = listing
                 && let Answer::Listing { files, dirs, others, complete } = Arc::make_mut(answer)
             {
-                if let Ok(at) = files.binary_search_by(|(file, _)| file.as_str().cmp(name)) {
+                if let Ok(at) = find_file(files, name) {
                     files.remove(at);
                 }
                 for names in [dirs, others] {
-                    if let Ok(at) = names.binary_search_by(|n| n.as_str().cmp(name)) {
+                    if let Ok(at) = find(names, name) {
                         names.remove(at);
                     }
                 }
@@ -140,11 +140,20 @@ fn names_of(answer: &Answer) -> Option<Vec<String>> {
     Some(names)
 }
 
-/// Whether a listing (its names sorted, `Answers::keep`) names `name`.
+/// Whether a listing names `name`.
 fn lists(answer: &Answer, name: &str) -> bool {
     let Answer::Listing { files, dirs, others, .. } = answer else { return false };
-    let holds = |names: &[String]| names.binary_search_by(|n| n.as_str().cmp(name)).is_ok();
-    files.binary_search_by(|(file, _)| file.as_str().cmp(name)).is_ok() || holds(dirs) || holds(others)
+    find_file(files, name).is_ok() || find(dirs, name).is_ok() || find(others, name).is_ok()
+}
+
+/// Where `name` is (or would go) among a listing's names, sorted when kept (`Answers::keep`).
+fn find(names: &[String], name: &str) -> Result<usize, usize> {
+    names.binary_search_by(|n| n.as_str().cmp(name))
+}
+
+/// As [`find`], among a listing's files and their sizes.
+fn find_file(files: &[(String, u64)], name: &str) -> Result<usize, usize> {
+    files.binary_search_by(|(file, _)| file.as_str().cmp(name))
 }
 
 /// `dir/name` as (`dir`, `name`); `""` for a name at the root.
@@ -370,17 +379,18 @@ impl FileSystem for Planning<'_> {
         }
         let known = on_remote_mount(&self.session.config, path).and_then(|(mount, relative)| {
             let (dir, name) = split(&relative);
-            let key = (mount, Question::List(dir.to_string()));
-            let answer = self.answer(key.0, key.1.clone())?;
+            let answer = self.answer(mount, Question::List(dir.to_string()))?;
             let Answer::Listing { files, dirs, complete, others } = &*answer else { return None };
-            let nothing_ran_since = self.before_the_script || self.session.answers.kept_since(&key, self.started);
-            // Sorted when kept (`Answers::keep`).
-            let holds = |names: &[String]| names.binary_search_by(|n| n.as_str().cmp(name)).is_ok();
-            match files.binary_search_by(|(file, _)| file.as_str().cmp(name)) {
+            // Asked only of a name the listing lacks: most names a plan asks about are there.
+            let nothing_ran_since = || {
+                let key = (mount, Question::List(dir.to_string()));
+                self.before_the_script || self.session.answers.kept_since(&key, self.started)
+            };
+            match find_file(files, name) {
                 Ok(at) => Some(Some(FileMeta { kind: FileKind::File, size: files[at].1 })),
-                Err(_) if holds(dirs) => Some(Some(FileMeta { kind: FileKind::Directory, size: 0 })),
+                Err(_) if find(dirs, name).is_ok() => Some(Some(FileMeta { kind: FileKind::Directory, size: 0 })),
                 // Nothing of the script has run since the listing: a name it lacks is not there.
-                Err(_) if nothing_ran_since && *complete && !holds(others) => Some(None),
+                Err(_) if *complete && find(others, name).is_err() && nothing_ran_since() => Some(None),
                 Err(_) => None,
             }
         });
