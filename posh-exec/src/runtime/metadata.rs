@@ -239,11 +239,12 @@ impl<'s> Planning<'s> {
         }
     }
 
-    /// The listings of the directories holding `paths` (on mounts with proxies apart) that the
-    /// run lacks, or keeps from before this pipeline without the path's name, asked at once: run
-    /// beside the call's globs, whose names the plan waits for anyway, the fresh listing that
-    /// tells the plan a `> out.txt` is not there yet costs no round trip of its own (else the
-    /// name is asked of the mount, a round trip through a networked filesystem).
+    /// The listings of the directories holding `paths` (files a call's redirections name, on
+    /// mounts with proxies apart) that the run lacks, or keeps from before this pipeline without
+    /// the path's name, asked at once: run beside the call's globs, whose names the plan waits
+    /// for anyway, the fresh listing that tells the plan a `> out.txt` is not there yet costs no
+    /// round trip of its own (else the name is asked of the mount, a round trip through a
+    /// networked filesystem).
     pub async fn list_beside(&self, paths: impl IntoIterator<Item = PathBuf>) {
         self.asked_listings(self.directories_to_ask(paths, true)).await;
     }

@@ -430,9 +430,18 @@ impl Session {
         let call = decode(&args).map(|mut call| {
             let planning = metadata::Planning::new(self);
             if call.commands.iter().any(|c| !c.globs.is_empty()) {
-                let named: Vec<_> = call_paths(&call, &cwd).collect();
+                // Only what redirections name (`>&` and `<&` aside: descriptors) is surely a
+                // file: the pattern itself or a word such as `SLOW` lacks from every listing,
+                // and would have its directory's (thousands of names) asked again for nothing.
+                let redirected: Vec<_> = call
+                    .commands
+                    .iter()
+                    .flat_map(|c| c.redirects.iter())
+                    .filter(|(_, op, _)| !op.ends_with('&'))
+                    .map(|(_, _, target)| cwd.join(target))
+                    .collect();
                 let globs = self.expand_globs(&mut call, &cwd);
-                self.runtime.block_on(futures_util::future::join(globs, planning.list_beside(named)));
+                self.runtime.block_on(futures_util::future::join(globs, planning.list_beside(redirected)));
             }
             colour_as_on_the_terminal(&mut call, fds[1].as_ref(), &env);
             planning.prefetch(call_paths(&call, &cwd));
