@@ -299,6 +299,10 @@ pub fn resolve(root: &Path, base: &Path, path: &str) -> Result<PathBuf, String> 
                 current.push(name);
                 if !missing {
                     match std::fs::symlink_metadata(&current) {
+                        // A name that is no link, pushed onto a canonical path, leaves it
+                        // canonical: only links are resolved (a glob of 2,000 files was 2,000
+                        // walks from `/` before a job could start).
+                        Ok(meta) if !meta.file_type().is_symlink() => {}
                         Ok(_) => {
                             current = std::fs::canonicalize(&current).map_err(|e| match e.kind() {
                                 io::ErrorKind::NotFound => "a symlink to a missing target is refused: it could lead \
@@ -427,5 +431,13 @@ mod tests {
         assert!(resolve(&root, &root, "out").is_err());
         assert!(resolve(&root, &root, "dangling").is_err());
         assert!(resolve(&root, &root, "new/../../x").is_err());
+        // Below directories that are no links, a link is still followed, and still checked.
+        std::fs::create_dir_all(root.join("sub2")).unwrap();
+        std::os::unix::fs::symlink("../sub2", root.join("sub/across")).unwrap();
+        std::os::unix::fs::symlink("../../secret", root.join("sub/up")).unwrap();
+        assert_eq!(resolve(&root, &root, "sub/across/f").unwrap(), root.join("sub2/f"));
+        assert_eq!(resolve(&root, &root, "sub/across/../sub/x").unwrap(), root.join("sub/x"));
+        assert!(resolve(&root, &root, "sub/up").is_err());
+        assert!(resolve(&root, &root, "sub/./up/x").is_err());
     }
 }
