@@ -130,6 +130,17 @@ fn rebuilt(path: &Path) -> PathBuf {
 
 /// Whether `normalize_path` gives `path` back as it is: not empty, no `.` or `..` component, no
 /// empty one (`a//b`, a trailing `/`) but the root's.
+/// `path` is `prefix` or lies under it, for a normal `path` (as [`normalize_path`] returns):
+/// compared as bytes when `prefix` is normal too, else component by component.
+pub fn is_under(path: &Path, prefix: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt as _;
+    if !is_normal(prefix) {
+        return path.starts_with(prefix);
+    }
+    let (path, prefix) = (path.as_os_str().as_bytes(), prefix.as_os_str().as_bytes());
+    path.starts_with(prefix) && path.get(prefix.len()).is_none_or(|&b| b == b'/')
+}
+
 fn is_normal(path: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt as _;
     let bytes = path.as_os_str().as_bytes();
@@ -146,11 +157,15 @@ fn is_normal(path: &Path) -> bool {
 /// made before its pipeline runs.
 pub struct Memo<'a> {
     fs: &'a dyn FileSystem,
-    metadata: RefCell<HashMap<PathBuf, Option<FileMeta>>>,
-    directory_sizes: RefCell<HashMap<PathBuf, Option<u64>>>,
-    listings: RefCell<HashMap<PathBuf, Vec<String>>>,
-    line_ends: RefCell<HashMap<PathBuf, Option<bool>>>,
+    metadata: RefCell<Remembered<Option<FileMeta>>>,
+    directory_sizes: RefCell<Remembered<Option<u64>>>,
+    listings: RefCell<Remembered<Vec<String>>>,
+    line_ends: RefCell<Remembered<Option<bool>>>,
 }
+
+/// What a [`Memo`] knows by path, hashed by FxHash: a plan over 2,000 files asks about each
+/// several times, and SipHash over every path was a visible part of the plan.
+type Remembered<T> = HashMap<PathBuf, T, rustc_hash::FxBuildHasher>;
 
 impl<'a> Memo<'a> {
     pub fn new(fs: &'a dyn FileSystem) -> Memo<'a> {
@@ -203,7 +218,7 @@ impl FileSystem for Memo<'_> {
 }
 
 /// What `cache` knows of `path`, asking it first if need be.
-fn remembered<T: Clone>(cache: &RefCell<HashMap<PathBuf, T>>, path: &Path, ask: impl FnOnce() -> T) -> T {
+fn remembered<T: Clone>(cache: &RefCell<Remembered<T>>, path: &Path, ask: impl FnOnce() -> T) -> T {
     if let Some(known) = cache.borrow().get(path) {
         return known.clone();
     }
@@ -215,7 +230,7 @@ fn remembered<T: Clone>(cache: &RefCell<HashMap<PathBuf, T>>, path: &Path, ask: 
 /// What `cache` knows of each path, asking the paths it does not know all at once (so that they
 /// are still answered in parallel) and remembering the answers.
 fn batch<T: Clone>(
-    cache: &RefCell<HashMap<PathBuf, T>>,
+    cache: &RefCell<Remembered<T>>,
     paths: &[PathBuf],
     ask: impl FnOnce(&[PathBuf]) -> Vec<T>,
 ) -> Vec<Option<T>> {
@@ -347,5 +362,27 @@ mod tests {
             kept += usize::from(is_normal(path));
         }
         assert!(kept > 100, "only {kept} paths were normal");
+    }
+
+    /// A normal path is under a prefix, compared as bytes, exactly when `Path::starts_with` says
+    /// so: every pair of the paths above whose first is normal.
+    #[test]
+    fn under_a_prefix_as_bytes_is_under_it_by_components() {
+        let parts = ["a", "ab", "b", ".", "..", ""];
+        let mut paths = vec!["/".to_string()];
+        let mut layer = vec![String::new()];
+        for _ in 0..3 {
+            layer = layer.iter().flat_map(|p| parts.iter().map(move |q| format!("{p}/{q}"))).collect();
+            paths.extend(layer.iter().cloned());
+            paths.extend(layer.iter().map(|p| p[1..].to_string()));
+        }
+        let mut under = 0;
+        for path in paths.iter().map(Path::new).filter(|p| is_normal(p)) {
+            for prefix in paths.iter().map(Path::new) {
+                assert_eq!(is_under(path, prefix), path.starts_with(prefix), "{path:?} under {prefix:?}");
+                under += usize::from(is_under(path, prefix));
+            }
+        }
+        assert!(under > 100, "only {under} pairs were under");
     }
 }
