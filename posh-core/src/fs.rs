@@ -343,18 +343,23 @@ mod tests {
         assert_eq!(fs.read_to_string(Path::new("/home/u/posh.toml")).as_deref(), Some("x"));
     }
 
-    /// A path taken as normal is the one the rebuild gives: every path of up to four parts
-    /// among names, `.`, `..`, empty ones (`//`, a trailing `/`), absolute and relative.
-    #[test]
-    fn a_path_kept_as_it_is_is_the_rebuilt_one() {
-        let parts = ["a", "bc", ".", "..", "", ".d"];
+    /// Every path of up to `depth` of `parts`, absolute and relative, with `` and `/`.
+    fn paths_of(parts: &[&str], depth: usize) -> Vec<String> {
         let mut paths = vec![String::new(), "/".to_string()];
         let mut layer = vec![String::new()];
-        for _ in 0..4 {
+        for _ in 0..depth {
             layer = layer.iter().flat_map(|p| parts.iter().map(move |q| format!("{p}/{q}"))).collect();
             paths.extend(layer.iter().cloned());
             paths.extend(layer.iter().map(|p| p[1..].to_string()));
         }
+        paths
+    }
+
+    /// A path taken as normal is the one the rebuild gives: every path of up to four parts
+    /// among names, `.`, `..`, empty ones (`//`, a trailing `/`), absolute and relative.
+    #[test]
+    fn a_path_kept_as_it_is_is_the_rebuilt_one() {
+        let paths = paths_of(&["a", "bc", ".", "..", "", ".d"], 4);
         let mut kept = 0;
         for path in &paths {
             let path = Path::new(path);
@@ -368,14 +373,7 @@ mod tests {
     /// so: every pair of the paths above whose first is normal.
     #[test]
     fn under_a_prefix_as_bytes_is_under_it_by_components() {
-        let parts = ["a", "ab", "b", ".", "..", ""];
-        let mut paths = vec!["/".to_string()];
-        let mut layer = vec![String::new()];
-        for _ in 0..3 {
-            layer = layer.iter().flat_map(|p| parts.iter().map(move |q| format!("{p}/{q}"))).collect();
-            paths.extend(layer.iter().cloned());
-            paths.extend(layer.iter().map(|p| p[1..].to_string()));
-        }
+        let paths = paths_of(&["a", "ab", "b", ".", "..", ""], 3);
         let mut under = 0;
         for path in paths.iter().map(Path::new).filter(|p| is_normal(p)) {
             for prefix in paths.iter().map(Path::new) {
