@@ -8,6 +8,7 @@ import json
 import os
 import shlex
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -85,7 +86,19 @@ def meta() -> dict:
             "command": " ".join(["bench/paper/run", *sys.argv[1:]])}
 
 
+def leave_on_signals() -> None:
+    """SIGTERM and SIGHUP end a run as Ctrl-C does: through the `finally`s that stop its proxies
+    and take the emulated link down. Their default action ended the process on the spot, and left
+    the rig's namespaces, its sshfs mount and the proxies up for the next run to trip over."""
+    def leave(signum, _frame) -> None:
+        raise SystemExit(128 + signum)
+
+    for ending in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(ending, leave)
+
+
 def main(argv: list[str]) -> int:
+    leave_on_signals()
     args = parse(argv)
     if args.list:
         for w in workloads.ALL:

@@ -5,6 +5,8 @@ Run by `cargo test` (tests/integration/bench.rs) as `python3 -m unittest discove
 
 import hashlib
 import json
+import signal
+import subprocess
 import sys
 import tempfile
 import unittest
@@ -161,6 +163,21 @@ class Checks(unittest.TestCase):
 
 
 class Settings(unittest.TestCase):
+    def test_a_terminated_run_leaves_through_its_finally(self):
+        """SIGTERM (a `kill`, a CI job's timeout) ends the harness through its `finally`s, as
+        Ctrl-C does, so its proxies are stopped and the rig taken down."""
+        with tempfile.TemporaryDirectory() as tmp:
+            left = Path(tmp) / "left"
+            code = (f"import sys, time\nsys.path.insert(0, {str(Path(__file__).resolve().parents[1])!r})\n"
+                    "from poshbench import cli\ncli.leave_on_signals()\n"
+                    "try:\n    print('ready', flush=True)\n    time.sleep(30)\n"
+                    f"finally:\n    open({str(left)!r}, 'w').write('left')\n")
+            child = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+            self.assertEqual(child.stdout.readline().strip(), "ready")
+            child.send_signal(signal.SIGTERM)
+            self.assertEqual(child.wait(timeout=10), 128 + signal.SIGTERM)
+            self.assertEqual(left.read_text(), "left")
+
     def test_the_emulated_link_says_it_needs_root(self):
         with mock.patch("os.geteuid", return_value=1000), tempfile.TemporaryDirectory() as d:
             with self.assertRaisesRegex(settings.SettingError, "needs root .* run it with sudo"):
