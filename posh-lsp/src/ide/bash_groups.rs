@@ -130,6 +130,7 @@ impl Asking {
             verdicts.asking_later = std::thread::Builder::new()
                 .name("bash-groups".to_string())
                 .spawn(move || {
+                    at_lowest_priority();
                     groups
                         .into_iter()
                         .map(|group| {
@@ -158,6 +159,14 @@ impl Asking {
     }
 }
 
+/// The calling thread, and the processes it starts, at the lowest CPU priority: the groups'
+/// checks are for keystrokes to come, and their bash processes took the cores from the opening's
+/// answer under way on a two-core machine. On Linux a thread has a nice value of its own, which
+/// the processes it starts inherit. If it cannot be lowered, they only compete as before.
+fn at_lowest_priority() {
+    let _ = rustix::process::setpriority_process(None, 19);
+}
+
 /// Whether `group` ends with a line that bash does not continue on the next (an odd number of
 /// backslashes before its newline joins them, even in a comment, as far as this cares).
 fn ends_a_command(group: &str) -> bool {
@@ -165,4 +174,24 @@ fn ends_a_command(group: &str) -> bool {
         return false;
     };
     line.bytes().rev().take_while(|&b| b == b'\\').count() % 2 == 0
+}
+
+#[cfg(test)]
+mod tests {
+    /// The thread that asks about groups, and the processes it starts, run at nice 19; the rest
+    /// of the server does not.
+    #[test]
+    fn the_groups_are_checked_at_the_lowest_priority_and_nothing_else_is() {
+        let niceness = || {
+            let out = std::process::Command::new("nice").output().expect("coreutils' nice");
+            String::from_utf8(out.stdout).unwrap().trim().parse::<i32>().unwrap()
+        };
+        let before = niceness();
+        let lowered = std::thread::spawn(move || {
+            super::at_lowest_priority();
+            niceness()
+        });
+        assert_eq!(lowered.join().unwrap(), 19);
+        assert_eq!(niceness(), before, "the thread's priority is its own");
+    }
 }
