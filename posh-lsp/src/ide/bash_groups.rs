@@ -69,7 +69,13 @@ impl BashVerdicts {
     /// chunks' starts, in order, the first 0. Verdicts of groups no longer in the text are dropped.
     pub fn ask(&mut self, text: &str, starts: &[usize]) -> Asking {
         if let Some(later) = self.asking_later.take() {
-            self.by_text.extend(later.join().unwrap_or_default());
+            if later.is_finished() {
+                self.by_text.extend(later.join().unwrap_or_default());
+            } else {
+                // Still asking at its low priority (a busy machine): not waited for, which could
+                // take seconds; this text's groups are asked as if never asked before.
+                self.asking_later = Some(later);
+            }
         }
         let mut kept = std::mem::take(&mut self.by_text);
         let groups = groups(text, starts);
@@ -193,5 +199,30 @@ mod tests {
         });
         assert_eq!(lowered.join().unwrap(), 19);
         assert_eq!(niceness(), before, "the thread's priority is its own");
+    }
+
+    /// A keystroke does not wait for the groups still being asked in the background (at the
+    /// lowest priority, on a busy machine, that could take seconds); their verdicts are taken
+    /// once they are in.
+    #[test]
+    fn a_keystroke_does_not_wait_for_the_groups_asked_in_the_background() {
+        let (go, wait) = std::sync::mpsc::channel::<()>();
+        // Its verdict says whether it was let go (after `ask` returned) or waited for.
+        let background = std::thread::spawn(move || {
+            let let_go = wait.recv_timeout(std::time::Duration::from_secs(10)).is_ok();
+            vec![("echo b\n".to_string(), if let_go { Ok(()) } else { Err("waited for".to_string()) })]
+        });
+        let mut verdicts = super::BashVerdicts { asking_later: Some(background), ..super::BashVerdicts::default() };
+        let asking = verdicts.ask("echo a\n", &[0]);
+        go.send(()).unwrap();
+        assert_eq!(asking.kept(), 0);
+        assert_eq!(asking.verdict("echo a\n", &mut verdicts), Ok(()));
+        let later = verdicts.asking_later.as_ref().expect("kept while it runs");
+        while !later.is_finished() {
+            std::thread::yield_now();
+        }
+        let asking = verdicts.ask("echo b\n", &[0]);
+        assert_eq!(asking.kept(), 1, "its verdicts taken once in");
+        assert_eq!(asking.verdict("echo b\n", &mut verdicts), Ok(()), "the keystroke waited for it");
     }
 }
