@@ -113,8 +113,10 @@ pub fn place(
     pipelines_per_call: usize,
 ) -> (Option<PipelinePlan>, Vec<Unit>) {
     // A removed directory has no path the plan could place a command by (a proxy has none
-    // either); the commands run there at the client, as bash runs them.
-    if std::fs::metadata(cwd).is_ok_and(|m| m.nlink() == 0) {
+    // either); the commands run there at the client, as bash runs them. Only the caller's
+    // `/proc/PID/cwd` (what it sends when it has no path) can lead to one: a path is not
+    // stat-ed, which on a mount whose attribute cache lapsed cost every call a round trip.
+    if cwd.starts_with("/proc") && std::fs::metadata(cwd).is_ok_and(|m| m.nlink() == 0) {
         return (None, departed(call, WORKING_DIR_REMOVED));
     }
     if call.commands.iter().any(|c| c.no_match.is_some()) {
