@@ -21,6 +21,7 @@
 
 use std::ffi::OsStr;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use posh_core::library::Library;
 use rustix::fs::{AtFlags, CWD, Mode, OFlags, StatxFlags};
@@ -66,6 +67,43 @@ struct Output {
     existed: bool,
 }
 
+impl Output {
+    fn look(types: &MountTypes, path: PathBuf) -> Output {
+        let kind = types.kind_of(&path);
+        let existed = kind == FsKind::Fuse && exists(&path);
+        Output { path, kind, existed }
+    }
+}
+
+/// Whether a call's redirection targets existed, looked at on a thread of its own when the call
+/// came, beside its globs' expansion and its plan, rather than just before its job starts: a
+/// name FUSE does not hold is looked up by the daemon (sshfs caches no absence), a round trip
+/// that a new output file made every call wait for.
+#[derive(Debug)]
+pub struct SeenBefore {
+    looking: std::sync::Mutex<Option<std::thread::JoinHandle<Vec<Output>>>>,
+    seen: std::sync::OnceLock<Vec<Output>>,
+}
+
+impl SeenBefore {
+    /// Starts looking at `paths` (the caller's redirection targets, joined to its directory).
+    pub fn look(paths: Vec<PathBuf>) -> SeenBefore {
+        let looking = std::thread::Builder::new().name("posh-seen".into()).spawn(move || {
+            let types = MountTypes::read();
+            paths.into_iter().map(|path| Output::look(&types, path)).collect()
+        });
+        SeenBefore { looking: std::sync::Mutex::new(looking.ok()), seen: std::sync::OnceLock::new() }
+    }
+
+    /// What was seen, waiting for it if need be (nothing if the thread could not start).
+    fn outputs(&self) -> &[Output] {
+        self.seen.get_or_init(|| {
+            let looking = self.looking.lock().unwrap_or_else(|e| e.into_inner()).take();
+            looking.and_then(|thread| thread.join().ok()).unwrap_or_default()
+        })
+    }
+}
+
 /// The files a remote job writes, looked at before it runs; [`Written::after_job`] makes the
 /// client see what the job left in them.
 #[derive(Debug, Default)]
@@ -75,20 +113,27 @@ pub struct Written {
 
 impl Written {
     /// Names the files `steps` write (redirection targets, output words by their annotation),
-    /// relative to `cwd` (the caller's; `None`: ours), and notes which exist on FUSE mounts.
-    pub async fn before_job(library: &Library, call: &PipelineCall, steps: &[Step], cwd: Option<&Path>) -> Written {
+    /// relative to `cwd` (the caller's; `None`: ours), and notes which exist on FUSE mounts,
+    /// taking what `seen` looked at when the call came.
+    pub async fn before_job(
+        library: &Library,
+        call: &PipelineCall,
+        steps: &[Step],
+        cwd: Option<&Path>,
+        seen: Option<Arc<SeenBefore>>,
+    ) -> Written {
         let paths = written_paths(library, call, steps, cwd);
         if paths.is_empty() {
             return Written::default();
         }
         tokio::task::spawn_blocking(move || {
-            let types = MountTypes::read();
+            let seen = seen.as_deref().map_or(&[][..], SeenBefore::outputs);
+            let types = std::sync::LazyLock::new(MountTypes::read);
             let outputs = paths
                 .into_iter()
-                .map(|path| {
-                    let kind = types.kind_of(&path);
-                    let existed = kind == FsKind::Fuse && exists(&path);
-                    Output { path, kind, existed }
+                .map(|path| match seen.iter().find(|o| o.path == path) {
+                    Some(output) => Output { path, ..*output },
+                    None => Output::look(&types, path),
                 })
                 .collect();
             Written { outputs }
@@ -135,6 +180,9 @@ impl Written {
     }
 }
 
+/// The redirections that write their target.
+pub const WRITING: [&str; 5] = [">", ">|", ">>", "&>", "&>>"];
+
 /// Client paths of every file `steps` write: `>`, `>|`, `>>`, `&>`, `&>>` targets and the
 /// output words of their annotations, `/dev/null` and `-` aside.
 fn written_paths(library: &Library, call: &PipelineCall, steps: &[Step], cwd: Option<&Path>) -> Vec<PathBuf> {
@@ -143,7 +191,7 @@ fn written_paths(library: &Library, call: &PipelineCall, steps: &[Step], cwd: Op
     for step in steps.iter().filter(|s| s.remote.is_some()) {
         let command = &call.commands[step.command];
         for (_, op, target) in &command.redirects {
-            if matches!(op.as_str(), ">" | ">|" | ">>" | "&>" | "&>>") {
+            if WRITING.contains(&op.as_str()) {
                 words.push(target);
             }
         }

@@ -674,7 +674,8 @@ impl RemoteGroup {
             sources.push(Source { inputs, mount, job, addr });
         }
         let cwd = self.caller.cwd.as_deref();
-        let written = Written::before_job(self.session.library(), &self.call, &self.steps, cwd).await;
+        let seen = self.caller.seen.clone();
+        let written = Written::before_job(self.session.library(), &self.call, &self.steps, cwd, seen).await;
         let (what, proxy_unavailable, lost) = match connection.start(&request, &self.traffic).await {
             Ok(job) => return Ok(Running { job, sources, written, working }),
             Err(e) if e.is_busy() => (format!("proxy {} is busy", connection.addr()), true, false),

@@ -28,6 +28,9 @@ pub struct Caller {
     /// `posh_handoff::bash_builtin::job`): its process group, which the commands at the client
     /// join, and whether it is suspended, which the jobs at proxies follow.
     pub job: Option<CallerJob>,
+    /// Whether its redirection targets existed when it called
+    /// ([`SeenBefore`](super::coherence::SeenBefore)).
+    pub seen: Option<std::sync::Arc<super::coherence::SeenBefore>>,
 }
 
 /// See [`Caller::job`].
@@ -51,6 +54,7 @@ impl Caller {
             cwd: self.cwd.clone(),
             env: self.env.clone(),
             job: self.job.clone(),
+            seen: self.seen.clone(),
         }
     }
 

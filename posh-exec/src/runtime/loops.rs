@@ -330,7 +330,7 @@ impl Sequenced<'_> {
         let cwd = self.caller.cwd.as_deref();
         let mut written = Vec::with_capacity(jobs.len());
         for job in jobs {
-            written.push(Written::before_job(self.session.library(), &job.call, &job.steps, cwd).await);
+            written.push(Written::before_job(self.session.library(), &job.call, &job.steps, cwd, None).await);
         }
         let traffic = super::progress::traffic(self.mount);
         let working = super::progress::remote_work();

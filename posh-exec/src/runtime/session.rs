@@ -22,7 +22,7 @@ use tokio::sync::OnceCell;
 
 use super::embedded_state::EmbeddedState;
 use super::local::{Caller, CallerJob};
-use super::{decode, execute, metadata, placement, progress};
+use super::{coherence, decode, execute, metadata, placement, progress};
 
 /// Where the client keeps what it knows: its identity and the proxies it pinned. Each is made
 /// only when a separate proxy is reached (an embedded proxy needs none of them: see
@@ -412,7 +412,7 @@ impl Session {
             }
             _ => None,
         };
-        let caller_of = |fds, env| Caller { fds, cwd: Some(cwd.clone()), env: Some(env), job: job.clone() };
+        let caller_of = |fds, env| Caller { fds, cwd: Some(cwd.clone()), env: Some(env), job: job.clone(), seen: None };
         match super::loops::decode_loop(&args) {
             Ok(None) => {}
             Ok(Some(loop_call)) => {
@@ -429,17 +429,20 @@ impl Session {
         }
         let call = decode(&args).map(|mut call| {
             let planning = metadata::Planning::new(self);
+            // Only what redirections name (`>&` and `<&` aside: descriptors) is surely a file:
+            // the pattern itself or a word such as `SLOW` lacks from every listing, and would
+            // have its directory's (thousands of names) asked again for nothing.
+            let (redirected, written): (Vec<_>, Vec<_>) = {
+                let files =
+                    call.commands.iter().flat_map(|c| c.redirects.iter()).filter(|(_, op, _)| !op.ends_with('&'));
+                let files: Vec<_> = files.map(|(_, op, target)| (op.clone(), cwd.join(target))).collect();
+                let written = files.iter().filter(|(op, _)| coherence::WRITING.contains(&op.as_str()));
+                let written = written.map(|(_, path)| path.clone());
+                (files.iter().map(|(_, path)| path.clone()).collect(), written.collect())
+            };
+            // Which of the files it may write exist, asked now, beside the globs and the plan.
+            let seen = (!written.is_empty()).then(|| Arc::new(coherence::SeenBefore::look(written)));
             if call.commands.iter().any(|c| !c.globs.is_empty()) {
-                // Only what redirections name (`>&` and `<&` aside: descriptors) is surely a
-                // file: the pattern itself or a word such as `SLOW` lacks from every listing,
-                // and would have its directory's (thousands of names) asked again for nothing.
-                let redirected: Vec<_> = call
-                    .commands
-                    .iter()
-                    .flat_map(|c| c.redirects.iter())
-                    .filter(|(_, op, _)| !op.ends_with('&'))
-                    .map(|(_, _, target)| cwd.join(target))
-                    .collect();
                 let globs = self.expand_globs(&mut call, &cwd);
                 self.runtime.block_on(futures_util::future::join(globs, planning.list_beside(redirected)));
             }
@@ -447,11 +450,12 @@ impl Session {
             planning.prefetch(call_paths(&call, &cwd));
             let (_, units) =
                 placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env, &planning, 1);
-            (call, units, planning.into_traffic())
+            (call, units, planning.into_traffic(), seen)
         });
-        let caller = caller_of(fds, env);
+        let mut caller = caller_of(fds, env);
         let (status, statuses) = match call {
-            Ok((call, units, asked)) => {
+            Ok((call, units, asked, seen)) => {
+                caller.seen = seen;
                 let run = execute::execute_with_statuses(Some(self), &call, &caller, &units, &asked);
                 // The caller gone (killed, Ctrl-C) ends the pipeline: its jobs are dropped.
                 let gone = follow_caller(&stream, Some(&suspended));
