@@ -474,10 +474,14 @@ fn analyse<'l>(
     match ctx.library.match_argv(&facts.argv) {
         Ok(invocation) => {
             facts.annotation = Some(ctx.library.shown(invocation.entry));
-            let split = invocation.splittable_values();
+            // A value's index among the splittable argument's (`splittable_values`, which keeps
+            // their order), counted as they come: searched for, a glob of 2,000 files took 4
+            // million comparisons per plan.
+            let splittable = invocation.entry.splittable_arg();
+            let mut split_values = 0..;
             for value in &invocation.values {
                 let text = invocation.value_text(value).to_string();
-                let split_value = split.iter().position(|&v| v == value);
+                let split_value = (Some(value.arg) == splittable).then(|| split_values.next()).flatten();
                 let spec = invocation.entry.arg(value.arg);
                 match value.ty {
                     ArgType::InputFile if text == "-" => facts.dash_input = true,
