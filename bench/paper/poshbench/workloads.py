@@ -101,7 +101,7 @@ RAY_TRACING = Workload(
     title="Ray-tracing log analysis",
     paper="log analysis of a distributed ray tracer's worker logs (thousands of files)",
     script="""\
-cat logs/*.log | grep SLOW | head -n 100000 | cut -d ' ' -f 2,4,12 > slow-rays.txt
+cat logs/*.log | grep SLOW | head -n 100000 | cut -d ' ' -f 2,5,13 > slow-rays.txt
 sed -n 's/^worker-\\([0-9]*\\) \\([0-9]*\\) \\([0-9.]*\\)ms$/\\3 \\1 \\2/p' slow-rays.txt | sort -rn | head -n 5
 """,
     generate=gen_ray_logs,
