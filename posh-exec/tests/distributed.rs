@@ -1003,6 +1003,27 @@ fn a_call_that_does_not_pay_stays_at_the_client_as_explained() {
     assert_eq!(ran, [("logs", "")], "{stats:?}");
 }
 
+/// A here-document piped into a command at a proxy whose `&>` (or `2> f > g`) names a file on
+/// the mount: that command reads the here-document's lines there, as under bash. It once read
+/// nothing when bash's builtin handed the pipeline over (found by the differential tester, seed
+/// 9054, whose case the cost model now keeps at the client: here the command also reads a large
+/// file, so it runs at the proxy).
+#[test]
+fn a_here_document_reaches_a_proxy_command_that_writes_both_streams_to_a_file() {
+    let cluster = Cluster::new(&[]);
+    let script = "cat <<EOF | sort - logs/big.log &> logs/both.txt\napple\nEOF\n\
+                  cat <<EOF | sort - logs/big.log 2> logs/err.txt > logs/out.txt\npear\nEOF\n\
+                  grep -c apple logs/both.txt\ngrep -c pear logs/out.txt\n";
+    let (_, stats) = cluster.same_as_bash(script, &["logs/both.txt", "logs/err.txt", "logs/out.txt"]);
+    let sorts: Vec<(u64, &str)> = stats
+        .iter()
+        .flat_map(|r| r["commands"].as_array().into_iter().flatten())
+        .filter(|c| c["command"] == "sort")
+        .map(|c| (c["line"].as_u64().unwrap(), c["location"].as_str().unwrap()))
+        .collect();
+    assert_eq!(sorts, [(1, "logs"), (4, "logs")], "{stats:?}");
+}
+
 /// Do no harm, for a loop (issue 40): a loop the runtime gets whole sends its iterations to the
 /// proxy in requests, which their pipelines share: on a datacenter link eight small files' greps
 /// pay together what one does not pay alone. `--explain` says so (the grep at its proxy, the loop

@@ -28,10 +28,6 @@ const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
         "docs/running.md: `__posh_run` is in `enable` and `compgen -b`, as a builtin bash can call is in its listings",
     ),
     (
-        "heredoc_piped_to_both",
-        "pending/heredoc-piped-into-both-redirection.sh: handed over by the builtin, the command at the proxy reads no input (seed 9054)",
-    ),
-    (
         "trap_err_lineno",
         "pending/err-trap-lineno-after-pipeline-over-lines.sh: `$LINENO` in an ERR trap after a pipeline over several lines is its first line's (bash: its last command's)",
     ),
