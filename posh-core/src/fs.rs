@@ -128,8 +128,6 @@ fn rebuilt(path: &Path) -> PathBuf {
     out
 }
 
-/// Whether `normalize_path` gives `path` back as it is: not empty, no `.` or `..` component, no
-/// empty one (`a//b`, a trailing `/`) but the root's.
 /// `path` is `prefix` or lies under it, for a normal `path` (as [`normalize_path`] returns):
 /// compared as bytes when `prefix` is normal too, else component by component.
 pub fn is_under(path: &Path, prefix: &Path) -> bool {
@@ -141,6 +139,8 @@ pub fn is_under(path: &Path, prefix: &Path) -> bool {
     path.starts_with(prefix) && path.get(prefix.len()).is_none_or(|&b| b == b'/')
 }
 
+/// Whether `normalize_path` gives `path` back as it is: not empty, no `.` or `..` component, no
+/// empty one (`a//b`, a trailing `/`) but the root's.
 fn is_normal(path: &Path) -> bool {
     use std::os::unix::ffi::OsStrExt as _;
     let bytes = path.as_os_str().as_bytes();

@@ -432,14 +432,12 @@ impl Session {
             // Only what redirections name (`>&` and `<&` aside: descriptors) is surely a file:
             // the pattern itself or a word such as `SLOW` lacks from every listing, and would
             // have its directory's (thousands of names) asked again for nothing.
-            let (redirected, written): (Vec<_>, Vec<_>) = {
-                let files =
-                    call.commands.iter().flat_map(|c| c.redirects.iter()).filter(|(_, op, _)| !op.ends_with('&'));
-                let files: Vec<_> = files.map(|(_, op, target)| (op.clone(), cwd.join(target))).collect();
-                let written = files.iter().filter(|(op, _)| coherence::WRITING.contains(&op.as_str()));
-                let written = written.map(|(_, path)| path.clone());
-                (files.iter().map(|(_, path)| path.clone()).collect(), written.collect())
-            };
+            let files = call.commands.iter().flat_map(|c| c.redirects.iter()).filter(|(_, op, _)| !op.ends_with('&'));
+            let redirected: Vec<_> = files.clone().map(|(_, _, target)| cwd.join(target)).collect();
+            // (`/dev/null`, never refreshed, needs no look: a thread per call for nothing.)
+            let written =
+                files.filter(|(_, op, target)| coherence::WRITING.contains(&op.as_str()) && target != "/dev/null");
+            let written: Vec<_> = written.map(|(_, _, target)| cwd.join(target)).collect();
             // Which of the files it may write exist, asked now, beside the globs and the plan.
             let seen = (!written.is_empty()).then(|| Arc::new(coherence::SeenBefore::look(written)));
             if call.commands.iter().any(|c| !c.globs.is_empty()) {
