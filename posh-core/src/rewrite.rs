@@ -252,7 +252,7 @@ impl TextFacts {
             sets_verbose: sets_option(text, 'v', "verbose"),
             reads: READS_STATE.map(|name| text.contains(name)),
             process_substitution: text.contains(">(") || text.contains("<("),
-            waits: text.split(|c: char| !c.is_alphanumeric()).any(|w| w == "wait"),
+            waits: has_word(text, "wait", char::is_alphanumeric),
             lists_jobs: lists_jobs(text),
             shows_functions: shows_functions(text),
             sets_globignore: text.contains("GLOBIGNORE"),
@@ -319,7 +319,33 @@ impl TextFacts {
 
 /// Whether the script's text holds the word `jobs` (see [`why_pipeline_stays_in`]).
 fn lists_jobs(script_text: &str) -> bool {
-    script_text.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|w| w == "jobs")
+    has_word(script_text, "jobs", |c| c.is_alphanumeric() || c == '_')
+}
+
+/// Whether `text` split at the characters that are not `word_char` holds `word`: found where
+/// `word` occurs, not by splitting the whole text (an opening scans 5,000 lines for each fact).
+fn has_word(text: &str, word: &str, word_char: impl Fn(char) -> bool) -> bool {
+    text.match_indices(word).any(|(at, _)| {
+        let before = text[..at].chars().next_back();
+        let after = text[at + word.len()..].chars().next();
+        !before.is_some_and(&word_char) && !after.is_some_and(&word_char)
+    })
+}
+
+/// The lines of `text` (as `str::lines` cuts them) that hold one of `needles`, in order: the
+/// only lines a scan for a word among them need look at.
+fn lines_holding<'a>(text: &'a str, needles: &[&str]) -> impl Iterator<Item = &'a str> {
+    let mut starts: Vec<usize> = needles
+        .iter()
+        .flat_map(|needle| text.match_indices(needle))
+        .map(|(at, _)| text[..at].rfind('\n').map_or(0, |newline| newline + 1))
+        .collect();
+    starts.sort_unstable();
+    starts.dedup();
+    starts.into_iter().map(|start| match text[start..].split_once('\n') {
+        Some((line, _)) => line.strip_suffix('\r').unwrap_or(line),
+        None => &text[start..],
+    })
 }
 
 fn command_reason(command: &Command, index: usize, functions: &[String]) -> Option<String> {
@@ -689,38 +715,44 @@ pub struct LoopScope {
 
 impl LoopScope {
     pub fn of(script_text: &str) -> LoopScope {
-        let word = |line: &str, w: &str| line.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|x| x == w);
-        let on_exit_only = |line: &str| {
-            let last = line.trim_end_matches([' ', '\t', ';']).rsplit([' ', '\t']).next().unwrap_or_default();
-            matches!(last, "EXIT" | "0")
-        };
-        let trap = script_text
-            .lines()
-            .find(|line| word(line, "trap") && !on_exit_only(line))
-            .map(|line| line.trim().to_string());
+        let trap = lines_holding(script_text, &["trap"]).find(|line| traps_more_than_exit(line));
+        let trap = trap.map(|line| line.trim().to_string());
         let nounset = sets_option(script_text, 'u', "nounset");
         let xtrace = sets_option(script_text, 'x', "xtrace");
         LoopScope { trap, nounset, xtrace }
     }
 }
 
+/// Whether `line` may set a trap for more than the script's exit.
+fn traps_more_than_exit(line: &str) -> bool {
+    let word = |line: &str, w: &str| line.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|x| x == w);
+    let on_exit_only = |line: &str| {
+        let last = line.trim_end_matches([' ', '\t', ';']).rsplit([' ', '\t']).next().unwrap_or_default();
+        matches!(last, "EXIT" | "0")
+    };
+    word(line, "trap") && !on_exit_only(line)
+}
+
 /// Whether a line of `script_text` may print or export a function's text: `declare`, `typeset`
 /// or `export` with an `f` among their options, `type`, or `set` without arguments. A scan of the
 /// words, which may also find them in a comment or a string, but never misses one.
 fn shows_functions(script_text: &str) -> bool {
-    script_text.lines().any(|line| {
-        let words: Vec<&str> = line
-            .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '(' | ')' | '`'))
-            .filter(|w| !w.is_empty())
-            .collect();
-        words.iter().enumerate().any(|(i, word)| match *word {
-            "declare" | "typeset" | "export" => {
-                words[i + 1..].iter().take_while(|w| w.starts_with('-')).any(|w| w.contains('f'))
-            }
-            "type" => true,
-            "set" => words.get(i + 1).is_none_or(|next| matches!(*next, "|" | ">" | ">>")),
-            _ => false,
-        })
+    // `typeset` holds `type`.
+    lines_holding(script_text, &["declare", "type", "export", "set"]).any(line_shows_functions)
+}
+
+fn line_shows_functions(line: &str) -> bool {
+    let words: Vec<&str> = line
+        .split(|c: char| c.is_whitespace() || matches!(c, ';' | '&' | '(' | ')' | '`'))
+        .filter(|w| !w.is_empty())
+        .collect();
+    words.iter().enumerate().any(|(i, word)| match *word {
+        "declare" | "typeset" | "export" => {
+            words[i + 1..].iter().take_while(|w| w.starts_with('-')).any(|w| w.contains('f'))
+        }
+        "type" => true,
+        "set" => words.get(i + 1).is_none_or(|next| matches!(*next, "|" | ">" | ">>")),
+        _ => false,
     })
 }
 
@@ -728,12 +760,14 @@ fn shows_functions(script_text: &str) -> bool {
 /// (`set -o long`, `shopt -so long`, `SHELLOPTS`): a scan of the text, which may also find it in
 /// a comment or a string, but never misses a `set` of it.
 fn sets_option(script_text: &str, letter: char, long: &str) -> bool {
-    script_text.lines().any(|line| {
-        let mut words = line.split_whitespace();
-        line.contains(long)
-            || (words.any(|w| w == "set" || w.ends_with(";set") || w.ends_with("&&set"))
-                && words.any(|w| w.starts_with('-') && !w.starts_with("--") && w.contains(letter)))
-    })
+    lines_holding(script_text, &["set", long]).any(|line| line_sets_option(line, letter, long))
+}
+
+fn line_sets_option(line: &str, letter: char, long: &str) -> bool {
+    let mut words = line.split_whitespace();
+    line.contains(long)
+        || (words.any(|w| w == "set" || w.ends_with(";set") || w.ends_with("&&set"))
+            && words.any(|w| w.starts_with('-') && !w.starts_with("--") && w.contains(letter)))
 }
 
 /// Why word `word` of command `command` of `pipeline` (handed over whole) is globbed by bash
@@ -1145,6 +1179,32 @@ fn loop_call(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// The text facts found where their words occur are those of a scan of every line and word,
+    /// on texts made of the words they look for, their near misses, and every kind of line end.
+    #[test]
+    fn text_facts_found_by_occurrence_are_those_of_a_whole_scan() {
+        let pieces = [
+            "set", " ", "-x", "-u", "-v", "--x", "-eux", ";set", "&&set", "xtrace", "nounset", "verbose", "wait",
+            "jobs", "_", "ä", "wait1", "trap", "EXIT", "0", "declare", "typeset", "type", "export", "-f", "|", ">",
+            ";", "&", "(", ")", "`", "\n", "\r\n", "\r", "\t", "x", "é", "setx",
+        ];
+        let mut next = crate::random_below(0x2545_f491_4f6c_dd1d);
+        for _ in 0..20_000 {
+            let text: String = (0..1 + next(12)).map(|_| pieces[next(pieces.len())]).collect();
+            for (letter, long) in [('x', "xtrace"), ('u', "nounset"), ('v', "verbose")] {
+                let every_line = text.lines().any(|line| line_sets_option(line, letter, long));
+                assert_eq!(sets_option(&text, letter, long), every_line, "{text:?}");
+            }
+            assert_eq!(shows_functions(&text), text.lines().any(line_shows_functions), "{text:?}");
+            let trap = text.lines().find(|line| traps_more_than_exit(line)).map(|line| line.trim().to_string());
+            assert_eq!(LoopScope::of(&text).trap, trap, "{text:?}");
+            let words = |c: &dyn Fn(char) -> bool| text.split(|x: char| !c(x)).collect::<Vec<_>>();
+            assert_eq!(TextFacts::of(&text).waits, words(&|c| c.is_alphanumeric()).contains(&"wait"), "{text:?}");
+            let jobs = words(&|c| c.is_alphanumeric() || c == '_').contains(&"jobs");
+            assert_eq!(lists_jobs(&text), jobs, "{text:?}");
+        }
+    }
 
     /// The script's pipelines, as `rewrite` takes them.
     fn owned(pipelines: &[std::sync::Arc<Pipeline>]) -> Vec<Pipeline> {

@@ -409,13 +409,7 @@ mod tests {
     #[test]
     fn plain_words_are_what_their_pieces_say() {
         let alphabet: Vec<char> = "aZ09/._-,:=%^#+@ä🎉".chars().collect();
-        let mut state = 0x2545_f491_4f6c_dd1d_u64;
-        let mut next = |n: usize| {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state % n as u64) as usize
-        };
+        let mut next = crate::random_below(0x2545_f491_4f6c_dd1d);
         for _ in 0..2_000 {
             let word: String = (0..1 + next(12)).map(|_| alphabet[next(alphabet.len())]).collect();
             assert!(is_plain(&word), "{word}");
