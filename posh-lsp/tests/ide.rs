@@ -688,9 +688,7 @@ fn bash_verdicts_by_group_equal_the_whole_ones_under_edits() {
 fn a_large_script_planned_on_every_core_is_planned_as_a_whole() {
     let fs = file_system();
     let world = world(&fs);
-    let text: String = (0..40)
-        .map(|i| format!("cd /mnt/logs\ncat ray{}.log | grep x{i} | sort\nf() {{ sort \"$1\"; }}\nf /mnt/a/big.txt\nX=/mnt/b/y.log\ngrep -c e{i} \"$X\"\ncat /mnt/logs/ray{}.log | grep y | f\necho {i}\n\n", i % 4, (i + 1) % 4))
-        .collect();
+    let text = forty_blocks();
     let mut cache = ide::AnalysisCache::default();
     let opened = ide::analyze_script_cached(&world, &fs, &text, &mut cache);
     assert_eq!(cache.reused(), 0);
@@ -699,6 +697,31 @@ fn a_large_script_planned_on_every_core_is_planned_as_a_whole() {
     let whole = posh_core::planner::plan_script_given(&ctx, &text, &posh_core::shell::parse_tolerant(&text), &inputs);
     assert_eq!(opened.plan.pipelines.len(), 320);
     assert_eq!(opened.plan.to_plan(), whole);
+}
+
+/// 320 pipelines: an opening plans them, and makes their hints, on every core.
+fn forty_blocks() -> String {
+    (0..40)
+        .map(|i| format!("cd /mnt/logs\ncat ray{}.log | grep x{i} | sort\nf() {{ sort \"$1\"; }}\nf /mnt/a/big.txt\nX=/mnt/b/y.log\ngrep -c e{i} \"$X\"\ncat /mnt/logs/ray{}.log | grep y | f\necho {i}\n\n", i % 4, (i + 1) % 4))
+        .collect()
+}
+
+/// The whole file's hints, made in batches of pipelines on every core, are each pipeline's
+/// asked for alone, in the order of the text.
+#[test]
+fn the_whole_file_s_hints_made_on_every_core_are_each_pipeline_s_in_order() {
+    let fs = file_system();
+    let world = world(&fs);
+    let text = forty_blocks();
+    let analysis = ide::analyze_script(&world, &fs, &text);
+    let whole = ide::inlay_hints::inlay_hints(&world, &text, &analysis, None);
+    let one_by_one: Vec<_> = (analysis.plan.pipelines.iter())
+        .flat_map(|p| ide::inlay_hints::inlay_hints(&world, &text, &analysis, Some(p.span())))
+        .collect();
+    // More than a batch (256 pipelines).
+    assert_eq!(analysis.plan.pipelines.len(), 320);
+    assert!(whole.len() > 200, "{} hints", whole.len());
+    assert_eq!(whole, one_by_one);
 }
 
 /// A block repeated in two directories: the same text is planned once for each place (its files

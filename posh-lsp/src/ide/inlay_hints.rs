@@ -56,12 +56,29 @@ impl InlayHint {
 
 /// The hints of the pipelines of `text` that overlap `range` (all of them for `None`), in text order.
 pub fn inlay_hints(world: &World, text: &str, analysis: &ScriptAnalysis, range: Option<Span>) -> Vec<InlayHint> {
+    let shown: Vec<usize> = (analysis.plan.pipelines.iter().enumerate())
+        .filter(|(_, placed)| range.is_none_or(|r| placed.span().end >= r.start && placed.span().start <= r.end))
+        .map(|(index, _)| index)
+        .collect();
+    // An opening asks for the whole file's: thousands of pipelines, in batches on every core
+    // (in order, so that the hints are those of one pass).
+    let batches: Vec<&[usize]> = shown.chunks(HINTS_BATCH).collect();
+    let hinted = super::cores::on_every_core(&batches, 2, |batch| pipelines_hints(world, text, analysis, batch));
+    let mut hints: Vec<InlayHint> = hinted.into_iter().flatten().collect();
+    hints.sort_by_key(|h| h.offset);
+    hints
+}
+
+/// Pipelines whose hints one thread makes at a time: enough that a batch's commands are mostly
+/// matched once (`Hinted::entries`).
+const HINTS_BATCH: usize = 256;
+
+/// The hints of the pipelines at `indices` of `analysis`, in their order.
+fn pipelines_hints(world: &World, text: &str, analysis: &ScriptAnalysis, indices: &[usize]) -> Vec<InlayHint> {
     let mut out = Hinted::default();
-    for (index, placed) in analysis.plan.pipelines.iter().enumerate() {
+    for &index in indices {
+        let placed = &analysis.plan.pipelines[index];
         let span = placed.span();
-        if range.is_some_and(|r| span.end < r.start || span.start > r.end) {
-            continue;
-        }
         let plan = placed.plan();
         let Some(pipeline) = analysis.script.pipelines.get(index) else {
             continue;
@@ -77,9 +94,7 @@ pub fn inlay_hints(world: &World, text: &str, analysis: &ScriptAnalysis, range: 
         let command_spans: Vec<Span> = pipeline.commands.iter().map(|c| c.span).collect();
         pipeline_hints(world, text, plan, span, &command_spans, at_client, &mut out);
     }
-    let mut hints = out.hints;
-    hints.sort_by_key(|h| h.offset);
-    hints
+    out.hints
 }
 
 /// The hints made so far, and the entries of the commands hinted, by their words (a script runs

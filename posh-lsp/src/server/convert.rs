@@ -124,8 +124,10 @@ pub fn inlay_hint(hint: &inlay_hints::InlayHint, position: Position, deferred: D
         kind: None,
         text_edits: None,
         tooltip: (!deferred.tooltip).then(|| InlayHintTooltip::String(hint.tooltip.clone())),
-        padding_left: Some(hint.kind == HintKind::Bytes),
-        padding_right: Some(hint.kind == HintKind::Placement),
+        // Only a padding that is there: `false` is the protocol's default, and written out on
+        // each of an opening's thousands of hints it was a seventh of the answer.
+        padding_left: (hint.kind == HintKind::Bytes).then_some(true),
+        padding_right: (hint.kind == HintKind::Placement).then_some(true),
         data: None,
     }
 }
