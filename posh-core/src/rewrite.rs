@@ -322,23 +322,25 @@ fn lists_jobs(script_text: &str) -> bool {
     has_word(script_text, "jobs", |c| c.is_alphanumeric() || c == '_')
 }
 
-/// Whether `text` split at the characters that are not `word_char` holds `word`: found where
-/// `word` occurs, not by splitting the whole text (an opening scans 5,000 lines for each fact).
+/// Whether `text` split at the characters that are not `word_char` holds `word` (ASCII): found
+/// where `word` occurs, not by splitting the whole text (an opening scans 5,000 lines for each
+/// fact).
 fn has_word(text: &str, word: &str, word_char: impl Fn(char) -> bool) -> bool {
-    text.match_indices(word).any(|(at, _)| {
+    memchr::memmem::find_iter(text.as_bytes(), word).any(|at| {
         let before = text[..at].chars().next_back();
         let after = text[at + word.len()..].chars().next();
         !before.is_some_and(&word_char) && !after.is_some_and(&word_char)
     })
 }
 
-/// The lines of `text` (as `str::lines` cuts them) that hold one of `needles`, in order: the
-/// only lines a scan for a word among them need look at.
+/// The lines of `text` (as `str::lines` cuts them) that hold one of `needles` (ASCII, so that
+/// each is found at a character's start), in order: the only lines a scan for a word among
+/// them need look at.
 fn lines_holding<'a>(text: &'a str, needles: &[&str]) -> impl Iterator<Item = &'a str> {
     let mut starts: Vec<usize> = needles
         .iter()
-        .flat_map(|needle| text.match_indices(needle))
-        .map(|(at, _)| text[..at].rfind('\n').map_or(0, |newline| newline + 1))
+        .flat_map(|needle| memchr::memmem::find_iter(text.as_bytes(), needle))
+        .map(|at| memchr::memrchr(b'\n', &text.as_bytes()[..at]).map_or(0, |newline| newline + 1))
         .collect();
     starts.sort_unstable();
     starts.dedup();
