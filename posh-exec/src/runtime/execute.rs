@@ -146,13 +146,13 @@ pub async fn execute_with_statuses(
                 match local::redirect(caller, call, &call.commands[split], [None, output, caller.dup(2)]) {
                     Ok([_, output, stderr]) => (output, stderr),
                     Err(status) => {
-                        // bash would not start the command: none of its copies runs.
-                        let ends: Statuses = unit
-                            .lanes
-                            .iter()
-                            .flatten()
-                            .map(|step| StepEnd::local(step, if step.command == split { status } else { 0 }))
-                            .collect();
+                        // bash would not start the command: none of its copies runs. Each is
+                        // recorded where it was placed, as a command a proxy could not start is.
+                        let placed = |step: &Step| StepEnd {
+                            mount: step.remote.as_ref().map(|remote| remote.mount),
+                            ..StepEnd::local(step, if step.command == split { status } else { 0 })
+                        };
+                        let ends: Statuses = unit.lanes.iter().flatten().map(placed).collect();
                         started.tasks.spawn(async move { ends });
                         input = next_input;
                         continue;
