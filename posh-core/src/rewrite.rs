@@ -206,6 +206,17 @@ pub fn why_pipeline_stays_in(script_text: &str, pipeline: &Pipeline, scope: &Tex
     if script_text[pipeline.span.range()].contains("<<") && script_text[pipeline.span.range()].contains('\n') {
         return Some("a here-document in a pipeline over several lines".into());
     }
+    // `$LINENO` in a command's words is that command's line; the call is one command, on the
+    // line bash gives the last (`command_line_offset`).
+    if script_text[pipeline.span.range()].contains("LINENO")
+        && let Some(last) = pipeline.commands.last().map(|c| command_line_offset(script_text, c))
+        && pipeline.commands.iter().any(|c| {
+            let at = command_line_offset(script_text, c);
+            script_text[c.span.range()].contains("LINENO") && script_text[at.min(last)..at.max(last)].contains('\n')
+        })
+    {
+        return Some("reads `$LINENO` in a command on another line than its last command's".into());
+    }
     None
 }
 
@@ -563,6 +574,43 @@ fn pipeline_words(
     stdin_redirect
 }
 
+/// Where in `source` bash takes the line of simple command `command` from (`$LINENO` while it
+/// runs, and in an ERR trap after it): the end of the token its parser had read when it made
+/// the command. After a first word that is the command's name, that is the next token, which
+/// tells a name from a function definition (`grep \<newline> x` is on the line of `x`); after
+/// an assignment or a redirection, the element itself.
+fn command_line_offset(source: &str, command: &Command) -> usize {
+    let name = command.words.first().map(|w| w.span);
+    let first_other = (command.assignments.iter().map(|a| a.span))
+        .chain(command.redirects.iter().map(|r| r.span))
+        .min_by_key(|span| span.start);
+    let Some(name) = name.filter(|name| first_other.is_none_or(|other| name.start < other.start)) else {
+        return first_other.map_or(command.span.start, |span| span.end.saturating_sub(1));
+    };
+    // The token after the name: the next word, or a redirection's operator.
+    let next_word = command.words.get(1).map(|w| w.span);
+    let next_redirect = command.redirects.iter().map(|r| r.span.start).filter(|&at| at > name.start).min();
+    match (next_word, next_redirect) {
+        (Some(word), Some(redirect)) if redirect < word.start => redirect,
+        (Some(word), _) => word.end.saturating_sub(1),
+        (None, Some(redirect)) => redirect,
+        // What ends the command: the first character after blanks and line continuations.
+        (None, None) => {
+            let mut at = name.end;
+            loop {
+                let rest = &source[at.min(source.len())..];
+                if rest.starts_with([' ', '\t']) {
+                    at += 1;
+                } else if rest.starts_with("\\\n") {
+                    at += 2;
+                } else {
+                    return at.min(source.len().saturating_sub(1));
+                }
+            }
+        }
+    }
+}
+
 /// `text` as one single-quoted shell word.
 fn quote(text: &str) -> String {
     format!("'{}'", text.replace('\'', "'\\''"))
@@ -583,13 +631,21 @@ pub struct HandedLoop<'a> {
 pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prologue: Prologue<'_>) -> Rewritten {
     let lines = crate::text::LineIndex::new(source);
     let calls = calls(prologue.file.is_some(), prologue.globs);
-    // Keep every newline, so the lines after (and $LINENO) stay where they were.
-    let padded = |span: Span, mut call: String| {
+    // Keep every newline, so the lines after (and $LINENO) stay where they were; `ahead` of
+    // them go before the call, which then stands on that line of its span.
+    let padded = |span: Span, call: String, ahead: usize| {
         let newlines = source[span.range()].matches('\n').count().saturating_sub(call.matches('\n').count());
-        for _ in 0..newlines {
-            call.push_str(" \\\n");
-        }
-        (span, call)
+        let ahead = if call.contains('\n') { 0 } else { ahead.min(newlines) };
+        let mut padded = " \\\n".repeat(ahead);
+        padded.push_str(&call);
+        padded.push_str(&" \\\n".repeat(newlines - ahead));
+        (span, padded)
+    };
+    // The line bash gives a pipeline that failed (its ERR trap's `$LINENO`) is its last
+    // command's, which is not its first line when it is continued over several.
+    let call_line = |pipeline: &Pipeline| {
+        let last = pipeline.commands.last().map_or(pipeline.span.start, |c| command_line_offset(source, c));
+        lines.line_of(last).saturating_sub(lines.line_of(pipeline.span.start))
     };
     // A pipeline in a substitution among a loop's words becomes a call there, in the loop's text.
     let in_words = |pipeline: &Pipeline, handed: &HandedLoop<'_>| {
@@ -597,11 +653,12 @@ pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prol
         words.contains(&pipeline.span.start) && pipeline.span.end <= handed.the_loop.body.start
     };
     let outside = chosen.iter().filter(|p| !loops.iter().any(|l| in_words(p, l)));
-    let mut spans: Vec<(Span, String)> =
-        outside.map(|pipeline| padded(pipeline.span, runtime_call(source, pipeline, &lines, &calls))).collect();
+    let mut spans: Vec<(Span, String)> = outside
+        .map(|pipeline| padded(pipeline.span, runtime_call(source, pipeline, &lines, &calls), call_line(pipeline)))
+        .collect();
     spans.extend(loops.iter().map(|handed| {
         let inner: Vec<&Pipeline> = chosen.iter().filter(|p| in_words(p, handed)).collect();
-        padded(handed.the_loop.span, loop_call(source, *handed, &inner, &lines, &calls))
+        padded(handed.the_loop.span, loop_call(source, *handed, &inner, &lines, &calls), 0)
     }));
     spans.sort_by_key(|(span, _)| span.start);
     // `why_not` keeps with bash a pipeline whose text holds another (in a substitution), so
@@ -1182,6 +1239,54 @@ fn loop_call(
 mod tests {
     use super::*;
 
+    /// The line bash gives a failed pipeline's ERR trap is the one the rewrite puts its call on
+    /// (`command_line_offset`), checked against bash itself: commands continued over lines
+    /// after their name, after an assignment or a redirection, with quoted newlines, comments.
+    #[test]
+    fn a_failed_pipeline_s_err_trap_line_is_bash_s() {
+        let pipelines = [
+            "cat f |\n  false",
+            "cat f |\n  false |\n  cat >/dev/null |\n  grep zzz \\\n    f",
+            "cat f | grep \\\n  zzz",
+            "cat f | X=1 \\\n  grep zzz",
+            "cat f | >/dev/null \\\n  grep zzz",
+            "cat f |\n  grep zzz   # a comment",
+            "cat f \\\n  |\n  grep \"zz\nz\"",
+            "cat f | grep \\\n  \\\n  2>/dev/null zzz",
+            "cat f | false \\\n  \\\n",
+            "grep \\\n  -e zzz f",
+        ];
+        for pipeline in pipelines {
+            let source = format!("trap 'echo $LINENO' ERR\n{pipeline}\n");
+            let dir = std::env::temp_dir();
+            let out = std::process::Command::new("bash")
+                .args(["--norc", "--noprofile", "-c", &source])
+                .env_clear()
+                .env("PATH", "/usr/bin:/bin")
+                .current_dir(&dir)
+                .output()
+                .expect("bash runs");
+            let said: usize = String::from_utf8_lossy(&out.stdout).trim().parse().expect("the trap ran once");
+            let script = crate::shell::parse(&source);
+            let last = script.pipelines.last().unwrap().commands.last().unwrap();
+            let ours = crate::text::LineIndex::new(&source).line_of(command_line_offset(&source, last)) + 1;
+            assert_eq!(ours, said, "{pipeline:?}");
+        }
+    }
+
+    /// `$LINENO` read on another line than the call stands on (its last command's) keeps the
+    /// pipeline with bash; on that line it goes.
+    #[test]
+    fn lineno_read_off_the_call_s_line_stays() {
+        let why = |source: &str| {
+            let script = crate::shell::parse(source);
+            why_not(source, &script.pipelines[0], &[])
+        };
+        assert!(why("cat \"$LINENO\" |\n  grep x\n").is_some_and(|w| w.contains("LINENO")));
+        assert_eq!(why("cat a |\n  grep -e \"$LINENO\"\n"), None);
+        assert_eq!(why("cat \"$LINENO\" | grep x\n"), None);
+    }
+
     /// The text facts found where their words occur are those of a scan of every line and word,
     /// on texts made of the words they look for, their near misses, and every kind of line end.
     #[test]
@@ -1351,7 +1456,8 @@ mod tests {
     /// left a literal backslash.
     #[test]
     fn padding_at_the_end_survives_eval() {
-        let source = "cat a |\n  sort\n";
+        // On the line of its last command (`sort -r`), the call is padded after.
+        let source = "cat a | sort -r \\\n  b\n";
         let script = crate::shell::parse(source);
         let rewritten = rewrite(
             source,

@@ -1,6 +1,6 @@
 # Found by the differential tester (seed 9041, minimized): after a pipeline over several lines
-# that fails, $LINENO in the ERR trap is the line of the call that stands for it (its first), where
-# bash says the line of its last command. Not fixed yet.
+# that fails, $LINENO in the ERR trap was the line of the call that stands for it (its first), where
+# bash says the line of its last command. The call now stands on that line.
 # seed: 9041
 # mode: mounted
 # differed: stdout

@@ -22,16 +22,10 @@ use generate::Features;
 /// The grammar features the fixed-seed test leaves out, each because posh-exec still differs
 /// from bash there: a difference being fixed (the fix switches its feature back on), or one
 /// docs/running.md says cannot be removed.
-const KNOWN_DIFFERENCES: &[(&str, &str)] = &[
-    (
-        "builtin_list",
-        "docs/running.md: `__posh_run` is in `enable` and `compgen -b`, as a builtin bash can call is in its listings",
-    ),
-    (
-        "trap_err_lineno",
-        "pending/err-trap-lineno-after-pipeline-over-lines.sh: `$LINENO` in an ERR trap after a pipeline over several lines is its first line's (bash: its last command's)",
-    ),
-];
+const KNOWN_DIFFERENCES: &[(&str, &str)] = &[(
+    "builtin_list",
+    "docs/running.md: `__posh_run` is in `enable` and `compgen -b`, as a builtin bash can call is in its listings",
+)];
 
 /// The fixed-seed test's budget: scripts, each in every mode.
 const DEFAULT_SEED: u64 = 36;
