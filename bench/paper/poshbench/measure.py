@@ -42,7 +42,8 @@ DESCRIPTIONS = {
     "c": "bash at the storage (local disk)",
 }
 # The targets of issue 40 the report checks: posh never slower than bash over the mount (the
-# faster of a and a_readahead), cold; a stream that must cross moves at this share of the link's
+# faster of a and a_readahead), cold; the log analyses near bash at the storage, cold
+# (`Workload.at_storage_within`); a stream that must cross moves at this share of the link's
 # rate or of the mount's own (a_readahead's), whichever is lower.
 NO_HARM = 1.0
 STREAM_SHARE = 0.9
@@ -373,6 +374,7 @@ def summarize(wl: Workload, link: str, layout, systems, runs: dict[str, list[Run
                   "mismatches": mismatches, "failed_runs": failed},
         "placement": placement(explain, stats),
         "throughput": wl.throughput,
+        "at_storage_within": wl.at_storage_within,
     }
     result["plan_disagreements"] = [d for p in result["placement"] for d in p.get("disagreements", [])]
     if layout.no_storage_run is not None:
@@ -414,6 +416,10 @@ def targets(result: dict, link: dict) -> list[dict]:
         label = "a (4 MiB)" if base == "a_readahead" else "a"
         found.append({"target": f"no slower than bash over the mount, cold (a/b >= {NO_HARM:g})",
                       "figure": f"{label}/b = {worst:.2f}", "met": worst >= NO_HARM})
+    within = result.get("at_storage_within")
+    if within and "b/c" in ratios:
+        found.append({"target": f"near bash at the storage, cold (b/c <= {within:g})",
+                      "figure": f"b/c = {ratios['b/c']:.2f}", "met": ratios["b/c"] <= within})
     if result.get("throughput") and "b" in systems and systems["b"].get("bytes") and link.get("rate_mbit"):
         moved = systems["b"]["bytes"] * 8 / 1e6
         rate = moved / systems["b"]["median"]
