@@ -45,7 +45,43 @@ pub(crate) fn posh_exec() -> PathBuf {
          cargo builds posh-exec next to the tests",
         binary.display()
     );
+    static FRESH: std::sync::OnceLock<Result<(), String>> = std::sync::OnceLock::new();
+    if let Err(stale) = FRESH.get_or_init(|| built_after_its_sources(&binary)) {
+        panic!("{stale}");
+    }
     binary
+}
+
+/// `cargo test --test integration` builds this test executable, not the other packages'
+/// binaries: a posh-exec older than a source it is built from would test the code before the
+/// change (a differential run of 1,200 scripts once did).
+fn built_after_its_sources(binary: &Path) -> Result<(), String> {
+    let built =
+        std::fs::metadata(binary).and_then(|m| m.modified()).map_err(|e| format!("{}: {e}", binary.display()))?;
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let crates = ["posh-exec", "posh-core", "posh-proxy", "posh-wire", "posh-handoff", "posh-cli", "annotations"];
+    let mut dirs: Vec<PathBuf> = crates.iter().map(|c| root.join(c)).collect();
+    while let Some(dir) = dirs.pop() {
+        for entry in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            let name = entry.file_name();
+            if name == "target" || name == "tests" || name == "benches" {
+                continue;
+            }
+            match entry.metadata() {
+                Ok(meta) if meta.is_dir() => dirs.push(path),
+                Ok(meta) if meta.modified().is_ok_and(|changed| changed > built) => {
+                    return Err(format!(
+                        "{} is older than {}: run `cargo build --workspace --bins` first",
+                        binary.display(),
+                        path.display()
+                    ));
+                }
+                _ => {}
+            }
+        }
+    }
+    Ok(())
 }
 
 /// How long one run of one case may take before it is killed and reported.
