@@ -632,7 +632,8 @@ pub fn rewrite(source: &str, chosen: &[Pipeline], loops: &[HandedLoop<'_>], prol
     let lines = crate::text::LineIndex::new(source);
     let calls = calls(prologue.file.is_some(), prologue.globs);
     // Keep every newline, so the lines after (and $LINENO) stay where they were; `ahead` of
-    // them go before the call, which then stands on that line of its span.
+    // them go before the call, which then stands on that line of its span. A call holding a
+    // newline (a quoted word's) stands on the first: its own lines would be counted twice.
     let padded = |span: Span, call: String, ahead: usize| {
         let newlines = source[span.range()].matches('\n').count().saturating_sub(call.matches('\n').count());
         let ahead = if call.contains('\n') { 0 } else { ahead.min(newlines) };
