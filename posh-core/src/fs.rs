@@ -72,8 +72,11 @@ impl std::fmt::Debug for WithFifos<'_> {
 
 impl FileSystem for WithFifos<'_> {
     fn metadata(&self, path: &Path) -> Option<FileMeta> {
-        if self.fifos.iter().any(|fifo| *fifo == normalize_path(path)) {
-            return Some(FileMeta { kind: FileKind::Special, size: 0 });
+        if !self.fifos.is_empty() {
+            let normal = normalized(path);
+            if self.fifos.iter().any(|fifo| fifo.as_path() == &*normal) {
+                return Some(FileMeta { kind: FileKind::Special, size: 0 });
+            }
         }
         self.inner.metadata(path)
     }
@@ -98,12 +101,16 @@ impl FileSystem for WithFifos<'_> {
 /// the component before it (`/..` is `/`). Symbolic links are not consulted, so `a/link/..` may
 /// name another directory than the file system would; an empty relative result is `.`.
 pub fn normalize_path(path: &Path) -> PathBuf {
-    // Most paths a plan asks about are normal already (a glob's 2,000 names, each asked of
-    // several times): copied as they are instead of rebuilt component by component.
-    if is_normal(path) {
-        return path.to_path_buf();
+    normalized(path).into_owned()
+}
+
+/// [`normalize_path`], borrowing `path` when it is normal already: most paths a plan asks about
+/// are (a glob's 2,000 names, each asked of several times), and a lookup needs no copy.
+pub fn normalized(path: &Path) -> std::borrow::Cow<'_, Path> {
+    match is_normal(path) {
+        true => std::borrow::Cow::Borrowed(path),
+        false => std::borrow::Cow::Owned(rebuilt(path)),
     }
-    rebuilt(path)
 }
 
 /// `path` rebuilt component by component, `.` dropped and `..` taken back.

@@ -356,7 +356,7 @@ impl Config {
 
     /// The index in [`Config::mounts`] of the mount holding `path` (see [`Config::mount_for`]).
     pub fn mount_index_for(&self, path: &Path) -> Option<usize> {
-        let path = normalize_path(path);
+        let path = crate::fs::normalized(path);
         if !path.is_absolute() {
             return None;
         }

@@ -99,12 +99,13 @@ impl<'w, 'c> Named<'w, 'c> {
             if word == "/dev/null" {
                 continue;
             }
-            let path = normalize_path(&cwd.join(word));
+            let joined = cwd.join(word);
+            let path = crate::fs::normalized(&joined);
             let Some(mount) = ctx.config.mount_for(&path) else {
                 return Err(Reach::ClientOnly(format!("`{word}` is on no mount")));
             };
             if Path::new(word).is_absolute() {
-                if normalize_path(&mount.export) != mount.path {
+                if *crate::fs::normalized(&mount.export) != *mount.path {
                     return Err(Reach::ClientOnly(format!(
                         "the proxy of {} would see `{word}` as another file (the mount's export is not its path)",
                         mount.name
@@ -115,7 +116,7 @@ impl<'w, 'c> Named<'w, 'c> {
                     "`{word}` is relative and the working directory is neither on {} nor above it",
                     mount.name
                 )));
-            } else if path == mount.path && cwd != mount.path {
+            } else if *path == *mount.path && cwd != mount.path {
                 // From above the mount, the proxy shows the export through a symbolic link (a
                 // job's view), which `find`, `ls -l` or `tar` would see as a link.
                 return Err(Reach::ClientOnly(format!(
