@@ -16,18 +16,10 @@ pub mod shell;
 pub mod text;
 pub mod values;
 
-/// A xorshift generator from `seed` (not 0) for the tests that try many generated inputs: each
-/// call gives a number below its argument.
 #[cfg(test)]
-pub(crate) fn random_below(seed: u64) -> impl FnMut(usize) -> usize {
-    let mut state = seed;
-    move |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    }
-}
+mod test_random;
+#[cfg(test)]
+pub(crate) use test_random::random_below;
 
 pub use diagnostic::{Code, Diagnostic, Fix, Severity, TextEdit};
 pub use text::{LineIndex, Span};

@@ -330,7 +330,7 @@ impl TextFacts {
 
 /// Whether the script's text holds the word `jobs` (see [`why_pipeline_stays_in`]).
 fn lists_jobs(script_text: &str) -> bool {
-    has_word(script_text, "jobs", |c| c.is_alphanumeric() || c == '_')
+    has_word(script_text, "jobs", is_name_char)
 }
 
 /// Whether `text` split at the characters that are not `word_char` holds `word` (ASCII): found
@@ -785,12 +785,13 @@ impl LoopScope {
 
 /// Whether `line` may set a trap for more than the script's exit.
 fn traps_more_than_exit(line: &str) -> bool {
-    let word = |line: &str, w: &str| line.split(|c: char| !(c.is_alphanumeric() || c == '_')).any(|x| x == w);
-    let on_exit_only = |line: &str| {
-        let last = line.trim_end_matches([' ', '\t', ';']).rsplit([' ', '\t']).next().unwrap_or_default();
-        matches!(last, "EXIT" | "0")
-    };
-    word(line, "trap") && !on_exit_only(line)
+    let last = line.trim_end_matches([' ', '\t', ';']).rsplit([' ', '\t']).next().unwrap_or_default();
+    has_word(line, "trap", is_name_char) && !matches!(last, "EXIT" | "0")
+}
+
+/// A character of a shell name (`jobs`, `trap`), for [`has_word`].
+fn is_name_char(c: char) -> bool {
+    c.is_alphanumeric() || c == '_'
 }
 
 /// Whether a line of `script_text` may print or export a function's text: `declare`, `typeset`

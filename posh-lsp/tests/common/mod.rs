@@ -207,13 +207,6 @@ mod isolation;
 #[allow(unused_imports)] // each test binary uses some of it
 pub use isolation::{REMOVED, home_env_in, isolate_in};
 
-/// A xorshift generator from `seed` (not 0): each call gives a number below its argument.
-pub fn random_below(seed: u64) -> impl FnMut(usize) -> usize {
-    let mut state = seed;
-    move |n: usize| {
-        state ^= state << 13;
-        state ^= state >> 7;
-        state ^= state << 17;
-        (state % n as u64) as usize
-    }
-}
+#[path = "../../../posh-core/src/test_random.rs"]
+mod test_random;
+pub use test_random::random_below;
