@@ -211,7 +211,24 @@ class EmulatedLink:
 
     def cold(self, readahead_kb: int, as_proxies_user: bool = False) -> str:
         self.remount(readahead_kb, as_proxies_user=as_proxies_user)
+        self.wait_for_session()
         return "fresh sshfs mount"
+
+    def wait_for_session(self) -> None:
+        """Returns once the fresh mount answers. netrig's remount returns when the mount is in the
+        mount table, and sshfs sets up its SSH session after that: whoever touched the mount in
+        the next ~0.5 s (on the 20 ms link) waited for the session, and a timed run paid it in
+        the `chdir` before its first command. A user's mount whose caches expired has its session
+        up, as a real deployment's `cold` (caches dropped) has. The question is a name that is not
+        there: sshfs caches no absence, so it leaves every cache as cold as the remount did."""
+        probe = self.mnt / ".poshbench-session-probe"
+        try:
+            os.stat(probe)
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise SettingError(f"the fresh mount {self.mnt} does not answer: {e}") from e
+        raise SettingError(f"{probe} exists: it must not, for the cold mount's session to be waited for")
 
     def settle(self, as_proxies_user: bool = False) -> None:
         """Unmounts and mounts again, so that every write the client made has reached the storage.

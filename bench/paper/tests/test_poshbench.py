@@ -227,6 +227,28 @@ class Settings(unittest.TestCase):
                 self.assertEqual(len(tries.read_text().splitlines()), 3)
 
 
+    def test_a_cold_mount_is_timed_once_it_answers(self):
+        """The session wait asks the mount for a name that is not there: a mount that answers
+        with anything but "no such file" stops the run, as a failed mount does."""
+        with tempfile.TemporaryDirectory() as d, mock.patch("os.geteuid", return_value=0):
+            rig, work, mnt = Path(d) / "rig", Path(d) / "work", Path(d) / "mnt"
+            (work / "rig-state").mkdir(parents=True)
+            rig.mkdir()
+            (rig / "netrig.sh").write_text("#!/bin/sh\nexit 0\n")
+            (rig / "netrig.sh").chmod(0o755)
+            mnt.mkdir()
+            link = settings.EmulatedLink(rig, work, Path(d), mnt)
+            self.assertEqual(link.cold(128), "fresh sshfs mount")
+            (mnt / ".poshbench-session-probe").touch()
+            with self.assertRaisesRegex(settings.SettingError, "must not"):
+                link.cold(128)
+            (mnt / ".poshbench-session-probe").unlink()
+            mnt.rmdir()
+            mnt.write_text("not a directory")
+            with self.assertRaisesRegex(settings.SettingError, "does not answer"):
+                link.cold(128)
+
+
 class Reports(unittest.TestCase):
     fixture = json.loads((Path(__file__).parent / "fixture-report.json").read_text())
 
