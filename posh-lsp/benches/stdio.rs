@@ -34,6 +34,11 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
 }
 
 fn summary(name: &str, mut times: Vec<Duration>) {
+    if times.is_empty() {
+        // `POSH_BENCH_OPENS=0`, or fewer than ten keystrokes: nothing of this kind was timed.
+        println!("{name}: not measured (0 runs)");
+        return;
+    }
     times.sort();
     println!(
         "{name}: median {:.1} ms, p95 {:.1} ms, max {:.1} ms ({} runs)",
