@@ -64,6 +64,9 @@ class Options:
     posh_proxy: Path
     work: Path
     out: Path
+    # Seconds a cold run's process waits in the workload's directory before the timed run
+    # (`timed`'s `settle`); 0: it enters the directory within the timed run.
+    cold_wait: float = 0.0
 
 
 def log(message: str) -> None:
@@ -180,10 +183,33 @@ class Run:
     kept: dict[str, str]
 
 
-def timed(argv: list[str], cwd: Path, env: dict, out: Path, err: Path, timeout: float, stdin: Path | None) -> tuple[float, str]:
+# Run by `timed` with `settle`: enters its working directory (the Popen's), waits for a byte on the
+# descriptor it is given, then becomes the run. Isolated (`-I`): it reads nothing of the
+# directory it is in, and hands the environment on unchanged.
+ENTER_THEN_RUN = "import os, sys; fd = int(sys.argv[1]); os.read(fd, 1); os.close(fd); os.execvp(sys.argv[2], sys.argv[2:])"
+
+
+def timed(argv: list[str], cwd: Path, env: dict, out: Path, err: Path, timeout: float, stdin: Path | None,
+          settle: float = 0.0) -> tuple[float, str]:
+    """Runs `argv` in `cwd`, timed from its start to its end. With `settle`, the run's process
+    enters `cwd` first, untimed, and the run starts `settle` seconds later: a user's shell that is
+    already in the directory (its path looked up) when the caches expire. Without it, entering
+    the directory (each of its path's names looked up, through the mount) is part of the run."""
+    env = {**env, "PWD": str(cwd)}  # as a shell in that directory exports it
     with open(out, "wb") as o, open(err, "wb") as e, open(stdin or os.devnull, "rb") as i:
-        started = time.monotonic()
-        child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=i, stdout=o, stderr=e, start_new_session=True)
+        if settle > 0:
+            go, tell = os.pipe()
+            launcher = [sys.executable, "-I", "-c", ENTER_THEN_RUN, str(go), *argv]
+            child = subprocess.Popen(launcher, cwd=cwd, env=env, stdin=i, stdout=o, stderr=e, start_new_session=True,
+                                     pass_fds=(go,))
+            os.close(go)
+            time.sleep(settle)
+            started = time.monotonic()
+            os.write(tell, b"\n")
+            os.close(tell)
+        else:
+            started = time.monotonic()
+            child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=i, stdout=o, stderr=e, start_new_session=True)
         # A timer kills a run that overstays; `wait(timeout=)` would poll, and round every time up
         # to its polling interval.
         expired = threading.Event()
@@ -276,7 +302,11 @@ class WorkloadRun:
         else:
             cwd, argv, stdin = self.setting.bash_at_storage(self.layout, self.script, self.workload.env)
         self.setting.zero_counters()
-        seconds, status = timed(argv, cwd, env, out, err, self.options.timeout, stdin)
+        # A cold run's process may enter the directory ahead and wait for the caches to expire.
+        settle = self.options.cold_wait if system in ("a", "a_readahead", "b") else 0.0
+        seconds, status = timed(argv, cwd, env, out, err, self.options.timeout, stdin, settle)
+        if settle:
+            cold = f"{cold}; in the directory {settle:g} s before the run"
         crossed = self.setting.bytes_crossed() if system != "c" else None
         if system != "c":
             self.setting.settle(as_proxies_user=system.startswith("b"))

@@ -5,6 +5,7 @@ Run by `cargo test` (tests/integration/bench.rs) as `python3 -m unittest discove
 
 import hashlib
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -247,6 +248,24 @@ class Settings(unittest.TestCase):
             mnt.write_text("not a directory")
             with self.assertRaisesRegex(settings.SettingError, "does not answer"):
                 link.cold(128)
+
+
+    def test_a_run_that_enters_its_directory_first_is_the_same_run(self):
+        """With `settle`, the run's process enters the directory before it is timed and becomes
+        the run when told: the same directory, `PWD`, standard input, and no descriptor of the
+        harness's left open in it."""
+        with tempfile.TemporaryDirectory() as d:
+            d = Path(d)
+            (d / "in").write_text("input\n")
+            (d / "sub").mkdir()
+            said = []
+            for settle in (0.0, 0.1):
+                _, status = measure.timed(["sh", "-c", 'pwd; echo "$PWD"; cat; ls /proc/$$/fd'], d / "sub",
+                                          {"PATH": os.environ["PATH"]}, d / "out", d / "err", 60, d / "in", settle)
+                self.assertEqual(status, "exit 0", (d / "err").read_text())
+                said.append((d / "out").read_text())
+            sub = str(d / "sub")
+            self.assertEqual(said, [f"{sub}\n{sub}\ninput\n0\n1\n2\n"] * 2)
 
 
 class Reports(unittest.TestCase):
