@@ -203,10 +203,18 @@ def timed(argv: list[str], cwd: Path, env: dict, out: Path, err: Path, timeout: 
             child = subprocess.Popen(launcher, cwd=cwd, env=env, stdin=i, stdout=o, stderr=e, start_new_session=True,
                                      pass_fds=(go,))
             os.close(go)
-            time.sleep(settle)
-            started = time.monotonic()
-            os.write(tell, b"\n")
-            os.close(tell)
+            try:
+                time.sleep(settle)
+                started = time.monotonic()
+                os.write(tell, b"\n")
+            except BrokenPipeError:
+                started = time.monotonic()  # the launcher ended already: its status says why
+            except BaseException:
+                os.killpg(child.pid, signal.SIGKILL)  # Ctrl-C while it waits: not left behind
+                child.wait()
+                raise
+            finally:
+                os.close(tell)
         else:
             started = time.monotonic()
             child = subprocess.Popen(argv, cwd=cwd, env=env, stdin=i, stdout=o, stderr=e, start_new_session=True)

@@ -266,6 +266,10 @@ class Settings(unittest.TestCase):
                 said.append((d / "out").read_text())
             sub = str(d / "sub")
             self.assertEqual(said, [f"{sub}\n{sub}\ninput\n0\n1\n2\n"] * 2)
+            # A run that cannot start is a failed run, not the harness's crash.
+            _, status = measure.timed([str(d / "missing")], d, {"PATH": os.environ["PATH"]}, d / "out", d / "err",
+                                      60, None, 0.1)
+            self.assertEqual(status, "exit 1")
 
 
 class Reports(unittest.TestCase):
