@@ -292,6 +292,7 @@ class WorkloadRun:
             # What the baselines and the reset made, as root, is the proxies' user's again.
             self.setting.hand_over(self.truth())
         cold = None
+        settle = 0.0
         stdin = None
         env = dict(self.env)
         if system != "c":
@@ -302,6 +303,8 @@ class WorkloadRun:
             else:
                 kb = settings_mod.READAHEAD_TUNED_KB if system == "a_readahead" else settings_mod.READAHEAD_DEFAULT_KB
                 cold = self.setting.cold(kb, as_proxies_user=system == "b")
+                # The run's process may enter the directory ahead and wait for the caches to expire.
+                settle = self.options.cold_wait
             if system.startswith("b"):
                 env["POSH_CONFIG"] = str(self.config)
                 argv = self.setting.client([str(self.options.posh_exec), "--stats", str(stats), str(self.script)])
@@ -310,8 +313,6 @@ class WorkloadRun:
         else:
             cwd, argv, stdin = self.setting.bash_at_storage(self.layout, self.script, self.workload.env)
         self.setting.zero_counters()
-        # A cold run's process may enter the directory ahead and wait for the caches to expire.
-        settle = self.options.cold_wait if system in ("a", "a_readahead", "b") else 0.0
         seconds, status = timed(argv, cwd, env, out, err, self.options.timeout, stdin, settle)
         if settle:
             cold = f"{cold}; in the directory {settle:g} s before the run"
