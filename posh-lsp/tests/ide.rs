@@ -649,6 +649,9 @@ fn bash_verdicts_by_group_equal_the_whole_ones_under_edits() {
             let asking = verdicts.ask(&text, &starts);
             kept += asking.kept();
             let by_groups = asking.verdict(&text, &mut verdicts);
+            // The groups asked at nice 19 after a whole text may not be in yet on a busy
+            // machine (CI's kept 16): what is counted below must not depend on that.
+            verdicts.wait_for_background();
             let whole = posh_cli::bash_syntax::check(&text);
             assert_eq!(by_groups, whole, "edit {edit}:\n{text}");
             match whole {
