@@ -130,7 +130,9 @@ async fn main() {
     }
     summary("opening, then the whole file's hints", opened);
     resident.sort_by(f64::total_cmp);
-    println!("memory after opening: {:.0} to {:.0} MB", resident[0], resident[resident.len() - 1]);
+    if let (Some(least), Some(most)) = (resident.first(), resident.last()) {
+        println!("memory after opening: {least:.0} to {most:.0} MB");
+    }
 
     let text = common::varied_workspace_on_disk(dir.path(), 5_000, 1);
     let path = proj.join("big.sh");
