@@ -14,9 +14,11 @@
 //! `bash` rather than one per group, each start a fork and exec on the analysis's path (about a
 //! millisecond each, 10 to 15 ms of a 5,000-line script's opening). Its groups are then asked
 //! one after another on a thread of their own once the verdict is in, for the keystrokes that
-//! follow.
+//! follow: each verdict is taken as it comes in, and one thread per document asks them (a text
+//! asked whole while groups of an older one wait replaces those, which are asked no more).
 
-use std::collections::HashMap;
+use std::collections::{HashMap, VecDeque};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, PoisonError};
 
 use posh_cli::bash_syntax::Check;
 
@@ -37,16 +39,99 @@ type Verdict = Result<(), String>;
 #[derive(Debug, Default)]
 pub struct BashVerdicts {
     by_text: HashMap<String, Verdict>,
-    /// Groups asked about in the background after a text was asked whole: their verdicts, by
-    /// text, when the thread ends.
-    asking_later: Option<std::thread::JoinHandle<Vec<(String, Verdict)>>>,
+    /// Groups asked about in the background after a text was asked whole.
+    later: Option<Background>,
 }
 
 impl Clone for BashVerdicts {
     /// The verdicts known; those still being asked in the background are not (a clone asks
     /// again what it needs).
     fn clone(&self) -> Self {
-        BashVerdicts { by_text: self.by_text.clone(), asking_later: None }
+        BashVerdicts { by_text: self.by_text.clone(), later: None }
+    }
+}
+
+/// The thread that asks bash about groups at the lowest priority, one after another, and what
+/// it shares with the analyses. It ends when this is dropped (after the check under way).
+///
+/// Before it, each text asked whole started a thread for all its groups and forgot the last
+/// one's: typing faster than a busy machine's nice-19 checks ended, every keystroke asked the
+/// whole text and a dozen groups more (2,383 `bash` processes over 200 keystrokes of the stdio
+/// bench, 41% of the machine's samples).
+#[derive(Debug)]
+struct Background {
+    shared: Arc<(Mutex<Queue>, Condvar)>,
+}
+
+#[derive(Debug, Default)]
+struct Queue {
+    waiting: VecDeque<String>,
+    /// Checks under way (0 or 1).
+    asking: usize,
+    answered: Vec<(String, Verdict)>,
+    closed: bool,
+}
+
+type Checker = Box<dyn Fn(&str) -> Verdict + Send>;
+
+impl Background {
+    /// Starts the thread; `None` when the system has no thread for it (the groups are then
+    /// asked with the keystrokes that need them).
+    fn start(check: Checker) -> Option<Background> {
+        let shared = Arc::new((Mutex::new(Queue::default()), Condvar::new()));
+        let theirs = shared.clone();
+        std::thread::Builder::new()
+            .name("bash-groups".to_string())
+            .spawn(move || {
+                at_lowest_priority();
+                let (lock, changed) = &*theirs;
+                let mut queue = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                while !queue.closed {
+                    let Some(group) = queue.waiting.pop_front() else {
+                        queue = changed.wait(queue).unwrap_or_else(PoisonError::into_inner);
+                        continue;
+                    };
+                    queue.asking += 1;
+                    drop(queue);
+                    let said = check(&group);
+                    queue = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                    queue.asking -= 1;
+                    queue.answered.push((group, said));
+                    changed.notify_all();
+                }
+            })
+            .ok()?;
+        Some(Background { shared })
+    }
+
+    fn queue(&self) -> MutexGuard<'_, Queue> {
+        self.shared.0.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The groups to ask about from now on, instead of those still waiting.
+    fn ask(&self, groups: Vec<String>) {
+        self.queue().waiting = groups.into();
+        self.shared.1.notify_all();
+    }
+
+    /// The verdicts that came in since last taken.
+    fn answered(&self) -> Vec<(String, Verdict)> {
+        std::mem::take(&mut self.queue().answered)
+    }
+
+    /// Waits until nothing is waiting or being asked.
+    fn settle(&self) {
+        let mut queue = self.queue();
+        while !queue.waiting.is_empty() || queue.asking > 0 {
+            queue = self.shared.1.wait(queue).unwrap_or_else(PoisonError::into_inner);
+        }
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.queue().closed = true;
+        self.shared.1.notify_all();
     }
 }
 
@@ -68,22 +153,20 @@ impl BashVerdicts {
     /// Waits for the groups being asked in the background, and keeps their verdicts: for tests
     /// whose count of kept verdicts must not depend on how busy the machine is.
     pub fn wait_for_background(&mut self) {
-        if let Some(later) = self.asking_later.take() {
-            self.by_text.extend(later.join().unwrap_or_default());
+        if let Some(later) = &self.later {
+            later.settle();
+            self.by_text.extend(later.answered());
         }
     }
 
     /// Starts `bash -n` on each group of `text` whose verdict is not kept; `starts` are the
     /// chunks' starts, in order, the first 0. Verdicts of groups no longer in the text are dropped.
     pub fn ask(&mut self, text: &str, starts: &[usize]) -> Asking {
-        if let Some(later) = self.asking_later.take() {
-            if later.is_finished() {
-                self.by_text.extend(later.join().unwrap_or_default());
-            } else {
-                // Still asking at its low priority (a busy machine): not waited for, which could
-                // take seconds; this text's groups are asked as if never asked before.
-                self.asking_later = Some(later);
-            }
+        // What the background has answered so far; the groups it is still asking about (at its
+        // low priority, on a busy machine) are not waited for, which could take seconds: this
+        // text's are asked as if never asked before.
+        if let Some(later) = &self.later {
+            self.by_text.extend(later.answered());
         }
         let mut kept = std::mem::take(&mut self.by_text);
         let groups = groups(text, starts);
@@ -141,19 +224,12 @@ impl Asking {
             let said = whole.verdict();
             let groups: Vec<String> = later.into_iter().map(|range| text[range].to_string()).collect();
             // Known groups are kept as they are; the others asked one by one, beside the answer.
-            verdicts.asking_later = std::thread::Builder::new()
-                .name("bash-groups".to_string())
-                .spawn(move || {
-                    at_lowest_priority();
-                    groups
-                        .into_iter()
-                        .map(|group| {
-                            let said = posh_cli::bash_syntax::check(&group);
-                            (group, said)
-                        })
-                        .collect()
-                })
-                .ok();
+            if verdicts.later.is_none() {
+                verdicts.later = Background::start(Box::new(posh_cli::bash_syntax::check));
+            }
+            if let Some(background) = &verdicts.later {
+                background.ask(groups);
+            }
             return said;
         }
         let mut all_accepted = true;
@@ -211,26 +287,36 @@ mod tests {
 
     /// A keystroke does not wait for the groups still being asked in the background (at the
     /// lowest priority, on a busy machine, that could take seconds); their verdicts are taken
-    /// once they are in.
+    /// once they are in, and a text asked whole while some wait replaces them.
     #[test]
     fn a_keystroke_does_not_wait_for_the_groups_asked_in_the_background() {
         let (go, wait) = std::sync::mpsc::channel::<()>();
-        // Its verdict says whether it was let go (after `ask` returned) or waited for.
-        let background = std::thread::spawn(move || {
-            let let_go = wait.recv_timeout(std::time::Duration::from_secs(10)).is_ok();
-            vec![("echo b\n".to_string(), if let_go { Ok(()) } else { Err("waited for".to_string()) })]
-        });
-        let mut verdicts = super::BashVerdicts { asking_later: Some(background), ..super::BashVerdicts::default() };
+        let wait = std::sync::Mutex::new(wait);
+        let asked = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = asked.clone();
+        // Each check waits to be let go; its verdict says whether it was (or timed out).
+        let check = move |group: &str| {
+            log.lock().unwrap().push(group.to_string());
+            let let_go = wait.lock().unwrap().recv_timeout(std::time::Duration::from_secs(10)).is_ok();
+            if let_go { Ok(()) } else { Err("waited for".to_string()) }
+        };
+        let background = super::Background::start(Box::new(check)).expect("a thread");
+        background.ask(vec!["echo b\n".to_string(), "echo c\n".to_string()]);
+        let mut verdicts = super::BashVerdicts { later: Some(background), ..super::BashVerdicts::default() };
         let asking = verdicts.ask("echo a\n", &[0]);
-        go.send(()).unwrap();
         assert_eq!(asking.kept(), 0);
-        assert_eq!(asking.verdict("echo a\n", &mut verdicts), Ok(()));
-        let later = verdicts.asking_later.as_ref().expect("kept while it runs");
-        while !later.is_finished() {
+        assert_eq!(asking.verdict("echo a\n", &mut verdicts), Ok(()), "not waiting for the background");
+        // A newer text's groups replace those waiting: `echo c` is asked no more.
+        while asked.lock().unwrap().is_empty() {
             std::thread::yield_now();
         }
-        let asking = verdicts.ask("echo b\n", &[0]);
-        assert_eq!(asking.kept(), 1, "its verdicts taken once in");
-        assert_eq!(asking.verdict("echo b\n", &mut verdicts), Ok(()), "the keystroke waited for it");
+        verdicts.later.as_ref().unwrap().ask(vec!["echo d\n".to_string()]);
+        go.send(()).unwrap();
+        go.send(()).unwrap();
+        verdicts.wait_for_background();
+        assert_eq!(*asked.lock().unwrap(), ["echo b\n", "echo d\n"]);
+        let asking = verdicts.ask("echo d\n", &[0]);
+        assert_eq!(asking.kept(), 1, "its verdict taken once in");
+        assert_eq!(asking.verdict("echo d\n", &mut verdicts), Ok(()));
     }
 }
