@@ -389,6 +389,11 @@ fn cached_values_equal_fresh_ones_under_edits() {
                 posh_core::planner::values_of_cached(&ctx, &text, &script, &scope, &inputs, &segments, &mut cache);
             let fresh = posh_core::planner::values_of(&ctx, &text, &script, &scope, &inputs);
             assert!(cached == fresh, "edit {edit}:\n{text}");
+            // Each state found among the chunks' runs as in the whole text's one run.
+            for pipeline in &script.pipelines {
+                let start = pipeline.span.start;
+                assert!(cached.before(start) == fresh.before(start), "edit {edit}, at {start}:\n{text}");
+            }
             if segments.is_empty() {
                 // Broken past what a chunk's closer repairs: parsed whole. The edits go on from
                 // the original text.

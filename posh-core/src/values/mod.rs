@@ -410,17 +410,64 @@ fn valid_name(name: &str) -> bool {
 }
 
 /// The values before each pipeline of a script.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+///
+/// The top level's states stay in the runs of its parts that made them (shared with the cache
+/// an editor keeps, `analyse_cached`), looked up by where each part starts: copying every
+/// pipeline's state into one map at each keystroke (and each body's, once per round of its
+/// callers) was about a fifth of the editor's value analysis.
+#[derive(Clone, Debug, Default)]
 pub struct Values {
-    at: HashMap<usize, State, Fx>,
+    /// The top level's runs, by where their parts start, in order; each run's states sorted by
+    /// their offset from there, every offset within its part.
+    runs: Vec<(usize, Arc<Run>)>,
+    /// The states of the pipelines no run of a part holds (functions' bodies), joined with the
+    /// run's where both reach; all of them when a run reached outside its part.
+    elsewhere: HashMap<usize, State, Fx>,
+    /// The script gives up on its values (a trap, a name reference): every state reached is this.
+    unknown: Option<State>,
     /// Globbing works otherwise than posh expands globs (`shopt -s nullglob`, `set -f`...).
     globs_differ: bool,
 }
 
+impl PartialEq for Values {
+    /// The same states before the same pipelines, however they are held.
+    fn eq(&self, other: &Values) -> bool {
+        self.globs_differ == other.globs_differ && self.states() == other.states()
+    }
+}
+
+impl Eq for Values {}
+
 impl Values {
+    /// Values of states put in one map (`analyse_by_rounds`, the tests' reference).
+    #[cfg(test)]
+    fn from_map(at: HashMap<usize, State, Fx>, globs_differ: bool) -> Values {
+        Values { runs: Vec::new(), elsewhere: at, unknown: None, globs_differ }
+    }
+
     /// The state before the pipeline whose span starts at `start`, if the analysis reached it.
     pub fn before(&self, start: usize) -> Option<&State> {
-        self.at.get(&start)
+        let found = self.elsewhere.get(&start).or_else(|| self.in_runs(start))?;
+        Some(self.unknown.as_ref().unwrap_or(found))
+    }
+
+    fn in_runs(&self, start: usize) -> Option<&State> {
+        let index = self.runs.partition_point(|(base, _)| *base <= start).checked_sub(1)?;
+        let (base, run) = &self.runs[index];
+        let at = &run.at;
+        at.binary_search_by_key(&(start - base), |(offset, _)| *offset).ok().map(|found| &at[found].1)
+    }
+
+    /// Every state, by the start of its pipeline.
+    fn states(&self) -> HashMap<usize, &State, Fx> {
+        let runs =
+            self.runs.iter().flat_map(|(base, run)| run.at.iter().map(move |(offset, state)| (base + offset, state)));
+        let mut states: HashMap<usize, &State, Fx> = runs.collect();
+        states.extend(self.elsewhere.iter().map(|(start, state)| (*start, state)));
+        if let Some(unknown) = &self.unknown {
+            states.values_mut().for_each(|state| *state = unknown);
+        }
+        states
     }
 
     /// Expands `raw` as a word (`mode`) before the pipeline at `start`: every possible
@@ -716,7 +763,7 @@ struct Run {
     before: State,
     /// Where it asked the files (from the part's start) and [`Files::context`] there then.
     asked: Vec<(usize, u64)>,
-    /// The states before its pipelines (from the part's start).
+    /// The states before its pipelines (from the part's start), sorted by offset.
     at: Vec<(usize, State)>,
     /// The calls of the script's functions it made, in order: each function's name and its state
     /// at the call.
@@ -782,7 +829,9 @@ fn analyse_in(
     let texts: Vec<&str> = segments.iter().map(|s| &source[s.span.range()]).collect();
 
     // The top level, segment after segment (nothing there depends on the functions' bodies).
-    let mut at: HashMap<usize, State, Fx> = HashMap::with_capacity_and_hasher(script.pipelines.len(), Fx::default());
+    let mut runs: Vec<(usize, Arc<Run>)> = Vec::with_capacity(segments.len());
+    // Whether each run's states lie within its own part (else they are put in one map).
+    let mut within = true;
     // Each function's calls at the top level, in order, as (run, index among its calls).
     let mut top_calls: BTreeMap<String, Vec<CallOf>> = BTreeMap::new();
     let mut bodies: BTreeMap<String, Vec<Body<'_>>> = BTreeMap::new();
@@ -795,7 +844,8 @@ fn analyse_in(
         collect_bodies(own, index, &mut ordinal, &mut bodies);
         let key = Key::Segment(texts[index]);
         let run = analysis.run_part(cache.as_mut(), key, segment.span.start, &state, |a, s| a.run(own, s));
-        place(&mut at, segment.span.start, &run.at);
+        within &= run.at.last().is_none_or(|(offset, _)| *offset < segment.span.len());
+        runs.push((segment.span.start, run.clone()));
         for (index, (name, _)) in run.calls.iter().enumerate() {
             match top_calls.get_mut(name) {
                 Some(made) => made.push((run.clone(), index)),
@@ -828,10 +878,11 @@ fn analyse_in(
 
     // The functions' bodies, each from the join of the states at its calls, until those settle.
     let mut entries: BTreeMap<String, State> = BTreeMap::new();
-    let mut in_bodies: HashMap<usize, State, Fx> = HashMap::default();
+    // The bodies' runs of the last round, by where their segment starts.
+    let mut body_runs: Vec<(usize, Arc<Run>)> = Vec::new();
     for round in 0..=ROUNDS {
         let mut calls = main_calls.clone();
-        in_bodies.clear();
+        body_runs.clear();
         for (name, defined) in &bodies {
             let entry = analysis.entry(&entries, name, round);
             for body in defined {
@@ -839,8 +890,8 @@ fn analyse_in(
                 let key = Key::Body(texts[body.segment], body.ordinal);
                 let flow = body.flow;
                 let run = analysis.run_part(cache.as_mut(), key, segment.span.start, &entry, |a, s| a.run(flow, s));
-                place(&mut in_bodies, segment.span.start, &run.at);
                 replay(&mut calls, &run.calls);
+                body_runs.push((segment.span.start, run));
             }
         }
         if calls == entries || round == ROUNDS {
@@ -848,25 +899,52 @@ fn analyse_in(
         }
         entries = calls;
     }
-    for (start, state) in in_bodies {
-        let joined = match at.get(&start) {
-            Some(before) => before.join(&state),
-            None => state,
-        };
-        at.insert(start, joined);
+    let mut in_bodies: HashMap<usize, State, Fx> = HashMap::default();
+    for (base, run) in &body_runs {
+        place(&mut in_bodies, *base, &run.at);
     }
-    if let Some(why) = &analysis.gives_up {
+    let mut values = Values {
+        runs: Vec::new(),
+        elsewhere: HashMap::default(),
         // Anything may change anywhere.
-        for state in at.values_mut() {
-            *state = State::unknown(why);
+        unknown: analysis.gives_up.as_deref().map(State::unknown),
+        globs_differ: analysis.globs_differ,
+    };
+    if within {
+        values.runs = runs;
+        values.elsewhere = place_bodies(HashMap::default(), in_bodies, |start| values.in_runs(start));
+    } else {
+        // A run reached before or after its part: every state in one map, joined in order.
+        let mut at: HashMap<usize, State, Fx> =
+            HashMap::with_capacity_and_hasher(script.pipelines.len(), Fx::default());
+        for (base, run) in &runs {
+            place(&mut at, *base, &run.at);
         }
+        values.elsewhere = place_bodies(at, in_bodies, |_| None);
     }
     if let Some((cache, kept)) = cache {
         kept.reused = analysis.reused;
         kept.ran = analysis.ran;
         *cache = std::mem::take(kept);
     }
-    Values { at, globs_differ: analysis.globs_differ }
+    values
+}
+
+/// The states in functions' bodies put into `at`, each joined with the state there or the
+/// top level's (`top`) where both reach.
+fn place_bodies<'a>(
+    mut at: HashMap<usize, State, Fx>,
+    in_bodies: HashMap<usize, State, Fx>,
+    top: impl Fn(usize) -> Option<&'a State>,
+) -> HashMap<usize, State, Fx> {
+    for (start, state) in in_bodies {
+        let joined = match at.get(&start).or_else(|| top(start)) {
+            Some(before) => before.join(&state),
+            None => state,
+        };
+        at.insert(start, joined);
+    }
+    at
 }
 
 /// What a run is kept by.
@@ -1093,7 +1171,7 @@ impl<'a> Analysis<'a> {
         // Offsets before the part's start, or a question whose answer cannot be told again: the
         // run is not kept (its offsets still count from `base`, wrapping).
         let mut keepable = true;
-        let at: Vec<(usize, State)> = self
+        let mut at: Vec<(usize, State)> = self
             .at
             .drain()
             .map(|(at, state)| {
@@ -1101,6 +1179,7 @@ impl<'a> Analysis<'a> {
                 (at.wrapping_sub(base), state)
             })
             .collect();
+        at.sort_unstable_by_key(|(offset, _)| *offset);
         let asked: Vec<(usize, u64)> = self
             .asked
             .take()

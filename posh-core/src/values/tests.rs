@@ -308,7 +308,7 @@ fn analyse_by_rounds(source: &str, script: &Script, inputs: &Inputs, glob: &dyn 
             *state = State::unknown(why);
         }
     }
-    Values { at: std::mem::take(&mut analysis.at), globs_differ: analysis.globs_differ }
+    Values::from_map(std::mem::take(&mut analysis.at), analysis.globs_differ)
 }
 
 /// The scripts of the oracle suite and the examples, each whole.
@@ -339,10 +339,13 @@ fn the_top_level_run_once_equals_a_run_per_round() {
     for text in texts.iter().chain([&all]) {
         let script = crate::shell::parse_tolerant(text);
         for inputs in [&Inputs::unknown(), &given] {
-            assert_eq!(
-                analyse(text, &script, inputs, &TestFiles),
-                analyse_by_rounds(text, &script, inputs, &TestFiles)
-            );
+            let (once, by_rounds) =
+                (analyse(text, &script, inputs, &TestFiles), analyse_by_rounds(text, &script, inputs, &TestFiles));
+            assert_eq!(once, by_rounds);
+            // Looked up where they are held (a run, or the map of bodies' states) as in one map.
+            for pipeline in &script.pipelines {
+                assert_eq!(once.before(pipeline.span.start), by_rounds.before(pipeline.span.start));
+            }
         }
     }
 }
