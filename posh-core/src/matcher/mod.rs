@@ -293,33 +293,40 @@ pub fn match_entries<'a>(
     let Some(first) = argv.first() else {
         return Err(NoMatch::Empty);
     };
-    let command = command_name(first).to_string();
-    let mut attempts = Vec::new();
-    let mut tried = 0;
-    for (index, entry) in candidates.into_iter().enumerate() {
-        tried += 1;
-        match fit(entry, argv) {
-            Ok(mut invocation) => {
-                invocation.entry_index = index;
-                return Ok(invocation);
-            }
-            Err(why) => attempts.push((index, why)),
+    let command = || command_name(first).to_string();
+    // Each form tried without naming what does not fit: formatting the option a form missed, for
+    // every form tried before the one that fits, was a sixth of matching an opened script's
+    // commands. Named only when no form fits, for the message. (Candidates are parsed as they
+    // are reached: none after the one that fits.)
+    let mut tried: Vec<&CommandEntry> = Vec::new();
+    for entry in candidates {
+        if let Ok(mut invocation) = Fitter::new(entry, argv, false).and_then(Fitter::run) {
+            invocation.entry_index = tried.len();
+            return Ok(invocation);
         }
+        tried.push(entry);
     }
-    match tried {
-        0 => Err(NoMatch::NoAnnotation { command }),
-        _ => Err(NoMatch::NoEntryFits { command, attempts }),
+    if tried.is_empty() {
+        return Err(NoMatch::NoAnnotation { command: command() });
     }
+    let attempts = tried
+        .into_iter()
+        .enumerate()
+        .filter_map(|(index, entry)| fit(entry, argv).err().map(|why| (index, why)))
+        .collect();
+    Err(NoMatch::NoEntryFits { command: command(), attempts })
 }
 
 /// Fits argv to one entry.
 pub fn fit<'a>(entry: &'a CommandEntry, argv: &[String]) -> Result<Invocation<'a>, Mismatch> {
-    Fitter::new(entry, argv)?.run()
+    Fitter::new(entry, argv, true)?.run()
 }
 
 struct Fitter<'a, 'w> {
     entry: &'a CommandEntry,
     argv: &'w [String],
+    /// Whether a mismatch names the option or form (else its names are left empty).
+    named: bool,
     words: Vec<Vec<WordPart>>,
     values: Vec<ArgValue>,
     occurrences: Vec<Occurrence>,
@@ -328,8 +335,8 @@ struct Fitter<'a, 'w> {
 }
 
 impl<'a, 'w> Fitter<'a, 'w> {
-    fn new(entry: &'a CommandEntry, argv: &'w [String]) -> Result<Self, Mismatch> {
-        let expected = || Mismatch::Subcommand { expected: entry.display_name() };
+    fn new(entry: &'a CommandEntry, argv: &'w [String], named: bool) -> Result<Self, Mismatch> {
+        let expected = || Mismatch::Subcommand { expected: if named { entry.display_name() } else { String::new() } };
         if argv.first().map(|w| command_name(w)) != entry.name.first().map(String::as_str) {
             return Err(expected());
         }
@@ -345,6 +352,7 @@ impl<'a, 'w> Fitter<'a, 'w> {
         Ok(Fitter {
             entry,
             argv,
+            named,
             words,
             values: Vec::new(),
             occurrences: Vec::new(),
@@ -398,6 +406,11 @@ impl<'a, 'w> Fitter<'a, 'w> {
         entry.args().find(|(r, spec)| r.section != Section::Params && spec.long.as_deref() == Some(name))
     }
 
+    /// `name()` when mismatches are named, else empty.
+    fn name(&self, name: impl FnOnce() -> String) -> String {
+        if self.named { name() } else { String::new() }
+    }
+
     fn find_short(&self, c: char) -> Option<(ArgRef, &'a ArgSpec)> {
         let entry = self.entry;
         entry.args().find(|(r, spec)| r.section != Section::Params && spec.short == Some(c))
@@ -417,13 +430,19 @@ impl<'a, 'w> Fitter<'a, 'w> {
         let word = &self.argv[index];
         let name = long_name(body);
         let Some((arg, spec)) = self.find_long(name) else {
-            return Err(Mismatch::UnknownOption { word: index, option: format!("{}{name}", &word[..dashes]) });
+            return Err(Mismatch::UnknownOption {
+                word: index,
+                option: self.name(|| format!("{}{name}", &word[..dashes])),
+            });
         };
         let name_end = dashes + name.len();
         let inline = (name_end < word.len()).then(|| name_end + 1..word.len());
         if arg.section == Section::Flags {
             if inline.is_some() {
-                return Err(Mismatch::FlagWithValue { word: index, option: word[..name_end].to_string() });
+                return Err(Mismatch::FlagWithValue {
+                    word: index,
+                    option: self.name(|| word[..name_end].to_string()),
+                });
             }
             self.words[index].push(WordPart { range: 0..word.len(), role: Role::Flag(arg) });
             return Ok(());
@@ -443,7 +462,7 @@ impl<'a, 'w> Fitter<'a, 'w> {
         while let Some((at, c)) = chars.next() {
             let end = at + c.len_utf8();
             let Some((arg, spec)) = self.find_short(c) else {
-                return Err(Mismatch::UnknownOption { word: index, option: format!("-{c}") });
+                return Err(Mismatch::UnknownOption { word: index, option: self.name(|| format!("-{c}")) });
             };
             if arg.section == Section::Flags {
                 self.words[index].push(WordPart { range: at..end, role: Role::Flag(arg) });
@@ -471,7 +490,7 @@ impl<'a, 'w> Fitter<'a, 'w> {
         match (&spec.size, inline) {
             (_, None) if spec.attached => {}
             (Size::Count(n), Some(_)) | (Size::Specific { count: n, separator: None }, Some(_)) if *n > 1 => {
-                return Err(Mismatch::MissingValue { word: index, option: option.to_string() });
+                return Err(Mismatch::MissingValue { word: index, option: self.name(|| option.to_string()) });
             }
             (Size::Count(n), None) | (Size::Specific { count: n, separator: None }, None) if *n > 1 => {
                 for _ in 0..*n {
@@ -498,7 +517,7 @@ impl<'a, 'w> Fitter<'a, 'w> {
 
     fn take_value_word(&mut self, index: usize, option: &str) -> Result<usize, Mismatch> {
         if self.next >= self.argv.len() {
-            return Err(Mismatch::MissingValue { word: index, option: option.to_string() });
+            return Err(Mismatch::MissingValue { word: index, option: self.name(|| option.to_string()) });
         }
         self.next += 1;
         Ok(self.next - 1)
@@ -552,7 +571,7 @@ impl<'a, 'w> Fitter<'a, 'w> {
             let given = if arg.section == Section::Flags { flag_uses() } else { occurrences.clone().count() };
             // Named only for a mismatch: formatting every option's name on each match was a
             // good part of planning a small pipeline.
-            let name = || spec.display_name(self.entry.options.long_arg_single_dash);
+            let name = || self.name(|| spec.display_name(self.entry.options.long_arg_single_dash));
             if spec.required && given == 0 {
                 return Err(Mismatch::MissingRequired { option: name() });
             }
