@@ -285,6 +285,31 @@ mod tests {
         assert_eq!(niceness(), before, "the thread's priority is its own");
     }
 
+    /// Texts asked whole one after another share the document's one background thread: each
+    /// replaces what waits instead of starting another (a thread per keystroke, each forgotten
+    /// by the next, once asked the whole text at every keystroke of a quick typist).
+    #[test]
+    fn texts_asked_whole_share_one_background_thread() {
+        let text: String = (0..8_000).map(|i| format!("echo line {i}\n")).collect();
+        let starts: Vec<usize> = std::iter::once(0)
+            .chain(text.match_indices('\n').map(|(i, _)| i + 1).filter(|&i| i < text.len()))
+            .step_by(10)
+            .collect();
+        assert!(super::groups(&text, &starts).len() > super::WHOLE_FROM, "enough groups to be asked whole");
+        let mut verdicts = super::BashVerdicts::default();
+        assert_eq!(verdicts.ask(&text, &starts).verdict(&text, &mut verdicts), Ok(()));
+        let first = verdicts.later.as_ref().expect("groups asked in the background").shared.clone();
+        // Another text, every group new: asked whole again, its groups to the same thread.
+        let other = text.replace("line", "word");
+        assert_eq!(verdicts.ask(&other, &starts).verdict(&other, &mut verdicts), Ok(()));
+        let second = verdicts.later.as_ref().expect("still there").shared.clone();
+        assert!(std::sync::Arc::ptr_eq(&first, &second), "one thread for the document");
+        verdicts.wait_for_background();
+        let asking = verdicts.ask(&other, &starts);
+        assert_eq!(asking.kept(), super::groups(&other, &starts).len(), "every group's verdict in");
+        assert_eq!(asking.verdict(&other, &mut verdicts), Ok(()));
+    }
+
     /// A keystroke does not wait for the groups still being asked in the background (at the
     /// lowest priority, on a busy machine, that could take seconds); their verdicts are taken
     /// once they are in, and a text asked whole while some wait replaces them.
