@@ -302,12 +302,15 @@ pub(crate) fn build_pipeline(
             facts.shell_reason.get_or_insert_with(|| Why::StaysWithBash(why.clone()));
         }
     }
+    // Room for each command, its files and the three streams: growing these one node at a time
+    // was a tenth of planning an opening's pipelines.
+    let room = 2 * facts.len() + 3;
     let mut graph = Graph {
         ctx,
-        nodes: Vec::new(),
-        edges: Vec::new(),
-        pinned: Vec::new(),
-        allowed: Vec::new(),
+        nodes: Vec::with_capacity(room),
+        edges: Vec::with_capacity(room),
+        pinned: Vec::with_capacity(room),
+        allowed: Vec::with_capacity(room),
         pipe: Vec::new(),
         special: HashMap::new(),
         files: HashMap::new(),
