@@ -74,6 +74,13 @@ struct Queue {
 
 type Checker = Box<dyn Fn(&str) -> Verdict + Send>;
 
+/// How long groups handed to an idle background wait before the first is checked: they come
+/// when an analysis has its verdict, and its answer (an opening's hints of the whole file, their
+/// JSON) is made in the next tens of milliseconds on both cores, which the checks' `bash`
+/// processes took one of, their low priority notwithstanding. Groups replaced while it waits
+/// wait no longer than that, and a busy background does not pause.
+const PAUSE: std::time::Duration = std::time::Duration::from_millis(100);
+
 impl Background {
     /// Starts the thread; `None` when the system has no thread for it (the groups are then
     /// asked with the keystrokes that need them).
@@ -86,11 +93,24 @@ impl Background {
                 at_lowest_priority();
                 let (lock, changed) = &*theirs;
                 let mut queue = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                let mut idle = true;
                 while !queue.closed {
-                    let Some(group) = queue.waiting.pop_front() else {
+                    if queue.waiting.is_empty() {
+                        idle = true;
                         queue = changed.wait(queue).unwrap_or_else(PoisonError::into_inner);
                         continue;
-                    };
+                    }
+                    if std::mem::take(&mut idle) {
+                        // Groups after a pause: the answer they came with is still being made.
+                        let until = std::time::Instant::now() + PAUSE;
+                        while let Some(left) = until.checked_duration_since(std::time::Instant::now())
+                            && !queue.closed
+                        {
+                            queue = changed.wait_timeout(queue, left).unwrap_or_else(PoisonError::into_inner).0;
+                        }
+                        continue;
+                    }
+                    let Some(group) = queue.waiting.pop_front() else { continue };
                     queue.asking += 1;
                     drop(queue);
                     let said = check(&group);
