@@ -1962,9 +1962,13 @@ fn collect_pipelines(flow: &[Flow], starts: &mut Vec<usize>, loops: &mut Vec<Str
 /// so that posh's own expansion of a glob may not be bash's: a scan of the text, which may also
 /// find an option's name in a comment or a string, but never misses one.
 pub(crate) fn globs_differ(source: &str, script: &Script) -> bool {
-    ["nullglob", "failglob", "dotglob", "nocaseglob", "globstar", "extglob", "GLOBIGNORE", "noglob"]
-        .iter()
-        .any(|option| source.contains(option))
+    // Every option's name has `glob` or `GLOB` in it: most scripts have neither, and two searches
+    // replace eight over the whole text (this runs at each keystroke).
+    let named = |part: &str| memchr::memmem::find(source.as_bytes(), part.as_bytes()).is_some();
+    (named("glob") || named("GLOB"))
+        && ["nullglob", "failglob", "dotglob", "nocaseglob", "globstar", "extglob", "GLOBIGNORE", "noglob"]
+            .iter()
+            .any(|option| source.contains(option))
         || script.pipelines.iter().flat_map(|p| &p.commands).any(|c| {
             c.words.first().and_then(|w| w.literal.as_deref()) == Some("set")
                 && c.words[1..]

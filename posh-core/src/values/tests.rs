@@ -369,3 +369,15 @@ fn arithmetic_names_are_found_as_the_text_s_matches_are() {
         assert_eq!(arithmetic_names(text), reference(text), "{text}");
     }
 }
+
+/// A script may change how bash matches globs by any of the options' names, anywhere in its
+/// text, or by `set -f`; one that names none of them does not.
+#[test]
+fn globs_differ_where_a_glob_option_is_named_or_set_f_runs() {
+    let differ = |script: &str| globs_differ(script, &crate::shell::parse(script));
+    for option in ["nullglob", "failglob", "dotglob", "nocaseglob", "globstar", "extglob", "GLOBIGNORE", "noglob"] {
+        assert!(differ(&format!("cat /data/*.txt\necho '{option}'\n")), "{option}");
+    }
+    assert!(differ("set -euf\ncat /data/*.txt\n"));
+    assert!(!differ("set -eu\ncat /data/*.txt | grep glob_ish GLOBAL\n"));
+}
