@@ -199,9 +199,9 @@ pub fn analyze_script_at(
         // same plans, relative to where it starts. First which chunks must be planned again,
         // then those planned (on every core when there are many: opening a file), then the
         // script's plans in order.
-        // What a chunk is planned with is computed beside its planning when it has no plans to
-        // compare with (every chunk of an opening), else here.
-        let mut to_plan: Vec<(usize, usize, std::ops::Range<usize>, Option<PlannedWith>)> = Vec::new();
+        // What a chunk is planned with is computed beside its planning, on the planning threads:
+        // an opening's chunks have no plans to compare it with.
+        let mut to_plan: Vec<(usize, usize, std::ops::Range<usize>)> = Vec::new();
         let functions = std::hash::BuildHasher::hash_one(
             &std::hash::BuildHasherDefault::<std::hash::DefaultHasher>::default(),
             scope.functions(),
@@ -216,7 +216,7 @@ pub fn analyze_script_at(
             let ours = &script.pipelines[range.clone()];
             next += count;
             if chunk.plans.is_none() {
-                to_plan.push((position, *start, range, None));
+                to_plan.push((position, *start, range));
                 continue;
             }
             let working_dirs: Vec<_> = ours.iter().map(|p| scope.working_dir(p)).collect();
@@ -253,14 +253,7 @@ pub fn analyze_script_at(
             if reusable {
                 cache.reused += count;
             } else {
-                let with = PlannedWith {
-                    functions,
-                    working_dirs,
-                    scope: scope_keys,
-                    values: value_keys(),
-                    states: states.iter().map(|s| s.cloned()).collect(),
-                };
-                to_plan.push((position, *start, range, Some(with)));
+                to_plan.push((position, *start, range));
             }
         }
         // A context per chunk: `ctx` holds the file system as `dyn FileSystem`, which other
@@ -285,14 +278,13 @@ pub fn analyze_script_at(
                 states: ours.iter().map(|p| values.before(p.span.start).cloned()).collect(),
             }
         };
-        let planned = super::cores::on_every_core(&to_plan, PLAN_IN_PARALLEL_FROM, |(_, start, range, with)| {
-            (with.is_none().then(|| planned_with(range)), plan_chunk(*start, range))
+        let planned = super::cores::on_every_core(&to_plan, PLAN_IN_PARALLEL_FROM, |(_, start, range)| {
+            (planned_with(range), plan_chunk(*start, range))
         });
         // Each place takes the plans made for it: a text that comes twice (a repeated block) may
         // be planned twice, from other directories or values. The cache keeps the last.
         let mut fresh: Vec<Option<Vec<Arc<PipelinePlan>>>> = vec![None; cache.chunks.layout.len()];
-        for ((position, _, range, with), (made_with, plans)) in to_plan.into_iter().zip(planned) {
-            let with = with.or(made_with).unwrap_or_else(|| planned_with(&range));
+        for ((position, _, _), (with, plans)) in to_plan.into_iter().zip(planned) {
             let key = &cache.chunks.layout[position].1;
             if let Some(chunk) = cache.chunks.chunks.get_mut(key) {
                 chunk.plans = Some((with, plans.clone()));
