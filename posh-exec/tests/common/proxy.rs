@@ -103,7 +103,8 @@ impl Proxy {
             let Ok(line) = rx.recv_timeout(left) else {
                 let _ = child.kill();
                 let status = child.wait();
-                panic!("posh-proxy printed no address (ended: {status:?})");
+                // What it said before it ended is why (a race lost at start, a refused option).
+                panic!("posh-proxy printed no address (ended: {status:?}); it said:\n{}", early.join("\n"));
             };
             if let Some(rest) = line.strip_prefix("posh-proxy: listening on ") {
                 let (addr, fingerprint) = rest.split_once(", fingerprint ").expect("address and fingerprint");
