@@ -223,8 +223,21 @@ pub fn make_state_dir_for(dir: &Path, user: &User) -> Result<(), PrivilegeError>
     if let Some(parent) = dir.parent() {
         std::fs::create_dir_all(parent).map_err(unusable)?;
     }
-    std::fs::DirBuilder::new().mode(0o700).create(dir).map_err(unusable)?;
-    std::os::unix::fs::chown(dir, Some(user.uid), Some(user.gid)).map_err(unusable)
+    match std::fs::DirBuilder::new().mode(0o700).create(dir) {
+        Ok(()) => {}
+        // Another proxy started at once on the same fresh directory made it first (eight of
+        // them racing, the faults suite saw one exit here). Each racer gives it to its user, so
+        // none becomes its user before the directory is that user's; a name that is not a
+        // directory (a link raced in) is refused, and never followed.
+        Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {
+            let made = dir.symlink_metadata().map_err(unusable)?;
+            if !made.is_dir() {
+                return Err(unusable(e));
+            }
+        }
+        Err(e) => return Err(unusable(e)),
+    }
+    std::os::unix::fs::lchown(dir, Some(user.uid), Some(user.gid)).map_err(unusable)
 }
 
 /// What the proxy needs of a directory, once it runs as `user`: the export read and searched
