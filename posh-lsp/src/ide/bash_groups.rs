@@ -93,31 +93,26 @@ impl Background {
                 at_lowest_priority();
                 let (lock, changed) = &*theirs;
                 let mut queue = lock.lock().unwrap_or_else(PoisonError::into_inner);
-                let mut idle = true;
                 while !queue.closed {
-                    if queue.waiting.is_empty() {
-                        idle = true;
-                        queue = changed.wait(queue).unwrap_or_else(PoisonError::into_inner);
-                        continue;
+                    // Idle until groups come, then the pause: they came with an answer still
+                    // being made. What comes while it works (a newer text's groups) is taken
+                    // without one.
+                    queue = changed
+                        .wait_while(queue, |q| q.waiting.is_empty() && !q.closed)
+                        .unwrap_or_else(PoisonError::into_inner);
+                    queue = changed
+                        .wait_timeout_while(queue, PAUSE, |q| !q.closed)
+                        .unwrap_or_else(PoisonError::into_inner)
+                        .0;
+                    while let Some(group) = queue.waiting.pop_front().filter(|_| !queue.closed) {
+                        queue.asking += 1;
+                        drop(queue);
+                        let said = check(&group);
+                        queue = lock.lock().unwrap_or_else(PoisonError::into_inner);
+                        queue.asking -= 1;
+                        queue.answered.push((group, said));
+                        changed.notify_all();
                     }
-                    if std::mem::take(&mut idle) {
-                        // Groups after a pause: the answer they came with is still being made.
-                        let until = std::time::Instant::now() + PAUSE;
-                        while let Some(left) = until.checked_duration_since(std::time::Instant::now())
-                            && !queue.closed
-                        {
-                            queue = changed.wait_timeout(queue, left).unwrap_or_else(PoisonError::into_inner).0;
-                        }
-                        continue;
-                    }
-                    let Some(group) = queue.waiting.pop_front() else { continue };
-                    queue.asking += 1;
-                    drop(queue);
-                    let said = check(&group);
-                    queue = lock.lock().unwrap_or_else(PoisonError::into_inner);
-                    queue.asking -= 1;
-                    queue.answered.push((group, said));
-                    changed.notify_all();
                 }
             })
             .ok()?;
