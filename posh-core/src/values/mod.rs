@@ -131,8 +131,10 @@ pub struct State {
     /// every pipeline and carried through every branch, and a copy per pipeline of a few hundred
     /// variables made the analysis of a 5,000-line script take seconds.
     /// Names and values are shared too, so that a join of two states that differ in a few
-    /// variables copies no string.
-    vars: Arc<BTreeMap<Arc<str>, Arc<Value>>>,
+    /// variables copies no string. A persistent map: an assignment copies the path to its name,
+    /// not the map (copying the map of a state shared with the pipelines before it, at every
+    /// assignment, was a quarter of an opened script's value analysis).
+    vars: imbl::OrdMap<Arc<str>, Arc<Value>>,
     /// What a variable not in `vars` holds: unset, when the environment is known whole.
     /// Shared as `vars` is: a state is copied for every pipeline.
     others: Arc<Value>,
@@ -225,7 +227,7 @@ impl State {
     /// for equal states made apart (an analysis that takes a part's run from its cache hands on
     /// the states of that run).
     pub fn is(&self, other: &State) -> bool {
-        Arc::ptr_eq(&self.vars, &other.vars) && self.others == other.others && self.positional == other.positional
+        self.vars.ptr_eq(&other.vars) && self.others == other.others && self.positional == other.positional
     }
 
     /// What `name` holds here.
@@ -241,13 +243,13 @@ impl State {
     }
 
     fn set(&mut self, name: &str, value: Value) {
-        Arc::make_mut(&mut self.vars).insert(name.into(), Arc::new(value));
+        self.vars.insert(name.into(), Arc::new(value));
     }
 
     fn join(&self, other: &State) -> State {
         // The same variables on both sides (a branch or a loop that assigns nothing): the join
         // is the state itself, unless a set is too large to join to itself.
-        if Arc::ptr_eq(&self.vars, &other.vars)
+        if self.vars.ptr_eq(&other.vars)
             && self.others == other.others
             && self.positional == other.positional
             && self.others.joins_to_itself()
@@ -307,7 +309,7 @@ impl State {
         if same_as_theirs && others == other.others && positional == other.positional {
             return other.clone();
         }
-        State { vars: Arc::new(vars.into_iter().collect()), others, positional }
+        State { vars: vars.into_iter().collect(), others, positional }
     }
 
     fn get_raw(&self, name: &str) -> Value {
@@ -322,7 +324,7 @@ impl State {
     /// Everything unknown, for `why`.
     fn unknown(why: &str) -> State {
         State {
-            vars: Arc::new(BTreeMap::from([("IFS".into(), Arc::new(Value::Unknown(why.to_string())))])),
+            vars: imbl::OrdMap::unit("IFS".into(), Arc::new(Value::Unknown(why.to_string()))),
             others: Arc::new(Value::Unknown(why.to_string())),
             positional: Arc::new(Positionals::Unknown(why.to_string())),
         }
@@ -335,10 +337,10 @@ impl State {
     /// Variables whose values differ from `other`'s become unknown (a loop that does not settle).
     fn widen(&self, other: &State, why: &str) -> State {
         let mut widened = self.join(other);
-        for (name, value) in Arc::make_mut(&mut widened.vars).iter_mut() {
-            if self.raw(name) != other.raw(name) {
-                *value = Arc::new(Value::Unknown(why.to_string()));
-            }
+        let unsettled: Vec<Arc<str>> =
+            widened.vars.keys().filter(|name| self.raw(name) != other.raw(name)).cloned().collect();
+        for name in unsettled {
+            widened.vars.insert(name, Arc::new(Value::Unknown(why.to_string())));
         }
         if self.others != other.others {
             widened.others = Arc::new(Value::Unknown(why.to_string()));
@@ -377,11 +379,11 @@ impl Inputs {
     }
 
     fn state(&self) -> State {
-        let mut vars: BTreeMap<Arc<str>, Arc<Value>> = self
+        let mut vars: imbl::OrdMap<Arc<str>, Arc<Value>> = self
             .env
             .iter()
             .filter(|(name, _)| valid_name(name))
-            .map(|(name, value)| (name.as_str().into(), Arc::new(Value::one(Some(value.clone())))))
+            .map(|(name, value)| (Arc::<str>::from(name.as_str()), Arc::new(Value::one(Some(value.clone())))))
             .collect();
         vars.insert("IFS".into(), Arc::new(Value::one(Some(DEFAULT_IFS.to_string()))));
         let others = if self.env_complete {
@@ -399,7 +401,7 @@ impl Inputs {
                     .into(),
             ),
         };
-        State { vars: Arc::new(vars), others: others.into(), positional: positional.into() }
+        State { vars, others: others.into(), positional: positional.into() }
     }
 }
 

@@ -223,11 +223,7 @@ fn reference_join(a: &State, b: &State) -> State {
             (name.clone(), Arc::new(mine.join(theirs)))
         })
         .collect();
-    State {
-        vars: Arc::new(vars),
-        others: a.others.join(&b.others).into(),
-        positional: a.positional.join(&b.positional).into(),
-    }
+    State { vars, others: a.others.join(&b.others).into(), positional: a.positional.join(&b.positional).into() }
 }
 
 #[test]
@@ -251,7 +247,7 @@ fn joins_that_keep_a_side_equal_the_full_join() {
             0 => Positionals::Unknown("args".to_string()),
             _ => Positionals::Known((0..next(3)).map(|_| vec![next(3).to_string()]).collect()),
         };
-        states.push(State { vars: Arc::new(vars), others: value(&mut next).into(), positional: positional.into() });
+        states.push(State { vars, others: value(&mut next).into(), positional: positional.into() });
     }
     // Shared maps and values too, as the analysis makes them.
     for i in 0..60 {
@@ -259,7 +255,7 @@ fn joins_that_keep_a_side_equal_the_full_join() {
         if next(2) == 0 {
             let other = &states[next(60) as usize];
             if let Some((name, v)) = other.vars.iter().next() {
-                Arc::make_mut(&mut shared.vars).insert(name.clone(), v.clone());
+                shared.vars.insert(name.clone(), v.clone());
             }
         }
         states.push(shared);
