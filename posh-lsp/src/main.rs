@@ -50,7 +50,6 @@ fn main() -> ExitCode {
     match cli.command {
         None | Some(Command::Serve { .. }) => {
             let _ = cli.stdio;
-            posh_lsp::memory::no_transparent_huge_pages();
             match tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build() {
                 Ok(runtime) => {
                     runtime.block_on(posh_lsp::server::serve_stdio());
