@@ -514,7 +514,7 @@ impl Generator<'_> {
         text
     }
 
-    /// A filter to read what `writer` writes: one that stops early (`head`) only after a writer
+    /// A filter to read what `writer` writes: one that stops early (`head`, `rev`) only after a writer
     /// that writes once, since a second write would meet a closed pipe or not depending on timing.
     fn filter_after(&mut self, writer: &str) -> &'static str {
         if writes_more_than_once(writer) { self.whole_input_filter() } else { self.rng.pick(FILTERS) }
@@ -523,10 +523,13 @@ impl Generator<'_> {
     /// A filter that reads its whole input, for a loop or function that writes files: one that
     /// stops early (`head`) ends the writer by SIGPIPE at a moment that differs between runs of
     /// the same script, under bash too, and with it what the writer left in its files (seed 5150).
+    /// `rev` stops early too, at the first byte of `data/utf8.txt` that is no character of the
+    /// locale: `cat data/utf8.txt data/sub/nested.txt | rev` ended `cat` by SIGPIPE, or not, as
+    /// the two processes were scheduled (seed 20294187: `PIPESTATUS` 141 in one run of four).
     fn whole_input_filter(&mut self) -> &'static str {
         loop {
             let filter = self.rng.pick(FILTERS);
-            if !filter.starts_with("head") {
+            if !filter.starts_with("head") && filter != "rev" {
                 return filter;
             }
         }
