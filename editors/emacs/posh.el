@@ -89,13 +89,14 @@ The language server takes no arguments."
     "long_arg_single_dash" "long_args_single_dash" "merge" "output_ratio"
     "output_per_input" "output_within_smallest_input" "output_ends_lines"
     "output_ends_as_input" "output_holds_input" "no_match_status" "reads_env" "reads_home"
-    "ignores_stdin" "makes_fifos" "output_to_stdout_too" "stdin_file_list")
+    "ignores_stdin" "makes_fifos" "output_to_stdout_too" "output_lines_of_input"
+    "stdin_file_list")
   "The command options of an annotation entry, in its header's brackets.")
 
 (defconst posh-annotation-argument-fields
   '("short" "long" "desc" "type" "size" "default_value" "multiple" "splittable"
     "attached" "required" "config" "streamable" "file_list" "bounds_lines"
-    "bounds_bytes" "dash_digits" "appends" "list_separator")
+    "bounds_bytes" "dash_digits" "appends" "changes_lines" "list_separator")
   "The fields of an argument (an item under FLAGS, OPTPARAMS or PARAMS).")
 
 (defconst posh-annotation-values

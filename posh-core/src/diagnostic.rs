@@ -170,6 +170,10 @@ codes! {
     /// runs whole at the client: `splittable_across_input` or a `splittable` argument on it is
     /// never used.
     FileListNeverSplits = "A204", "file-list-never-splits", Warning;
+    /// `changes_lines` marks an option that makes the output's lines other than whole lines of
+    /// the input, an exception to the entry's `output_lines_of_input`: on an entry that does not
+    /// state that, it means nothing. State `output_lines_of_input` on the entry, or drop it.
+    UnusedChangesLines = "A205", "unused-changes-lines", Warning;
     /// A command of a pipeline that moves data has no annotation, so posh cannot tell its files
     /// from its other words and runs it at the client, pulling its input across the network.
     /// Write an annotation for it (see docs/annotation-language.md) in the workspace or in

@@ -183,7 +183,7 @@ fn figure_2_splits_cat_and_grep_per_mount_and_only_grep_output_crosses() {
             "      annotation: cat[splittable_across_input, output_ends_as_input, output_holds_input] (text.posh)",
             "      output: 100% of its input, as its annotation says",
             "  @A grep foo (copy 1/2): one copy per mount of its data",
-            "      annotation: grep[splittable_across_input, filters_input, output_ends_lines, no_match_status:1] (search.posh)",
+            "      annotation: grep[splittable_across_input, filters_input, output_ends_lines, output_lines_of_input, no_match_status:1] (search.posh)",
             "      output: 50% of its input, assumed (no run measured it yet)",
             "  @B cat B/y.log (copy 2/2): one copy per mount of its data",
             "  @B grep foo (copy 2/2): one copy per mount of its data",
@@ -289,7 +289,7 @@ fn dash_c_explains_the_commands_given() {
         fixture.explain(&["-c", "grep foo A/x.log > A/out.txt"]),
         "-c:1: [@A]grep foo A/x.log > A/out.txt
   @A grep foo A/x.log: the cheapest place for the data it moves
-      annotation: grep[splittable_across_input, filters_input, output_ends_lines, no_match_status:1] (search.posh)
+      annotation: grep[splittable_across_input, filters_input, output_ends_lines, output_lines_of_input, no_match_status:1] (search.posh)
       output: 50% of its input, assumed (no run measured it yet)
   bash would move ~1.2 GB, posh moves 0 B
 

@@ -127,6 +127,9 @@ struct Violation {
     message: String,
 }
 
+/// Each example run under strace touches only the files its annotation predicts, and one that
+/// reads a list on its standard input through an `output_lines_of_input` entry prints only lines
+/// of it.
 #[test]
 fn examples_touch_only_the_files_their_annotation_predicts() {
     let library = Library::builtin();
@@ -233,6 +236,15 @@ fn check_example(library: &Library, entry: &LibraryEntry, example: &str) -> Vec<
         let stderr = String::from_utf8_lossy(&traced.stderr);
         return vec![violation(format!("the example failed ({}): {}", traced.status, stderr.trim()))];
     }
+    let mut violations = Vec::new();
+    // `output_lines_of_input`: every line printed is a whole line of what standard input held.
+    if invocation.prints_lines_of_input() {
+        let input = std::fs::read_to_string(root.join("stdin.txt")).unwrap_or_default();
+        let output = String::from_utf8_lossy(&traced.stdout);
+        for line in output.lines().filter(|line| !input.lines().any(|l| l == *line)) {
+            violations.push(violation(format!("prints `{line}`, no line of its input (`output_lines_of_input`)")));
+        }
+    }
     let predicted = Predicted::new(&invocation, &cwd);
     // A file made beside a predicted output and renamed onto it is that output in the making
     // (`ln -f` makes the new link under a temporary name first).
@@ -249,18 +261,20 @@ fn check_example(library: &Library, entry: &LibraryEntry, example: &str) -> Vec<
         })
         .map(|w| w[0].path.as_path())
         .collect();
-    accesses
-        .into_iter()
-        .filter(|access| !predicted.allows(access) && !made_beside.contains(&access.path.as_path()))
-        .map(|access| {
-            violation(format!(
-                "{:?} of {} is not predicted ({})",
-                access.mode,
-                access.path.display(),
-                access.raw.trim()
-            ))
-        })
-        .collect()
+    violations.extend(
+        accesses
+            .into_iter()
+            .filter(|access| !predicted.allows(access) && !made_beside.contains(&access.path.as_path()))
+            .map(|access| {
+                violation(format!(
+                    "{:?} of {} is not predicted ({})",
+                    access.mode,
+                    access.path.display(),
+                    access.raw.trim()
+                ))
+            }),
+    );
+    violations
 }
 
 /// The one file every list of file names names (`file_list`, `stdin_file_list`).

@@ -49,13 +49,13 @@ syn keyword poshOption contained needs_current_dir splittable_across_input filte
       \ reduces_input long_arg_single_dash long_args_single_dash merge output_ratio
       \ output_per_input output_within_smallest_input output_ends_lines output_ends_as_input output_holds_input
       \ no_match_status reads_env reads_home ignores_stdin makes_fifos output_to_stdout_too
-      \ stdin_file_list
+      \ output_lines_of_input stdin_file_list
 syn keyword poshOption contained concat rerun sum sort_merge uniq_count
 
 " Argument fields, and their values.
 syn keyword poshField contained short long desc type size default_value multiple splittable
       \ attached required config streamable file_list bounds_lines bounds_bytes dash_digits
-      \ appends list_separator specific_size
+      \ appends changes_lines list_separator specific_size
 syn keyword poshValue contained input_file output_file removed_file str list
 
 syn region poshString start='"' skip='\\"' end='"' contained oneline

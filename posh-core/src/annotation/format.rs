@@ -20,6 +20,7 @@ pub fn format_header(entry: &CommandEntry) -> String {
         (o.output_ends_lines, "output_ends_lines"),
         (o.output_ends_as_input, "output_ends_as_input"),
         (o.output_holds_input, "output_holds_input"),
+        (o.output_lines_of_input, "output_lines_of_input"),
         (o.output_within_smallest_input, "output_within_smallest_input"),
     ]
     .into_iter()
@@ -104,6 +105,7 @@ fn format_arg(spec: &ArgSpec, section: Section) -> String {
         (spec.bounds == Some(OutputBound::Lines), "bounds_lines"),
         (spec.bounds == Some(OutputBound::Bytes), "bounds_bytes"),
         (spec.dash_digits, "dash_digits"),
+        (spec.changes_lines, "changes_lines"),
     ] {
         if on {
             fields.push(name.to_string());

@@ -84,6 +84,7 @@ fn lower_options(fields: &[RawField], diags: &mut Vec<Diagnostic>) -> CommandOpt
             "output_ends_lines" => options.output_ends_lines = true,
             "output_ends_as_input" => options.output_ends_as_input = true,
             "output_holds_input" => options.output_holds_input = true,
+            "output_lines_of_input" => options.output_lines_of_input = true,
             "output_within_smallest_input" => options.output_within_smallest_input = true,
             "merge" => {
                 let word = word_value(field).unwrap_or_default();
@@ -129,6 +130,7 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
         appends: false,
         bounds: None,
         dash_digits: false,
+        changes_lines: false,
         span: item.span,
     };
     let mut seen: Vec<&str> = Vec::new();
@@ -189,6 +191,7 @@ fn lower_arg(item: &RawItem, kind: Kind, diags: &mut Vec<Diagnostic>) -> ArgSpec
             "file_list" => spec.file_list = true,
             "appends" => spec.appends = true,
             "dash_digits" => spec.dash_digits = true,
+            "changes_lines" => spec.changes_lines = true,
             "bounds_lines" | "bounds_bytes" => {
                 spec.bounds =
                     Some(if keyword.name == "bounds_lines" { OutputBound::Lines } else { OutputBound::Bytes });

@@ -121,6 +121,9 @@ pub struct CommandOptions {
     /// Its output holds every byte of its input, perhaps more (`cat`, `tac`): never predicted,
     /// nor learned, below its input.
     pub output_holds_input: bool,
+    /// Every output line is a whole line of standard input (`sort`, `head -n`), unless an
+    /// option that `changes_lines` is given.
+    pub output_lines_of_input: bool,
     /// Standard input lists names of files the command opens (`xargs`).
     pub stdin_file_list: bool,
     /// It never reads its standard input (`rm`, `mkdir`, `touch`).
@@ -188,6 +191,8 @@ pub struct ArgSpec {
     pub bounds: Option<OutputBound>,
     /// A dash and digits (`head -5`) is this option with the digits as its value.
     pub dash_digits: bool,
+    /// Given, the output's lines are no longer whole lines of the input (`grep -n`, `uniq -c`).
+    pub changes_lines: bool,
     pub span: Span,
 }
 

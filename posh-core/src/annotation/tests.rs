@@ -150,6 +150,7 @@ p: FLAGS:[(short:v)]
 p: FLAGS:[(short:v),(short:q)]
 p: FLAGS:[(short:q,required)]
 q: PARAMS:[(type:input_file,size:specific_size(size:two,list_separator:(,)))]
+r: FLAGS:[(short:c,changes_lines)]
 ";
     check_lossless(source);
     insta::assert_snapshot!(render_diagnostics(source));

@@ -149,6 +149,15 @@ pub fn check_entry(entry: &CommandEntry, diags: &mut Vec<Diagnostic>) {
              `splittable_across_input` and `splittable`",
         ));
     }
+    if !options.output_lines_of_input {
+        for (_, spec) in entry.args().filter(|(_, spec)| spec.changes_lines) {
+            diags.push(Diagnostic::new(
+                Code::UnusedChangesLines,
+                spec.span,
+                "`changes_lines` marks an exception to `output_lines_of_input`, which the entry does not state",
+            ));
+        }
+    }
     if options.merge.is_some() && !options.splittable_across_input && entry.splittable_arg().is_none() {
         diags.push(Diagnostic::new(
             Code::UnusedMerge,

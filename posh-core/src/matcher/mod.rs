@@ -675,6 +675,20 @@ impl Invocation<'_> {
         self.appends_outputs() || self.entry.arg(value.arg).appends
     }
 
+    /// Whether every line it prints is a whole line of its standard input: its entry states
+    /// `output_lines_of_input`, it gives no option that `changes_lines`, and it names no file to
+    /// read, write or take names from (a `-` among them would be standard input once more).
+    pub fn prints_lines_of_input(&self) -> bool {
+        self.entry.options.output_lines_of_input
+            && !self.words.iter().flatten().any(|part| match part.role {
+                Role::Flag(arg) | Role::OptionName(arg) => self.entry.arg(arg).changes_lines,
+                _ => false,
+            })
+            && self.input_files().is_empty()
+            && self.output_files().is_empty()
+            && self.file_lists().is_empty()
+    }
+
     /// Where the invocation reads names of files it opens, names its words do not show: `-` for
     /// standard input (`stdin_file_list`), else the words of its `file_list` arguments.
     pub fn file_lists(&self) -> Vec<String> {

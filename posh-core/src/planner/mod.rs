@@ -135,7 +135,7 @@ impl ScriptFiles<'_> {
     }
 }
 
-impl crate::values::Files for ScriptFiles<'_> {
+impl crate::values::World for ScriptFiles<'_> {
     fn glob(&self, word: &crate::shell::Word, at: usize) -> Option<Vec<String>> {
         match expand_word(word, self.ctx.fs, &self.cwd(at)?) {
             Expanded::Words(words) => Some(words),
@@ -148,6 +148,10 @@ impl crate::values::Files for ScriptFiles<'_> {
         let meta = self.ctx.fs.metadata(&path)?;
         (meta.kind == crate::fs::FileKind::Directory)
             .then(|| self.ctx.fs.read_dir(&path).into_iter().filter(|name| !name.starts_with('.')).collect())
+    }
+
+    fn prints_lines_of_input(&self, argv: &[String]) -> bool {
+        self.ctx.library.match_argv(argv).is_ok_and(|invocation| invocation.prints_lines_of_input())
     }
 
     /// The answers depend on the working directory alone (and the file system).

@@ -644,13 +644,22 @@ fn unquoted_expansion(raw: &str) -> bool {
     false
 }
 
-/// What the analysis asks of the file system, from where the script is at an offset of its text.
-pub trait Files {
+/// What the analysis asks outside the script: the file system, from where the script is at an
+/// offset of its text, and the annotations.
+pub trait World {
     /// The files a glob word names, as bash would give them; `None` when posh cannot tell.
     fn glob(&self, word: &Word, at: usize) -> Option<Vec<String>>;
     /// The names in directory `dir` (as the script writes it), as `ls DIR` prints them (hidden
     /// ones left out); `None` when it is no directory posh can list.
     fn list(&self, dir: &str, at: usize) -> Option<Vec<String>>;
+    /// Whether the command `argv`, given a list of names on its standard input, prints only
+    /// whole lines of it: its annotation states `output_lines_of_input` and the invocation gives
+    /// no option that `changes_lines`, no file to read and none to write. `false` (the default)
+    /// when posh cannot tell.
+    fn prints_lines_of_input(&self, argv: &[String]) -> bool {
+        let _ = argv;
+        false
+    }
     /// A digest of what the answers at `at` depend on besides the question (where the script is
     /// there): at two offsets of the same digest, the same question gets the same answer. An
     /// analysis that keeps its parts' results ([`analyse_cached`]) takes a part again only where
@@ -662,9 +671,9 @@ pub trait Files {
 }
 
 /// Follows `script` (parsed from `source`) from what it is given.
-pub fn analyse(source: &str, script: &Script, inputs: &Inputs, glob: &dyn Files) -> Values {
+pub fn analyse(source: &str, script: &Script, inputs: &Inputs, world: &dyn World) -> Values {
     let whole = [Segment { span: Span::new(0, source.len()), steps: script.flow.len() }];
-    analyse_in(source, script, inputs, glob, &whole, None)
+    analyse_in(source, script, inputs, world, &whole, None)
 }
 
 /// A part of a script's top level as a caller cut it (an editor's chunk): its text, and how many
@@ -763,7 +772,7 @@ struct Facts {
 #[derive(Debug)]
 struct Run {
     before: State,
-    /// Where it asked the files (from the part's start) and [`Files::context`] there then.
+    /// Where it asked the files (from the part's start) and [`World::context`] there then.
     asked: Vec<(usize, u64)>,
     /// The states before its pipelines (from the part's start), sorted by offset.
     at: Vec<(usize, State)>,
@@ -782,7 +791,7 @@ pub fn analyse_cached(
     source: &str,
     script: &Script,
     inputs: &Inputs,
-    glob: &dyn Files,
+    world: &dyn World,
     segments: &[Segment],
     cache: &mut ValuesCache,
 ) -> Values {
@@ -792,9 +801,9 @@ pub fn analyse_cached(
         && segments.iter().all(|s| source.is_char_boundary(s.span.end));
     if !fits {
         *cache = ValuesCache::default();
-        return analyse(source, script, inputs, glob);
+        return analyse(source, script, inputs, world);
     }
-    analyse_in(source, script, inputs, glob, segments, Some(cache))
+    analyse_in(source, script, inputs, world, segments, Some(cache))
 }
 
 /// A function's body, where it is defined.
@@ -809,11 +818,11 @@ fn analyse_in(
     source: &str,
     script: &Script,
     inputs: &Inputs,
-    glob: &dyn Files,
+    world: &dyn World,
     segments: &[Segment],
     mut cache: Option<&mut ValuesCache>,
 ) -> Values {
-    let mut analysis = Analysis::new(source, script, glob);
+    let mut analysis = Analysis::new(source, script, world);
     // Functions bash imports from the environment may be called by any name.
     analysis.hidden_functions |= inputs.env.keys().any(|name| name.starts_with("BASH_FUNC_"));
     let facts = analysis.facts();
@@ -1031,7 +1040,7 @@ struct Analysis<'a> {
     globs_differ: bool,
     /// The script sets traps or namerefs: posh gives up on its values.
     gives_up: Option<String>,
-    glob: &'a dyn Files,
+    world: &'a dyn World,
     /// The states before the pipelines of the part being run.
     at: HashMap<usize, State, Fx>,
     /// The calls of functions the part being run makes, in order: the state at each (its
@@ -1048,7 +1057,7 @@ struct Analysis<'a> {
 }
 
 impl<'a> Analysis<'a> {
-    fn new(source: &str, script: &'a Script, glob: &'a dyn Files) -> Analysis<'a> {
+    fn new(source: &str, script: &'a Script, world: &'a dyn World) -> Analysis<'a> {
         let mut functions: BTreeMap<String, Vec<&'a [Flow]>> = BTreeMap::new();
         collect_functions(&script.flow, &mut functions);
         let words =
@@ -1102,7 +1111,7 @@ impl<'a> Analysis<'a> {
                 }),
             globs_differ,
             gives_up,
-            glob,
+            world,
             at: HashMap::default(),
             calls: Vec::new(),
             asked: RefCell::new(Vec::new()),
@@ -1152,9 +1161,9 @@ impl<'a> Analysis<'a> {
         before: &State,
         run: impl FnOnce(&mut Self, State) -> State,
     ) -> Arc<Run> {
-        let glob = self.glob;
+        let world = self.world;
         let fits = |run: &Arc<Run>| {
-            run.before == *before && run.asked.iter().all(|(at, context)| glob.context(base + at) == Some(*context))
+            run.before == *before && run.asked.iter().all(|(at, context)| world.context(base + at) == Some(*context))
         };
         let mut cache = cache;
         if let Some((cache, kept)) = cache.as_deref_mut() {
@@ -1187,7 +1196,7 @@ impl<'a> Analysis<'a> {
             .take()
             .into_iter()
             .map(|at| {
-                let context = glob.context(at);
+                let context = self.world.context(at);
                 keepable &= at >= base && context.is_some();
                 (at.wrapping_sub(base), context.unwrap_or_default())
             })
@@ -1311,7 +1320,7 @@ impl<'a> Analysis<'a> {
                         let as_word =
                             Word { span: word.span, raw: written.raw.clone().into(), literal: None, glob: true };
                         self.asked.borrow_mut().push(word.span.start);
-                        match self.glob.glob(&as_word, word.span.start) {
+                        match self.world.glob(&as_word, word.span.start) {
                             Some(files) => values.extend(files.into_iter().map(Some)),
                             None => return Value::Unknown(format!("posh cannot expand `{}` here", word.raw)),
                         }
@@ -1358,33 +1367,28 @@ impl<'a> Analysis<'a> {
             return None;
         }
         self.asked.borrow_mut().push(word.span.start);
-        let Some(mut names) = self.glob.list(dir, word.span.start) else {
+        let Some(mut names) = self.world.list(dir, word.span.start) else {
             return refuse(&format!("lists `{dir}`, which posh cannot list"));
         };
         for filter in filters {
             let Some(argv) = words_of(filter) else {
                 return refuse("filters the listing with words posh does not know");
             };
-            let count = |n: &str| n.trim_start_matches('+').parse::<u64>().is_ok();
-            let argv: Vec<&str> = argv.iter().map(String::as_str).collect();
-            let keeps_lines = match argv[..] {
-                ["head" | "tail"] | ["sort" | "uniq"] => true,
-                ["head" | "tail", "-n", n] => count(n),
-                ["head" | "tail", flag] => flag.strip_prefix("-n").or(flag.strip_prefix('-')).is_some_and(count),
-                ["sort", flags] => flags.starts_with('-') && flags[1..].chars().all(|c| "rnuf".contains(c)),
-                ["grep", "-v", pattern] => !pattern.starts_with('-'),
+            let words: Vec<&str> = argv.iter().map(String::as_str).collect();
+            let keeps_lines = match words[..] {
+                // posh computes what this prints: each name its own base name. Names with a
+                // slash or starting with `-` are not followed, nor what xargs would read as
+                // quotes or blanks.
                 ["xargs", "-I", r, "basename", r2] if r == r2 => {
-                    // Each name its own base name: names with a slash or starting with `-` are not
-                    // followed, nor what xargs would read as quotes or blanks.
                     if names.iter().any(|n| n.starts_with('-') || n.contains(['/', '\\', '\'', '"', ' ', '\t'])) {
                         return refuse("hands names to `xargs` that posh does not follow");
                     }
                     true
                 }
-                _ => false,
+                _ => self.world.prints_lines_of_input(&argv),
             };
             if !keeps_lines {
-                return refuse(&format!("filters the listing with `{}`, which posh does not follow", argv.join(" ")));
+                return refuse(&format!("filters the listing with `{}`, which posh does not follow", words.join(" ")));
             }
         }
         // The unquoted substitution is split on blanks and globbed.

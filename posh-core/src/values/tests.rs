@@ -26,7 +26,7 @@ fn value_at(script: &str, at: &str, name: &str, env: &[(&str, &str)], args: Opti
 /// `/data` holds `a.txt` and `b.txt`.
 struct TestFiles;
 
-impl Files for TestFiles {
+impl World for TestFiles {
     fn glob(&self, word: &Word, _at: usize) -> Option<Vec<String>> {
         matches!(&*word.raw, "'/data'/*.txt" | "/data/*.txt")
             .then(|| vec!["/data/a.txt".to_string(), "/data/b.txt".to_string()])
@@ -34,6 +34,13 @@ impl Files for TestFiles {
 
     fn list(&self, dir: &str, _at: usize) -> Option<Vec<String>> {
         (dir == "/data").then(|| vec!["a.txt".to_string(), "b.txt".to_string()])
+    }
+
+    /// As the shipped annotations say.
+    fn prints_lines_of_input(&self, argv: &[String]) -> bool {
+        static LIBRARY: std::sync::OnceLock<crate::library::Library> = std::sync::OnceLock::new();
+        let library = LIBRARY.get_or_init(crate::library::Library::builtin);
+        library.match_argv(argv).is_ok_and(|invocation| invocation.prints_lines_of_input())
     }
 }
 
@@ -107,11 +114,25 @@ fn loop_variables_take_their_words() {
     // A listing of a directory, filtered by commands that print some of its lines.
     let listed = "D=/data\nfor f in $(ls $D | head -n $N | xargs -I a basename a); do\n  grep x \"$f\"\ndone\n";
     assert_eq!(value_at(listed, "grep", "f", &[("N", "3")], None), known(&["a.txt", "b.txt"]));
-    for other in
-        ["$(ls /data | cut -c 1-2)", "$(ls -a /data)", "$(cat /data/list)", "$(ls /elsewhere)", "\"$(ls /data)\""]
-    {
+    // What the filters print is what their annotations say (`output_lines_of_input`).
+    let filtered = "for f in $(ls /data | sort -r | grep -v x | uniq -d | tail -n +1); do\n  grep x \"$f\"\ndone\n";
+    assert_eq!(value_at(filtered, "grep x \"$f\"", "f", &[], None), known(&["a.txt", "b.txt"]));
+    for other in [
+        "$(ls /data | cut -c 1-2)",
+        "$(ls -a /data)",
+        "$(cat /data/list)",
+        "$(ls /elsewhere)",
+        "\"$(ls /data)\"",
+        "$(ls /data | grep -n x)",
+        "$(ls /data | grep -o x)",
+        "$(ls /data | uniq -c)",
+        "$(ls /data | head -c 3)",
+        "$(ls /data | sort -o /data/sorted)",
+        "$(ls /data | grep -f /data/patterns)",
+        "$(ls /data | grep -A 1 x)",
+    ] {
         let script = format!("for f in {other}; do\n  grep x \"$f\"\ndone\n");
-        assert!(is_unknown(&value_at(&script, "grep", "f", &[("N", "3")], None)), "{other}");
+        assert!(is_unknown(&value_at(&script, "grep x \"$f\"", "f", &[("N", "3")], None)), "{other}");
     }
 }
 
@@ -276,7 +297,7 @@ fn joins_that_keep_a_side_equal_the_full_join() {
 
 /// The analysis as it ran before it ran the top level once and kept its parts' runs: each round
 /// of the functions' callers ran the whole script again, every call joined as it was made.
-fn analyse_by_rounds(source: &str, script: &Script, inputs: &Inputs, glob: &dyn Files) -> Values {
+fn analyse_by_rounds(source: &str, script: &Script, inputs: &Inputs, glob: &dyn World) -> Values {
     let mut analysis = Analysis::new(source, script, glob);
     analysis.hidden_functions |= inputs.env.keys().any(|name| name.starts_with("BASH_FUNC_"));
     let initial = inputs.state();
