@@ -10,10 +10,13 @@
 //!   with every OPEN and stores the answer in its own cache) and drops the kernel's pages (no
 //!   `keep_cache`); `statx` with `AT_STATX_FORCE_SYNC` then replaces the kernel's attributes
 //!   (size included) with the daemon's (the forced `statx` alone would be answered from sshfs's
-//!   stat cache: `sshfs.c`'s `sshfs_open_common`, `cache.c`). sshfs answers `readdir` from its own listing cache
-//!   (`dcache_timeout`, 20 s) and drops a directory's entry only when a name in it is created or
-//!   removed through the mount, so a directory that gains a name gets a transient child
-//!   directory (made and removed at once);
+//!   stat cache: `sshfs.c`'s `sshfs_open_common`, `cache.c`). A file that was not there before
+//!   the job needs none of that: neither the kernel nor sshfs caches an absence, so its first
+//!   look-up asks the server. sshfs answers `readdir` from its own listing cache
+//!   (`dcache_timeout`, 20 s) and drops a directory's entry only when the directory or a name in
+//!   it changes through the mount, so a directory that gains a name gets its times set to now
+//!   (`touch`: two round trips, the SETSTAT and the fresh STAT the kernel's reply needs), or,
+//!   where that is refused, a transient child directory (made and removed: four);
 //! - NFS: close-to-open consistency: an open of the file revalidates it, and a forced `statx` of
 //!   its directory revalidates the directory (its changed mtime drops the cached listing and
 //!   names);
@@ -168,7 +171,7 @@ impl Written {
             for (directory, kind, gained) in &directories {
                 scope.spawn(move || refresh_directory(directory, *kind, *gained));
             }
-            for output in remote().filter(|o| o.kind == FsKind::Fuse) {
+            for output in remote().filter(|o| o.kind == FsKind::Fuse && o.existed) {
                 scope.spawn(move || refresh_file(&output.path));
             }
         });
@@ -240,12 +243,17 @@ fn refresh_directory(directory: &Path, kind: FsKind, gained_a_name: bool) {
     match kind {
         FsKind::Local => {}
         // sshfs drops a directory's cached listing (and its attributes; the kernel drops its own)
-        // only when a name in it changes through the mount: make one, and take it away again.
-        // A directory whose names stayed the same has nothing stale that bash would see.
+        // only when the directory or a name in it changes through the mount. Its times set to
+        // now, as the job's new name left them but for the second (SFTP's times are whole
+        // seconds); where that is refused (neither its owner nor allowed to write it), a name
+        // made in it and taken away again. A directory whose names stayed the same has nothing
+        // stale that bash would see.
         FsKind::Fuse if gained_a_name => {
-            let probe = directory.join(probe_name());
-            if std::fs::create_dir(&probe).is_ok() {
-                let _ = std::fs::remove_dir(&probe);
+            if rustix::fs::utimensat(CWD, directory, &TIMES_NOW, AtFlags::empty()).is_err() {
+                let probe = directory.join(probe_name());
+                if std::fs::create_dir(&probe).is_ok() {
+                    let _ = std::fs::remove_dir(&probe);
+                }
             }
         }
         FsKind::Fuse => {}
@@ -255,6 +263,12 @@ fn refresh_directory(directory: &Path, kind: FsKind, gained_a_name: bool) {
         }
     }
 }
+
+/// Both times set to now, what `touch` does: allowed to whoever may write the directory.
+const TIMES_NOW: rustix::fs::Timestamps = rustix::fs::Timestamps {
+    last_access: rustix::fs::Timespec { tv_sec: 0, tv_nsec: rustix::fs::UTIME_NOW },
+    last_modification: rustix::fs::Timespec { tv_sec: 0, tv_nsec: rustix::fs::UTIME_NOW },
+};
 
 /// A name no one else uses: the proxy's temporaries start with `.posh-` too.
 fn probe_name() -> String {
