@@ -1225,6 +1225,17 @@ async fn a_job_runs_a_pipeline_with_redirections_and_atomic_outputs() {
     let tee = Request::new(&["tee", "-a", "out.txt"]);
     let out = conn.run(&tee, b"teed\n").await.unwrap();
     assert_eq!(out.stdout, b"teed\n");
+    // The exit frame names each file the job left written, with its size: a redirection's and
+    // an output word's, made or appended to, in a directory below the export too.
+    std::fs::create_dir(export.join("made")).unwrap();
+    let mut both = Request::new(&["tee", "-a", "out.txt"]);
+    both.commands[0].redirects = vec![redirect(1, ">", "made/new.txt")];
+    let ended =
+        conn.run_job(&both, Some(&b"more\n"[..]), &mut Vec::new(), &mut Vec::new(), &Default::default()).await.unwrap();
+    let mut written: Vec<(String, u64)> = ended.written.iter().map(|f| (f.path.clone(), f.size)).collect();
+    written.sort();
+    assert_eq!(written, [("made/new.txt".to_string(), 5), ("out.txt".to_string(), 42)]);
+    std::fs::write(export.join("out.txt"), "food 3\nfoo 1\nfoo 1\nbar 2\nfood 3\nteed\n").unwrap();
     assert_eq!(std::fs::read_to_string(export.join("out.txt")).unwrap(), "food 3\nfoo 1\nfoo 1\nbar 2\nfood 3\nteed\n");
 
     // stderr joins stdout with 2>&1; a failing redirection is reported, the command not run.
@@ -1236,6 +1247,7 @@ async fn a_job_runs_a_pipeline_with_redirections_and_atomic_outputs() {
     unreadable.commands[0].redirects = vec![redirect(0, "<", "missing.txt")];
     let ended =
         conn.run_job(&unreadable, None::<&[u8]>, &mut Vec::new(), &mut Vec::new(), &Default::default()).await.unwrap();
+    assert_eq!(ended.written, [], "a job whose redirection failed left nothing written");
     let error = ended.commands[0].error.clone().unwrap();
     assert_eq!((error.redirect, error.message.as_str(), error.status), (Some(0), "No such file or directory", 1));
     assert_eq!(leftovers(&export), Vec::<String>::new(), "no temporary file is left behind");

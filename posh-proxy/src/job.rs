@@ -21,7 +21,7 @@ use super::peer::Expected;
 use super::process::{Ending, JobProcesses, Suspender};
 use super::protocol::{
     self, Ended, Exit, StartError, TAG_CONTINUE, TAG_EXIT, TAG_PROGRESS, TAG_STDERR, TAG_STDIN, TAG_STDIN_END,
-    TAG_STDOUT, TAG_STDOUT_CLOSED, TAG_STOP, os_message,
+    TAG_STDOUT, TAG_STDOUT_CLOSED, TAG_STOP, WrittenFile, os_message,
 };
 use super::sandbox::Launch;
 use crate::measure::{IoCount, read_counts};
@@ -52,6 +52,8 @@ struct Outputs<'a> {
     pending: Vec<PendingOutput>,
     /// The files the job's commands name or read with `<`.
     named: Vec<FileId>,
+    /// The regular files its settled outputs left, for the client ([`Ended::written`]).
+    written: Vec<WrittenFile>,
 }
 
 impl<'a> Outputs<'a> {
@@ -65,13 +67,13 @@ impl<'a> Outputs<'a> {
         });
         let stat = |path: &PathBuf| export.stat(export.relative(path).ok()?).ok();
         let named = reads.filter_map(stat).map(|s| FileId::of(&s)).collect();
-        Outputs { journal, export: Some(export), pending: Vec::new(), named }
+        Outputs { journal, export: Some(export), pending: Vec::new(), named, written: Vec::new() }
     }
 
     /// For a job without redirections or output words: nothing to record, so none of its files
     /// is looked at (a `stat` each, on the runtime's thread, for nothing).
     fn untouched(journal: &'a Journal) -> Outputs<'a> {
-        Outputs { journal, export: None, pending: Vec::new(), named: Vec::new() }
+        Outputs { journal, export: None, pending: Vec::new(), named: Vec::new(), written: Vec::new() }
     }
 
     /// The export, and `path` relative to it.
@@ -228,12 +230,16 @@ impl<'a> Outputs<'a> {
                 tracing::warn!("cannot write down the commit of {:?}: {e}", output.change);
             }
             match journal::roll_forward(&root, &output.change) {
-                Ok(Outcome::Done) => settled(journal, id),
+                Ok(Outcome::Done) => {
+                    settled(journal, id);
+                    self.written.extend(written_file(&root, &output.change));
+                }
                 // As bash leaves it: its `>` wrote into the file it opened, which the job's own
                 // commands then replaced; the name keeps what they made, and nothing is said.
                 Ok(Outcome::LeftAlone(why)) => {
                     tracing::info!("{why} ({:?})", output.change);
                     settled(journal, id);
+                    self.written.extend(written_file(&root, &output.change));
                 }
                 Err(e) => {
                     tracing::warn!("cannot commit {:?}: {e}", output.change);
@@ -245,6 +251,18 @@ impl<'a> Outputs<'a> {
         self.export = Some(root);
         told
     }
+}
+
+/// The file a committed output left, when it is a regular file below the export: a name the
+/// job wrote into, appended to or made (not one it removed).
+fn written_file(root: &Root, change: &Record) -> Option<WrittenFile> {
+    let path = match change {
+        Record::Staged { target, .. } => target,
+        Record::Appended { path, .. } | Record::Created { path, .. } | Record::Backup { path, .. } => path,
+        _ => return None,
+    };
+    let stat = root.stat(path).ok().filter(confined_fs::is_regular)?;
+    Some(WrittenFile { path: path.to_str()?.to_string(), size: u64::try_from(stat.st_size).ok()? })
 }
 
 /// Undoes `change` now and writes down that it is settled; one that cannot be undone stays in
@@ -953,10 +971,18 @@ where
     }
     // Without file work, nothing was touched. Whatever happens to its outputs, the job's exit
     // frame goes: what could not be committed is undone, and the client told on stderr.
+    let mut written = Vec::new();
     if let Some(files) = &files {
         let settled_ends = ends.clone();
-        let told = match files.run(move |outputs| outputs.settle(&settled_ends, completed)).await {
-            Ok(told) => told,
+        let settling = move |outputs: &mut Outputs| {
+            let told = outputs.settle(&settled_ends, completed);
+            (told, std::mem::take(&mut outputs.written))
+        };
+        let told = match files.run(settling).await {
+            Ok((told, files)) => {
+                written = files;
+                told
+            }
             Err(e) => vec![format!("the job's outputs were not settled: {}", os_message(&e))],
         };
         for message in told {
@@ -973,7 +999,7 @@ where
         protocol::write_frame(send, TAG_PROGRESS, &report).await?;
     }
     // Killed at shutdown, the client still learns how its commands ended.
-    let ended = Ended { commands: ends };
+    let ended = Ended { commands: ends, written };
     protocol::write_frame(send, TAG_EXIT, &serde_json::to_vec(&ended)?).await?;
     Ok(ended)
 }

@@ -614,11 +614,11 @@ async fn send_files(
     let mut shutdown = shared.kill.clone();
     let stopped = |why: &str| {
         let error = protocol::StartError { redirect: None, message: why.to_string(), status: 1 };
-        Ended { commands: vec![Exit { error: Some(error), ..Exit::default() }; files.len()] }
+        Ended { commands: vec![Exit { error: Some(error), ..Exit::default() }; files.len()], ..Ended::default() }
     };
     // Dropped unfinished, every stream is reset: no reader takes a cut file for a whole one.
     let ended = tokio::select! {
-        sent = sending => Ended { commands: sent },
+        sent = sending => Ended { commands: sent, ..Ended::default() },
         () = cancelled => stopped("the client cancelled the request"),
         _ = shutdown.wait_for(|k| *k) => stopped("the proxy is shutting down"),
     };
@@ -750,6 +750,7 @@ async fn run_in_sequence(
             };
             request.commands.len()
         ],
+        ..Ended::default()
     };
     let prepared = (|| {
         let mut tmp = shared

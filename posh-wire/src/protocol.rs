@@ -420,6 +420,19 @@ impl Exit {
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Ended {
     pub commands: Vec<Exit>,
+    /// The regular files the job's outputs left written, as the proxy settled them: the
+    /// client's plans after it take their sizes from here rather than asking the mount (through
+    /// a networked filesystem, a round trip per name).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub written: Vec<WrittenFile>,
+}
+
+/// A file a job wrote: its path below the export root, and its size once the job's outputs
+/// were settled.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct WrittenFile {
+    pub path: String,
+    pub size: u64,
 }
 
 /// Frame tags, proxy to client.
@@ -538,6 +551,7 @@ mod sequence_tests {
     fn a_sequence_stops_where_bash_would() {
         let ended = |codes: &[i32]| Ended {
             commands: codes.iter().map(|&c| Exit { code: Some(c), ..Exit::default() }).collect(),
+            ..Ended::default()
         };
         let sequence = |errexit, pipefail| Sequence { version: VERSION, sequence: Vec::new(), errexit, pipefail };
         assert!(!sequence(false, true).stops_after(&ended(&[1, 1])));

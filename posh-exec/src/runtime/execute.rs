@@ -707,7 +707,12 @@ impl RemoteGroup {
         // And the client's filesystem caches show what the job wrote before bash reads it.
         written.after_job().await;
         match ended {
-            Ok(ended) => remote_ends(&self.caller, &self.call, &self.steps, &ended, &broken),
+            Ok(ended) => {
+                let mut written = self.caller.written.lock().unwrap_or_else(|e| e.into_inner());
+                written.extend(ended.written.iter().map(|file| (remote.mount, file.clone())));
+                drop(written);
+                remote_ends(&self.caller, &self.call, &self.steps, &ended, &broken)
+            }
             Err(e) => {
                 self.caller.bash_error(&self.call.name, line, "posh", &format!("{e:#}"));
                 self.steps

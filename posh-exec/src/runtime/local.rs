@@ -31,6 +31,9 @@ pub struct Caller {
     /// Whether its redirection targets existed when it called
     /// ([`SeenBefore`](super::coherence::SeenBefore)).
     pub seen: Option<std::sync::Arc<super::coherence::SeenBefore>>,
+    /// What the proxies said the call's jobs left written (mount, file), for the run's kept
+    /// listings once the call is done ([`Answers::learn`](super::metadata::Answers::learn)).
+    pub written: std::sync::Arc<std::sync::Mutex<Vec<(usize, posh_exec::remote::protocol::WrittenFile)>>>,
 }
 
 /// See [`Caller::job`].
@@ -55,6 +58,7 @@ impl Caller {
             env: self.env.clone(),
             job: self.job.clone(),
             seen: self.seen.clone(),
+            written: self.written.clone(),
         }
     }
 

@@ -227,8 +227,10 @@ pub fn run(
     env: &[(OsString, OsString)],
     stream: &std::os::unix::net::UnixStream,
 ) -> u8 {
-    let forget =
-        |pipeline: &PipelineCall| session.answers.forget(&session.config, super::session::call_paths(pipeline, cwd));
+    let forget = |pipeline: &PipelineCall| {
+        session.answers.forget(&session.config, super::session::call_paths(pipeline, cwd));
+        session.answers.learn(&caller.written);
+    };
     let one_by_one = |pipeline: &PipelineCall| {
         let planning = super::metadata::Planning::new(session);
         planning.prefetch(super::session::call_paths(pipeline, cwd));

@@ -27,7 +27,7 @@ use std::time::{Duration, Instant};
 use posh_core::config::{Config, ProxyAddress};
 use posh_core::fs::{FileKind, FileMeta, FileSystem, normalize_path};
 use posh_exec::remote::Traffic;
-use posh_exec::remote::protocol::{Answer, Question};
+use posh_exec::remote::protocol::{Answer, Question, WrittenFile};
 
 use super::session::Session;
 use crate::os_fs::OsFileSystem;
@@ -106,6 +106,33 @@ impl Answers {
                 }
                 // The name may exist now: the directory's names are the mount's to tell.
                 *complete = false;
+            }
+        }
+    }
+
+    /// Takes what proxies said their jobs left written (`written`, emptied) into the listings
+    /// the run keeps of those files' directories: a plan after the job finds the file and its
+    /// size there rather than asking the mount. The listings stay as complete as they were:
+    /// the job may have made names no output word shows.
+    pub fn learn(&self, written: &Mutex<Vec<(usize, WrittenFile)>>) {
+        let written = std::mem::take(&mut *written.lock().unwrap_or_else(|e| e.into_inner()));
+        if written.is_empty() {
+            return;
+        }
+        let mut kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
+        for (mount, file) in written {
+            let (parent, name) = split(&file.path);
+            let listing = kept.get_mut(&(mount, Question::List(parent.to_string())));
+            let Some(Kept { answer: Some(answer), .. }) = listing else { continue };
+            let Answer::Listing { files, dirs, others, .. } = Arc::make_mut(answer) else { continue };
+            match find_file(files, name) {
+                Ok(at) => files[at].1 = file.size,
+                Err(at) => files.insert(at, (name.to_string(), file.size)),
+            }
+            for names in [dirs, others] {
+                if let Ok(at) = find(names, name) {
+                    names.remove(at);
+                }
             }
         }
     }
@@ -481,6 +508,12 @@ mod tests {
         Some(Arc::new(Answer::Listing { files, dirs, others: Vec::new(), complete: true }))
     }
 
+    /// A listing of `files` that no longer claims to hold every name of its directory.
+    fn incomplete(files: &[(&str, u64)]) -> Option<Option<Arc<Answer>>> {
+        let files = files.iter().map(|(name, size)| (name.to_string(), *size)).collect();
+        Some(Some(Arc::new(Answer::Listing { files, dirs: Vec::new(), others: Vec::new(), complete: false })))
+    }
+
     #[test]
     fn only_paths_below_a_separate_proxys_mount_are_asked_of_it() {
         let config = config();
@@ -506,18 +539,35 @@ mod tests {
         answers.keep((0, Question::List("other".into())), listing(&[("b.log", 1)], &[]));
         answers.forget(&config, ["/data/logs/b.log", "/data/logs/old", "/home/u/-c"].map(PathBuf::from));
         // No longer every name of `logs` (`b.log` may exist again): the mount lists it.
-        let forgotten = Answer::Listing {
-            files: vec![("a.log".to_string(), 10)],
-            dirs: Vec::new(),
-            others: Vec::new(),
-            complete: false,
-        };
-        assert_eq!(answers.get(&logs), Some(Some(Arc::new(forgotten))));
+        assert_eq!(answers.get(&logs), incomplete(&[("a.log", 10)]));
         // The bytes below `logs/old`, `logs` and the root may have changed; not another directory.
         assert_eq!(answers.get(&(0, Question::SizeBelow("logs".into()))), None);
         assert_eq!(answers.get(&(0, Question::SizeBelow("logs/old".into()))), None);
         assert_eq!(answers.get(&(0, Question::SizeBelow(String::new()))), None);
         assert_eq!(answers.get(&(0, Question::List("other".into()))), Some(listing(&[("b.log", 1)], &[])));
+    }
+
+    #[test]
+    fn what_a_job_left_written_is_taken_into_its_directory_s_listing() {
+        let config = config();
+        let answers = Answers::default();
+        let logs = (0, Question::List("logs".into()));
+        answers.keep(logs.clone(), listing(&[("a.log", 10), ("c.log", 30)], &["b.out"]));
+        answers.forget(&config, ["/data/logs/a.log"].map(PathBuf::from));
+        let file = |path: &str, size| WrittenFile { path: path.to_string(), size };
+        let written = Mutex::new(vec![
+            (0, file("logs/a.log", 11)),
+            (0, file("logs/b.out", 5)),
+            (0, file("logs/b.log", 20)),
+            // No listing of `other` is kept: nothing to add to.
+            (0, file("other/x", 1)),
+        ]);
+        answers.learn(&written);
+        assert!(written.lock().unwrap().is_empty(), "taken");
+        // The job may have made other names: the mount still tells what the listing lacks.
+        let learned = [("a.log", 11), ("b.log", 20), ("b.out", 5), ("c.log", 30)];
+        assert_eq!(answers.get(&logs), incomplete(&learned));
+        assert_eq!(answers.get(&(0, Question::List("other".into()))), None);
     }
 
     #[test]

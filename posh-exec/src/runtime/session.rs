@@ -412,7 +412,8 @@ impl Session {
             }
             _ => None,
         };
-        let caller_of = |fds, env| Caller { fds, cwd: Some(cwd.clone()), env: Some(env), job: job.clone(), seen: None };
+        let caller_of =
+            |fds, env| Caller { fds, cwd: Some(cwd.clone()), env: Some(env), job: job.clone(), ..Caller::default() };
         match super::loops::decode_loop(&args) {
             Ok(None) => {}
             Ok(Some(loop_call)) => {
@@ -465,8 +466,10 @@ impl Session {
                         ended = run => ended,
                     }
                 });
-                // What the pipeline may have written is asked about again.
+                // What the pipeline may have written is asked about again, but for the files
+                // its proxies said it left.
                 self.answers.forget(&self.config, call_paths(&call, &cwd));
+                self.answers.learn(&caller.written);
                 ended
             }
             Err(e) => {
