@@ -136,7 +136,6 @@ fn a_proxy_killed_outright_is_cleaned_up_by_its_next_start() {
 /// element of a pipeline whose other elements bash runs.
 #[test]
 fn ctrl_c_leaves_the_script_where_bash_leaves_it() {
-    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
     let site = Site::new(&[]);
     site.write("data/spin3135", "x\n");
     let spin = "awk 'BEGIN { while (1) ; }' data/spin3135";
@@ -160,36 +159,53 @@ fn ctrl_c_leaves_the_script_where_bash_leaves_it() {
         format!("set -o pipefail\ntrap 'echo trapped' INT\n{spin} | while read -r l; do :; done\necho after $?\n"),
     ];
     let spinning = || Command::new("pgrep").args(["-f", "spin3135"]).stdout(Stdio::null()).status().unwrap().success();
+    // bash itself decides between "killed" and "caught" by the last child it reaps and by when
+    // its own SIGINT lands, which a loaded machine can reorder (`{spin} | true` once went on
+    // under bash where the run beside it did not): a case whose pair differs is run again, and
+    // fails when three pairs all differ.
     for case in &cases {
         site.write("case.sh", case);
-        let mut ends = Vec::new();
-        for shell in ["bash", posh_exec()] {
-            // As a terminal's job: its own process group, SIGINT not ignored (a shell ignores for
-            // good what it was started ignoring).
-            let mut child = site
-                .command("env")
-                .args(["--default-signal=INT", shell, "case.sh"])
-                .stdout(Stdio::piped())
-                .stderr(Stdio::null())
-                .process_group(0)
-                .spawn()
-                .unwrap();
-            wait_until(Duration::from_secs(20), "the spinning awk", spinning);
-            let group = format!("-{}", child.id());
-            assert!(Command::new("kill").args(["-INT", "--", &group]).status().unwrap().success());
-            let mut status = None;
-            wait_until(Duration::from_secs(10), "the shell's end after Ctrl-C", || {
-                status = child.try_wait().unwrap();
-                status.is_some()
-            });
-            let (status, mut stdout) = (status.unwrap(), String::new());
-            std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
-            wait_until(Duration::from_secs(2), "the awk's end", || !spinning());
-            ends.push((stdout, status.code(), status.signal()));
+        for attempt in 1..=3 {
+            let ends = ctrl_c_under_each_shell(&site, &spinning);
+            if ends[0] == ends[1] {
+                break;
+            }
+            assert!(attempt < 3, "bash (left) against posh-exec (right) for:\n{case}\n{:?}\n{:?}", ends[0], ends[1]);
         }
-        assert_eq!(ends[0], ends[1], "bash (left) against posh-exec (right) for:\n{case}");
     }
     assert!(site.proxy_log().contains("spin3135"), "the awk ran at the proxy");
+}
+
+/// `case.sh` under bash, then under posh-exec, each as a terminal's job Ctrl-C'd once its awk
+/// spins: what each printed, and how it ended.
+fn ctrl_c_under_each_shell(site: &Site, spinning: &dyn Fn() -> bool) -> Vec<(String, Option<i32>, Option<i32>)> {
+    use std::os::unix::process::{CommandExt as _, ExitStatusExt as _};
+    let mut ends = Vec::new();
+    for shell in ["bash", posh_exec()] {
+        // As a terminal's job: its own process group, SIGINT not ignored (a shell ignores for
+        // good what it was started ignoring).
+        let mut child = site
+            .command("env")
+            .args(["--default-signal=INT", shell, "case.sh"])
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .process_group(0)
+            .spawn()
+            .unwrap();
+        wait_until(Duration::from_secs(20), "the spinning awk", spinning);
+        let group = format!("-{}", child.id());
+        assert!(Command::new("kill").args(["-INT", "--", &group]).status().unwrap().success());
+        let mut status = None;
+        wait_until(Duration::from_secs(10), "the shell's end after Ctrl-C", || {
+            status = child.try_wait().unwrap();
+            status.is_some()
+        });
+        let (status, mut stdout) = (status.unwrap(), String::new());
+        std::io::Read::read_to_string(&mut child.stdout.take().unwrap(), &mut stdout).unwrap();
+        wait_until(Duration::from_secs(2), "the awk's end", || !spinning());
+        ends.push((stdout, status.code(), status.signal()));
+    }
+    ends
 }
 
 /// A proxy killed while a loop's iterations run there as one request: the pipeline it was
