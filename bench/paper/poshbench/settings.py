@@ -176,7 +176,7 @@ class EmulatedLink:
     def enter(self, link: str) -> dict:
         profile = PROFILES[link]
         self.data.mkdir(parents=True, exist_ok=True)
-        self.netrig("up", "--rtt", str(profile["rtt_ms"]), "--rate", str(profile["rate_mbit"]))
+        self.mounting("up", "--rtt", str(profile["rtt_ms"]), "--rate", str(profile["rate_mbit"]))
         self.link = link
         status = self.netrig("status")
         return {**profile, "rig_status": status.strip().splitlines()}
@@ -236,16 +236,13 @@ class EmulatedLink:
         self.remount(READAHEAD_DEFAULT_KB, as_proxies_user=as_proxies_user)
 
     def remount(self, readahead_kb: int, attempts: int = 3, as_proxies_user: bool = False) -> None:
-        """A fresh sshfs mount. A mount once failed in CI (sshfs's log was not kept), which stopped
-        a whole run for a fault of the rig, not of either system measured: a failed mount is
-        tried again after a pause, each failure quoting the end of sshfs's log.
+        """A fresh sshfs mount, tried again when it fails (`mounting`).
 
         `as_proxies_user`: the mount's file operations are made as the proxies' user, as a
         deployment's are (a user's mount and proxies are one user's): the rig logs sshfs in as
         root, and a directory bash made through that mount was root's, so a job at a proxy could
         not write into it (posh's run of `mkdir -p thumbs` at the client, then the loop's
         `convert` at the proxy, on the datacenter link)."""
-        log = Path(self.env["NETRIG_STATE"]) / "sshfs.log"
         env = {"NETRIG_READAHEAD_KB": str(readahead_kb)}
         # Named either way: netrig's remount keeps the last mount's options unless given others,
         # and an empty value is not one. A mount as root after b's as the proxies' user stayed
@@ -257,9 +254,17 @@ class EmulatedLink:
             user = pwd.getpwnam(PROXY_USER)
             env["NETRIG_SSHFS_OPTS"] = (f"sftp_server=/usr/bin/setpriv --reuid={user.pw_uid} --regid={user.pw_gid} "
                                         f"--clear-groups {server}")
+        self.mounting("remount", env=env, attempts=attempts)
+
+    def mounting(self, *args: str, env: dict | None = None, attempts: int = 3) -> None:
+        """`netrig.sh ARGS`, which mounts sshfs: a failed mount (a fault of the rig, not of either
+        system measured; once in CI at a remount, once here at `up` right after another run's
+        `down`) is tried again after a pause, each failure quoting the end of sshfs's log.
+        netrig's `up` and `remount` both start over where they failed."""
+        log = Path(self.env["NETRIG_STATE"]) / "sshfs.log"
         for attempt in range(1, attempts + 1):
             try:
-                self.netrig("remount", env=env)
+                self.netrig(*args, env=env)
                 return
             except SettingError as e:
                 said = log.read_text(errors="replace").strip().splitlines()[-5:] if log.is_file() else []
