@@ -219,6 +219,12 @@ impl Library {
         })
     }
 
+    /// Whether `argv`, reading standard input, prints only whole lines of it
+    /// ([`Invocation::prints_lines_of_input`]); `false` when no entry fits.
+    pub fn prints_lines_of_input(&self, argv: &[String]) -> bool {
+        self.match_argv(argv).is_ok_and(|invocation| invocation.prints_lines_of_input())
+    }
+
     /// Fits argv to the first entry of its command that accepts it, parsing the entries after it
     /// only when it does not fit.
     pub fn match_argv(&self, argv: &[String]) -> Result<Invocation<'_>, NoMatch> {

@@ -151,7 +151,7 @@ impl crate::values::World for ScriptFiles<'_> {
     }
 
     fn prints_lines_of_input(&self, argv: &[String]) -> bool {
-        self.ctx.library.match_argv(argv).is_ok_and(|invocation| invocation.prints_lines_of_input())
+        self.ctx.library.prints_lines_of_input(argv)
     }
 
     /// The answers depend on the working directory alone (and the file system).

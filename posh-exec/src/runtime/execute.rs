@@ -708,9 +708,8 @@ impl RemoteGroup {
         written.after_job().await;
         match ended {
             Ok(ended) => {
-                let mut written = self.caller.written.lock().unwrap_or_else(|e| e.into_inner());
-                written.extend(ended.written.iter().map(|file| (remote.mount, file.clone())));
-                drop(written);
+                let written = ended.written.iter().map(|file| (remote.mount, file.clone()));
+                self.caller.written.lock().unwrap_or_else(|e| e.into_inner()).extend(written);
                 remote_ends(&self.caller, &self.call, &self.steps, &ended, &broken)
             }
             Err(e) => {
