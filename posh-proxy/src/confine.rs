@@ -9,7 +9,7 @@ use posh_core::annotation::model::ArgType;
 use posh_core::library::Library;
 
 use super::glob::GlobRequest;
-use super::protocol::{JobCommand, MAX_HOME_BYTES, Redirect, Request, VERSION};
+use super::protocol::{JobCommand, MAX_EXPECTED_GLOBS, MAX_HOME_BYTES, Redirect, Request, VERSION, VERSION_EXPECTING};
 
 /// The only `PATH` a command run by the proxy sees.
 pub const PATH: &str = "/usr/local/bin:/usr/bin:/bin";
@@ -69,7 +69,19 @@ pub fn check_version(version: u32) -> Result<(), String> {
     reason = "check-time resolution of the canonical path, which must follow links that stay in the export; every use of what it returns goes through confined_fs, which refuses a link met later"
 )]
 pub fn check_request(root: &Path, request: &Request) -> Result<PathBuf, String> {
-    check_version(request.version)?;
+    match (request.version, request.expect_globs.len()) {
+        (VERSION_EXPECTING, 1..=MAX_EXPECTED_GLOBS) => {
+            for expected in &request.expect_globs {
+                expected.glob.check()?;
+            }
+        }
+        (VERSION_EXPECTING, 0) => return Err(format!("a request of version {VERSION_EXPECTING} expects no glob")),
+        (VERSION_EXPECTING, n) => {
+            return Err(format!("a request expecting {n} globs (at most {MAX_EXPECTED_GLOBS})"));
+        }
+        (version, 0) => check_version(version)?,
+        (version, _) => return Err(format!("a request of version {version} expecting globs")),
+    }
     match (&request.glob, request.commands.is_empty()) {
         (None, true) => return Err("a job without commands".to_string()),
         (Some(_), false) => return Err("a glob request with commands".to_string()),
@@ -332,6 +344,27 @@ pub fn resolve(root: &Path, base: &Path, path: &str) -> Result<PathBuf, String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// A job whose globs must expand as expected says so by its version: one that says it
+    /// without expecting any, or expects some under the plain version (which an older proxy
+    /// would run unconditioned), is refused, and so is an expected glob a glob request would be.
+    #[test]
+    fn a_job_expecting_globs_says_so_by_its_version() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = std::fs::canonicalize(dir.path()).unwrap();
+        let glob = GlobRequest { patterns: vec!["*.log".into()], ..GlobRequest::default() };
+        let expected = crate::glob::ExpectedGlob::new(String::new(), glob.clone(), &[vec![]]);
+        let job = |version, expect_globs| Request { version, expect_globs, ..Request::new(&["cat", "a.log"]) };
+        assert!(check_request(&root, &job(VERSION, Vec::new())).is_ok());
+        assert!(check_request(&root, &job(VERSION_EXPECTING, vec![expected.clone()])).is_ok());
+        assert!(check_request(&root, &job(VERSION_EXPECTING, Vec::new())).unwrap_err().contains("expects no glob"));
+        assert!(check_request(&root, &job(VERSION, vec![expected.clone()])).unwrap_err().contains("expecting globs"));
+        let many = vec![expected.clone(); MAX_EXPECTED_GLOBS + 1];
+        assert!(check_request(&root, &job(VERSION_EXPECTING, many)).unwrap_err().contains("at most"));
+        let bad = GlobRequest { options: vec!["xpg_echo".into()], ..glob };
+        let bad = crate::glob::ExpectedGlob { glob: bad, ..expected };
+        assert!(check_request(&root, &job(VERSION_EXPECTING, vec![bad])).unwrap_err().contains("xpg_echo"));
+    }
 
     #[test]
     fn commands_that_read_file_names_from_input_are_refused() {

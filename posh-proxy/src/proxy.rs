@@ -15,6 +15,7 @@ use rustls::server::danger::{ClientCertVerified, ClientCertVerifier};
 use tokio::io::BufReader;
 use tokio::sync::{Semaphore, watch};
 
+use super::glob::ExpectedGlob;
 use super::identity::{Identity, fingerprint};
 use super::jobs_dir::JobsDir;
 use super::journal::Journal;
@@ -649,7 +650,7 @@ async fn handle_sequence(
         return refuse(send, recv.get_mut(), why).await;
     }
     let peers = |r: &Request| r.peer_output.is_some() || !r.peer_inputs.is_empty() || !r.peer_stdin.is_empty();
-    if sequence.sequence.iter().any(|r| r.glob.is_some()) {
+    if sequence.sequence.iter().any(|r| r.glob.is_some() || !r.expect_globs.is_empty()) {
         return refuse(send, recv.get_mut(), "a glob request in a sequence".into()).await;
     }
     if sequence.sequence.iter().any(peers) {
@@ -814,6 +815,53 @@ async fn run_in_sequence(
     Ok(ended)
 }
 
+/// Whether each of `expected` (a job's condition, `Request::expect_globs`) expands here, now, to
+/// the names the client planned the job with: its glob runs as a glob request's would (the
+/// proxy's own script, checked, in the job's sandbox, in a directory of its own), one after
+/// another, and its answer is compared with the one expected. An error: one could not run.
+async fn globs_as_expected(shared: &Shared, client: &str, expected: &[ExpectedGlob]) -> Result<bool, String> {
+    for expected in expected {
+        let request = Request {
+            version: protocol::VERSION,
+            cwd: expected.cwd.clone(),
+            glob: Some(expected.glob.clone()),
+            ..Request::default()
+        };
+        let cwd = confine::check_request(&shared.config.export, &request)?;
+        let checked = confine::check_glob(&expected.glob)?;
+        let tmp =
+            shared.config.jobs.new_job(client, None).map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+        let place =
+            job::JobPlace { export: &shared.config.export, cwd: &cwd, dir: &tmp, journal: &shared.config.journal };
+        // Its input ends at once; its output framed into memory, as a job's to its client.
+        let (mut input, mut job_input) = tokio::io::duplex(64);
+        let ended_input = protocol::write_frame(&mut input, protocol::TAG_STDIN_END, &[]).await;
+        ended_input.map_err(|e| format!("the glob's input: {e}"))?;
+        let mut frames = Vec::new();
+        let kill = shared.kill.clone();
+        let options = job::JobOptions::of(&request);
+        let ended = job::run(&place, &[checked], options, &mut job_input, &mut frames, job::PeerEnds::default(), kill)
+            .await
+            .map_err(|e| format!("the glob's bash: {e:#}"))?;
+        let status = ended.commands.first().map_or(-1, Exit::status);
+        let mut stdout = Vec::new();
+        let mut reader = &frames[..];
+        while let Some((tag, payload)) = protocol::read_frame(&mut reader).await.map_err(|e| e.to_string())? {
+            if tag == protocol::TAG_STDOUT {
+                stdout.extend(payload);
+            }
+        }
+        if status != 0 {
+            return Err(format!("the glob's bash ended with status {status}"));
+        }
+        if !expected.is_met_by(&stdout) {
+            tracing::info!("a glob in {:?} expands to other names than expected", expected.cwd);
+            return Ok(false);
+        }
+    }
+    Ok(true)
+}
+
 async fn handle_job(
     mut send: quinn::SendStream,
     mut recv: BufReader<quinn::RecvStream>,
@@ -835,6 +883,11 @@ async fn handle_job(
         Ok(cwd) => cwd,
         Err(e) => return refuse(send, recv.get_mut(), e).await,
     };
+    match globs_as_expected(shared, client, &request.expect_globs).await {
+        Ok(true) => {}
+        Ok(false) => return refuse(send, recv.get_mut(), protocol::GLOBS_DIFFER.to_string()).await,
+        Err(e) => return refuse(send, recv.get_mut(), e).await,
+    }
     // Each job gets its own temporary directory (sort spills there), the only writable place
     // outside the export; the sandbox confines the commands to both.
     let mut tmp = match shared.config.jobs.new_job(client, request.view.as_deref()) {

@@ -84,6 +84,52 @@ impl GlobRequest {
     }
 }
 
+/// A job's condition (`Request::expect_globs`): the client planned the job with names it
+/// predicted for these patterns from a listing it kept, and the job runs only if bash at the
+/// proxy, expanding them in `cwd` (relative to the export root) now, answers exactly those
+/// names: the answer [`SCRIPT`] writes hashes to `sha256`. Otherwise the proxy refuses the job
+/// ([`crate::protocol::GLOBS_DIFFER`]) and the client asks the names and plans again: the names
+/// a job runs with are always bash's, and a right guess saves the round trip of asking first.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ExpectedGlob {
+    #[serde(default)]
+    pub cwd: String,
+    pub glob: GlobRequest,
+    /// The SHA-256 of the expected answer ([`answer_text`]), in lower-case hex.
+    pub sha256: String,
+}
+
+impl ExpectedGlob {
+    /// Expects `answer` (the names of each of `glob`'s patterns) in `cwd`.
+    pub fn new(cwd: String, glob: GlobRequest, answer: &[Vec<Vec<u8>>]) -> ExpectedGlob {
+        ExpectedGlob { cwd, glob, sha256: digest(&answer_text(answer)) }
+    }
+
+    /// Whether [`SCRIPT`]'s `output` is the answer expected.
+    pub fn is_met_by(&self, output: &[u8]) -> bool {
+        digest(output) == self.sha256
+    }
+}
+
+/// [`SCRIPT`]'s output for `answer`: what [`read_answer`] reads back.
+pub fn answer_text(answer: &[Vec<Vec<u8>>]) -> Vec<u8> {
+    let mut text = Vec::new();
+    for names in answer {
+        text.extend(names.len().to_string().bytes());
+        text.push(0);
+        for name in names {
+            text.extend(name);
+            text.push(0);
+        }
+    }
+    text
+}
+
+fn digest(bytes: &[u8]) -> String {
+    let digest = ring::digest::digest(&ring::digest::SHA256, bytes);
+    digest.as_ref().iter().map(|b| format!("{b:02x}")).collect()
+}
+
 /// The names each of `patterns` patterns matched, read from [`SCRIPT`]'s output; an error when
 /// the output is not that.
 pub fn read_answer(output: &[u8], patterns: usize) -> Result<Vec<Vec<Vec<u8>>>, String> {
@@ -119,6 +165,18 @@ mod tests {
         assert!(read_answer(output, 4).is_err());
         assert!(read_answer(b"1\0a\0extra\0", 1).is_err());
         assert!(read_answer(b"x\0", 1).is_err());
+    }
+
+    #[test]
+    fn an_expected_answer_is_met_by_that_output_alone() {
+        let answer = vec![vec![b"a b".to_vec(), b"c\nd".to_vec()], vec![], vec![b"e".to_vec()]];
+        let text = answer_text(&answer);
+        assert_eq!(text, b"2\0a b\0c\nd\x000\x001\0e\0");
+        assert_eq!(read_answer(&text, 3).unwrap(), answer);
+        let request = GlobRequest { patterns: vec!["*".into(); 3], ..GlobRequest::default() };
+        let expected = ExpectedGlob::new(String::new(), request, &answer);
+        assert!(expected.is_met_by(&text));
+        assert!(!expected.is_met_by(b"2\0a b\0c\nd\x000\x000\0"));
     }
 
     #[test]

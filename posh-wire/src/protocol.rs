@@ -10,6 +10,15 @@ use tokio::io::{AsyncBufRead, AsyncBufReadExt, AsyncRead, AsyncReadExt, AsyncWri
 pub const ALPN: &[u8] = b"posh/1";
 /// The request version this code speaks (3: streams between proxies).
 pub const VERSION: u32 = 4;
+/// The version of a request whose job runs only if its globs expand as the client expects
+/// (`Request::expect_globs`): a proxy that speaks only [`VERSION`] refuses it rather than run
+/// the job unconditioned.
+pub const VERSION_EXPECTING: u32 = 5;
+/// The most globs one job may expect (each is a bash run at the proxy before the job starts).
+pub const MAX_EXPECTED_GLOBS: usize = 16;
+/// The reason a proxy refuses a job whose expected globs expand otherwise
+/// (`Request::expect_globs`).
+pub const GLOBS_DIFFER: &str = "the globs expand to other names than the job was planned with";
 /// The longest request or header line accepted, newline included.
 pub const MAX_LINE: usize = 1 << 20;
 /// The most a command's home (`JobCommand::home`) holds, in bytes: a user's configuration, not
@@ -135,6 +144,11 @@ pub struct Request {
     /// (it has no commands), and the client expands them itself.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub glob: Option<crate::glob::GlobRequest>,
+    /// With `commands` (and [`VERSION_EXPECTING`]): the job runs only if each of these globs
+    /// expands at the proxy, now, to the names the client planned it with; otherwise the proxy
+    /// refuses it with [`GLOBS_DIFFER`] (see [`crate::glob::ExpectedGlob`]).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub expect_globs: Vec<crate::glob::ExpectedGlob>,
 }
 
 /// How a job joins the outputs it fetches as its first command's input (`Request::peer_stdin`):

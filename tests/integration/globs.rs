@@ -64,6 +64,26 @@ fn globs_over_a_mount_are_listed_at_its_proxy() {
     assert_eq!(globs.len(), 1, "{records:?}");
     assert_eq!((globs[0]["pattern"].as_str(), globs[0]["at"].as_str()), (Some("logs/*.log"), Some("logs")));
     assert_eq!(globs[0]["names"], 2);
+    // Guessed from the listing the script's plan asked, and confirmed by the proxy in the job:
+    // no question before the job.
+    assert_eq!(globs[0]["predicted"], true, "{records:?}");
+}
+
+/// A guess the proxy does not confirm runs nothing: a file added to the export after the run
+/// listed it (by the script itself, at the proxy's side, as another user would) is not in the
+/// listing the run keeps, so the names are asked and the pipeline planned again with bash's.
+#[test]
+fn a_guess_the_proxy_does_not_confirm_is_asked_again() {
+    let site = Site::new(None);
+    let export = site.root.path().join("export");
+    let script = format!("echo 'SLOW c' > {}/c.log\ncat logs/*.log | grep SLOW | wc -l\n", export.display());
+    std::fs::write(site.root.path().join("client/case.sh"), script).expect("write");
+    let (output, records) = site.run();
+    assert_eq!(output, "3", "the proxy has three logs now; records: {records:?}");
+    let globs = globs(&records);
+    assert_eq!(globs.len(), 1, "one record, of the run that ran: {records:?}");
+    assert_eq!((globs[0]["at"].as_str(), &globs[0]["names"]), (Some("logs"), &serde_json::json!(3)), "{records:?}");
+    assert_eq!(globs[0].get("predicted"), None, "{records:?}");
 }
 
 /// No proxy answers: bash expands the glob at the client, and `--stats` says why.

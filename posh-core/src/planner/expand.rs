@@ -188,6 +188,29 @@ impl Pattern {
     }
 }
 
+/// The names of `names` (a directory's) that the one-component `pattern` matches, sorted in
+/// byte order, as bash matches an unquoted pattern under `LC_ALL=C` without `dotglob`,
+/// `extglob` or `nocaseglob`; `None` for a pattern this matcher does not take (quoting,
+/// expansions, a `/`, a parenthesis, a character class by name). A guess to be checked: the
+/// runtime plans with it only where bash at the proxy confirms it before the job runs.
+pub fn names_matching(pattern: &str, names: &[String]) -> Option<Vec<String>> {
+    if pattern.contains(['\'', '"', '\\', '/', '(', ')']) || pattern.contains("[:") || pattern.contains("[=") {
+        return None;
+    }
+    let parsed = Pattern::parse(pattern)?;
+    let [component] = &parsed.components[..] else { return None };
+    let hidden_ok = matches!(component.first(), Some(Piece::Char('.')));
+    let mut found: Vec<String> = names
+        .iter()
+        .filter(|name| {
+            (hidden_ok || !name.starts_with('.')) && *name != "." && *name != ".." && matches(component, name)
+        })
+        .cloned()
+        .collect();
+    found.sort();
+    Some(found)
+}
+
 fn matches(pattern: &[Piece], name: &str) -> bool {
     let name: Vec<char> = name.chars().collect();
     matches_chars(pattern, &name)
@@ -253,6 +276,18 @@ mod tests {
 
     fn words(list: &[&str]) -> Expanded {
         Expanded::Words(list.iter().map(|s| s.to_string()).collect())
+    }
+
+    #[test]
+    fn names_match_as_bash_matches_them() {
+        let names: Vec<String> = ["b.log", "a.log", ".h.log", "c.txt", "a[1].log"].map(String::from).to_vec();
+        assert_eq!(names_matching("*.log", &names).unwrap(), ["a.log", "a[1].log", "b.log"]);
+        assert_eq!(names_matching(".*", &names).unwrap(), [".h.log"]);
+        assert_eq!(names_matching("[ab].log", &names).unwrap(), ["a.log", "b.log"]);
+        assert_eq!(names_matching("[!a]*", &names).unwrap(), ["b.log", "c.txt"]);
+        for unsure in ["logs/*.log", "'*'.log", "[[:alpha:]]*", "$x*", "@(a|b).log"] {
+            assert_eq!(names_matching(unsure, &names), None, "{unsure}");
+        }
     }
 
     #[test]

@@ -28,7 +28,7 @@ use crate::fs::FileSystem;
 use crate::library::Library;
 use crate::shell::{Context, ForLoop, Pipeline, Script};
 
-pub use expand::{Expanded, expand_word};
+pub use expand::{Expanded, expand_word, names_matching};
 pub(crate) use expand::{Piece, matches_chars};
 use loops::LOOP_WORD_SPECIALS;
 pub use loops::{

@@ -7,7 +7,9 @@ use std::os::fd::{AsFd as _, OwnedFd};
 use std::sync::Arc;
 
 use posh_core::annotation::MergeKind;
-use posh_exec::remote::protocol::{Joined, PeerInput, PeerOutput, PeerSource, Request, SendFiles, SentFile, VERSION};
+use posh_exec::remote::protocol::{
+    GLOBS_DIFFER, Joined, PeerInput, PeerOutput, PeerSource, Request, SendFiles, SentFile, VERSION, VERSION_EXPECTING,
+};
 use posh_exec::remote::{Connection, StartError, Traffic};
 use posh_wire::measure::IoCount;
 
@@ -198,6 +200,10 @@ pub async fn execute_with_statuses(
 
     let joined_at_client = std::mem::take(&mut started.joined_at_client);
     let (mut ends, merges) = started.wait().await;
+    if caller.expected.as_ref().is_some_and(|expected| expected.unmet()) {
+        // Nothing ran: the call is planned again, and that run is the one recorded.
+        return (0, Vec::new());
+    }
     ends.sort_by_key(|end| (end.command, end.copy));
     let mut statuses: Vec<Vec<i32>> = vec![Vec::new(); call.commands.len()];
     for end in &ends {
@@ -538,6 +544,8 @@ struct NotTaken {
     /// The connection was lost: warned about, as a proxy out of reach is (a busy or refusing
     /// proxy is said in `--stats` only, see `progress::notice`).
     lost: bool,
+    /// Refused for [`GLOBS_DIFFER`]: the names the job was planned with are not bash's now.
+    globs_differ: bool,
 }
 
 impl NotTaken {
@@ -589,13 +597,28 @@ impl RemoteGroup {
     }
 
     async fn run(self) -> Statuses {
+        // Its words were guessed: it runs at its proxy, which confirms them, or not at all.
+        let expected = self.caller.expected.clone().filter(|expected| expected.mount == self.mount());
         let Some((connection, source_connections)) = self.connections().await else {
+            if let Some(expected) = expected {
+                expected.set_unmet();
+                return Vec::new();
+            }
             let mount = &self.session.config.mounts[self.mount()].name;
             let why = format!("run at the client: no connection to a proxy it needs (mount {mount})");
             return self.run_here(why).await;
         };
         match self.start(&connection, &source_connections, Links::default()).await {
             Ok(running) => self.finish(running).await,
+            Err(not_taken) if expected.is_some() => {
+                if !not_taken.proxy_unavailable && !not_taken.globs_differ {
+                    // A proxy that does not take a job's condition (an older one) is not asked
+                    // to check a guess again.
+                    self.session.stop_predicting();
+                }
+                expected.expect("just matched").set_unmet();
+                Vec::new()
+            }
             Err(not_taken) => {
                 if not_taken.lost {
                     self.caller.warn(&not_taken.running_at_the_client());
@@ -648,6 +671,10 @@ impl RemoteGroup {
             peer_stdin_joined: links.joined,
             ..job_request(&self.call, &self.steps, self.stderr_with_stdout)
         };
+        if let Some(expected) = self.caller.expected.as_ref().filter(|expected| expected.mount == remote.mount) {
+            request.version = VERSION_EXPECTING;
+            request.expect_globs = expected.globs.clone();
+        }
         let mut sources = Vec::with_capacity(source_connections.len());
         for ((mount, inputs), source) in self.streamed_by_mount().into_iter().zip(source_connections) {
             let tokens: Vec<String> = inputs.iter().map(|_| random_token()).collect();
@@ -663,7 +690,13 @@ impl RemoteGroup {
                     cancel_sources(sources).await;
                     let mount = self.session.config.mounts[mount].name.clone();
                     let lost = matches!(e, StartError::Lost(_));
-                    return Err(NotTaken { what: e.to_string(), mount, proxy_unavailable: true, lost });
+                    return Err(NotTaken {
+                        what: e.to_string(),
+                        mount,
+                        proxy_unavailable: true,
+                        lost,
+                        globs_differ: false,
+                    });
                 }
             };
             let (addr, fingerprint) = (source.addr().to_string(), source.fingerprint().to_string());
@@ -676,7 +709,9 @@ impl RemoteGroup {
         let cwd = self.caller.cwd.as_deref();
         let seen = self.caller.seen.clone();
         let written = Written::before_job(self.session.library(), &self.call, &self.steps, cwd, seen).await;
-        let (what, proxy_unavailable, lost) = match connection.start(&request, &self.traffic).await {
+        let started = connection.start(&request, &self.traffic).await;
+        let globs_differ = matches!(&started, Err(StartError::Refused { reason, .. }) if reason == GLOBS_DIFFER);
+        let (what, proxy_unavailable, lost) = match started {
             Ok(job) => return Ok(Running { job, sources, written, working }),
             Err(e) if e.is_busy() => (format!("proxy {} is busy", connection.addr()), true, false),
             Err(e @ StartError::Refused { .. }) => (e.to_string(), false, false),
@@ -684,7 +719,7 @@ impl RemoteGroup {
         };
         // Their slots are free again when this group is asked again (or runs elsewhere).
         cancel_sources(sources).await;
-        Err(NotTaken { what, mount: mount.name.clone(), proxy_unavailable, lost })
+        Err(NotTaken { what, mount: mount.name.clone(), proxy_unavailable, lost, globs_differ })
     }
 
     /// Streams the group's input and output until its job and the jobs streaming to it end.
@@ -986,6 +1021,7 @@ fn no_connection(group: &RemoteGroup) -> NotTaken {
         mount: group.session.config.mounts[group.mount()].name.clone(),
         proxy_unavailable: true,
         lost: false,
+        globs_differ: false,
     }
 }
 

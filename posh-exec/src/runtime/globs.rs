@@ -14,7 +14,8 @@ use std::path::{Path, PathBuf};
 use posh_core::config::Config;
 use posh_core::planner::globs::{listed_dir, split_pattern};
 use posh_exec::remote::protocol::{self, Request};
-use posh_wire::glob::{self, GlobRequest};
+use posh_wire::glob::{self, ExpectedGlob, GlobRequest};
+use std::sync::atomic::{AtomicBool, Ordering};
 
 use super::PipelineCall;
 
@@ -86,6 +87,9 @@ pub struct GlobEnd {
     pub names: usize,
     /// Why at the client, when a proxy was meant to.
     pub why: Option<String>,
+    /// Guessed from a listing the run kept, and confirmed by the proxy before the job ran
+    /// (see [`predict`]), rather than asked first.
+    pub predicted: bool,
 }
 
 /// Where one pattern is expanded.
@@ -152,8 +156,133 @@ where
     F: Fn(usize, Request) -> Fut,
     Fut: std::future::Future<Output = Result<Vec<Vec<Vec<u8>>>, String>>,
 {
+    let batches = batches(call, config, cwd);
+    // Every mount's batch asked at once: asked one after another, a pipeline over 100 mounts
+    // waited 100 round trips (and a bash started at each proxy) before it began.
+    let asked = batches.iter().map(|batch| async {
+        let (Some(mount), Some(config), None) = (batch.mount, config, &batch.why_here) else {
+            return Answered { names: None, at: None, why: batch.why_here.clone(), predicted: false };
+        };
+        let request = Request {
+            version: protocol::VERSION,
+            cwd: batch.dir.clone(),
+            glob: Some(batch.request.clone()),
+            ..Request::default()
+        };
+        let name = config.mounts[mount].name.clone();
+        let (names, at, why) = match at_proxy(mount, request).await {
+            Ok(names) if names.len() == batch.words.len() => (Some(names), Some(name), None),
+            Ok(_) => (None, None, Some(format!("the proxy of @{name} answered another number of patterns"))),
+            Err(e) => (None, None, Some(format!("the proxy of @{name}: {e}"))),
+        };
+        Answered { names, at, why, predicted: false }
+    });
+    let answers = futures_util::future::join_all(asked).await;
+    substitute(call, batches, answers);
+}
+
+/// A call's globs as [`predict`] guessed them: the proxy of `mount` checks them before the job.
+#[derive(Debug)]
+pub struct Expected {
+    pub mount: usize,
+    pub globs: Vec<ExpectedGlob>,
+    /// The proxy did not run the job (the names differ, or it could not check them): nothing
+    /// of the call ran, and it is planned again with the names asked.
+    unmet: AtomicBool,
+}
+
+impl Expected {
+    pub fn unmet(&self) -> bool {
+        self.unmet.load(Ordering::Relaxed)
+    }
+
+    pub fn set_unmet(&self) {
+        self.unmet.store(true, Ordering::Relaxed);
+    }
+}
+
+/// Expands the globs of `call` in place with the names `listed` (mount index, directory relative
+/// to the mount's path) gives of a directory, when every pattern lists a directory of one mount
+/// with a proxy, of which the run keeps a whole listing, in a glob state this guess knows
+/// (`names_matching`: no `dotglob`, `extglob`, `nocaseglob`, `globstar` or `GLOBIGNORE`, a
+/// collation that sorts bytes). Returns what the proxy must confirm, or `None`, the call as it
+/// was: the call is planned with the guess, and its job runs only if the proxy's bash expands
+/// the same names ([`ExpectedGlob`]); otherwise it is planned again with the names asked
+/// ([`expand`]). A right guess saves the round trip of asking before planning.
+pub fn predict(
+    call: &mut PipelineCall,
+    config: &Config,
+    cwd: &Path,
+    listed: impl Fn(usize, &str) -> Option<Vec<String>>,
+) -> Option<Expected> {
+    let batches = batches(call, Some(config), cwd);
+    let mount = batches.first()?.mount?;
+    let mut globs = Vec::with_capacity(batches.len());
+    let mut answers = Vec::with_capacity(batches.len());
+    for batch in &batches {
+        if batch.mount != Some(mount) || batch.why_here.is_some() || !guessable(&batch.request) {
+            return None;
+        }
+        let mut names = Vec::with_capacity(batch.request.patterns.len());
+        for ((c, index, _), pattern) in batch.words.iter().zip(&batch.request.patterns) {
+            let word = call.commands[*c].globs.iter().find(|(i, _)| i == index).map(|(_, w)| w)?;
+            let (dir, last) = match pattern.rsplit_once('/') {
+                Some((dir, last)) if dir.split('/').all(|c| !c.is_empty() && c != "." && c != "..") => (dir, last),
+                Some(_) => return None,
+                None => ("", pattern.as_str()),
+            };
+            if dir.contains(['*', '?', '['])
+                || (last.starts_with('.') && !batch.request.options.iter().any(|o| o == "globskipdots"))
+            {
+                return None;
+            }
+            let listed_dir =
+                [batch.dir.as_str(), dir].iter().filter(|d| !d.is_empty()).copied().collect::<Vec<_>>().join("/");
+            let matched = posh_core::planner::names_matching(last, &listed(mount, &listed_dir)?)?;
+            // What bash makes of no match is the client's to decide, but `failglob` stops the
+            // command: such a guess is not worth a job.
+            if matched.is_empty() && word.failglob {
+                return None;
+            }
+            let shown =
+                |name: String| if dir.is_empty() { name.into_bytes() } else { format!("{dir}/{name}").into_bytes() };
+            names.push(matched.into_iter().map(shown).collect::<Vec<_>>());
+        }
+        if globs.len() == protocol::MAX_EXPECTED_GLOBS {
+            return None;
+        }
+        globs.push(ExpectedGlob::new(batch.dir.clone(), batch.request.clone(), &names));
+        let at = Some(config.mounts[mount].name.clone());
+        answers.push(Answered { names: Some(names), at, why: None, predicted: true });
+    }
+    substitute(call, batches, answers);
+    Some(Expected { mount, globs, unmet: AtomicBool::new(false) })
+}
+
+/// Whether [`predict`]'s matcher expands patterns as bash does in `request`'s glob state.
+fn guessable(request: &GlobRequest) -> bool {
+    let bytewise = |value: &String| matches!(value.as_str(), "" | "C" | "POSIX") || value.starts_with("C.");
+    let collation =
+        ["LC_ALL", "LC_COLLATE", "LANG"].iter().find_map(|name| request.locale.get(*name).filter(|v| !v.is_empty()));
+    request.globignore.is_empty()
+        && request.options.iter().all(|o| o == "globasciiranges" || o == "globskipdots")
+        && collation.is_none_or(bytewise)
+}
+
+/// One batch's names, and where they came from.
+struct Answered {
+    /// Per pattern; `None`: bash expands them here.
+    names: Option<Vec<Vec<Vec<u8>>>>,
+    /// The mount whose proxy answered (or is to confirm them).
+    at: Option<String>,
+    /// Why here, when a proxy was meant to answer.
+    why: Option<String>,
+    predicted: bool,
+}
+
+/// The batches of `call`'s globs: per listed directory and glob state.
+fn batches(call: &PipelineCall, config: Option<&Config>, cwd: &Path) -> Vec<Batch> {
     let mut batches: Vec<Batch> = Vec::new();
-    let mut expanded: BTreeMap<(usize, usize), Vec<OsString>> = BTreeMap::new();
     for (c, command) in call.commands.iter().enumerate() {
         for (index, word) in &command.globs {
             if word.noglob {
@@ -185,29 +314,15 @@ where
             batch.words.push((c, *index, place.prefix.to_string()));
         }
     }
-    // Every mount's batch asked at once: asked one after another, a pipeline over 100 mounts
-    // waited 100 round trips (and a bash started at each proxy) before it began.
-    let asked = batches.iter().map(|batch| async {
-        let (Some(mount), Some(config), None) = (batch.mount, config, &batch.why_here) else {
-            return (None, None, batch.why_here.clone());
-        };
-        let request = Request {
-            version: protocol::VERSION,
-            cwd: batch.dir.clone(),
-            glob: Some(batch.request.clone()),
-            ..Request::default()
-        };
-        let name = config.mounts[mount].name.clone();
-        match at_proxy(mount, request).await {
-            Ok(names) if names.len() == batch.words.len() => (Some(names), Some(name), None),
-            Ok(_) => (None, None, Some(format!("the proxy of @{name} answered another number of patterns"))),
-            Err(e) => (None, None, Some(format!("the proxy of @{name}: {e}"))),
-        }
-    });
-    let answers = futures_util::future::join_all(asked).await;
+    batches
+}
+
+/// Puts each batch's names (bash's here where a batch has none) in place of its words.
+fn substitute(call: &mut PipelineCall, batches: Vec<Batch>, answers: Vec<Answered>) {
+    let mut expanded: BTreeMap<(usize, usize), Vec<OsString>> = BTreeMap::new();
     let mut ends = Vec::new();
-    for (batch, (answer, at, why)) in batches.into_iter().zip(answers) {
-        let answer = answer.map_or_else(|| expand_here(&batch.request, &batch.here), Ok).unwrap_or_else(|e| {
+    for (batch, Answered { names, at, why, predicted }) in batches.into_iter().zip(answers) {
+        let answer = names.map_or_else(|| expand_here(&batch.request, &batch.here), Ok).unwrap_or_else(|e| {
             // bash cannot list the directory here either: to bash that is no match.
             tracing::debug!("glob at the client: {e}");
             vec![Vec::new(); batch.words.len()]
@@ -220,6 +335,7 @@ where
                 mount: at.clone(),
                 names: names.len(),
                 why: why.clone(),
+                predicted,
             });
             let words = names
                 .into_iter()

@@ -34,6 +34,9 @@ pub struct Caller {
     /// What the proxies said the call's jobs left written (mount, file), for the run's kept
     /// listings once the call is done ([`Answers::learn`](super::metadata::Answers::learn)).
     pub written: std::sync::Arc<std::sync::Mutex<Vec<(usize, posh_exec::remote::protocol::WrittenFile)>>>,
+    /// The call's globs were guessed ([`super::globs::predict`]): its job at that mount's proxy
+    /// asks the proxy to confirm them, and runs nowhere else.
+    pub expected: Option<std::sync::Arc<super::globs::Expected>>,
 }
 
 /// See [`Caller::job`].
@@ -59,6 +62,7 @@ impl Caller {
             job: self.job.clone(),
             seen: self.seen.clone(),
             written: self.written.clone(),
+            expected: self.expected.clone(),
         }
     }
 

@@ -55,6 +55,12 @@ impl Answers {
         kept.get(key).filter(|k| k.at.elapsed() < LIFETIME).map(|k| k.answer.clone())
     }
 
+    /// Every name of the directory `dir` (relative to mount `mount`'s path), from a whole
+    /// listing its proxy gave and the run keeps; `None` when it keeps none.
+    pub fn names_in(&self, mount: usize, dir: &str) -> Option<Vec<String>> {
+        names_of(&*self.get(&(mount, Question::List(dir.to_string())))??)
+    }
+
     /// Whether the answer to `key` the run keeps came at `since` or later.
     fn kept_since(&self, key: &(usize, Question), since: Instant) -> bool {
         let kept = self.0.lock().unwrap_or_else(|e| e.into_inner());

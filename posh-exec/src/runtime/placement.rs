@@ -97,6 +97,18 @@ impl Unit {
     }
 }
 
+/// The mount whose proxy runs the whole of `units` as one job, if one does: a single unit, not
+/// split, every step at that proxy in one working directory and view.
+pub fn one_job_at(units: &[Unit]) -> Option<usize> {
+    let [unit] = units else { return None };
+    let [steps] = &unit.lanes[..] else { return None };
+    let first = steps.first()?.remote.as_ref()?;
+    let at_first = |step: &Step| {
+        step.remote.as_ref().is_some_and(|r| (r.mount, &r.cwd, &r.view) == (first.mount, &first.cwd, &first.view))
+    };
+    (unit.fan_in.is_none() && steps.iter().all(at_first)).then_some(first.mount)
+}
+
 /// Plans `call` run in `cwd`, with what `fs` tells of the files: its units, and the plan they
 /// follow (`None` when nothing could be planned). Every command runs at the client when bash's
 /// words cannot be planned (words that are not UTF-8, say). `pipelines_per_call` share the

@@ -102,6 +102,9 @@ pub struct Session {
     pub(super) runtime: tokio::runtime::Handle,
     /// Pipelines handed over and not yet answered.
     in_flight: tokio::sync::watch::Sender<usize>,
+    /// Calls' globs are guessed from kept listings and confirmed by the proxy in the job
+    /// (`globs::predict`), until a proxy refuses such a job for another reason than the names.
+    predicting: std::sync::atomic::AtomicBool,
 }
 
 impl Session {
@@ -371,6 +374,51 @@ impl Session {
         })
     }
 
+    /// No call's globs are guessed from now on (see `globs::predict`).
+    pub fn stop_predicting(&self) {
+        self.predicting.store(false, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Plans `call` (its globs still words, if it has any) in `cwd`: its globs guessed from the
+    /// listings the run keeps when `predict` and the plan puts the whole call in one job at
+    /// the proxy that lists them, which then confirms them (the call's `Expected`); otherwise
+    /// asked of the proxies first.
+    fn plan_call(
+        &self,
+        mut call: super::PipelineCall,
+        cwd: &std::path::Path,
+        env: &[(std::ffi::OsString, std::ffi::OsString)],
+        redirected: &[std::path::PathBuf],
+        predict: bool,
+    ) -> Planned {
+        let planning = metadata::Planning::new(self);
+        let place = |call: &super::PipelineCall, planning: &metadata::Planning<'_>| {
+            planning.prefetch(call_paths(call, cwd));
+            placement::place(&self.library, &self.config, &self.ratios, call, cwd, env, planning, 1).1
+        };
+        if call.commands.iter().all(|c| c.globs.is_empty()) {
+            let units = place(&call, &planning);
+            return Planned { call, units, asked: planning.into_traffic(), expected: None };
+        }
+        if predict && self.predicting.load(std::sync::atomic::Ordering::Relaxed) {
+            let mut guessed = call.clone();
+            let listed = |mount: usize, dir: &str| self.answers.names_in(mount, dir);
+            if let Some(expected) = super::globs::predict(&mut guessed, &self.config, cwd, listed) {
+                // (Asks only for a directory whose kept listing lacks a name written to.)
+                self.runtime.block_on(planning.list_beside(redirected.to_vec()));
+                let units = place(&guessed, &planning);
+                if placement::one_job_at(&units) == Some(expected.mount) {
+                    let expected = Some(Arc::new(expected));
+                    return Planned { call: guessed, units, asked: planning.into_traffic(), expected };
+                }
+            }
+        }
+        let globs = self.expand_globs(&mut call, cwd);
+        self.runtime.block_on(futures_util::future::join(globs, planning.list_beside(redirected.to_vec())));
+        let units = place(&call, &planning);
+        Planned { call, units, asked: planning.into_traffic(), expected: None }
+    }
+
     /// Has the mounts' proxies expand the call's globs (`globs`), each mount's in one request.
     async fn expand_globs(&self, call: &mut super::PipelineCall, cwd: &std::path::Path) {
         let at_proxy = |mount: usize, request: posh_exec::remote::protocol::Request| async move {
@@ -428,8 +476,9 @@ impl Session {
                 return;
             }
         }
+        let mut caller = caller_of(fds, env.clone());
         let call = decode(&args).map(|mut call| {
-            let planning = metadata::Planning::new(self);
+            colour_as_on_the_terminal(&mut call, caller.fds[1].as_ref(), &env);
             // Only what redirections name (`>&` and `<&` aside: descriptors) is surely a file:
             // the pattern itself or a word such as `SLOW` lacks from every listing, and would
             // have its directory's (thousands of names) asked again for nothing.
@@ -441,36 +490,42 @@ impl Session {
             let written: Vec<_> = written.map(|(_, _, target)| cwd.join(target)).collect();
             // Which of the files it may write exist, asked now, beside the globs and the plan.
             let seen = (!written.is_empty()).then(|| Arc::new(coherence::SeenBefore::look(written)));
-            if call.commands.iter().any(|c| !c.globs.is_empty()) {
-                let globs = self.expand_globs(&mut call, &cwd);
-                self.runtime.block_on(futures_util::future::join(globs, planning.list_beside(redirected)));
-            }
-            colour_as_on_the_terminal(&mut call, fds[1].as_ref(), &env);
-            planning.prefetch(call_paths(&call, &cwd));
-            let (_, units) =
-                placement::place(&self.library, &self.config, &self.ratios, &call, &cwd, &env, &planning, 1);
-            (call, units, planning.into_traffic(), seen)
+            (call, redirected, seen)
         });
-        let mut caller = caller_of(fds, env);
         let (status, statuses) = match call {
-            Ok((call, units, asked, seen)) => {
+            Ok((call, redirected, seen)) => {
                 caller.seen = seen;
-                let run = execute::execute_with_statuses(Some(self), &call, &caller, &units, &asked);
-                // The caller gone (killed, Ctrl-C) ends the pipeline: its jobs are dropped.
-                let gone = follow_caller(&stream, Some(&suspended));
-                let ended = self.runtime.block_on(async {
-                    tokio::select! {
-                        // A caller already gone starts nothing.
-                        biased;
-                        () = gone => (130, Vec::new()),
-                        ended = run => ended,
+                let mut planned = self.plan_call(call.clone(), &cwd, &env, &redirected, true);
+                loop {
+                    caller.expected = planned.expected.clone();
+                    let run = execute::execute_with_statuses(
+                        Some(self),
+                        &planned.call,
+                        &caller,
+                        &planned.units,
+                        &planned.asked,
+                    );
+                    // The caller gone (killed, Ctrl-C) ends the pipeline: its jobs are dropped.
+                    let gone = follow_caller(&stream, Some(&suspended));
+                    let ended = self.runtime.block_on(async {
+                        tokio::select! {
+                            // A caller already gone starts nothing.
+                            biased;
+                            () = gone => (130, Vec::new()),
+                            ended = run => ended,
+                        }
+                    });
+                    if planned.expected.as_ref().is_some_and(|expected| expected.unmet()) && ended.0 != 130 {
+                        // The proxy did not confirm the guessed names: nothing ran; asked now.
+                        planned = self.plan_call(call.clone(), &cwd, &env, &redirected, false);
+                        continue;
                     }
-                });
-                // What the pipeline may have written is asked about again, but for the files
-                // its proxies said it left.
-                self.answers.forget(&self.config, call_paths(&call, &cwd));
-                self.answers.learn(&caller.written);
-                ended
+                    // What the pipeline may have written is asked about again, but for the files
+                    // its proxies said it left.
+                    self.answers.forget(&self.config, call_paths(&planned.call, &cwd));
+                    self.answers.learn(&caller.written);
+                    break ended;
+                }
             }
             Err(e) => {
                 caller.warn(&format!("internal call: {e}"));
@@ -479,6 +534,15 @@ impl Session {
         };
         let _ = handoff::answer_status(&stream, status, &statuses);
     }
+}
+
+/// A call planned: its words (globs expanded), where each command runs, what the plan asked of
+/// the proxies, and the globs its job must find as guessed, if they were.
+struct Planned {
+    call: super::PipelineCall,
+    units: Vec<placement::Unit>,
+    asked: std::collections::BTreeMap<usize, Arc<posh_wire::client::Traffic>>,
+    expected: Option<Arc<super::globs::Expected>>,
 }
 
 /// `--color=auto` (GNU's convention, shared by grep, ls, diff and others: colour when standard
@@ -839,6 +903,7 @@ pub fn start(
         journal: std::sync::OnceLock::new(),
         runtime: runtime.handle().clone(),
         in_flight: tokio::sync::watch::channel(0).0,
+        predicting: std::sync::atomic::AtomicBool::new(true),
     });
     Ok(Started { runtime, session })
 }

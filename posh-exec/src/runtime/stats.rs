@@ -147,6 +147,9 @@ impl Record<'_> {
                 if let Some(why) = &glob.why {
                     expanded["why"] = serde_json::json!(why);
                 }
+                if glob.predicted {
+                    expanded["predicted"] = serde_json::json!(true);
+                }
                 expanded
             })
             .collect();
