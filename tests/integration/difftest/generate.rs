@@ -23,6 +23,7 @@ pub(crate) const FEATURES: &[(&str, &str)] = &[
     ("backslash_newline", "pipelines continued with backslash-newlines"),
     ("functions", "function definitions, calls, calls in pipelines, `return`"),
     ("for_loop", "`for w in ...; do ...; done`, over words and globs"),
+    ("glob_operand", "globs over `data/` as a pipeline's first command's operands (`cat data/*.txt`)"),
     ("arith_for", "`for ((i = 0; i < n; i++))`"),
     ("while_loop", "counting `while` loops and `while read` over files and pipes"),
     ("until_loop", "counting `until` loops"),
@@ -179,6 +180,10 @@ const DATA_FILES: &[&str] = &[
 /// Whether a pipeline stage writes its output in more than one write: `cat` of two files writes
 /// each file apart (every other stage here writes a small buffered output once, at its end).
 fn writes_more_than_once(stage: &str) -> bool {
+    // A glob may name several files.
+    if stage.contains("*.") {
+        return true;
+    }
     let Some(operands) = stage.strip_prefix("cat ") else { return false };
     let mut quoted = false;
     let mut words = 1;
@@ -455,6 +460,17 @@ impl Generator<'_> {
     fn source_command(&mut self, files: &[&str]) -> String {
         let file = self.rng.pick(files);
         let other = self.rng.pick(files);
+        if self.has("glob_operand") && self.rng.chance(15) {
+            // The directory of the data files, as the pipeline names it (`data`, or `.` in it).
+            let dir = files[0].rsplit_once('/').map_or(".", |(dir, _)| dir);
+            return match self.rng.below(5) {
+                0 => format!("cat {dir}/*.txt"),
+                1 => format!("grep -c an {dir}/*.txt"),
+                2 => format!("wc -l {dir}/[nw]*.txt"),
+                3 => format!("cat {dir}/*.csv {dir}/sub/*.txt"),
+                _ => format!("grep -h e {dir}/*.txt"),
+            };
+        }
         match self.rng.below(14) {
             0 => format!("cat {file}"),
             1 => format!("cat {file} {other}"),
@@ -501,7 +517,8 @@ impl Generator<'_> {
         let files: Vec<&str> = files.iter().map(String::as_str).collect();
         let mut stages = vec![self.source_command(&files)];
         for _ in 0..self.rng.below(4) {
-            let filter = self.filter_after(stages.last().expect("a source"));
+            let before: Vec<&str> = stages.iter().map(String::as_str).collect();
+            let filter = self.filter_after(&before);
             stages.push(filter.to_string());
         }
         let mut text = String::new();
@@ -514,10 +531,16 @@ impl Generator<'_> {
         text
     }
 
-    /// A filter to read what `writer` writes: one that stops early (`head`, `rev`) only after a writer
-    /// that writes once, since a second write would meet a closed pipe or not depending on timing.
-    fn filter_after(&mut self, writer: &str) -> &'static str {
-        if writes_more_than_once(writer) { self.whole_input_filter() } else { self.rng.pick(FILTERS) }
+    /// A filter to read what the stages `before` it write: one that stops early (`head`, `rev`)
+    /// only where no stage before writes more than once, since a second write would meet a closed
+    /// pipe or not depending on timing (a filter between passes the writes on as they come:
+    /// `cat data/*.csv data/sub/*.txt | fold -w 4 | head -n 1`, seed 20299608).
+    fn filter_after(&mut self, before: &[&str]) -> &'static str {
+        if before.iter().any(|stage| writes_more_than_once(stage)) {
+            self.whole_input_filter()
+        } else {
+            self.rng.pick(FILTERS)
+        }
     }
 
     /// A filter that reads its whole input, for a loop or function that writes files: one that
@@ -539,7 +562,8 @@ impl Generator<'_> {
         let mut text = self.pipeline_in("data");
         if !text.contains('\n') {
             let separator = if self.has("backslash_newline") && self.rng.chance(50) { " \\\n  | " } else { " |\n  " };
-            let filter = self.filter_after(text.rsplit(" | ").next().unwrap_or(&text));
+            let before: Vec<&str> = text.split(" | ").collect();
+            let filter = self.filter_after(&before);
             text.push_str(separator);
             text.push_str(filter);
         }
@@ -717,8 +741,14 @@ impl Generator<'_> {
                 _ => "wc -l < data/nothing-here.txt | cat".into(),
             },
             33 if self.has("missing_file") => {
+                // A glob that matches nothing stays a word, which names no file.
+                let missing = if self.has("glob_operand") && self.rng.chance(30) {
+                    "data/*.none".into()
+                } else {
+                    format!("data/missing{n}.txt")
+                };
                 format!(
-                    "{} data/missing{n}.txt{}",
+                    "{} {missing}{}",
                     self.rng.pick(&["cat", "sort", "wc -l", "head -n 1", "grep a"]),
                     self.rng.pick(&["", " | sort", "; echo \"status $?\""])
                 )
@@ -819,8 +849,9 @@ mod tests {
             let text = script(seed, &features).replace(" \\\n  | ", " | ").replace(" |\n  ", " | ");
             for line in text.lines() {
                 let stages: Vec<&str> = line.split(" | ").map(str::trim).collect();
-                for pair in stages.windows(2) {
-                    assert!(!(writes_more_than_once(pair[0]) && pair[1].starts_with("head")), "seed {seed}: {line}");
+                for (k, stage) in stages.iter().enumerate().skip(1) {
+                    let after_two_writes = stages[..k].iter().any(|s| writes_more_than_once(s));
+                    assert!(!(after_two_writes && stage.starts_with("head")), "seed {seed}: {line}");
                 }
             }
         }
