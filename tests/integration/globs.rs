@@ -34,6 +34,13 @@ impl Site {
         Site { root, _proxy: started }
     }
 
+    /// The script is `first`, a line run by bash at the proxy's side (`EXPORT` names its export
+    /// directory, as another user changing it would), then `pipeline`.
+    fn script_after(&self, first: &str, pipeline: &str) {
+        let first = first.replace("EXPORT", &self.root.path().join("export").display().to_string());
+        std::fs::write(self.root.path().join("client/case.sh"), format!("{first}\n{pipeline}\n")).expect("write");
+    }
+
     /// posh-exec's output and its `--stats` records.
     fn run(&self) -> (String, Vec<serde_json::Value>) {
         let client = self.root.path().join("client");
@@ -75,9 +82,7 @@ fn globs_over_a_mount_are_listed_at_its_proxy() {
 #[test]
 fn a_guess_the_proxy_does_not_confirm_is_asked_again() {
     let site = Site::new(None);
-    let export = site.root.path().join("export");
-    let script = format!("echo 'SLOW c' > {}/c.log\ncat logs/*.log | grep SLOW | wc -l\n", export.display());
-    std::fs::write(site.root.path().join("client/case.sh"), script).expect("write");
+    site.script_after("echo 'SLOW c' > EXPORT/c.log", "cat logs/*.log | grep SLOW | wc -l");
     let (output, records) = site.run();
     assert_eq!(output, "3", "the proxy has three logs now; records: {records:?}");
     let globs = globs(&records);
@@ -99,6 +104,22 @@ fn globs_fall_back_to_the_client_when_no_proxy_answers() {
     assert_eq!(globs.len(), 1, "{records:?}");
     assert_eq!(globs[0]["at"].as_str(), Some("client"), "{records:?}");
     assert!(globs[0]["why"].as_str().is_some_and(|why| why.contains("@logs")), "{records:?}");
+}
+
+/// A file the pipeline writes that the kept listing lacks is taken to be absent, and the proxy
+/// confirms it before the job: one made since the listing (by the script, at the proxy's side)
+/// is not, so the names are asked and the pipeline planned again, and it writes the file as
+/// bash would have.
+#[test]
+fn an_output_made_since_the_listing_is_not_taken_for_absent() {
+    let site = Site::new(None);
+    site.script_after("echo old > EXPORT/out.txt", "cat logs/*.log | grep SLOW > logs/out.txt");
+    let (_, records) = site.run();
+    let written = std::fs::read_to_string(site.root.path().join("export/out.txt")).expect("the job's output");
+    assert_eq!(written, "SLOW a\nSLOW b\n", "{records:?}");
+    let globs = globs(&records);
+    assert_eq!(globs.len(), 1, "{records:?}");
+    assert_eq!(globs[0].get("predicted"), None, "{records:?}");
 }
 
 /// A client directory mounted at `logs` from a proxy whose export holds `big.log` as 1 MB, 1,000
@@ -199,10 +220,9 @@ fn explain_says_when_a_proxy_does_not_answer() {
 }
 
 /// A pipeline that writes a new file on the mount (`> logs/out.txt`) does not ask the mount
-/// whether the file is there: the directory's listing, which the run had from before the script
-/// and which lacks the name, is asked of the proxy again beside the glob, and a listing answered
-/// after the pipeline was handed over is the directory as it is (bash waits for the pipeline).
-/// (Before, the plan stat-ed the name through the mount: a round trip on a networked one.)
+/// whether the file is there: the plan needs only where a written name lies. (Before, the plan
+/// stat-ed the name through the mount, a round trip on a networked one, then asked the proxy
+/// for the directory's listing again instead, another round trip when the glob was not asked.)
 /// Every process of the run is traced; what the run does after the job (`exists` from the
 /// kernel's caches, the refresh's forced `statx`) is not the plan's and is left out.
 #[test]

@@ -747,7 +747,10 @@ impl Graph<'_> {
         if let Some(&id) = self.files.get(&(true, path.to_string())) {
             return id;
         }
-        let location = self.ctx.file_use(path, false, None).location;
+        // Where it lies is all a written name tells the plan: its size or whether it exists
+        // now does not matter, and asking would cost a round trip on a networked mount for a
+        // name no listing has yet.
+        let location = self.ctx.location_of(&self.ctx.absolute(path));
         let kind = NodeKind::WriteFile { path: path.to_string(), append, removes };
         let id = self.node(kind, location, Why::DataLocation, true);
         self.files.insert((true, path.to_string()), id);
@@ -916,7 +919,7 @@ impl Graph<'_> {
         if last.stderr != Output::Stderr {
             return None;
         }
-        let Location::Mount(mount) = self.ctx.file_use(path, false, None).location else { return None };
+        let Location::Mount(mount) = self.ctx.location_of(&self.ctx.absolute(path)) else { return None };
         copies.all(|location| matches!(location, Location::Mount(_))).then_some(mount)
     }
 

@@ -186,6 +186,8 @@ where
 pub struct Expected {
     pub mount: usize,
     pub globs: Vec<ExpectedGlob>,
+    /// The names expected of each of `globs`, per pattern (to add patterns to one).
+    answers: Vec<Vec<Vec<Vec<u8>>>>,
     /// The proxy did not run the job (the names differ, or it could not check them): nothing
     /// of the call ran, and it is planned again with the names asked.
     unmet: AtomicBool,
@@ -198,6 +200,36 @@ impl Expected {
 
     pub fn set_unmet(&self) {
         self.unmet.store(true, Ordering::Relaxed);
+    }
+
+    /// Adds that the name `name` in `dir` (relative to the mount's path), which the listing the
+    /// run keeps lacks (the file a `>` is about to make), is still absent at the proxy: a
+    /// pattern that matches that name alone (its last character bracketed), expected to match
+    /// nothing, in the glob state of the call's globs. `false` when the name cannot be written
+    /// so, or the job expects as many globs as it may: the plan must then look the name up.
+    pub fn expect_absent(&mut self, dir: &str, name: &str) -> bool {
+        let plain = |c: char| c.is_ascii_alphanumeric() || "._,+@%=-".contains(c);
+        let Some(last) = name.chars().last().filter(|c| c.is_ascii_alphanumeric()) else { return false };
+        if !name.chars().all(plain) {
+            return false;
+        }
+        let pattern = format!("{}[{last}]", &name[..name.len() - 1]);
+        // Asked with the globs of its directory when there are some: one bash at the proxy.
+        let (k, glob) = match self.globs.iter().position(|g| g.cwd == dir) {
+            Some(k) => (k, self.globs[k].glob.clone()),
+            None if self.globs.len() < protocol::MAX_EXPECTED_GLOBS => {
+                let Some(state) = self.globs.first().map(|g| g.glob.clone()) else { return false };
+                self.answers.push(Vec::new());
+                self.globs.push(ExpectedGlob::new(dir.to_string(), GlobRequest { patterns: Vec::new(), ..state }, &[]));
+                (self.globs.len() - 1, self.globs[self.globs.len() - 1].glob.clone())
+            }
+            None => return false,
+        };
+        let mut glob = glob;
+        glob.patterns.push(pattern);
+        self.answers[k].push(Vec::new());
+        self.globs[k] = ExpectedGlob::new(dir.to_string(), glob, &self.answers[k]);
+        true
     }
 }
 
@@ -218,6 +250,7 @@ pub fn predict(
     let batches = batches(call, Some(config), cwd);
     let mount = batches.first()?.mount?;
     let mut globs = Vec::with_capacity(batches.len());
+    let mut expected_names = Vec::with_capacity(batches.len());
     let mut answers = Vec::with_capacity(batches.len());
     for batch in &batches {
         if batch.mount != Some(mount) || batch.why_here.is_some() || !guessable(&batch.request) {
@@ -252,11 +285,12 @@ pub fn predict(
             return None;
         }
         globs.push(ExpectedGlob::new(batch.dir.clone(), batch.request.clone(), &names));
+        expected_names.push(names.clone());
         let at = Some(config.mounts[mount].name.clone());
         answers.push(Answered { names: Some(names), at, why: None, predicted: true });
     }
     substitute(call, batches, answers);
-    Some(Expected { mount, globs, unmet: AtomicBool::new(false) })
+    Some(Expected { mount, globs, answers: expected_names, unmet: AtomicBool::new(false) })
 }
 
 /// Whether [`predict`]'s matcher expands patterns as bash does in `request`'s glob state.
@@ -406,6 +440,61 @@ mod tests {
         assert_eq!(word.globignore, "*.tmp");
         assert_eq!(word.locale.keys().collect::<Vec<_>>(), ["LANG", "LC_COLLATE"]);
         assert!(GlobWord::decode(&state[1..]).is_err());
+    }
+
+    /// A call's globs are guessed from the listing kept of their directory, in bash's order
+    /// under `LC_ALL=C`, and an absent output name joins its directory's glob as a pattern
+    /// expected to match nothing; what the matcher does not know is not guessed.
+    #[test]
+    fn globs_are_guessed_from_a_kept_listing() {
+        let config =
+            Config::parse("[[mount]]\nname = \"m\"\npath = \"/m\"\nproxy = \"10.0.0.1:4433\"\n", Path::new("/p.toml"))
+                .unwrap();
+        let c_locale = BTreeMap::from([("LC_ALL".to_string(), "C".to_string())]);
+        let word = |pattern: &str, options: &[&str]| GlobWord {
+            pattern: pattern.to_string(),
+            options: options.iter().map(|o| o.to_string()).collect(),
+            locale: c_locale.clone(),
+            ..GlobWord::default()
+        };
+        let call_of = |word: GlobWord| PipelineCall {
+            name: "s".into(),
+            stats: None,
+            pipefail: false,
+            noclobber: false,
+            stdin_is_text: false,
+            commands: vec![crate::runtime::CommandCall {
+                argv: words(&["cat", &word.pattern]),
+                globs: vec![(1, word)],
+                ..crate::runtime::CommandCall::default()
+            }],
+            globs: Vec::new(),
+        };
+        let listed = |mount: usize, dir: &str| {
+            assert_eq!((mount, dir), (0, "rt/logs"));
+            Some(["b.log", "a.log", "B.log", ".x.log", "notes"].map(String::from).to_vec())
+        };
+        let mut call = call_of(word("logs/*.log", &["globasciiranges"]));
+        let mut expected = predict(&mut call, &config, Path::new("/m/rt"), listed).expect("a guess");
+        assert_eq!(call.commands[0].argv, words(&["cat", "logs/B.log", "logs/a.log", "logs/b.log"]));
+        assert!(call.globs[0].predicted);
+        assert!(expected.expect_absent("rt", "slow-rays.txt"));
+        assert!(!expected.expect_absent("rt", "two words.txt"));
+        assert_eq!(expected.globs.len(), 1, "one bash at the proxy for the directory");
+        let glob = &expected.globs[0];
+        assert_eq!(glob.glob.patterns, ["logs/*.log", "slow-rays.tx[t]"]);
+        let names = ["logs/B.log", "logs/a.log", "logs/b.log"].map(|n| n.as_bytes().to_vec()).to_vec();
+        assert!(glob.is_met_by(&glob::answer_text(&[names, vec![]])));
+        for unknown in [word("logs/*.log", &["nocaseglob"]), word("logs/@(a|b).log", &[]), word("logs/*/x", &[])] {
+            let mut call = call_of(unknown.clone());
+            assert!(predict(&mut call, &config, Path::new("/m/rt"), listed).is_none(), "{unknown:?}");
+            assert_eq!(call.commands[0].argv[1], *unknown.pattern, "left as it was");
+        }
+        let mut call = call_of(GlobWord {
+            locale: BTreeMap::from([("LANG".into(), "en_US.UTF-8".into())]),
+            ..word("logs/*.log", &[])
+        });
+        assert!(predict(&mut call, &config, Path::new("/m/rt"), listed).is_none(), "a collation that is not bytes");
     }
 
     /// Each mount's batch is asked at once: three proxies that answer only when all three were

@@ -61,6 +61,16 @@ impl Answers {
         names_of(&*self.get(&(mount, Question::List(dir.to_string())))??)
     }
 
+    /// `path` as (mount, directory relative to the mount's path, name) when the run keeps a
+    /// whole listing of its directory from the mount's proxy that lacks its name.
+    pub fn lacks(&self, config: &Config, path: &Path) -> Option<(usize, String, String)> {
+        let (mount, relative) = on_remote_mount(config, path)?;
+        let (dir, name) = split(&relative);
+        let answer = self.get(&(mount, Question::List(dir.to_string())))??;
+        let whole = matches!(*answer, Answer::Listing { complete: true, .. });
+        (whole && !lists(&answer, name)).then(|| (mount, dir.to_string(), name.to_string()))
+    }
+
     /// Whether the answer to `key` the run keeps came at `since` or later.
     fn kept_since(&self, key: &(usize, Question), since: Instant) -> bool {
         let kept = self.0.lock().unwrap_or_else(|e| e.into_inner());
@@ -211,6 +221,9 @@ pub struct Planning<'s> {
     seams_assumed: bool,
     /// The mounts whose proxies did not answer a question of this plan: the mount answered.
     unanswered: RefCell<std::collections::BTreeSet<usize>>,
+    /// Paths taken to be absent without asking (normalized): the job this plan is for runs
+    /// only if its proxy finds them absent (`globs::Expected::expect_absent`).
+    assumed_absent: Vec<PathBuf>,
 }
 
 impl<'s> Planning<'s> {
@@ -222,7 +235,14 @@ impl<'s> Planning<'s> {
             started: Instant::now(),
             seams_assumed: false,
             unanswered: RefCell::default(),
+            assumed_absent: Vec::new(),
         }
+    }
+
+    /// A plan that takes `paths` to be absent, asking nothing of them: for a job whose proxy
+    /// confirms it before it runs.
+    pub fn assuming_absent(session: &'s Session, paths: &[PathBuf]) -> Planning<'s> {
+        Planning { assumed_absent: paths.iter().map(|p| normalize_path(p)).collect(), ..Planning::new(session) }
     }
 
     /// The view of the script's plan before it runs, which decides what is handed over
@@ -272,12 +292,12 @@ impl<'s> Planning<'s> {
         }
     }
 
-    /// The listings of the directories holding `paths` (files a call's redirections name, on
+    /// The listings of the directories holding `paths` (files a call's redirections read, on
     /// mounts with proxies apart) that the run lacks, or keeps from before this pipeline without
     /// the path's name, asked at once: run beside the call's globs, whose names the plan waits
-    /// for anyway, the fresh listing that tells the plan a `> out.txt` is not there yet costs no
-    /// round trip of its own (else the name is asked of the mount, a round trip through a
-    /// networked filesystem).
+    /// for anyway, the fresh listing that tells the plan the size of a `< made.txt` the script
+    /// has made since costs no round trip of its own (else the name is asked of the mount, a
+    /// round trip through a networked filesystem).
     pub async fn list_beside(&self, paths: impl IntoIterator<Item = PathBuf>) {
         self.asked_listings(self.directories_to_ask(paths, true)).await;
     }
@@ -402,6 +422,9 @@ impl<'s> Planning<'s> {
 
 impl FileSystem for Planning<'_> {
     fn metadata(&self, path: &Path) -> Option<FileMeta> {
+        if !self.assumed_absent.is_empty() && self.assumed_absent.contains(&normalize_path(path)) {
+            return None;
+        }
         // A mount's own directory, whose proxy listed its export root (asked ahead): a directory,
         // not asked of the mount (on a cold mount, a round trip per mount a split names).
         if let Some((mount, root)) = remote_directory(&self.session.config, path)

@@ -391,21 +391,33 @@ impl Session {
         redirected: &[std::path::PathBuf],
         predict: bool,
     ) -> Planned {
-        let planning = metadata::Planning::new(self);
         let place = |call: &super::PipelineCall, planning: &metadata::Planning<'_>| {
             planning.prefetch(call_paths(call, cwd));
             placement::place(&self.library, &self.config, &self.ratios, call, cwd, env, planning, 1).1
         };
         if call.commands.iter().all(|c| c.globs.is_empty()) {
+            let planning = metadata::Planning::new(self);
             let units = place(&call, &planning);
             return Planned { call, units, asked: planning.into_traffic(), expected: None };
         }
         if predict && self.predicting.load(std::sync::atomic::Ordering::Relaxed) {
             let mut guessed = call.clone();
             let listed = |mount: usize, dir: &str| self.answers.names_in(mount, dir);
-            if let Some(expected) = super::globs::predict(&mut guessed, &self.config, cwd, listed) {
-                // (Asks only for a directory whose kept listing lacks a name written to.)
-                self.runtime.block_on(planning.list_beside(redirected.to_vec()));
+            if let Some(mut expected) = super::globs::predict(&mut guessed, &self.config, cwd, listed) {
+                // A file the call redirects to or from that the kept listing lacks (the file a
+                // `>` makes) is taken to be absent, and the proxy confirms that too; another
+                // directory's is asked for, a round trip the globs asked first would have hidden.
+                let (mut absent, mut to_ask) = (Vec::new(), Vec::new());
+                for path in redirected {
+                    match self.answers.lacks(&self.config, path) {
+                        Some((mount, dir, name)) if mount == expected.mount && expected.expect_absent(&dir, &name) => {
+                            absent.push(path.clone());
+                        }
+                        _ => to_ask.push(path.clone()),
+                    }
+                }
+                let planning = metadata::Planning::assuming_absent(self, &absent);
+                self.runtime.block_on(planning.list_beside(to_ask));
                 let units = place(&guessed, &planning);
                 if placement::one_job_at(&units) == Some(expected.mount) {
                     let expected = Some(Arc::new(expected));
@@ -413,6 +425,7 @@ impl Session {
                 }
             }
         }
+        let planning = metadata::Planning::new(self);
         let globs = self.expand_globs(&mut call, cwd);
         self.runtime.block_on(futures_util::future::join(globs, planning.list_beside(redirected.to_vec())));
         let units = place(&call, &planning);
