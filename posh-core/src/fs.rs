@@ -58,10 +58,13 @@ pub trait FileSystem {
 }
 
 /// `inner`, with `fifos` known as FIFOs: the names a script makes with `mkfifo` before the
-/// pipeline planned, which do not exist yet when the script is planned before it runs.
+/// pipeline planned, which do not exist yet when the script is planned before it runs; and
+/// `files`, empty files where `inner` has none: the file a loop's `done > out.txt` made before
+/// its body runs, which the body's globs list.
 pub struct WithFifos<'a> {
     pub inner: &'a dyn FileSystem,
     pub fifos: Vec<PathBuf>,
+    pub files: Vec<PathBuf>,
 }
 
 impl std::fmt::Debug for WithFifos<'_> {
@@ -78,22 +81,44 @@ impl FileSystem for WithFifos<'_> {
                 return Some(FileMeta { kind: FileKind::Special, size: 0 });
             }
         }
-        self.inner.metadata(path)
+        let found = self.inner.metadata(path);
+        if found.is_none() && self.files.iter().any(|file| file.as_path() == &*normalized(path)) {
+            return Some(FileMeta { kind: FileKind::File, size: 0 });
+        }
+        found
     }
     fn directory_size(&self, path: &Path) -> Option<u64> {
         self.inner.directory_size(path)
     }
     fn read_dir(&self, path: &Path) -> Vec<String> {
-        self.inner.read_dir(path)
+        self.with_files(path, self.inner.read_dir(path))
     }
     fn read_dirs(&self, paths: &[PathBuf]) -> Vec<Vec<String>> {
-        self.inner.read_dirs(paths)
+        let listed = self.inner.read_dirs(paths);
+        paths.iter().zip(listed).map(|(path, names)| self.with_files(path, names)).collect()
     }
     fn read_to_string(&self, path: &Path) -> Option<String> {
         self.inner.read_to_string(path)
     }
     fn end_with_newlines(&self, paths: &[PathBuf]) -> Vec<Option<bool>> {
         self.inner.end_with_newlines(paths)
+    }
+}
+
+impl WithFifos<'_> {
+    /// `names` (of the directory `dir`, sorted) with the `files` made in it.
+    fn with_files(&self, dir: &Path, mut names: Vec<String>) -> Vec<String> {
+        let dir = normalized(dir);
+        for file in &self.files {
+            let name = file.file_name().and_then(|n| n.to_str());
+            if let (Some(name), Some(parent)) = (name, file.parent())
+                && parent == &*dir
+                && let Err(at) = names.binary_search_by(|n| n.as_str().cmp(name))
+            {
+                names.insert(at, name.to_string());
+            }
+        }
+        names
     }
 }
 

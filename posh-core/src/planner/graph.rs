@@ -545,6 +545,17 @@ fn analyse<'l>(
                 )),
                 (None, None) => reach(ctx, inputs.chain(others.map(FileWord::fixed))),
             };
+            // A command reading the very file its output already goes to: GNU cat and grep see
+            // that and skip it with an error, which only a command writing the file itself can
+            // (at a proxy its output is a stream).
+            if let (Some(output), Output::Stdout) = (&ctx.options.output_file, &facts.stdout)
+                && let Some(file) = facts.inputs.iter().find(|f| ctx.absolute(&f.path) == *output)
+            {
+                facts.reach = Reach::ClientOnly(format!(
+                    "it reads `{}`, the file its output already goes to, which it sees only where it writes it",
+                    file.path
+                ));
+            }
             let reads_script_input = facts.stdin == Input::Stdin
                 && index == 0
                 && (facts.dash_input || facts.inputs.iter().all(|f| f.config))

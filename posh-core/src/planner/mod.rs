@@ -69,11 +69,21 @@ pub struct PlanOptions {
     /// (`pays`): a loop's iterations sent to one proxy go as requests of
     /// [`PIPELINES_PER_REQUEST`]. Set by the planner from the script's loops.
     pub pipelines_per_call: usize,
+    /// The regular file the pipeline's standard output already is, as a runtime sees the
+    /// caller's descriptor (a loop's `done > out.txt` around a handed-over `cat *.txt`);
+    /// `None` when it is not one, or not known (before the script runs).
+    pub output_file: Option<PathBuf>,
 }
 
 impl Default for PlanOptions {
     fn default() -> PlanOptions {
-        PlanOptions { strategy: Strategy::CostBased, copies_per_mount: 1, globs_differ: false, pipelines_per_call: 1 }
+        PlanOptions {
+            strategy: Strategy::CostBased,
+            copies_per_mount: 1,
+            globs_differ: false,
+            pipelines_per_call: 1,
+            output_file: None,
+        }
     }
 }
 
@@ -193,6 +203,13 @@ pub fn plan_pipeline_in(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &Scri
 }
 
 fn plan_one_pipeline(ctx: &PlanContext<'_>, pipeline: &Pipeline, scope: &ScriptScope<'_>) -> PipelinePlan {
+    // Its output's file, when the script shows it (a runtime sees it for itself).
+    let options = PlanOptions {
+        output_file: (ctx.options.output_file.clone())
+            .or_else(|| scope.output_file_of(pipeline).map(|path| crate::fs::normalize_path(&ctx.cwd.join(path)))),
+        ..ctx.options.clone()
+    };
+    let ctx = &PlanContext { cwd: ctx.cwd.clone(), options, ..*ctx };
     let stays = scope.why_stays(ctx.library, pipeline);
     let (cwd, cwd_known) = match scope.working_dir(pipeline) {
         WorkingDir::Known(steps) => {
@@ -287,7 +304,8 @@ struct Alone<'s> {
 fn plan_alone(ctx: &PlanContext<'_>, pipeline: &Pipeline, stays: Option<String>, alone: &Alone<'_>) -> PipelinePlan {
     let cwd_known = alone.cwd_known;
     let memo = crate::fs::Memo::new(ctx.fs);
-    let with_fifos = crate::fs::WithFifos { inner: &memo, fifos: alone.fifos.clone() };
+    let files = ctx.options.output_file.iter().cloned().collect();
+    let with_fifos = crate::fs::WithFifos { inner: &memo, fifos: alone.fifos.clone(), files };
     let options = PlanOptions { globs_differ: ctx.options.globs_differ || alone.globs_differ, ..ctx.options.clone() };
     let ctx = &PlanContext { cwd: alone.cwd.clone(), fs: &with_fifos, options, ..*ctx };
     list_ahead(ctx, pipeline);
@@ -466,6 +484,9 @@ pub struct ScriptScope<'a> {
     text: crate::rewrite::TextScope,
     /// The top-level loops the runtime gets whole when a pipeline of their body goes to it.
     whole_loops: Vec<WholeLoop>,
+    /// Compound commands whose standard output goes to a file (`done > out.txt`): where they
+    /// are, and the file, from the script's starting directory (see `output_file_of`).
+    compound_outputs: Vec<(crate::text::Span, PathBuf)>,
 }
 
 /// A top-level `for` loop that nothing but its body's plans keeps with bash
@@ -506,7 +527,9 @@ impl<'a> ScriptScope<'a> {
             values: None,
             text: facts.text_scope(),
             whole_loops: Vec::new(),
+            compound_outputs: Vec::new(),
         };
+        scope.compound_outputs = compound_outputs(script, &scope);
         if scope.script_stays.is_none() {
             // A body of one pipeline: whether the loop goes as requests then follows from that
             // pipeline's plan alone (`plan_pipeline_in`); with several, a sibling that cannot go
@@ -601,6 +624,7 @@ impl<'a> ScriptScope<'a> {
             loops: crate::rewrite::LoopScope::default(),
             values: None,
             unnamed_fifos: false,
+            compound_outputs: Vec::new(),
             text: crate::rewrite::TextScope::default(),
             whole_loops: Vec::new(),
         }
@@ -637,7 +661,21 @@ impl<'a> ScriptScope<'a> {
         self.fifos.iter().filter(|(at, _)| *at < pipeline.span.start).for_each(|(_, path)| path.hash(&mut hasher));
         // (The loop's words are the values' key's.)
         self.whole_loop_of(pipeline).map(|l| &l.variable).hash(&mut hasher);
+        self.output_file_of(pipeline).hash(&mut hasher);
         hasher.finish()
+    }
+
+    /// The file `pipeline`'s standard output goes to, relative to the script's starting directory,
+    /// when it stands in a compound command that redirects its own there (`for ...; do cat
+    /// *.txt; done > out.txt`): the innermost such, unless a substitution captures the output.
+    pub fn output_file_of(&self, pipeline: &Pipeline) -> Option<&Path> {
+        let captured = |c: &Context| matches!(c, Context::CommandSubstitution | Context::ProcessSubstitution);
+        if self.handed_over || pipeline.context.iter().any(captured) {
+            return None;
+        }
+        let within = |span: &crate::text::Span| span.start < pipeline.span.start && pipeline.span.end <= span.end;
+        let enclosing = self.compound_outputs.iter().filter(|(span, _)| within(span));
+        enclosing.min_by_key(|(span, _)| span.end - span.start).map(|(_, path)| path.as_path())
     }
 
     /// Why `pipeline` stays with bash (bash runs it unchanged, at the client), if it does: the
@@ -693,6 +731,41 @@ fn unannotated(library: &Library, command: &crate::shell::Command) -> Option<Str
 /// to the script's start); and whether it makes any under names only bash knows (a word with an
 /// expansion, or an unknown working directory). One pass over every command: this runs for
 /// every analysis of a script (the editor's, each keystroke).
+/// The compound commands of `script` whose standard output a redirection of their own sends
+/// to a file named by a literal word, where their working directory is known: their spans and
+/// the files, from the script's starting directory (a `cd` inside is not followed: the loop's
+/// redirection is made before its body runs).
+fn compound_outputs(script: &Script, scope: &ScriptScope<'_>) -> Vec<(crate::text::Span, PathBuf)> {
+    use crate::shell::{CommandKind, RedirectOp, RedirectTarget};
+    let mut found = Vec::new();
+    for pipeline in &script.pipelines {
+        let WorkingDir::Known(steps) = scope.working_dir(pipeline) else { continue };
+        let cwd = steps.iter().fold(PathBuf::new(), |dir, step| dir.join(step));
+        for command in pipeline.commands.iter().filter(|c| c.kind == CommandKind::Compound) {
+            let mut output = None;
+            for redirect in &command.redirects {
+                let to_stdout = match redirect.op {
+                    RedirectOp::Write | RedirectOp::Clobber | RedirectOp::Append => redirect.fd.unwrap_or(1) == 1,
+                    RedirectOp::WriteBoth | RedirectOp::AppendBoth => true,
+                    RedirectOp::DuplicateOutput => redirect.fd.unwrap_or(1) == 1,
+                    _ => false,
+                };
+                if !to_stdout {
+                    continue;
+                }
+                output = match &redirect.target {
+                    RedirectTarget::File(word) => word.literal.as_deref().map(|path| cwd.join(path)),
+                    _ => None,
+                };
+            }
+            if let Some(path) = output {
+                found.push((command.span, path));
+            }
+        }
+    }
+    found
+}
+
 fn made_fifos(
     library: &Library,
     script: &Script,

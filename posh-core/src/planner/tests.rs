@@ -552,6 +552,23 @@ fn a_fifo_the_script_makes_is_planned_as_one() {
     }
 }
 
+/// A loop whose output goes to a file on the mount (`done > out.txt`) around a command that
+/// reads that file, through a glob that lists it once the redirection made it: the command runs
+/// at the client, where, writing the file itself, it sees that (`cat: out.txt: input file is
+/// output file`); at a proxy its output is a stream. A command reading other files is not held.
+#[test]
+fn a_command_reading_the_file_its_loop_writes_stays_at_the_client() {
+    let script =
+        "for i in 1 2; do\n  cat ray*.log\ndone > ray9.log\nfor i in 1 2; do\n  cat ray0.log\ndone > out.txt\n";
+    let (plan, _) = plan_with(CONFIG, &file_system(), "/mnt/logs", script, PlanOptions::default());
+    let is_cat = |n: &&crate::planner::Node| matches!(&n.kind, NodeKind::Command { argv, .. } if argv.first().is_some_and(|a| a == "cat"));
+    let cats: Vec<_> = plan.pipelines.iter().filter_map(|p| p.nodes.iter().find(is_cat).cloned()).collect();
+    let [first, second] = &cats[..] else { panic!("two cats: {cats:?}") };
+    assert_eq!(first.location, Location::Client, "{:?}", first.why);
+    assert!(first.why.explain().contains("`ray9.log`, the file its output already goes to"), "{:?}", first.why);
+    assert_ne!(second.location, Location::Client, "{:?}", second.why);
+}
+
 /// Bash keeps a loop, a function or a command without annotation of a pipeline, and the runs of
 /// commands around it that touch a mount go to the runtime as pipelines of their own, planned
 /// as the runtime plans them (a run reading bash's pipe reads it at the client). A run that

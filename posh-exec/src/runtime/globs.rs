@@ -469,6 +469,7 @@ mod tests {
                 ..crate::runtime::CommandCall::default()
             }],
             globs: Vec::new(),
+            stdout_file: None,
         };
         let listed = |mount: usize, dir: &str| {
             assert_eq!((mount, dir), (0, "rt/logs"));
@@ -521,6 +522,7 @@ mod tests {
             stdin_is_text: false,
             commands: vec![command],
             globs: Vec::new(),
+            stdout_file: None,
         };
         let all_asked = tokio::sync::Barrier::new(3);
         let at_proxy = |mount: usize, _request: Request| {

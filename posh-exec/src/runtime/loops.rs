@@ -183,12 +183,21 @@ struct OneProxy {
 
 /// Plans every iteration as the runtime plans a call; `Some` when they all run at one proxy as
 /// one job each (the planner's [`one_proxy_for_all`], and nothing the runtime had to move).
-fn at_one_proxy(session: &Session, call: &LoopCall, cwd: &Path, env: &[(OsString, OsString)]) -> Option<OneProxy> {
+fn at_one_proxy(
+    session: &Session,
+    call: &LoopCall,
+    cwd: &Path,
+    env: &[(OsString, OsString)],
+    stdout_file: Option<&Path>,
+) -> Option<OneProxy> {
     if call.words.len() / call.values * call.body.len() > MOST_PIPELINES_PLANNED_AHEAD {
         return None;
     }
     let planning = super::metadata::Planning::new(session);
-    let iterations: Vec<PipelineCall> = call.iterations().flat_map(|values| call.iteration(values)).collect();
+    let mut iterations: Vec<PipelineCall> = call.iterations().flat_map(|values| call.iteration(values)).collect();
+    for iteration in &mut iterations {
+        iteration.stdout_file = stdout_file.map(Path::to_path_buf);
+    }
     planning.prefetch(iterations.iter().flat_map(|p| super::session::call_paths(p, cwd)));
     // As the planner plans them (`ScriptScope::pipelines_per_call`): a body of one pipeline
     // shares the requests' cost among its iterations; a longer body's pipelines cost a call each.
@@ -231,7 +240,9 @@ pub fn run(
         session.answers.forget(&session.config, super::session::call_paths(pipeline, cwd));
         session.answers.learn(&caller.written);
     };
+    let stdout_file = caller.fds[1].as_ref().and_then(super::regular_file_path);
     let one_by_one = |pipeline: &PipelineCall| {
+        let pipeline = &PipelineCall { stdout_file: stdout_file.clone(), ..pipeline.clone() };
         let planning = super::metadata::Planning::new(session);
         planning.prefetch(super::session::call_paths(pipeline, cwd));
         let (_, units) =
@@ -242,7 +253,8 @@ pub fn run(
         forget(pipeline);
         status.unwrap_or(130)
     };
-    let Some(OneProxy { mount, jobs, mut asked }) = at_one_proxy(session, call, cwd, env) else {
+    let Some(OneProxy { mount, jobs, mut asked }) = at_one_proxy(session, call, cwd, env, stdout_file.as_deref())
+    else {
         return each_iteration(call, one_by_one);
     };
     let calls: Vec<PipelineCall> = jobs.iter().map(|job| job.call.clone()).collect();

@@ -59,6 +59,18 @@ pub struct PipelineCall {
     pub commands: Vec<CommandCall>,
     /// Where its globs were expanded (`globs::expand`), for `--stats`.
     pub globs: Vec<globs::GlobEnd>,
+    /// The regular file the caller's standard output is (see `PlanOptions::output_file`).
+    pub stdout_file: Option<std::path::PathBuf>,
+}
+
+/// The path of the regular file `fd` is open on, if it is one.
+pub fn regular_file_path(fd: &std::os::fd::OwnedFd) -> Option<std::path::PathBuf> {
+    let stat = rustix::fs::fstat(fd).ok()?;
+    if rustix::fs::FileType::from_raw_mode(stat.st_mode) != rustix::fs::FileType::RegularFile {
+        return None;
+    }
+    let link = format!("/proc/self/fd/{}", std::os::fd::AsRawFd::as_raw_fd(fd));
+    std::fs::read_link(link).ok().filter(|path| path.is_absolute())
 }
 
 /// Reads the arguments after `__run`. Words stay `OsString`: file names need not be UTF-8.
@@ -142,6 +154,7 @@ pub fn decode(args: &[OsString]) -> Result<PipelineCall, String> {
         stdin_is_text,
         commands,
         globs: Vec::new(),
+        stdout_file: None,
     })
 }
 

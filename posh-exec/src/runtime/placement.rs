@@ -141,7 +141,7 @@ pub fn place(
         Ok(pipeline) => pipeline,
         Err(reason) => return (None, departed(call, &reason)),
     };
-    let options = PlanOptions { pipelines_per_call, ..PlanOptions::default() };
+    let options = PlanOptions { pipelines_per_call, output_file: call.stdout_file.clone(), ..PlanOptions::default() };
     let ctx = PlanContext { library, config, fs, cwd: cwd.to_path_buf(), options, ratios };
     let plan = planner::plan_pipeline_in(&ctx, &pipeline, &ScriptScope::handed_over());
     // `split`: the step is a copy of a split command, whose redirections the fan-in applies.
@@ -598,6 +598,7 @@ mod tests {
             stdin_is_text,
             commands,
             globs: Vec::new(),
+            stdout_file: None,
         }
     }
 

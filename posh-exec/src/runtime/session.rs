@@ -492,6 +492,7 @@ impl Session {
         let mut caller = caller_of(fds, env.clone());
         let call = decode(&args).map(|mut call| {
             colour_as_on_the_terminal(&mut call, caller.fds[1].as_ref(), &env);
+            call.stdout_file = caller.fds[1].as_ref().and_then(super::regular_file_path);
             // Only what redirections name (`>&` and `<&` aside: descriptors) is surely a file:
             // the pattern itself or a word such as `SLOW` lacks from every listing, and would
             // have its directory's (thousands of names) asked again for nothing.
