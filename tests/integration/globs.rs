@@ -76,6 +76,23 @@ fn globs_over_a_mount_are_listed_at_its_proxy() {
     assert_eq!(globs[0]["predicted"], true, "{records:?}");
 }
 
+/// A pipeline run whole at the proxy leaves the names it only read in the listing the run keeps,
+/// and the file it wrote is taken into it (`Ended::written`): the next pipeline's glob over the
+/// same directory is guessed too, that file among its names.
+#[test]
+fn a_second_pipeline_over_the_directory_is_guessed_too() {
+    let site = Site::new(None);
+    site.script_after(": first", "cat logs/*.log | grep SLOW > logs/c.log\ncat logs/*.log | wc -l");
+    let (output, records) = site.run();
+    assert_eq!(output, "4", "a.log, b.log and the c.log of their two lines: {records:?}");
+    let globs = globs(&records);
+    assert_eq!(globs.len(), 2, "{records:?}");
+    for glob in &globs {
+        assert_eq!(glob["predicted"], true, "{records:?}");
+    }
+    assert_eq!(globs[1]["names"], 3, "{records:?}");
+}
+
 /// A guess the proxy does not confirm runs nothing: a file added to the export after the run
 /// listed it (by the script itself, at the proxy's side, as another user would) is not in the
 /// listing the run keeps, so the names are asked and the pipeline planned again with bash's.

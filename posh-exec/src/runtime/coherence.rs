@@ -186,9 +186,15 @@ impl Written {
 /// The redirections that write their target.
 pub const WRITING: [&str; 5] = [">", ">|", ">>", "&>", "&>>"];
 
-/// Client paths of every file `steps` write: `>`, `>|`, `>>`, `&>`, `&>>` targets and the
-/// output words of their annotations, `/dev/null` and `-` aside.
-fn written_paths(library: &Library, call: &PipelineCall, steps: &[Step], cwd: Option<&Path>) -> Vec<PathBuf> {
+/// Client paths of every file the remote of `steps` write: `>`, `>|`, `>>`, `&>`, `&>>`
+/// targets and the output words of their annotations (written, removed or replaced),
+/// `/dev/null` and `-` aside.
+pub(super) fn written_paths(
+    library: &Library,
+    call: &PipelineCall,
+    steps: &[Step],
+    cwd: Option<&Path>,
+) -> Vec<PathBuf> {
     let mut words: Vec<&OsStr> = Vec::new();
     let mut owned: Vec<String> = Vec::new();
     for step in steps.iter().filter(|s| s.remote.is_some()) {

@@ -55,10 +55,15 @@ impl Answers {
         kept.get(key).filter(|k| k.at.elapsed() < LIFETIME).map(|k| k.answer.clone())
     }
 
-    /// Every name of the directory `dir` (relative to mount `mount`'s path), from a whole
-    /// listing its proxy gave and the run keeps; `None` when it keeps none.
+    /// The names of the directory `dir` (relative to mount `mount`'s path) in the listing its
+    /// proxy gave and the run keeps, learned names included; `None` when it keeps none. For a
+    /// guess the proxy checks (`globs::predict`): the listing need not be whole (a call since
+    /// may have made a name no output word shows), a missing name only costs the guess.
     pub fn names_in(&self, mount: usize, dir: &str) -> Option<Vec<String>> {
-        names_of(&*self.get(&(mount, Question::List(dir.to_string())))??)
+        let answer = self.get(&(mount, Question::List(dir.to_string())))??;
+        let Answer::Listing { files, dirs, others, .. } = &*answer else { return None };
+        let names = files.iter().map(|(name, _)| name).chain(dirs).chain(others);
+        Some(names.cloned().collect())
     }
 
     /// `path` as (mount, directory relative to the mount's path, name) when the run keeps a

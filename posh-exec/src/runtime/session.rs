@@ -535,8 +535,18 @@ impl Session {
                         continue;
                     }
                     // What the pipeline may have written is asked about again, but for the files
-                    // its proxies said it left.
-                    self.answers.forget(&self.config, call_paths(&planned.call, &cwd));
+                    // its proxies said it left. A call run whole at one proxy (its commands
+                    // annotated) changed only what its annotations and redirections write: the
+                    // names it read stay in the kept listings, and the next call's globs over
+                    // them can be guessed.
+                    let changed: Vec<std::path::PathBuf> = match placement::one_job_at(&planned.units) {
+                        Some(_) => {
+                            let steps = &planned.units[0].lanes[0];
+                            coherence::written_paths(&self.library, &planned.call, steps, Some(&cwd))
+                        }
+                        None => call_paths(&planned.call, &cwd).collect(),
+                    };
+                    self.answers.forget(&self.config, changed);
                     self.answers.learn(&caller.written);
                     break ended;
                 }
