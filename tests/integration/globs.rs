@@ -61,6 +61,16 @@ fn globs(records: &[serde_json::Value]) -> Vec<serde_json::Value> {
     records.iter().flat_map(|r| r["globs"].as_array().cloned().unwrap_or_default()).collect()
 }
 
+/// A site with its own proxy running `first` then `pipeline` (see [`Site::script_after`]): the
+/// site, the run's output, its `--stats` records and their globs.
+fn run_after(first: &str, pipeline: &str) -> (Site, String, Vec<serde_json::Value>, Vec<serde_json::Value>) {
+    let site = Site::new(None);
+    site.script_after(first, pipeline);
+    let (output, records) = site.run();
+    let globs = globs(&records);
+    (site, output, records, globs)
+}
+
 /// Listed at the client, `logs/*.log` would be `logs/a.log` alone.
 #[test]
 fn globs_over_a_mount_are_listed_at_its_proxy() {
@@ -81,11 +91,9 @@ fn globs_over_a_mount_are_listed_at_its_proxy() {
 /// same directory is guessed too, that file among its names.
 #[test]
 fn a_second_pipeline_over_the_directory_is_guessed_too() {
-    let site = Site::new(None);
-    site.script_after(": first", "cat logs/*.log | grep SLOW > logs/c.log\ncat logs/*.log | wc -l");
-    let (output, records) = site.run();
+    let (_site, output, records, globs) =
+        run_after(": first", "cat logs/*.log | grep SLOW > logs/c.log\ncat logs/*.log | wc -l");
     assert_eq!(output, "4", "a.log, b.log and the c.log of their two lines: {records:?}");
-    let globs = globs(&records);
     assert_eq!(globs.len(), 2, "{records:?}");
     for glob in &globs {
         assert_eq!(glob["predicted"], true, "{records:?}");
@@ -98,11 +106,9 @@ fn a_second_pipeline_over_the_directory_is_guessed_too() {
 /// listing the run keeps, so the names are asked and the pipeline planned again with bash's.
 #[test]
 fn a_guess_the_proxy_does_not_confirm_is_asked_again() {
-    let site = Site::new(None);
-    site.script_after("echo 'SLOW c' > EXPORT/c.log", "cat logs/*.log | grep SLOW | wc -l");
-    let (output, records) = site.run();
+    let (_site, output, records, globs) =
+        run_after("echo 'SLOW c' > EXPORT/c.log", "cat logs/*.log | grep SLOW | wc -l");
     assert_eq!(output, "3", "the proxy has three logs now; records: {records:?}");
-    let globs = globs(&records);
     assert_eq!(globs.len(), 1, "one record, of the run that ran: {records:?}");
     assert_eq!((globs[0]["at"].as_str(), &globs[0]["names"]), (Some("logs"), &serde_json::json!(3)), "{records:?}");
     assert_eq!(globs[0].get("predicted"), None, "{records:?}");
@@ -129,12 +135,9 @@ fn globs_fall_back_to_the_client_when_no_proxy_answers() {
 /// bash would have.
 #[test]
 fn an_output_made_since_the_listing_is_not_taken_for_absent() {
-    let site = Site::new(None);
-    site.script_after("echo old > EXPORT/out.txt", "cat logs/*.log | grep SLOW > logs/out.txt");
-    let (_, records) = site.run();
+    let (site, _, records, globs) = run_after("echo old > EXPORT/out.txt", "cat logs/*.log | grep SLOW > logs/out.txt");
     let written = std::fs::read_to_string(site.root.path().join("export/out.txt")).expect("the job's output");
     assert_eq!(written, "SLOW a\nSLOW b\n", "{records:?}");
-    let globs = globs(&records);
     assert_eq!(globs.len(), 1, "{records:?}");
     assert_eq!(globs[0].get("predicted"), None, "{records:?}");
 }

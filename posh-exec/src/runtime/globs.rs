@@ -215,17 +215,17 @@ impl Expected {
         }
         let pattern = format!("{}[{last}]", &name[..name.len() - 1]);
         // Asked with the globs of its directory when there are some: one bash at the proxy.
-        let (k, glob) = match self.globs.iter().position(|g| g.cwd == dir) {
-            Some(k) => (k, self.globs[k].glob.clone()),
+        let k = match self.globs.iter().position(|g| g.cwd == dir) {
+            Some(k) => k,
             None if self.globs.len() < protocol::MAX_EXPECTED_GLOBS => {
                 let Some(state) = self.globs.first().map(|g| g.glob.clone()) else { return false };
-                self.answers.push(Vec::new());
                 self.globs.push(ExpectedGlob::new(dir.to_string(), GlobRequest { patterns: Vec::new(), ..state }, &[]));
-                (self.globs.len() - 1, self.globs[self.globs.len() - 1].glob.clone())
+                self.answers.push(Vec::new());
+                self.globs.len() - 1
             }
             None => return false,
         };
-        let mut glob = glob;
+        let mut glob = self.globs[k].glob.clone();
         glob.patterns.push(pattern);
         self.answers[k].push(Vec::new());
         self.globs[k] = ExpectedGlob::new(dir.to_string(), glob, &self.answers[k]);
@@ -235,7 +235,7 @@ impl Expected {
 
 /// Expands the globs of `call` in place with the names `listed` (mount index, directory relative
 /// to the mount's path) gives of a directory, when every pattern lists a directory of one mount
-/// with a proxy, of which the run keeps a whole listing, in a glob state this guess knows
+/// with a proxy, of which the run keeps a listing, in a glob state this guess knows
 /// (`names_matching`: no `dotglob`, `extglob`, `nocaseglob`, `globstar` or `GLOBIGNORE`, a
 /// collation that sorts bytes). Returns what the proxy must confirm, or `None`, the call as it
 /// was: the call is planned with the guess, and its job runs only if the proxy's bash expands

@@ -219,10 +219,9 @@ fn at_one_proxy(
 
 /// The steps of `units` when they are one job at one proxy, reading nothing from other mounts.
 fn one_job(units: &[Unit]) -> Option<Vec<Step>> {
-    let [unit] = units else { return None };
-    let [lane] = &unit.lanes[..] else { return None };
-    let remote = |s: &Step| s.remote.as_ref().is_some_and(|r| r.streamed.is_empty());
-    (!unit.is_split() && lane.iter().all(remote)).then(|| lane.clone())
+    placement::one_job_at(units)?;
+    let lane = &units[0].lanes[0];
+    lane.iter().all(|s| s.remote.as_ref().is_some_and(|r| r.streamed.is_empty())).then(|| lane.clone())
 }
 
 /// Runs a loop handed over to the session: as requests to one proxy when every iteration lands

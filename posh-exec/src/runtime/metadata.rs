@@ -25,7 +25,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use posh_core::config::{Config, ProxyAddress};
-use posh_core::fs::{FileKind, FileMeta, FileSystem, normalize_path};
+use posh_core::fs::{FileKind, FileMeta, FileSystem, normalize_path, normalized};
 use posh_exec::remote::Traffic;
 use posh_exec::remote::protocol::{Answer, Question, WrittenFile};
 
@@ -427,7 +427,7 @@ impl<'s> Planning<'s> {
 
 impl FileSystem for Planning<'_> {
     fn metadata(&self, path: &Path) -> Option<FileMeta> {
-        if !self.assumed_absent.is_empty() && self.assumed_absent.contains(&normalize_path(path)) {
+        if !self.assumed_absent.is_empty() && self.assumed_absent.iter().any(|p| *p == *normalized(path)) {
             return None;
         }
         // A mount's own directory, whose proxy listed its export root (asked ahead): a directory,
