@@ -819,7 +819,13 @@ async fn run_in_sequence(
 /// the names the client planned the job with: its glob runs as a glob request's would (the
 /// proxy's own script, checked, in the job's sandbox, in a directory of its own), one after
 /// another, and its answer is compared with the one expected. An error: one could not run.
-async fn globs_as_expected(shared: &Shared, client: &str, expected: &[ExpectedGlob]) -> Result<bool, String> {
+/// `kill` turning true ends the glob's bash (its client gone, the proxy shutting down).
+async fn globs_as_expected(
+    shared: &Shared,
+    client: &str,
+    expected: &[ExpectedGlob],
+    kill: watch::Receiver<bool>,
+) -> Result<bool, String> {
     for expected in expected {
         let request = Request {
             version: protocol::VERSION,
@@ -838,9 +844,9 @@ async fn globs_as_expected(shared: &Shared, client: &str, expected: &[ExpectedGl
         let ended_input = protocol::write_frame(&mut input, protocol::TAG_STDIN_END, &[]).await;
         ended_input.map_err(|e| format!("the glob's input: {e}"))?;
         let mut frames = Vec::new();
-        let kill = shared.kill.clone();
         let options = job::JobOptions::of(&request);
-        let ended = job::run(&place, &[checked], options, &mut job_input, &mut frames, job::PeerEnds::default(), kill)
+        let peers = job::PeerEnds::default();
+        let ended = job::run(&place, &[checked], options, &mut job_input, &mut frames, peers, kill.clone())
             .await
             .map_err(|e| format!("the glob's bash: {e:#}"))?;
         let status = ended.commands.first().map_or(-1, Exit::status);
@@ -883,7 +889,26 @@ async fn handle_job(
         Ok(cwd) => cwd,
         Err(e) => return refuse(send, recv.get_mut(), e).await,
     };
-    match globs_as_expected(shared, client, &request.expect_globs).await {
+    let expected = if request.expect_globs.is_empty() {
+        Ok(true)
+    } else {
+        // The glob's bash ends with the client (its job dropped, the connection lost), as a
+        // job's commands do, and at shutdown.
+        let (abort, kill) = watch::channel(false);
+        let client_gone = send.stopped();
+        let mut shutdown = shared.kill.clone();
+        let watcher = tokio::spawn(async move {
+            tokio::select! {
+                _ = client_gone => {}
+                _ = shutdown.wait_for(|k| *k) => {}
+            }
+            abort.send_replace(true);
+        });
+        let expected = globs_as_expected(shared, client, &request.expect_globs, kill).await;
+        watcher.abort();
+        expected
+    };
+    match expected {
         Ok(true) => {}
         Ok(false) => return refuse(send, recv.get_mut(), protocol::GLOBS_DIFFER.to_string()).await,
         Err(e) => return refuse(send, recv.get_mut(), e).await,
