@@ -889,9 +889,13 @@ async fn handle_job(
         Ok(cwd) => cwd,
         Err(e) => return refuse(send, recv.get_mut(), e).await,
     };
-    let expected = if request.expect_globs.is_empty() {
-        Ok(true)
-    } else {
+    // The expected globs' bash runs while the job's directory is made and its commands are
+    // checked (2,000 paths of a log analysis: some 7 ms each, traced on the rig); nothing runs
+    // unless both agree, a glob that differs refused first, as when one came after the other.
+    let expected = async {
+        if request.expect_globs.is_empty() {
+            return Ok(true);
+        }
         // The glob's bash ends with the client (its job dropped, the connection lost), as a
         // job's commands do, and at shutdown.
         let (abort, kill) = watch::channel(false);
@@ -908,38 +912,40 @@ async fn handle_job(
         watcher.abort();
         expected
     };
+    let prepared = async {
+        // Each job gets its own temporary directory (sort spills there), the only writable
+        // place outside the export; the sandbox confines the commands to both.
+        let mut tmp = shared
+            .config
+            .jobs
+            .new_job(client, request.view.as_deref())
+            .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+        let cwd = match &request.view {
+            None => cwd,
+            Some(name) => {
+                tmp.view(name, &shared.config.export).map_err(|e| format!("cannot make the job's view: {e}"))?
+            }
+        };
+        let fed: Vec<&str> = request.peer_inputs.iter().map(|i| i.path.as_str()).collect();
+        let mut checked = Vec::with_capacity(request.commands.len());
+        if let Some(glob) = &request.glob {
+            checked.push(confine::check_glob(glob)?);
+        }
+        for command in &request.commands {
+            checked.push(confine::check(&shared.config.library, &shared.config.export, &cwd, command, &fed)?);
+        }
+        Ok::<_, String>((tmp, cwd, checked))
+    };
+    let (expected, prepared) = tokio::join!(expected, prepared);
     match expected {
         Ok(true) => {}
         Ok(false) => return refuse(send, recv.get_mut(), protocol::GLOBS_DIFFER.to_string()).await,
         Err(e) => return refuse(send, recv.get_mut(), e).await,
     }
-    // Each job gets its own temporary directory (sort spills there), the only writable place
-    // outside the export; the sandbox confines the commands to both.
-    let mut tmp = match shared.config.jobs.new_job(client, request.view.as_deref()) {
-        Ok(tmp) => tmp,
-        Err(e) => return refuse(send, recv.get_mut(), format!("cannot make a temporary directory: {e}")).await,
+    let (tmp, cwd, checked) = match prepared {
+        Ok(prepared) => prepared,
+        Err(e) => return refuse(send, recv.get_mut(), e).await,
     };
-    let cwd = match &request.view {
-        None => cwd,
-        Some(name) => match tmp.view(name, &shared.config.export) {
-            Ok(view) => view,
-            Err(e) => return refuse(send, recv.get_mut(), format!("cannot make the job's view: {e}")).await,
-        },
-    };
-    let fed: Vec<&str> = request.peer_inputs.iter().map(|i| i.path.as_str()).collect();
-    let mut checked = Vec::with_capacity(request.commands.len());
-    if let Some(glob) = &request.glob {
-        match confine::check_glob(glob) {
-            Ok(c) => checked.push(c),
-            Err(e) => return refuse(send, recv.get_mut(), e).await,
-        }
-    }
-    for command in &request.commands {
-        match confine::check(&shared.config.library, &shared.config.export, &cwd, command, &fed) {
-            Ok(c) => checked.push(c),
-            Err(e) => return refuse(send, recv.get_mut(), e).await,
-        }
-    }
     // Streams from other proxies: pipes in the view, made and connected before anything runs,
     // all within one wait.
     let dialer = peer::Dialer {
