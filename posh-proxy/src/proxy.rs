@@ -17,7 +17,7 @@ use tokio::sync::{Semaphore, watch};
 
 use super::glob::ExpectedGlob;
 use super::identity::{Identity, fingerprint};
-use super::jobs_dir::JobsDir;
+use super::jobs_dir::{JobDir, JobsDir};
 use super::journal::Journal;
 use super::memory::Trimmer;
 use super::peer::{self, PeerOutputs};
@@ -754,17 +754,7 @@ async fn run_in_sequence(
         ..Ended::default()
     };
     let prepared = (|| {
-        let mut tmp = shared
-            .config
-            .jobs
-            .new_job(client, request.view.as_deref())
-            .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
-        let cwd = match &request.view {
-            None => cwd,
-            Some(name) => {
-                tmp.view(name, &shared.config.export).map_err(|e| format!("cannot make the job's view: {e}"))?
-            }
-        };
+        let (tmp, cwd) = job_dir(shared, client, request, cwd)?;
         // Checked already, unless checked only now against its view.
         let checked = match checked {
             Some(checked) => checked,
@@ -868,6 +858,22 @@ async fn globs_as_expected(
     Ok(true)
 }
 
+/// The job's own temporary directory (sort spills there), the only writable place outside the
+/// export, which the sandbox confines the commands to with it; and the directory the job runs
+/// in: `cwd`, or the request's view made in the job's directory.
+fn job_dir(shared: &Shared, client: &str, request: &Request, cwd: PathBuf) -> Result<(JobDir, PathBuf), String> {
+    let mut tmp = shared
+        .config
+        .jobs
+        .new_job(client, request.view.as_deref())
+        .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
+    let cwd = match &request.view {
+        None => cwd,
+        Some(name) => tmp.view(name, &shared.config.export).map_err(|e| format!("cannot make the job's view: {e}"))?,
+    };
+    Ok((tmp, cwd))
+}
+
 async fn handle_job(
     mut send: quinn::SendStream,
     mut recv: BufReader<quinn::RecvStream>,
@@ -913,19 +919,7 @@ async fn handle_job(
         expected
     };
     let prepared = async {
-        // Each job gets its own temporary directory (sort spills there), the only writable
-        // place outside the export; the sandbox confines the commands to both.
-        let mut tmp = shared
-            .config
-            .jobs
-            .new_job(client, request.view.as_deref())
-            .map_err(|e| format!("cannot make a temporary directory: {e}"))?;
-        let cwd = match &request.view {
-            None => cwd,
-            Some(name) => {
-                tmp.view(name, &shared.config.export).map_err(|e| format!("cannot make the job's view: {e}"))?
-            }
-        };
+        let (tmp, cwd) = job_dir(shared, client, &request, cwd)?;
         let fed: Vec<&str> = request.peer_inputs.iter().map(|i| i.path.as_str()).collect();
         let mut checked = Vec::with_capacity(request.commands.len());
         if let Some(glob) = &request.glob {
