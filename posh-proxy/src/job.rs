@@ -805,7 +805,7 @@ where
     }
     // Only the children hold the write ends now: EOF comes when they are done.
     drop((stdout_write, stderr_write));
-    tracing::info!("running {:?}", commands.iter().map(|c| c.argv.join(" ")).collect::<Vec<_>>());
+    tracing::info!("running {}", Summary(commands));
 
     let (closed_tx, mut closed) = watch::channel(false);
     let mut meter = progress.then(|| ReadMeter::new(&counted, &children, first_reads_client));
@@ -1024,6 +1024,31 @@ async fn read_some(pipe: &mut Option<tokio::net::unix::pipe::Receiver>, buf: &mu
     }
 }
 
+/// A job's commands as its log shows them: `cat a b | grep x`, each command's words cut after
+/// [`Summary::WORDS_SHOWN`] characters with how many words it has, so that a job over 2,000
+/// files logs a line, not 40 KB.
+struct Summary<'a>(&'a [Checked]);
+
+impl Summary<'_> {
+    const WORDS_SHOWN: usize = 160;
+}
+
+impl std::fmt::Display for Summary<'_> {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        for (i, command) in self.0.iter().enumerate() {
+            if i > 0 {
+                f.write_str(" | ")?;
+            }
+            let words = format!("{:?}", command.argv.join(" "));
+            match words.char_indices().nth(Summary::WORDS_SHOWN) {
+                Some((cut, _)) => write!(f, "{}... ({} words)", &words[..cut], command.argv.len())?,
+                None => f.write_str(&words)?,
+            }
+        }
+        Ok(())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::fs::OpenOptions;
@@ -1034,6 +1059,25 @@ mod tests {
 
     fn export(dir: &Path) -> Root {
         Root::open(dir, RootKind::Export).unwrap()
+    }
+
+    #[test]
+    fn a_jobs_log_line_is_bounded_whatever_its_words() {
+        let command = |argv: Vec<String>| Checked {
+            argv,
+            env: Vec::new(),
+            redirects: Vec::new(),
+            outputs: Vec::new(),
+            files: Vec::new(),
+            home: None,
+        };
+        let files = (0..2000).map(|i| format!("logs/worker-{i:04}.log"));
+        let cat = command(std::iter::once("cat".to_string()).chain(files).collect());
+        let grep = command(vec!["grep".into(), "SLOW é".into()]);
+        let line = Summary(&[cat, grep]).to_string();
+        assert!(line.len() < 300, "{line}");
+        assert!(line.starts_with("\"cat logs/worker-0000.log logs/worker-0001.log"), "{line}");
+        assert!(line.ends_with("... (2001 words) | \"grep SLOW é\""), "{line}");
     }
 
     fn exited(code: i32) -> Exit {

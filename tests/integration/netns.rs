@@ -369,6 +369,8 @@ fn pipelines_run_at_a_proxy_on_another_host() {
         hosts.client_ip,
         proxy.log()
     );
+    // What the refused proxy's log must not show (`a_proxy_with_another_fingerprint_is_refused`).
+    assert!(proxy.log().contains("running \"cat "), "no job's line in the proxy's log:\n{}", proxy.log());
 
     // Only the matching lines crossed: a few hundred bytes of a 5 MB file.
     let size = std::fs::metadata(setup.data.join("big.log")).expect("big.log").len();
@@ -432,7 +434,8 @@ fn a_proxy_with_another_fingerprint_is_refused() {
     }
     assert_eq!(std::fs::read_to_string(&known).expect("known_proxies"), pinned, "the pin must not change");
     let log = proxy.stop();
-    assert!(!log.contains("running ["), "the refused proxy ran something:\n{log}");
+    // (A job's log line: `running "cat a b" | "wc -l"`, see posh-proxy's `job::Summary`.)
+    assert!(!log.contains("running \""), "the refused proxy ran something:\n{log}");
 }
 
 /// Just enough JSON for `--stats` records.
