@@ -106,12 +106,26 @@ fn a_second_pipeline_over_the_directory_is_guessed_too() {
 /// listing the run keeps, so the names are asked and the pipeline planned again with bash's.
 #[test]
 fn a_guess_the_proxy_does_not_confirm_is_asked_again() {
-    let (_site, output, records, globs) =
+    let (site, output, records, globs) =
         run_after("echo 'SLOW c' > EXPORT/c.log", "cat logs/*.log | grep SLOW | wc -l");
     assert_eq!(output, "3", "the proxy has three logs now; records: {records:?}");
     assert_eq!(globs.len(), 1, "one record, of the run that ran: {records:?}");
     assert_eq!((globs[0]["at"].as_str(), &globs[0]["names"]), (Some("logs"), &serde_json::json!(3)), "{records:?}");
     assert_eq!(globs[0].get("predicted"), None, "{records:?}");
+
+    // The refused request's bytes are the call's too: against the same run guessed right (c.log
+    // is in the listing asked ahead now), the record counts one job's request more.
+    std::fs::remove_file(site.root.path().join("stats.jsonl")).expect("the first run's records");
+    let (again, guessed) = site.run();
+    assert_eq!(
+        (again.as_str(), &self::globs(&guessed)[0]["predicted"]),
+        ("3", &serde_json::json!(true)),
+        "{guessed:?}"
+    );
+    let sent = |records: &[serde_json::Value]| {
+        records.iter().filter_map(|r| r["proxies"]["logs"]["bytes_to_proxy"].as_u64()).sum::<u64>()
+    };
+    assert!(sent(&records) > sent(&guessed) + 100, "refused and asked again: {records:?}\nguessed: {guessed:?}");
 }
 
 /// No proxy answers: bash expands the glob at the client, and `--stats` says why.

@@ -71,7 +71,8 @@ pub async fn execute_with_statuses(
     asked: &BTreeMap<usize, Arc<Traffic>>,
 ) -> (u8, Vec<u8>) {
     let mut started = Started::default();
-    let mut traffic: BTreeMap<usize, Arc<Traffic>> = BTreeMap::new();
+    // A refused attempt's bytes go on counting with this one's (`Caller::refused`).
+    let mut traffic = std::mem::take(&mut *caller.refused.lock().unwrap_or_else(|e| e.into_inner()));
     let mut input = caller.dup(0);
     // `> log 2>&1`: a remote job writing the caller's stdout sends its stderr along with it.
     // Asked only when something runs remotely: the probe costs system calls and brief locks.
@@ -201,7 +202,9 @@ pub async fn execute_with_statuses(
     let joined_at_client = std::mem::take(&mut started.joined_at_client);
     let (mut ends, merges) = started.wait().await;
     if caller.expected.as_ref().is_some_and(|expected| expected.unmet()) {
-        // Nothing ran: the call is planned again, and that run is the one recorded.
+        // Nothing ran: the call is planned again, and that run is the one recorded, with what
+        // this one's refused request cost.
+        *caller.refused.lock().unwrap_or_else(|e| e.into_inner()) = traffic;
         return (0, Vec::new());
     }
     ends.sort_by_key(|end| (end.command, end.copy));

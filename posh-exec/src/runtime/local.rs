@@ -37,6 +37,10 @@ pub struct Caller {
     /// The call's globs were guessed ([`super::globs::predict`]): its job at that mount's proxy
     /// asks the proxy to confirm them, and runs nowhere else.
     pub expected: Option<std::sync::Arc<super::globs::Expected>>,
+    /// What the call's jobs that a proxy refused sent and received, by mount (a guess the proxy
+    /// did not confirm: nothing ran): counted in the `--stats` record of the run that ran.
+    pub refused:
+        std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<usize, std::sync::Arc<posh_exec::remote::Traffic>>>>,
 }
 
 /// See [`Caller::job`].
@@ -63,6 +67,7 @@ impl Caller {
             seen: self.seen.clone(),
             written: self.written.clone(),
             expected: self.expected.clone(),
+            refused: self.refused.clone(),
         }
     }
 
