@@ -8,7 +8,7 @@
 //! runtime agree; the runtime only translates the plan.
 
 use std::collections::{HashMap, HashSet};
-use std::path::{Component, Path};
+use std::path::{Component, Path, PathBuf};
 
 use crate::config::Mount;
 use crate::fs::{FileKind, normalize_path};
@@ -171,6 +171,11 @@ impl<'c> Streaming<'c> {
         }
         let mut unstreamable: Vec<&str> = Vec::new();
         let mut below_another = HashSet::new();
+        let mount_at =
+            |path: &Path| ctx.config.mount_index_for(path).map(|i| &ctx.config.mounts[i]).filter(|m| m.path == path);
+        // The mounts at the last file's directory and above it: a command's files mostly share
+        // their directory (2,000 logs: one walk up, not 2,000).
+        let mut above: Option<(PathBuf, Vec<&'c Mount>)> = None;
         for (file, mount) in files {
             let path = cwd.join(file.word);
             let plain = Path::new(file.word).components().all(|c| matches!(c, Component::Normal(_)));
@@ -184,15 +189,16 @@ impl<'c> Streaming<'c> {
                 }
                 continue;
             }
-            // The mounts whose paths lie above the file's, besides its own (its path is plain
-            // and relative to a normalized directory: normalized too).
-            for above in path.ancestors() {
-                if let Some(other) = ctx.config.mount_index_for(above).map(|i| &ctx.config.mounts[i])
-                    && other.path == above
-                    && other.name != mount.name
-                {
-                    below_another.insert(other.name.as_str());
-                }
+            // The mounts whose paths lie at the file's or above it, besides its own (its path is
+            // plain and relative to a normalized directory: normalized too).
+            let dir = path.parent().unwrap_or(Path::new(""));
+            if above.as_ref().is_none_or(|(known, _)| known != dir) {
+                above = Some((dir.to_path_buf(), dir.ancestors().filter_map(mount_at).collect()));
+            }
+            let at_or_above =
+                mount_at(&path).into_iter().chain(above.as_ref().into_iter().flat_map(|(_, m)| m.iter().copied()));
+            for other in at_or_above.filter(|other| other.name != mount.name) {
+                below_another.insert(other.name.as_str());
             }
         }
         Streaming { cwd, unstreamable, below_another }

@@ -430,16 +430,18 @@ impl FileSystem for Planning<'_> {
         if !self.assumed_absent.is_empty() && self.assumed_absent.iter().any(|p| *p == *normalized(path)) {
             return None;
         }
+        let on_mount = remote_directory(&self.session.config, path);
         // A mount's own directory, whose proxy listed its export root (asked ahead): a directory,
         // not asked of the mount (on a cold mount, a round trip per mount a split names).
-        if let Some((mount, root)) = remote_directory(&self.session.config, path)
+        if let Some((mount, root)) = &on_mount
             && root.is_empty()
-            && let Some(Some(answer)) = self.session.answers.get(&(mount, Question::List(root)))
+            && let Some(Some(answer)) = self.session.answers.get(&(*mount, Question::List(String::new())))
             && matches!(*answer, Answer::Listing { .. })
         {
             return Some(FileMeta { kind: FileKind::Directory, size: 0 });
         }
-        let known = on_remote_mount(&self.session.config, path).and_then(|(mount, relative)| {
+        let on_mount = on_mount.filter(|(_, relative)| !relative.is_empty());
+        let known = on_mount.and_then(|(mount, relative)| {
             let (dir, name) = split(&relative);
             let answer = self.answer(mount, Question::List(dir.to_string()))?;
             let Answer::Listing { files, dirs, complete, others } = &*answer else { return None };
