@@ -896,8 +896,9 @@ async fn handle_job(
         Err(e) => return refuse(send, recv.get_mut(), e).await,
     };
     // The expected globs' bash runs while the job's directory is made and its commands are
-    // checked (2,000 paths of a log analysis: some 7 ms each, traced on the rig); nothing runs
-    // unless both agree, a glob that differs refused first, as when one came after the other.
+    // checked (for a log analysis over 2,000 files, 10 to 13 ms and 7 ms, timed on the rig);
+    // nothing runs unless both agree, a glob that differs refused first, as when one came after
+    // the other.
     let expected = async {
         if request.expect_globs.is_empty() {
             return Ok(true);
