@@ -41,10 +41,11 @@ impl Site {
         std::fs::write(self.root.path().join("client/case.sh"), format!("{first}\n{pipeline}\n")).expect("write");
     }
 
-    /// posh-exec's output and its `--stats` records.
+    /// posh-exec's output and its `--stats` records (this run's alone).
     fn run(&self) -> (String, Vec<serde_json::Value>) {
         let client = self.root.path().join("client");
         let stats = self.root.path().join("stats.jsonl");
+        let _ = std::fs::remove_file(&stats);
         let mut command = Command::new(posh_exec());
         crate::isolation::isolate_in(&mut command, &self.root.path().join("home"));
         command.current_dir(&client).env("LC_ALL", "C").arg("--stats").arg(&stats).arg("./case.sh");
@@ -115,7 +116,6 @@ fn a_guess_the_proxy_does_not_confirm_is_asked_again() {
 
     // The refused request's bytes are the call's too: against the same run guessed right (c.log
     // is in the listing asked ahead now), the record counts one job's request more.
-    std::fs::remove_file(site.root.path().join("stats.jsonl")).expect("the first run's records");
     let (again, guessed) = site.run();
     assert_eq!(
         (again.as_str(), &self::globs(&guessed)[0]["predicted"]),

@@ -726,11 +726,6 @@ fn unannotated(library: &Library, command: &crate::shell::Command) -> Option<Str
     (!library.annotates(name)).then(|| format!("`{name}` has no annotation"))
 }
 
-/// The names the script's commands make as FIFOs (an annotation's `makes_fifos`: `mkfifo`),
-/// with where each command starts, resolved against its pipeline's working directory (relative
-/// to the script's start); and whether it makes any under names only bash knows (a word with an
-/// expansion, or an unknown working directory). One pass over every command: this runs for
-/// every analysis of a script (the editor's, each keystroke).
 /// The compound commands of `script` whose standard output a redirection of their own sends
 /// to a file named by a literal word, where their working directory is known: their spans and
 /// the files, from the script's starting directory (a `cd` inside is not followed: the loop's
@@ -766,6 +761,11 @@ fn compound_outputs(script: &Script, scope: &ScriptScope<'_>) -> Vec<(crate::tex
     found
 }
 
+/// The names the script's commands make as FIFOs (an annotation's `makes_fifos`: `mkfifo`),
+/// with where each command starts, resolved against its pipeline's working directory (relative
+/// to the script's start); and whether it makes any under names only bash knows (a word with an
+/// expansion, or an unknown working directory). One pass over every command: this runs for
+/// every analysis of a script (the editor's, each keystroke).
 fn made_fifos(
     library: &Library,
     script: &Script,
