@@ -420,7 +420,11 @@ impl Generator<'_> {
                 if self.has("redirect_out") && self.rng.chance(50) { format!(" > loop{n}.txt") } else { String::new() };
             return format!("{text} | {filter}{end}");
         }
-        format!("{text}{}", self.maybe_redirect())
+        // (Not into a `.txt` file after a glob: `grep -c an data/*.txt | while ...; done >>
+        // data/log.txt` lists log.txt or not as bash's two children are scheduled, seed
+        // 20306055.)
+        let redirect = self.redirect_after(&text);
+        text + &redirect
     }
 
     fn case_statement(&mut self) -> String {
