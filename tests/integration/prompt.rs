@@ -373,6 +373,9 @@ fn ctrl_z_of_a_remote_job_suspends_it_as_bash_would() {
         tmux.wait_for(name, "fg's line", |s| s.lines().last() == Some(spinning.as_str()));
         until_state(&endless, "running in the foreground", |s| s == "R");
         tmux.keys(name, &["C-c"]);
+        // Typed before the prompt is back, the line would be echoed by the terminal after `^C`
+        // under either shell, as soon as the interrupted job takes longer than tmux's keys.
+        tmux.wait_for(name, "prompt after Ctrl-C", |s| s.lines().last() == Some("$"));
         tmux.type_line(name, "echo status $?");
         let start = Instant::now();
         while !processes_with(&endless).is_empty() {
