@@ -8,3 +8,7 @@ pub use posh_wire::client::{Connection, Job, KnownProxies, Output, Pin, StartErr
 pub use posh_wire::identity::{Identity, fingerprint};
 pub use posh_wire::protocol::{JobCommand, Request};
 pub use posh_wire::{client, identity, protocol};
+
+/// What a run exchanged with each proxy, by the mount's index in the configuration: the counters
+/// a call's `--stats` record reads.
+pub type TrafficByMount = std::collections::BTreeMap<usize, std::sync::Arc<Traffic>>;

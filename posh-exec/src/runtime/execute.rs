@@ -2,7 +2,6 @@
 //! proxy as one job over its own stream, split copies concatenated in order, every status
 //! collected for the pipeline's status (and `--stats`).
 
-use std::collections::BTreeMap;
 use std::os::fd::{AsFd as _, OwnedFd};
 use std::sync::Arc;
 
@@ -10,7 +9,7 @@ use posh_core::annotation::MergeKind;
 use posh_exec::remote::protocol::{
     GLOBS_DIFFER, Joined, PeerInput, PeerOutput, PeerSource, Request, SendFiles, SentFile, VERSION, VERSION_EXPECTING,
 };
-use posh_exec::remote::{Connection, StartError, Traffic};
+use posh_exec::remote::{Connection, StartError, Traffic, TrafficByMount};
 use posh_wire::measure::IoCount;
 
 use futures_util::StreamExt as _;
@@ -57,7 +56,7 @@ pub async fn execute(
     call: &PipelineCall,
     caller: &Caller,
     units: &[Unit],
-    asked: &BTreeMap<usize, Arc<Traffic>>,
+    asked: &TrafficByMount,
 ) -> u8 {
     execute_with_statuses(session, call, caller, units, asked).await.0
 }
@@ -68,7 +67,7 @@ pub async fn execute_with_statuses(
     call: &PipelineCall,
     caller: &Caller,
     units: &[Unit],
-    asked: &BTreeMap<usize, Arc<Traffic>>,
+    asked: &TrafficByMount,
 ) -> (u8, Vec<u8>) {
     let mut started = Started::default();
     // A refused attempt's bytes go on counting with this one's (`Caller::refused`).
@@ -363,7 +362,7 @@ struct LaneContext<'a> {
     session: Option<&'a Arc<Session>>,
     call: &'a PipelineCall,
     caller: &'a Caller,
-    traffic: &'a mut BTreeMap<usize, Arc<Traffic>>,
+    traffic: &'a mut TrafficByMount,
     /// Where the commands' stderr goes; `None`: the caller's.
     stderr: Option<&'a OwnedFd>,
     /// Every command's stderr goes into the lane's output: that output leads to the caller's
@@ -496,7 +495,7 @@ struct RemoteGroup {
     caller: Caller,
     traffic: Arc<Traffic>,
     /// The traffic counters of the mounts that stream files to it.
-    source_traffic: BTreeMap<usize, Arc<Traffic>>,
+    source_traffic: TrafficByMount,
 }
 
 /// Files another mount's proxy sends straight to this group's proxy (one `SendFiles` request
@@ -575,7 +574,7 @@ impl RemoteGroup {
         call: &PipelineCall,
         steps: &[Step],
         caller: &Caller,
-        traffic: &mut BTreeMap<usize, Arc<Traffic>>,
+        traffic: &mut TrafficByMount,
     ) -> RemoteGroup {
         let mount = steps[0].remote.as_ref().expect("a remote group").mount;
         let sources = steps.iter().filter_map(|s| s.remote.as_ref()).flat_map(|r| &r.streamed);
@@ -915,7 +914,7 @@ impl RemoteFanIn {
         call: &PipelineCall,
         copies_call: &PipelineCall,
         caller: &Caller,
-        traffic: &mut BTreeMap<usize, Arc<Traffic>>,
+        traffic: &mut TrafficByMount,
         unit: &Unit,
         merge: &[Step],
     ) -> RemoteFanIn {
@@ -1054,7 +1053,7 @@ async fn finish_sources(
     caller: &Caller,
     name: &str,
     line: usize,
-    source_traffic: &BTreeMap<usize, Arc<Traffic>>,
+    source_traffic: &TrafficByMount,
     sources: Vec<Source>,
 ) -> Vec<String> {
     let mut broken = Vec::new();

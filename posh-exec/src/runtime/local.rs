@@ -39,8 +39,7 @@ pub struct Caller {
     pub expected: Option<std::sync::Arc<super::globs::Expected>>,
     /// What the call's jobs that a proxy refused sent and received, by mount (a guess the proxy
     /// did not confirm: nothing ran): counted in the `--stats` record of the run that ran.
-    pub refused:
-        std::sync::Arc<std::sync::Mutex<std::collections::BTreeMap<usize, std::sync::Arc<posh_exec::remote::Traffic>>>>,
+    pub refused: std::sync::Arc<std::sync::Mutex<posh_exec::remote::TrafficByMount>>,
 }
 
 /// See [`Caller::job`].

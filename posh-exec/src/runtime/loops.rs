@@ -24,7 +24,7 @@ use posh_core::planner::{
     MOST_PIPELINES_PLANNED_AHEAD, PIPELINES_PER_REQUEST, PipelinePlan, one_proxy_for_all, pipelines_per_request,
 };
 use posh_core::rewrite::{MARK_BODY, MARK_ITEM, MARK_LOOP};
-use posh_exec::remote::Traffic;
+use posh_exec::remote::TrafficByMount;
 use posh_exec::remote::protocol::{Ended, MAX_LINE, Request, Sequence, VERSION};
 
 use super::coherence::Written;
@@ -178,7 +178,7 @@ struct OneProxy {
     mount: usize,
     jobs: Vec<Job>,
     /// What planning them asked the proxies.
-    asked: BTreeMap<usize, Arc<Traffic>>,
+    asked: TrafficByMount,
 }
 
 /// Plans every iteration as the runtime plans a call; `Some` when they all run at one proxy as
@@ -326,7 +326,7 @@ struct Sequenced<'a> {
     caller: &'a Caller,
     mount: usize,
     /// What planning asked the proxies, counted in the first pipeline's `--stats` record.
-    asked: BTreeMap<usize, Arc<Traffic>>,
+    asked: TrafficByMount,
 }
 
 impl Sequenced<'_> {

@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 
 use posh_core::config::{Config, ProxyAddress};
 use posh_core::fs::{FileKind, FileMeta, FileSystem, normalize_path, normalized};
-use posh_exec::remote::Traffic;
+use posh_exec::remote::TrafficByMount;
 use posh_exec::remote::protocol::{Answer, Question, WrittenFile};
 
 use super::session::Session;
@@ -214,7 +214,7 @@ pub struct Planning<'s> {
     session: &'s Session,
     /// What the questions of this plan cost, by mount: the pipeline's `--stats` counts it (the
     /// plan before the script's go to `Session::asked_before_the_script`).
-    traffic: RefCell<BTreeMap<usize, Arc<Traffic>>>,
+    traffic: RefCell<TrafficByMount>,
     /// The script has not started: a name a whole listing lacks does not exist (nothing of the
     /// script can have made it since), and is not asked of the mount.
     before_the_script: bool,
@@ -344,7 +344,7 @@ impl<'s> Planning<'s> {
     /// The bytes and questions this plan sent to each mount's proxy.
     /// The first plan of the run's runtime also counts what the plan before the script asked
     /// (`list_ahead`): its pipeline's `--stats` record says it, as a loop's first does its plans'.
-    pub fn into_traffic(self) -> BTreeMap<usize, Arc<Traffic>> {
+    pub fn into_traffic(self) -> TrafficByMount {
         let mut traffic = self.traffic.into_inner();
         let before =
             std::mem::take(&mut *self.session.asked_before_the_script.lock().unwrap_or_else(|e| e.into_inner()));

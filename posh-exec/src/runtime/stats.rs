@@ -1,14 +1,12 @@
 //! `--stats`: one JSON line per pipeline run by the runtime, with where each command ran and the
 //! bytes measured on the streams to and from each proxy.
 
-use std::collections::BTreeMap;
 use std::fs::OpenOptions;
 use std::io::Write as _;
 use std::path::Path;
-use std::sync::Arc;
 
 use posh_core::config::Mount;
-use posh_exec::remote::Traffic;
+use posh_exec::remote::TrafficByMount;
 use posh_wire::measure::IoCount;
 
 use super::PipelineCall;
@@ -27,9 +25,9 @@ pub struct Record<'a> {
     pub status: u8,
     pub mounts: &'a [Mount],
     /// Per mount index: the jobs' streams.
-    pub traffic: &'a BTreeMap<usize, Arc<Traffic>>,
+    pub traffic: &'a TrafficByMount,
     /// Per mount index: the plan's questions about the proxy's files (`metadata`).
-    pub asked: &'a BTreeMap<usize, Arc<Traffic>>,
+    pub asked: &'a TrafficByMount,
     /// It ran as one job of a loop's request to its proxy (see `loops`).
     pub in_loop_request: bool,
     /// Split commands whose copies the plan joined at a proxy and the run joined at the client,
